@@ -1,0 +1,1 @@
+"""Public shapes and durable events as pydantic models; imports pydantic only."""

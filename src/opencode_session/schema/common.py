@@ -1,0 +1,62 @@
+"""Small shared records: model and location references, token usage, session errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, NonNegativeFloat
+
+from .base import Struct
+from .ids import WorkspaceID
+
+
+class ModelRef(Struct):
+    id: str = Field(min_length=1)
+    providerID: str = Field(min_length=1)
+    variant: str | None = None
+
+    def same_as(self, other: "ModelRef | None") -> bool:
+        """Equal models; an omitted variant equals "default"."""
+        if other is None:
+            return False
+        return (self.id, self.providerID, self.variant or "default") == (
+            other.id,
+            other.providerID,
+            other.variant or "default",
+        )
+
+
+class LocationRef(Struct):
+    directory: str = Field(min_length=1)
+    workspaceID: WorkspaceID | None = None
+
+
+class TokenCache(Struct):
+    read: NonNegativeFloat = 0
+    write: NonNegativeFloat = 0
+
+
+class Tokens(Struct):
+    input: NonNegativeFloat = 0
+    output: NonNegativeFloat = 0
+    reasoning: NonNegativeFloat = 0
+    cache: TokenCache = Field(default_factory=TokenCache)
+
+    def plus(self, other: "Tokens") -> "Tokens":
+        return Tokens(
+            input=self.input + other.input,
+            output=self.output + other.output,
+            reasoning=self.reasoning + other.reasoning,
+            cache=TokenCache(read=self.cache.read + other.cache.read, write=self.cache.write + other.cache.write),
+        )
+
+
+class SessionErrorInfo(Struct):
+    """A failure recorded in the session: a stable dotted `type`, a message, the provider status if known."""
+
+    type: str
+    message: str
+    status: int | None = None
+
+
+Json = Any

@@ -1,0 +1,397 @@
+"""The event catalogue: durable Session events (stored as "<type>.<version>") and live-only events, plus the envelope."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal, Union
+
+from pydantic import Field, create_model
+
+from .base import Struct
+from .common import LocationRef, ModelRef, SessionErrorInfo, Tokens
+from .ids import EventID, MessageID, SessionID
+from .message import AssistantSnapshot, ToolContent
+from .prompt import Prompt
+from .session import SessionV2Info
+
+Delivery = Literal["steer", "queue"]
+
+
+@dataclass(frozen=True)
+class EventDef:
+    type: str
+    version: int
+    data: type[Struct]
+    durable: bool
+    public: bool = True
+
+    @property
+    def stored_type(self) -> str:
+        return f"{self.type}.{self.version}"
+
+
+DEFINITIONS: dict[str, EventDef] = {}
+BY_STORED_TYPE: dict[str, EventDef] = {}
+
+
+def _register(type_: str, version: int, durable: bool, public: bool):
+    def deco(cls: type[Struct]) -> type[Struct]:
+        definition = EventDef(type_, version, cls, durable, public)
+        DEFINITIONS[type_] = definition
+        if durable:
+            BY_STORED_TYPE[definition.stored_type] = definition
+        cls.definition = definition  # type: ignore[attr-defined]
+        return cls
+
+    return deco
+
+
+def durable(type_: str, version: int = 1, public: bool = True):
+    return _register(type_, version, True, public)
+
+
+def live(type_: str):
+    return _register(type_, 1, False, True)
+
+
+def definition_of(data: Struct) -> EventDef:
+    return type(data).definition  # type: ignore[attr-defined]
+
+
+class DurableRef(Struct):
+    aggregateID: str
+    seq: int = Field(ge=0)
+    version: int = Field(ge=1)
+
+
+class Event(Struct):
+    """The wire envelope of every event; `durable` is present on durable events only."""
+
+    id: EventID
+    created: float
+    metadata: dict[str, Any] | None = None
+    type: str
+    durable: DurableRef | None = None
+    location: LocationRef | None = None
+    data: dict[str, Any]
+
+
+# --- session lifecycle ---------------------------------------------------------------------------
+
+
+@durable("session.created", public=False)
+class SessionCreated(Struct):
+    sessionID: SessionID
+    info: SessionV2Info
+
+
+@durable("session.agent.selected")
+class AgentSelected(Struct):
+    sessionID: SessionID
+    agent: str
+
+
+@durable("session.model.selected")
+class ModelSelected(Struct):
+    sessionID: SessionID
+    model: ModelRef
+    previous: ModelRef | None = None
+
+
+@durable("session.renamed")
+class Renamed(Struct):
+    sessionID: SessionID
+    title: str
+
+
+@durable("session.moved")
+class Moved(Struct):
+    sessionID: SessionID
+    location: LocationRef
+    subpath: str | None = None
+
+
+# --- input ---------------------------------------------------------------------------------------
+
+
+class UserInput(Struct):
+    type: Literal["user"] = "user"
+    data: Prompt
+    delivery: Delivery = "steer"
+
+
+class SyntheticInputData(Struct):
+    text: str
+    description: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class SyntheticInput(Struct):
+    type: Literal["synthetic"] = "synthetic"
+    data: SyntheticInputData
+    delivery: Delivery = "steer"
+
+
+AdmittedInput = Union[UserInput, SyntheticInput]
+
+
+@durable("session.input.admitted")
+class InputAdmitted(Struct):
+    sessionID: SessionID
+    inputID: MessageID
+    input: AdmittedInput = Field(discriminator="type")
+
+
+@durable("session.input.promoted")
+class InputPromoted(Struct):
+    sessionID: SessionID
+    inputID: MessageID
+
+
+# --- execution -----------------------------------------------------------------------------------
+
+
+@durable("session.execution.started")
+class ExecutionStarted(Struct):
+    sessionID: SessionID
+
+
+@durable("session.execution.succeeded")
+class ExecutionSucceeded(Struct):
+    sessionID: SessionID
+
+
+@durable("session.execution.failed")
+class ExecutionFailed(Struct):
+    sessionID: SessionID
+    error: SessionErrorInfo
+
+
+@durable("session.execution.interrupted")
+class ExecutionInterrupted(Struct):
+    sessionID: SessionID
+    reason: Literal["user", "shutdown", "superseded"]
+
+
+# --- instructions and synthetic context ----------------------------------------------------------
+
+
+@durable("session.instructions.updated")
+class InstructionsUpdated(Struct):
+    sessionID: SessionID
+    text: str
+
+
+@durable("session.synthetic")
+class Synthetic(Struct):
+    sessionID: SessionID
+    text: str
+    description: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+# --- steps ---------------------------------------------------------------------------------------
+
+
+class _StepEvent(Struct):
+    sessionID: SessionID
+    assistantMessageID: MessageID
+
+
+@durable("session.step.started")
+class StepStarted(_StepEvent):
+    agent: str
+    model: ModelRef
+    snapshot: str | None = None
+
+
+@durable("session.step.ended")
+class StepEnded(_StepEvent):
+    finish: str
+    cost: float = 0
+    tokens: Tokens = Field(default_factory=Tokens)
+    snapshot: str | None = None
+    files: list[str] | None = None
+
+
+@durable("session.step.failed")
+class StepFailed(_StepEvent):
+    error: SessionErrorInfo
+    cost: float | None = None
+    tokens: Tokens | None = None
+    snapshot: str | None = None
+
+
+@durable("session.text.started")
+class TextStarted(_StepEvent):
+    ordinal: int = Field(ge=0)
+
+
+@live("session.text.delta")
+class TextDelta(_StepEvent):
+    ordinal: int = Field(ge=0)
+    delta: str
+
+
+@durable("session.text.ended")
+class TextEnded(_StepEvent):
+    ordinal: int = Field(ge=0)
+    text: str
+
+
+@durable("session.reasoning.started")
+class ReasoningStarted(_StepEvent):
+    ordinal: int = Field(ge=0)
+    state: dict[str, Any] | None = None
+
+
+@live("session.reasoning.delta")
+class ReasoningDelta(_StepEvent):
+    ordinal: int = Field(ge=0)
+    delta: str
+
+
+@durable("session.reasoning.ended")
+class ReasoningEnded(_StepEvent):
+    ordinal: int = Field(ge=0)
+    text: str
+    state: dict[str, Any] | None = None
+
+
+@durable("session.tool.input.started")
+class ToolInputStarted(_StepEvent):
+    callID: str
+    name: str
+
+
+@live("session.tool.input.delta")
+class ToolInputDelta(_StepEvent):
+    callID: str
+    delta: str
+
+
+@durable("session.tool.input.ended")
+class ToolInputEnded(_StepEvent):
+    callID: str
+    text: str
+
+
+@durable("session.tool.called")
+class ToolCalled(_StepEvent):
+    callID: str
+    name: str
+    input: dict[str, Any]
+    executed: bool = False
+    state: dict[str, Any] | None = None
+
+
+@durable("session.tool.success")
+class ToolSuccess(_StepEvent):
+    callID: str
+    structured: dict[str, Any] = Field(default_factory=dict)
+    content: list[ToolContent] = Field(default_factory=list)
+    outputPaths: list[str] | None = None
+    result: Any = None
+    executed: bool = False
+    resultState: dict[str, Any] | None = None
+
+
+@durable("session.tool.failed")
+class ToolFailed(_StepEvent):
+    callID: str
+    error: SessionErrorInfo
+    result: Any = None
+    executed: bool = False
+    resultState: dict[str, Any] | None = None
+
+
+@durable("session.retry.scheduled")
+class RetryScheduled(_StepEvent):
+    attempt: int = Field(ge=1)
+    at: float
+    error: SessionErrorInfo
+
+
+@live("session.usage.updated")
+class UsageUpdated(Struct):
+    sessionID: SessionID
+    cost: float
+    tokens: Tokens
+
+
+# --- markers ---------------------------------------------------------------------------------------
+
+
+class LogSynced(Struct):
+    """The synchronization marker of a followed log: everything at or below `seq` has been delivered."""
+
+    type: Literal["log.synced"] = "log.synced"
+    aggregateID: str
+    seq: int | None = None
+
+
+class ServerConnected(Struct):
+    id: EventID
+    created: float
+    type: Literal["server.connected"] = "server.connected"
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass
+class EventRecord:
+    """A committed or live event with typed data; `seq` is None for live-only events."""
+
+    id: str
+    created: float
+    data: Struct
+    aggregate_id: str
+    seq: int | None = None
+    location: LocationRef | None = None
+
+    @property
+    def definition(self) -> EventDef:
+        return definition_of(self.data)
+
+    @property
+    def type(self) -> str:
+        return self.definition.type
+
+    def wire(self) -> dict[str, Any]:
+        d = self.definition
+        out: dict[str, Any] = {"id": self.id, "created": self.created, "type": d.type}
+        if d.durable and self.seq is not None:
+            out["durable"] = {"aggregateID": self.aggregate_id, "seq": self.seq, "version": d.version}
+        if self.location is not None:
+            out["location"] = self.location.wire()
+        out["data"] = self.data.wire()
+        return out
+
+
+def _camel(type_: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in type_.replace("-", ".").split("."))
+
+
+@lru_cache(maxsize=None)
+def envelope_model(type_: str) -> type[Struct]:
+    """A typed envelope model for one event type, named after it (for OpenAPI and typed clients)."""
+    d = DEFINITIONS[type_]
+    fields: dict[str, Any] = {
+        "id": (EventID, ...),
+        "created": (float, ...),
+        "metadata": (dict[str, Any] | None, None),
+        "type": (Literal[d.type], ...),  # type: ignore[valid-type]
+        "location": (LocationRef | None, None),
+        "data": (d.data, ...),
+    }
+    if d.durable:
+        fields["durable"] = (DurableRef, ...)
+    return create_model(_camel(d.type) + "Event", __base__=Struct, **fields)  # type: ignore[call-overload]
+
+
+def public_durable_types() -> list[str]:
+    return [t for t, d in DEFINITIONS.items() if d.durable and d.public]
+
+
+def live_types() -> list[str]:
+    return [t for t, d in DEFINITIONS.items() if not d.durable]

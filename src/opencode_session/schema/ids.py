@@ -1,0 +1,67 @@
+"""Time-sortable prefixed identifiers (`ses_` newest-first, `msg_`, `evt_`, ...) and their types."""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from typing import Annotated
+
+from pydantic import StringConstraints
+
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_MASK64 = (1 << 64) - 1
+_lock = threading.Lock()
+_last_ms = 0
+_counter = 0
+
+
+def _stamp() -> int:
+    global _last_ms, _counter
+    with _lock:
+        now = int(time.time() * 1000)
+        if now > _last_ms:
+            _last_ms, _counter = now, 0
+        else:
+            _counter += 1
+            if _counter >= 0x1000:  # borrow the next millisecond rather than wrap
+                _last_ms, _counter = _last_ms + 1, 0
+        return (_last_ms * 0x1000 + _counter) & _MASK64
+
+
+def _random(n: int = 12) -> str:
+    return "".join(secrets.choice(_BASE62) for _ in range(n))
+
+
+def ascending(prefix: str) -> str:
+    """An ID that sorts after every ID made before it in this process."""
+    return f"{prefix}_{_stamp():016x}{_random()}"
+
+
+def descending(prefix: str) -> str:
+    """An ID that sorts before every ID made before it (newest first)."""
+    return f"{prefix}_{(~_stamp()) & _MASK64:016x}{_random()}"
+
+
+def session_id() -> str:
+    return descending("ses")
+
+
+def message_id() -> str:
+    return ascending("msg")
+
+
+def event_id() -> str:
+    return ascending("evt")
+
+
+def message_id_from_event(event_id_: str) -> str:
+    """A message created from an event takes that event's ID with the prefix swapped."""
+    assert event_id_.startswith("evt_")
+    return "msg_" + event_id_[4:]
+
+
+SessionID = Annotated[str, StringConstraints(pattern=r"^ses", min_length=4, max_length=128)]
+MessageID = Annotated[str, StringConstraints(pattern=r"^msg_", min_length=5, max_length=128)]
+EventID = Annotated[str, StringConstraints(pattern=r"^evt_", min_length=5, max_length=128)]
+WorkspaceID = Annotated[str, StringConstraints(pattern=r"^wrk")]
