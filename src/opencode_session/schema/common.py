@@ -60,3 +60,7 @@ class SessionErrorInfo(Struct):
 
 
 Json = Any
+
+
+Millis = int
+"""Epoch milliseconds, as every time on the wire and in the database."""

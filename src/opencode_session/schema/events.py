@@ -9,6 +9,7 @@ from typing import Any, Literal, Union
 from pydantic import Field, create_model
 
 from .base import Struct
+from .common import Millis
 from .common import LocationRef, ModelRef, SessionErrorInfo, Tokens
 from .ids import EventID, MessageID, SessionID
 from .message import AssistantSnapshot, ToolContent
@@ -69,7 +70,7 @@ class Event(Struct):
     """The wire envelope of every event; `durable` is present on durable events only."""
 
     id: EventID
-    created: float
+    created: Millis
     metadata: dict[str, Any] | None = None
     type: str
     durable: DurableRef | None = None
@@ -309,7 +310,7 @@ class ToolFailed(_StepEvent):
 @durable("session.retry.scheduled")
 class RetryScheduled(_StepEvent):
     attempt: int = Field(ge=1)
-    at: float
+    at: Millis
     error: SessionErrorInfo
 
 
@@ -333,7 +334,7 @@ class LogSynced(Struct):
 
 class ServerConnected(Struct):
     id: EventID
-    created: float
+    created: Millis
     type: Literal["server.connected"] = "server.connected"
     data: dict[str, Any] = Field(default_factory=dict)
 
@@ -343,7 +344,7 @@ class EventRecord:
     """A committed or live event with typed data; `seq` is None for live-only events."""
 
     id: str
-    created: float
+    created: Millis
     data: Struct
     aggregate_id: str
     seq: int | None = None
@@ -378,7 +379,7 @@ def envelope_model(type_: str) -> type[Struct]:
     d = DEFINITIONS[type_]
     fields: dict[str, Any] = {
         "id": (EventID, ...),
-        "created": (float, ...),
+        "created": (Millis, ...),
         "metadata": (dict[str, Any] | None, None),
         "type": (Literal[d.type], ...),  # type: ignore[valid-type]
         "location": (LocationRef | None, None),

@@ -7,18 +7,19 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Field
 
 from .base import Struct
+from .common import Millis
 from .common import ModelRef, SessionErrorInfo, Tokens
 from .ids import MessageID, SessionID
 from .prompt import PromptAgentAttachment, PromptFileAttachment
 
 
 class CreatedTime(Struct):
-    created: float
+    created: Millis
 
 
 class CompletedTime(Struct):
-    created: float
-    completed: float | None = None
+    created: Millis
+    completed: Millis | None = None
 
 
 class _Message(Struct):
@@ -134,9 +135,9 @@ class ToolProvider(Struct):
 
 
 class ToolTime(Struct):
-    created: float
-    ran: float | None = None
-    completed: float | None = None
+    created: Millis
+    ran: Millis | None = None
+    completed: Millis | None = None
 
 
 class SessionMessageAssistantText(Struct):
@@ -170,7 +171,7 @@ AssistantContent = Annotated[
 
 class RetryState(Struct):
     attempt: int
-    at: float
+    at: Millis
     error: SessionErrorInfo
 
 

@@ -7,14 +7,15 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Struct
+from .common import Millis
 from .common import LocationRef, ModelRef, Tokens
 from .ids import SessionID
 
 
 class SessionTime(Struct):
-    created: float
-    updated: float
-    archived: float | None = None
+    created: Millis
+    updated: Millis
+    archived: Millis | None = None
 
 
 class RevertState(Struct):

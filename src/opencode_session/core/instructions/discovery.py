@@ -1,0 +1,106 @@
+"""InstructionDiscovery: ambient global and project `AGENTS.md` files observed as the one
+ordered aggregate `core/instructions` source."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+import anyio
+
+from .algebra import UNAVAILABLE, Instructions, Unavailable
+from .sources import InstructionFile, file_list_instructions, read_instruction_files
+
+__all__ = [
+    "AGENTS_FILE",
+    "DISABLE_PROJECT_CONFIG_ENV",
+    "DISCOVERY_KEY",
+    "discover_instruction_paths",
+    "discovery_source",
+    "project_config_disabled",
+]
+
+DISCOVERY_KEY: Final = "core/instructions"
+AGENTS_FILE: Final = "AGENTS.md"
+DISABLE_PROJECT_CONFIG_ENV: Final = "OPENCODE_DISABLE_PROJECT_CONFIG"
+
+
+def project_config_disabled(environ: Mapping[str, str] | None = None) -> bool:
+    """True when `OPENCODE_DISABLE_PROJECT_CONFIG` is set to "1" or "true" (any case)."""
+    env = os.environ if environ is None else environ
+    return env.get(DISABLE_PROJECT_CONFIG_ENV, "").strip().lower() in ("1", "true")
+
+
+def discover_instruction_paths(
+    directory: Path,
+    project_root: Path,
+    global_config_dir: Path | None,
+    disable_project: bool,
+) -> list[Path]:
+    """The ambient `AGENTS.md` files, in order (blocking; run in a worker thread).
+
+    Order: the global `<global_config_dir>/AGENTS.md` first, then project files from the
+    project root DOWN to `directory` (both inclusive), so the most specific file comes last
+    and wins where instructions conflict. Paths are resolved and deduplicated (first wins).
+    Project files are skipped when `disable_project` is set or `directory` lies outside
+    `project_root`; the global file stays eligible either way.
+    """
+    candidates: list[Path] = []
+    if global_config_dir is not None:
+        candidates.append(Path(global_config_dir).expanduser().resolve() / AGENTS_FILE)
+    if not disable_project:
+        root = Path(project_root).resolve()
+        here = Path(directory).resolve()
+        if here == root or root in here.parents:
+            current = root
+            candidates.append(current / AGENTS_FILE)
+            for part in here.relative_to(root).parts:
+                current = current / part
+                candidates.append(current / AGENTS_FILE)
+    seen: set[Path] = set()
+    found: list[Path] = []
+    for candidate in candidates:
+        if not candidate.is_file():
+            continue
+        resolved = candidate.resolve()
+        if resolved in seen:
+            continue
+        seen.add(resolved)
+        found.append(resolved)
+    return found
+
+
+def _scan(
+    directory: Path, project_root: Path, global_config_dir: Path | None, disable_project: bool
+) -> tuple[InstructionFile, ...] | Unavailable:
+    try:
+        paths = discover_instruction_paths(directory, project_root, global_config_dir, disable_project)
+        return read_instruction_files(paths)
+    except (OSError, ValueError):
+        return UNAVAILABLE
+
+
+async def discovery_source(
+    directory: Path,
+    project_root: Path,
+    global_config_dir: Path | None,
+    disable_project: bool,
+) -> Instructions:
+    """`core/instructions`: the ordered ambient `AGENTS.md` set (see `discover_instruction_paths`).
+
+    Scans and reads in a worker thread. A discovered file that cannot be read (or any scan
+    error) makes the source unavailable; no files at all yields EMPTY (an absent source).
+    """
+    files = await anyio.to_thread.run_sync(_scan, directory, project_root, global_config_dir, disable_project)
+    return file_list_instructions(
+        DISCOVERY_KEY,
+        files,
+        header=lambda path: f"Instructions found in {path}:",
+        update_intro=(
+            "The AGENTS.md instruction files in effect have changed. "
+            "The complete current set follows and replaces every set given earlier."
+        ),
+        removal="No AGENTS.md instruction files are in effect any more; disregard the ones given earlier.",
+    )

@@ -1,0 +1,43 @@
+"""Locations: resolving a directory to its project root and a stable project ID."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..schema.location import LocationInfo, LocationProject
+
+
+def find_git_root(directory: Path) -> Path | None:
+    for candidate in (directory, *directory.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+@dataclass(frozen=True)
+class Location:
+    directory: Path
+    project_root: Path
+    is_git: bool
+    workspace_id: str | None = None
+
+    @property
+    def project_id(self) -> str:
+        if not self.is_git:
+            return "global"
+        return hashlib.sha256(str(self.project_root).encode()).hexdigest()[:16]
+
+    def info(self) -> LocationInfo:
+        return LocationInfo(
+            directory=str(self.directory),
+            workspaceID=self.workspace_id,
+            project=LocationProject(id=self.project_id, directory=str(self.project_root)),
+        )
+
+
+def resolve_location(directory: str | Path, workspace_id: str | None = None) -> Location:
+    path = Path(directory).expanduser().resolve()
+    root = find_git_root(path)
+    return Location(directory=path, project_root=root or path, is_git=root is not None, workspace_id=workspace_id)

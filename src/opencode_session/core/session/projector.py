@@ -1,0 +1,404 @@
+"""The session read model: projects each durable event into session, session_message and session_pending rows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ...schema import events as ev
+from ...schema.events import EventRecord
+from ...schema.ids import message_id_from_event
+from ..store.db import Tx
+
+PROJECTION_TABLES = ["session", "session_message", "session_pending"]
+
+_HANDLERS: dict[type, Callable[[Tx, EventRecord, Any], None]] = {}
+# extra projections registered by other core modules (instruction checkpoint resets, ...)
+_EXTRA: dict[type, list[Callable[[Tx, EventRecord], None]]] = {}
+
+
+def handles(*types: type):
+    def deco(fn):
+        for t in types:
+            _HANDLERS[t] = fn
+        return fn
+
+    return deco
+
+
+def also_on(event_type: type, fn: Callable[[Tx, EventRecord], None]) -> None:
+    """Register an additional projection for one event type (runs in the same transaction)."""
+    _EXTRA.setdefault(event_type, []).append(fn)
+
+
+def project(tx: Tx, record: EventRecord) -> None:
+    data = record.data
+    handler = _HANDLERS.get(type(data))
+    if handler is not None:
+        handler(tx, record, data)
+    for extra in _EXTRA.get(type(data), ()):
+        extra(tx, record)
+    if not isinstance(data, ev.SessionCreated):
+        tx.execute("UPDATE session SET time_updated = ? WHERE id = ?", (record.created, record.aggregate_id))
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+# --- session row -------------------------------------------------------------------------------------
+
+
+def _load_session(tx: Tx, session_id: str) -> dict[str, Any]:
+    row = tx.execute("SELECT data FROM session WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise LookupError(f"projection for unknown session {session_id}")
+    return json.loads(row[0])
+
+
+def _save_session(tx: Tx, session_id: str, info: dict[str, Any]) -> None:
+    tx.execute(
+        "UPDATE session SET data = ?, title = ?, directory = ?, workspace_id = ? WHERE id = ?",
+        (_dump(info), info["title"], info["location"]["directory"], info["location"].get("workspaceID"), session_id),
+    )
+
+
+@handles(ev.SessionCreated)
+def _created(tx: Tx, record: EventRecord, data: ev.SessionCreated) -> None:
+    info = data.info.wire()
+    tx.execute(
+        "INSERT INTO session (id, project_id, workspace_id, parent_id, directory, title, time_created, time_updated,"
+        " created_order, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(created_order), 0) + 1"
+        " FROM session), ?)",
+        (
+            info["id"], info["projectID"], info["location"].get("workspaceID"), info.get("parentID"),
+            info["location"]["directory"], info["title"], info["time"]["created"], info["time"]["updated"],
+            _dump(info),
+        ),
+    )
+
+
+@handles(ev.AgentSelected)
+def _agent(tx: Tx, record: EventRecord, data: ev.AgentSelected) -> None:
+    info = _load_session(tx, data.sessionID)
+    info["agent"] = data.agent
+    _save_session(tx, data.sessionID, info)
+    _insert_message(tx, record, {"type": "agent-switched", "agent": data.agent})
+
+
+@handles(ev.ModelSelected)
+def _model(tx: Tx, record: EventRecord, data: ev.ModelSelected) -> None:
+    info = _load_session(tx, data.sessionID)
+    info["model"] = data.model.wire()
+    _save_session(tx, data.sessionID, info)
+    message: dict[str, Any] = {"type": "model-switched", "model": data.model.wire()}
+    if data.previous is not None:
+        message["previous"] = data.previous.wire()
+    _insert_message(tx, record, message)
+
+
+@handles(ev.Renamed)
+def _renamed(tx: Tx, record: EventRecord, data: ev.Renamed) -> None:
+    info = _load_session(tx, data.sessionID)
+    info["title"] = data.title
+    _save_session(tx, data.sessionID, info)
+
+
+@handles(ev.Moved)
+def _moved(tx: Tx, record: EventRecord, data: ev.Moved) -> None:
+    info = _load_session(tx, data.sessionID)
+    info["location"] = data.location.wire()
+    if data.subpath is not None:
+        info["subpath"] = data.subpath
+    else:
+        info.pop("subpath", None)
+    _save_session(tx, data.sessionID, info)
+
+
+def _add_usage(tx: Tx, session_id: str, cost: float | None, tokens: Any) -> None:
+    if cost is None and tokens is None:
+        return
+    info = _load_session(tx, session_id)
+    info["cost"] = info.get("cost", 0) + (cost or 0)
+    if tokens is not None:
+        t = info.setdefault("tokens", {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}})
+        t["input"] += tokens.input
+        t["output"] += tokens.output
+        t["reasoning"] += tokens.reasoning
+        t["cache"]["read"] += tokens.cache.read
+        t["cache"]["write"] += tokens.cache.write
+    _save_session(tx, session_id, info)
+    tx.publish_live(ev.UsageUpdated.model_validate({"sessionID": session_id, "cost": info["cost"],
+                                                     "tokens": info["tokens"]}), session_id)
+
+
+# --- messages --------------------------------------------------------------------------------------
+
+
+def _insert_message(tx: Tx, record: EventRecord, body: dict[str, Any], message_id: str | None = None) -> str:
+    mid = message_id or message_id_from_event(record.id)
+    body = {"id": mid, "time": {"created": record.created}, **body}
+    tx.execute(
+        "INSERT INTO session_message (id, session_id, type, seq, time_created, time_updated, data)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (mid, record.aggregate_id, body["type"], record.seq, record.created, record.created, _dump(body)),
+    )
+    return mid
+
+
+def load_message(tx: Tx, message_id: str) -> dict[str, Any] | None:
+    row = tx.execute("SELECT data FROM session_message WHERE id = ?", (message_id,)).fetchone()
+    return None if row is None else json.loads(row[0])
+
+
+def _save_message(tx: Tx, message: dict[str, Any], updated: int) -> None:
+    tx.execute(
+        "UPDATE session_message SET data = ?, time_updated = ? WHERE id = ?", (_dump(message), updated, message["id"])
+    )
+
+
+@handles(ev.InputAdmitted)
+def _admitted(tx: Tx, record: EventRecord, data: ev.InputAdmitted) -> None:
+    tx.execute(
+        "INSERT INTO session_pending (id, session_id, type, data, delivery, admitted_seq, time_created)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (data.inputID, data.sessionID, data.input.type, _dump(data.input.data.wire()), data.input.delivery,
+         record.seq, record.created),
+    )
+
+
+@handles(ev.InputPromoted)
+def _promoted(tx: Tx, record: EventRecord, data: ev.InputPromoted) -> None:
+    row = tx.execute(
+        "SELECT type, data FROM session_pending WHERE id = ? AND session_id = ?", (data.inputID, data.sessionID)
+    ).fetchone()
+    if row is None:
+        raise LookupError(f"promotion of input {data.inputID} that is not pending")
+    tx.execute("DELETE FROM session_pending WHERE id = ?", (data.inputID,))
+    body = json.loads(row["data"])
+    if row["type"] == "user":
+        _insert_message(tx, record, {"type": "user", **body}, message_id=data.inputID)
+    else:
+        _insert_message(tx, record, {"type": "synthetic", "sessionID": data.sessionID, **body},
+                        message_id=data.inputID)
+
+
+@handles(ev.InstructionsUpdated)
+def _instructions(tx: Tx, record: EventRecord, data: ev.InstructionsUpdated) -> None:
+    _insert_message(tx, record, {"type": "system", "text": data.text})
+
+
+@handles(ev.Synthetic)
+def _synthetic(tx: Tx, record: EventRecord, data: ev.Synthetic) -> None:
+    body: dict[str, Any] = {"type": "synthetic", "sessionID": data.sessionID, "text": data.text}
+    if data.description is not None:
+        body["description"] = data.description
+    if data.metadata is not None:
+        body["metadata"] = data.metadata
+    _insert_message(tx, record, body)
+
+
+# --- assistant steps ---------------------------------------------------------------------------------
+
+
+def _assistant(tx: Tx, data: Any) -> dict[str, Any]:
+    message = load_message(tx, data.assistantMessageID)
+    if message is None or message.get("type") != "assistant":
+        raise LookupError(f"no assistant message {data.assistantMessageID}")
+    return message
+
+
+@handles(ev.StepStarted)
+def _step_started(tx: Tx, record: EventRecord, data: ev.StepStarted) -> None:
+    # an older incomplete assistant (an interrupted step) is closed when a new one starts
+    for row in tx.execute(
+        "SELECT data FROM session_message WHERE session_id = ? AND type = 'assistant' AND id != ?"
+        " AND json_extract(data, '$.time.completed') IS NULL",
+        (data.sessionID, data.assistantMessageID),
+    ).fetchall():
+        older = json.loads(row[0])
+        older["time"]["completed"] = record.created
+        _save_message(tx, older, record.created)
+    existing = load_message(tx, data.assistantMessageID)
+    if existing is None:
+        body: dict[str, Any] = {"type": "assistant", "agent": data.agent, "model": data.model.wire(), "content": []}
+        if data.snapshot:
+            body["snapshot"] = {"start": data.snapshot}
+        _insert_message(tx, record, body, message_id=data.assistantMessageID)
+        return
+    # a retry reuses the assistant message: reset it to a fresh start
+    for key in ("retry", "error", "finish", "cost", "tokens"):
+        existing.pop(key, None)
+    existing["time"].pop("completed", None)
+    existing["agent"], existing["model"] = data.agent, data.model.wire()
+    _save_message(tx, existing, record.created)
+
+
+@handles(ev.StepEnded)
+def _step_ended(tx: Tx, record: EventRecord, data: ev.StepEnded) -> None:
+    message = _assistant(tx, data)
+    message["finish"] = data.finish
+    message["cost"] = data.cost
+    message["tokens"] = data.tokens.wire()
+    message["time"]["completed"] = record.created
+    if data.snapshot or data.files:
+        snap = message.setdefault("snapshot", {})
+        if data.snapshot:
+            snap["end"] = data.snapshot
+        if data.files:
+            snap["files"] = data.files
+    message.pop("retry", None)
+    _save_message(tx, message, record.created)
+    _add_usage(tx, data.sessionID, data.cost, data.tokens)
+
+
+@handles(ev.StepFailed)
+def _step_failed(tx: Tx, record: EventRecord, data: ev.StepFailed) -> None:
+    message = load_message(tx, data.assistantMessageID)
+    if message is None:
+        # a step can fail before any output (e.g. exhausted retries): the assistant still records the failure
+        return
+    message["finish"] = "error"
+    message["error"] = data.error.wire()
+    message["time"]["completed"] = record.created
+    message.pop("retry", None)
+    if data.cost is not None:
+        message["cost"] = data.cost
+    if data.tokens is not None:
+        message["tokens"] = data.tokens.wire()
+    _save_message(tx, message, record.created)
+    _add_usage(tx, data.sessionID, data.cost, data.tokens)
+
+
+def _part(message: dict[str, Any], kind: str, ident: str) -> dict[str, Any]:
+    for part in message["content"]:
+        if part["type"] == kind and part["id"] == ident:
+            return part
+    raise LookupError(f"no {kind} part {ident} in {message['id']}")
+
+
+@handles(ev.TextStarted)
+def _text_started(tx: Tx, record: EventRecord, data: ev.TextStarted) -> None:
+    message = _assistant(tx, data)
+    message["content"].append({"type": "text", "id": f"text-{data.ordinal}", "text": ""})
+    _save_message(tx, message, record.created)
+
+
+@handles(ev.TextEnded)
+def _text_ended(tx: Tx, record: EventRecord, data: ev.TextEnded) -> None:
+    message = _assistant(tx, data)
+    _part(message, "text", f"text-{data.ordinal}")["text"] = data.text
+    _save_message(tx, message, record.created)
+
+
+@handles(ev.ReasoningStarted)
+def _reasoning_started(tx: Tx, record: EventRecord, data: ev.ReasoningStarted) -> None:
+    message = _assistant(tx, data)
+    part: dict[str, Any] = {"type": "reasoning", "id": f"reasoning-{data.ordinal}", "text": "",
+                            "time": {"created": record.created}}
+    if data.state is not None:
+        part["providerMetadata"] = data.state
+    message["content"].append(part)
+    _save_message(tx, message, record.created)
+
+
+@handles(ev.ReasoningEnded)
+def _reasoning_ended(tx: Tx, record: EventRecord, data: ev.ReasoningEnded) -> None:
+    message = _assistant(tx, data)
+    part = _part(message, "reasoning", f"reasoning-{data.ordinal}")
+    part["text"] = data.text
+    part.setdefault("time", {"created": record.created})["completed"] = record.created
+    if data.state is not None:
+        part["providerMetadata"] = data.state
+    _save_message(tx, message, record.created)
+
+
+@handles(ev.ToolInputStarted)
+def _tool_input_started(tx: Tx, record: EventRecord, data: ev.ToolInputStarted) -> None:
+    message = _assistant(tx, data)
+    message["content"].append({
+        "type": "tool", "id": data.callID, "name": data.name, "state": {"status": "streaming", "input": ""},
+        "time": {"created": record.created},
+    })
+    _save_message(tx, message, record.created)
+
+
+@handles(ev.ToolInputEnded)
+def _tool_input_ended(tx: Tx, record: EventRecord, data: ev.ToolInputEnded) -> None:
+    message = _assistant(tx, data)
+    part = _part(message, "tool", data.callID)
+    if part["state"]["status"] == "streaming":
+        part["state"]["input"] = data.text
+    _save_message(tx, message, record.created)
+
+
+@handles(ev.ToolCalled)
+def _tool_called(tx: Tx, record: EventRecord, data: ev.ToolCalled) -> None:
+    message = _assistant(tx, data)
+    try:
+        part = _part(message, "tool", data.callID)
+    except LookupError:
+        part = {"type": "tool", "id": data.callID, "name": data.name, "time": {"created": record.created}}
+        message["content"].append(part)
+    part["name"] = data.name
+    part["state"] = {"status": "running", "input": data.input, "structured": {}, "content": []}
+    provider: dict[str, Any] = {"executed": data.executed}
+    if data.state is not None:
+        provider["metadata"] = data.state
+    part["provider"] = provider
+    part["time"]["ran"] = record.created
+    _save_message(tx, message, record.created)
+
+
+def _settle_tool(tx: Tx, record: EventRecord, data: Any, state: dict[str, Any]) -> None:
+    message = _assistant(tx, data)
+    part = _part(message, "tool", data.callID)
+    previous = part.get("state", {})
+    raw_input = previous.get("input")
+    state["input"] = raw_input if isinstance(raw_input, dict) else {}
+    part["state"] = state
+    if data.resultState is not None:
+        part.setdefault("provider", {"executed": data.executed})["resultMetadata"] = data.resultState
+    part["time"]["completed"] = record.created
+    _save_message(tx, message, record.created)
+
+
+@handles(ev.ToolSuccess)
+def _tool_success(tx: Tx, record: EventRecord, data: ev.ToolSuccess) -> None:
+    state: dict[str, Any] = {"status": "completed", "content": [c.wire() for c in data.content],
+                             "structured": data.structured}
+    if data.outputPaths:
+        state["outputPaths"] = data.outputPaths
+    if data.executed and data.result is not None:
+        state["result"] = data.result
+    _settle_tool(tx, record, data, state)
+
+
+@handles(ev.ToolFailed)
+def _tool_failed(tx: Tx, record: EventRecord, data: ev.ToolFailed) -> None:
+    state: dict[str, Any] = {"status": "error", "content": [], "structured": {}, "error": data.error.wire()}
+    if data.result is not None:
+        state["result"] = data.result
+    _settle_tool(tx, record, data, state)
+
+
+@handles(ev.RetryScheduled)
+def _retry(tx: Tx, record: EventRecord, data: ev.RetryScheduled) -> None:
+    message = load_message(tx, data.assistantMessageID)
+    if message is None:
+        return
+    message["retry"] = {"attempt": data.attempt, "at": data.at, "error": data.error.wire()}
+    _save_message(tx, message, record.created)
+
+
+@handles(ev.ExecutionSucceeded, ev.ExecutionFailed, ev.ExecutionInterrupted)
+def _execution_settled(tx: Tx, record: EventRecord, data: Any) -> None:
+    for row in tx.execute(
+        "SELECT data FROM session_message WHERE session_id = ? AND type = 'assistant'"
+        " AND json_extract(data, '$.retry') IS NOT NULL",
+        (data.sessionID,),
+    ).fetchall():
+        message = json.loads(row[0])
+        message.pop("retry", None)
+        _save_message(tx, message, record.created)

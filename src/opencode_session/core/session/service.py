@@ -1,0 +1,342 @@
+"""The Session facade used by the server: lifecycle, admission, pages of sessions and messages, the durable log."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import TypeAdapter
+
+from ...schema import events as ev
+from ...schema.common import LocationRef, ModelRef
+from ...schema.errors import InvalidCursorError, InvalidRequestError, MessageNotFoundError, SessionNotFoundError
+from ...schema.events import EventRecord, LogSynced
+from ...schema.ids import message_id, session_id as new_session_id
+from ...schema.input import SessionInputAdmitted
+from ...schema.message import SessionMessage
+from ...schema.page import CursorLinks
+from ...schema.prompt import PromptInput
+from ...schema.session import SessionTime, SessionV2Info
+from ..location import Location, resolve_location
+from ..store.db import Store, Tx, now_ms
+from . import admission
+from .cursor import decode_cursor, encode_cursor
+from .history import active_history
+
+Order = Literal["asc", "desc"]
+_MESSAGE = TypeAdapter(SessionMessage)
+SESSION_PAGE_DEFAULT = 50
+MESSAGE_PAGE_DEFAULT, MESSAGE_PAGE_MAX = 50, 200
+
+
+def load_session(conn: sqlite3.Connection | Tx, session_id: str) -> SessionV2Info | None:
+    row = conn.execute("SELECT data, time_updated FROM session WHERE id = ?", (session_id,)).fetchone()
+    return None if row is None else _session_from_row(row)
+
+
+def _session_from_row(row: Any) -> SessionV2Info:
+    info = json.loads(row["data"])
+    info["time"]["updated"] = row["time_updated"]
+    return SessionV2Info.model_validate(info)
+
+
+def require_session(conn: sqlite3.Connection | Tx, session_id: str) -> SessionV2Info:
+    info = load_session(conn, session_id)
+    if info is None:
+        raise SessionNotFoundError(sessionID=session_id)
+    return info
+
+
+def decode_message(data: str) -> Any:
+    return _MESSAGE.validate_json(data)
+
+
+class Sessions:
+    """Core operations on durable Sessions. `wake` is the advisory execution doorbell (the runner installs it)."""
+
+    def __init__(self, store: Store, default_location: Location, wake: Callable[[str], None] | None = None) -> None:
+        self.store = store
+        self.default_location = default_location
+        self.wake: Callable[[str], None] = wake or (lambda _sid: None)
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+
+    async def create(
+        self,
+        id: str | None = None,
+        agent: str | None = None,
+        model: ModelRef | None = None,
+        location: LocationRef | None = None,
+    ) -> SessionV2Info:
+        loc = self.default_location if location is None else resolve_location(location.directory,
+                                                                                location.workspaceID)
+        if location is not None and not loc.directory.is_dir():
+            raise InvalidRequestError(f"Location directory does not exist: {location.directory}", field="location")
+        sid = id or new_session_id()
+
+        def _create(tx: Tx) -> SessionV2Info:
+            existing = load_session(tx, sid)
+            if existing is not None:
+                return existing
+            now = now_ms()
+            info = SessionV2Info(
+                id=sid, projectID=loc.project_id, agent=agent, model=model,
+                time=SessionTime(created=now, updated=now),
+                title="New session - " + datetime.fromtimestamp(now / 1000, timezone.utc).isoformat(
+                    timespec="milliseconds").replace("+00:00", "Z"),
+                location=LocationRef(directory=str(loc.directory), workspaceID=loc.workspace_id),
+            )
+            tx.append(ev.SessionCreated(sessionID=sid, info=info), created=now)
+            return info
+
+        return await self.store.write(_create)
+
+    async def get(self, session_id: str) -> SessionV2Info:
+        return await self.store.read(lambda conn: require_session(conn, session_id))
+
+    async def require(self, session_id: str) -> None:
+        await self.get(session_id)
+
+    async def switch_agent(self, session_id: str, agent: str) -> None:
+        def _switch(tx: Tx) -> None:
+            require_session(tx, session_id)
+            tx.append(ev.AgentSelected(sessionID=session_id, agent=agent))
+
+        await self.store.write(_switch)
+
+    async def switch_model(self, session_id: str, model: ModelRef) -> None:
+        def _switch(tx: Tx) -> None:
+            info = require_session(tx, session_id)
+            if model.same_as(info.model):
+                return
+            tx.append(ev.ModelSelected(sessionID=session_id, model=model, previous=info.model))
+
+        await self.store.write(_switch)
+
+    # --- listing -------------------------------------------------------------------------------------
+
+    async def list(
+        self,
+        *,
+        cursor: str | None = None,
+        limit: int | None = None,
+        order: Order | None = None,
+        search: str | None = None,
+        directory: str | None = None,
+        project: str | None = None,
+        subpath: str | None = None,
+        workspace: str | None = None,
+    ) -> tuple[list[SessionV2Info], CursorLinks]:
+        if cursor is not None:
+            extra = {k: v for k, v in dict(limit=limit, order=order, search=search, directory=directory,
+                                           project=project, subpath=subpath, workspace=workspace).items()
+                     if v is not None}
+            if extra:
+                raise InvalidCursorError(f"Cursor cannot be combined with {', '.join(sorted(extra))}")
+            state = decode_cursor(cursor, "sessions")
+            try:
+                query, anchor, direction = state["q"], state["a"], state["d"]
+                anchor_key = (int(anchor[0]), int(anchor[1]))
+                assert direction in ("next", "previous")
+            except Exception:
+                raise InvalidCursorError() from None
+        else:
+            if limit is not None and limit < 1:
+                raise InvalidRequestError("limit must be a positive integer", field="limit")
+            query = {"limit": limit or SESSION_PAGE_DEFAULT, "order": order or "desc", "search": search,
+                     "directory": directory, "project": project, "subpath": subpath, "workspace": workspace}
+            anchor_key, direction = None, "next"
+
+        def _page(conn: sqlite3.Connection) -> tuple[list[SessionV2Info], CursorLinks]:
+            where, params = [], []
+            if query.get("search"):
+                where.append("title LIKE ? ESCAPE '\\'")
+                params.append("%" + query["search"].replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+                              + "%")
+            if query.get("directory"):
+                where.append("directory = ?")
+                params.append(str(resolve_location(query["directory"]).directory))
+            if query.get("project"):
+                where.append("project_id = ?")
+                params.append(query["project"])
+            if query.get("workspace"):
+                where.append("workspace_id = ?")
+                params.append(query["workspace"])
+            if query.get("subpath"):
+                where.append("json_extract(data, '$.subpath') = ?")
+                params.append(query["subpath"])
+            return _keyset_page(conn, "session", "(time_created, created_order)", where, params, query["order"],
+                                int(query["limit"]), anchor_key, direction,
+                                lambda row: (row["time_created"], row["created_order"]), _session_from_row,
+                                lambda key, d: encode_cursor({"kind": "sessions", "q": query, "a": list(key),
+                                                              "d": d}))
+
+        return await self.store.read(_page)
+
+    # --- input -----------------------------------------------------------------------------------------
+
+    async def admit(
+        self,
+        session_id: str,
+        prompt: PromptInput,
+        *,
+        id: str | None = None,
+        delivery: ev.Delivery = "steer",
+        resume: bool = True,
+    ) -> SessionInputAdmitted:
+        """Durably admit a prompt (or reconcile an exact retry), then ring the advisory wake unless resume is false."""
+        stored = admission.resolve_prompt(prompt)
+        input_id = id or message_id()
+
+        def _admit(tx: Tx) -> SessionInputAdmitted:
+            require_session(tx, session_id)
+            result, _new = admission.admit(tx, session_id, input_id, stored, delivery)
+            return result
+
+        result = await self.store.write(_admit)
+        if resume:
+            self.wake(session_id)
+        return result
+
+    async def promote(self, session_id: str, scope: admission.PromotionScope) -> list[str]:
+        return await self.store.write(lambda tx: admission.promote(tx, session_id, scope))
+
+    async def pending(self, session_id: str) -> list[SessionInputAdmitted]:
+        def _q(conn: sqlite3.Connection) -> list[SessionInputAdmitted]:
+            require_session(conn, session_id)
+            return admission.pending_inputs(conn, session_id)
+
+        return await self.store.read(_q)
+
+    # --- messages --------------------------------------------------------------------------------------
+
+    async def messages(
+        self, session_id: str, *, cursor: str | None = None, limit: int | None = None, order: Order | None = None
+    ) -> tuple[list[Any], CursorLinks]:
+        if cursor is not None:
+            if order is not None:
+                raise InvalidCursorError("Cursor cannot be combined with order")
+            if limit is not None:
+                raise InvalidCursorError("Cursor cannot be combined with limit")
+            state = decode_cursor(cursor, "messages")
+            if state.get("s") != session_id:
+                raise InvalidCursorError()
+            try:
+                order_, size, anchor, direction = state["o"], int(state["l"]), int(state["a"]), state["d"]
+                assert order_ in ("asc", "desc") and direction in ("next", "previous")
+                assert 1 <= size <= MESSAGE_PAGE_MAX
+            except Exception:
+                raise InvalidCursorError() from None
+            anchor_key: tuple | None = (anchor,)
+        else:
+            size = MESSAGE_PAGE_DEFAULT if limit is None else limit
+            if not 1 <= size <= MESSAGE_PAGE_MAX:
+                raise InvalidRequestError(f"limit must be between 1 and {MESSAGE_PAGE_MAX}", field="limit")
+            order_, anchor_key, direction = order or "desc", None, "next"
+
+        def _page(conn: sqlite3.Connection) -> tuple[list[Any], CursorLinks]:
+            require_session(conn, session_id)
+            return _keyset_page(conn, "session_message", "(seq)", ["session_id = ?"], [session_id], order_, size,
+                                anchor_key, direction, lambda row: (row["seq"],),
+                                lambda row: decode_message(row["data"]),
+                                lambda key, d: encode_cursor({"kind": "messages", "s": session_id, "o": order_,
+                                                              "l": size, "a": key[0], "d": d}))
+
+        return await self.store.read(_page)
+
+    async def message(self, session_id: str, message_id_: str) -> Any:
+        def _q(conn: sqlite3.Connection) -> Any:
+            require_session(conn, session_id)
+            row = conn.execute("SELECT data FROM session_message WHERE id = ? AND session_id = ?",
+                               (message_id_, session_id)).fetchone()
+            if row is None:
+                raise MessageNotFoundError(sessionID=session_id, messageID=message_id_)
+            return decode_message(row["data"])
+
+        return await self.store.read(_q)
+
+    async def context(self, session_id: str) -> list[Any]:
+        """Projected Session History after the active compaction and instruction-baseline cutoffs."""
+
+        def _q(conn: sqlite3.Connection) -> list[Any]:
+            require_session(conn, session_id)
+            return [decode_message(data) for data in active_history(conn, session_id)]
+
+        return await self.store.read(_q)
+
+    # --- the durable log -------------------------------------------------------------------------------
+
+    async def log(
+        self, session_id: str, after: int = -1, *, follow: bool = True, synced: bool = False
+    ) -> AsyncIterator[EventRecord | LogSynced]:
+        """Public durable events after `after` (exclusive). Verifies the session first (raises before the stream).
+
+        The doorbell is subscribed before replay, so nothing committed between replay and waiting is lost.
+        With `synced`, one `log.synced` marker follows the replay; without `follow` the stream ends there."""
+        bell = self.store.durable.subscribe(session_id)
+        try:
+            await self.require(session_id)
+        except BaseException:
+            bell.close()
+            raise
+        return self._log_stream(bell, session_id, after, follow, synced)
+
+    async def _log_stream(self, bell, session_id: str, after: int, follow: bool, synced: bool):
+        last = after
+        replaying = True
+        with bell:
+            while True:
+                bell.clear()
+                batch = await self.store.events_after(session_id, last)
+                for record in batch:
+                    last = record.seq
+                    if record.definition.public:
+                        yield record
+                if len(batch) == 100:
+                    continue
+                if replaying:
+                    replaying = False
+                    if synced:
+                        yield LogSynced(aggregateID=session_id, seq=last if last >= 0 else None)
+                    if not follow:
+                        return
+                await bell.wait()
+
+
+def _keyset_page(conn, table, key_sql, where, params, order, limit, anchor, direction, key_of, decode, cursor_of):
+    """One page of a keyset-ordered query, with links that exist only when items lie beyond that edge."""
+    forward = (order == "asc") == (direction == "next")
+    cmp, sort = (">", "ASC") if forward else ("<", "DESC")
+    clauses, args = list(where), list(params)
+    if anchor is not None:
+        placeholders = "(" + ", ".join("?" * len(anchor)) + ")"
+        clauses.append(f"{key_sql} {cmp} {placeholders}")
+        args.extend(anchor)
+    cols = key_sql.strip("()").split(", ")
+    order_sql = ", ".join(f"{c} {sort}" for c in cols)
+    sql = f"SELECT * FROM {table} WHERE {' AND '.join(clauses) or '1'} ORDER BY {order_sql} LIMIT ?"
+    rows = conn.execute(sql, (*args, limit + 1)).fetchall()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    if direction == "previous":
+        rows.reverse()
+    items = [decode(r) for r in rows]
+    if not rows:
+        return items, CursorLinks()
+    first, last = key_of(rows[0]), key_of(rows[-1])
+
+    def exists_beyond(key, toward_next: bool) -> bool:
+        fwd = (order == "asc") == toward_next
+        op = ">" if fwd else "<"
+        q = f"SELECT 1 FROM {table} WHERE {' AND '.join([*where, f'{key_sql} {op} (' + ', '.join('?' * len(key)) + ')'])} LIMIT 1"
+        return conn.execute(q, (*params, *key)).fetchone() is not None
+
+    has_next = more if direction == "next" else exists_beyond(last, True)
+    has_prev = more if direction == "previous" else (anchor is not None and exists_beyond(first, False))
+    return items, CursorLinks(
+        previous=cursor_of(first, "previous") if has_prev else None,
+        next=cursor_of(last, "next") if has_next else None,
+    )

@@ -1,0 +1,246 @@
+"""The SQLite store: one writer thread, explicit BEGIN IMMEDIATE transactions, event append + projection atomically."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ...schema.base import Struct
+from ...schema.common import LocationRef
+from ...schema.events import BY_STORED_TYPE, EventRecord, definition_of
+from ...schema.ids import event_id
+from .feed import DurableFeed, LiveBus
+from .migrations import migrate
+
+T = TypeVar("T")
+Projector = Callable[["Tx", EventRecord], None]
+CommitHook = Callable[["Tx", EventRecord], None]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA busy_timeout=5000")
+    return conn
+
+
+class Tx:
+    """One open write transaction. `append` assigns the next seq, runs projections and the optional commit hook."""
+
+    def __init__(self, store: "Store", conn: sqlite3.Connection) -> None:
+        self.store = store
+        self.conn = conn
+        self.appended: list[EventRecord] = []
+        self.live: list[EventRecord] = []
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params)
+
+    def latest_seq(self, aggregate_id: str) -> int:
+        row = self.conn.execute("SELECT seq FROM event_sequence WHERE aggregate_id = ?", (aggregate_id,)).fetchone()
+        return -1 if row is None else int(row[0])
+
+    def append(
+        self,
+        data: Struct,
+        *,
+        location: LocationRef | None = None,
+        commit_hook: CommitHook | None = None,
+        id: str | None = None,
+        created: int | None = None,
+    ) -> EventRecord:
+        definition = definition_of(data)
+        if not definition.durable:
+            raise ValueError(f"{definition.type} is live-only; publish it with publish_live")
+        aggregate_id = getattr(data, "sessionID")
+        seq = self.latest_seq(aggregate_id) + 1
+        record = EventRecord(
+            id=id or event_id(), created=created or now_ms(), data=data, aggregate_id=aggregate_id, seq=seq,
+            location=location,
+        )
+        self.store.project(self, record)
+        if commit_hook is not None:
+            commit_hook(self, record)
+        self.conn.execute(
+            "INSERT INTO event_sequence (aggregate_id, seq) VALUES (?, ?)"
+            " ON CONFLICT (aggregate_id) DO UPDATE SET seq = excluded.seq",
+            (aggregate_id, seq),
+        )
+        self.conn.execute(
+            "INSERT INTO event (id, aggregate_id, seq, type, created, location, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.id, aggregate_id, seq, definition.stored_type, record.created,
+                None if location is None else json.dumps(location.wire()),
+                json.dumps(data.wire(), separators=(",", ":")),
+            ),
+        )
+        self.appended.append(record)
+        return record
+
+    def publish_live(self, data: Struct, aggregate_id: str) -> None:
+        """Queue a live-only event to be published after this transaction commits."""
+        self.live.append(EventRecord(id=event_id(), created=now_ms(), data=data, aggregate_id=aggregate_id))
+
+
+def decode_event(row: sqlite3.Row) -> EventRecord:
+    definition = BY_STORED_TYPE[row["type"]]
+    location = None if row["location"] is None else LocationRef.model_validate_json(row["location"])
+    return EventRecord(
+        id=row["id"], created=row["created"], data=definition.data.model_validate_json(row["data"]),
+        aggregate_id=row["aggregate_id"], seq=row["seq"], location=location,
+    )
+
+
+class Store:
+    """Owns the database file. All writes go through one thread and one connection; reads use another."""
+
+    def __init__(self, path: str | Path, project: Projector | None = None, live_queue: int = 256) -> None:
+        self.path = str(path)
+        self._projector = project
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ocs-db-writer")
+        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ocs-db-reader")
+        self._wconn: sqlite3.Connection | None = None
+        self._rconn: sqlite3.Connection | None = None
+        self.durable = DurableFeed()
+        self.live = LiveBus(maxsize=live_queue)
+        self.after_commit: list[Callable[[EventRecord], None]] = []
+
+    # --- lifecycle ---------------------------------------------------------------------------------
+
+    async def open(self) -> "Store":
+        loop = asyncio.get_running_loop()
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+
+        def _open_writer() -> None:
+            self._wconn = _connect(self.path)
+            migrate(self._wconn)
+
+        await loop.run_in_executor(self._writer, _open_writer)
+
+        def _open_reader() -> None:
+            self._rconn = self._wconn if self.path == ":memory:" else _connect(self.path)
+
+        await loop.run_in_executor(self._reader, _open_reader)
+        return self
+
+    async def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self._rconn is not None and self._rconn is not self._wconn:
+            await loop.run_in_executor(self._reader, self._rconn.close)
+        if self._wconn is not None:
+            await loop.run_in_executor(self._writer, self._wconn.close)
+        self._rconn = self._wconn = None
+        self._writer.shutdown(wait=True)
+        self._reader.shutdown(wait=True)
+        self.live.close_all()
+
+    async def __aenter__(self) -> "Store":
+        return await self.open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- projection ----------------------------------------------------------------------------------
+
+    def project(self, tx: Tx, record: EventRecord) -> None:
+        if self._projector is not None:
+            self._projector(tx, record)
+
+    # --- transactions ----------------------------------------------------------------------------------
+
+    async def write(self, fn: Callable[[Tx], T]) -> T:
+        """Run `fn` inside one BEGIN IMMEDIATE transaction on the writer thread, then notify readers."""
+        loop = asyncio.get_running_loop()
+
+        def _run() -> tuple[T, Tx]:
+            conn = self._wconn
+            assert conn is not None, "store is not open"
+            tx = Tx(self, conn)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(tx)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            return result, tx
+
+        # shield: once the transaction is submitted its outcome must be observed and announced, even if the
+        # caller is cancelled meanwhile; the commit itself cannot be interrupted halfway.
+        future = loop.run_in_executor(self._writer, _run)
+        try:
+            result, tx = await asyncio.shield(future)
+        except asyncio.CancelledError:
+            try:
+                _, tx = await future
+                self._announce(tx)
+            except Exception:
+                pass
+            raise
+        self._announce(tx)
+        return result
+
+    def _announce(self, tx: Tx) -> None:
+        for record in tx.appended:
+            self.durable.ring(record.aggregate_id)
+            self.live.publish(record)
+            for hook in self.after_commit:
+                hook(record)
+        for record in tx.live:
+            self.live.publish(record)
+
+    def publish_live(self, data: Struct, aggregate_id: str) -> None:
+        self.live.publish(EventRecord(id=event_id(), created=now_ms(), data=data, aggregate_id=aggregate_id))
+
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run a read-only function on the reader connection (WAL: it never blocks the writer)."""
+        loop = asyncio.get_running_loop()
+        conn = self._rconn
+        assert conn is not None, "store is not open"
+        executor = self._writer if conn is self._wconn else self._reader
+        return await loop.run_in_executor(executor, fn, conn)
+
+    # --- the log -------------------------------------------------------------------------------------
+
+    async def events_after(self, aggregate_id: str, after: int, limit: int = 100) -> list[EventRecord]:
+        def _q(conn: sqlite3.Connection) -> list[EventRecord]:
+            rows = conn.execute(
+                "SELECT * FROM event WHERE aggregate_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                (aggregate_id, after, limit),
+            ).fetchall()
+            return [decode_event(r) for r in rows]
+
+        return await self.read(_q)
+
+    async def latest_seq(self, aggregate_id: str) -> int:
+        def _q(conn: sqlite3.Connection) -> int:
+            row = conn.execute("SELECT seq FROM event_sequence WHERE aggregate_id = ?", (aggregate_id,)).fetchone()
+            return -1 if row is None else int(row[0])
+
+        return await self.read(_q)
+
+    async def rebuild_projections(self, tables: list[str]) -> None:
+        """Clear the projection tables and replay every stored event through the projector, in one transaction."""
+
+        def _rebuild(tx: Tx) -> None:
+            tx.execute("PRAGMA defer_foreign_keys = ON")
+            for table in reversed(tables):
+                tx.execute(f"DELETE FROM {table}")
+            for row in tx.conn.execute("SELECT * FROM event ORDER BY rowid").fetchall():
+                self.project(tx, decode_event(row))
+
+        await self.write(_rebuild)

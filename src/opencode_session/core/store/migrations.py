@@ -1,0 +1,83 @@
+"""Versioned schema migrations for the SQLite store, applied in order at open."""
+
+from __future__ import annotations
+
+import sqlite3
+
+MIGRATIONS: list[str] = [
+    # 1: the event log and the session read model
+    """
+    CREATE TABLE event_sequence (
+        aggregate_id TEXT PRIMARY KEY,
+        seq INTEGER NOT NULL
+    );
+    CREATE TABLE event (
+        id TEXT PRIMARY KEY,
+        aggregate_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        created INTEGER NOT NULL,
+        location TEXT,
+        data TEXT NOT NULL,
+        UNIQUE (aggregate_id, seq)
+    );
+    CREATE TABLE session (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        workspace_id TEXT,
+        parent_id TEXT,
+        directory TEXT NOT NULL,
+        title TEXT NOT NULL,
+        time_created INTEGER NOT NULL,
+        time_updated INTEGER NOT NULL,
+        created_order INTEGER NOT NULL,
+        data TEXT NOT NULL
+    );
+    CREATE INDEX session_created_idx ON session (time_created, created_order);
+    CREATE INDEX session_directory_idx ON session (directory);
+    CREATE TABLE session_message (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES session (id) ON DELETE CASCADE,
+        type TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        time_created INTEGER NOT NULL,
+        time_updated INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        UNIQUE (session_id, seq)
+    );
+    CREATE INDEX session_message_type_idx ON session_message (session_id, type, seq);
+    CREATE TABLE session_pending (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES session (id) ON DELETE CASCADE,
+        type TEXT NOT NULL,
+        data TEXT NOT NULL,
+        delivery TEXT,
+        admitted_seq INTEGER NOT NULL,
+        time_created INTEGER NOT NULL,
+        UNIQUE (session_id, admitted_seq)
+    );
+    CREATE INDEX session_pending_order_idx ON session_pending (session_id, delivery, admitted_seq);
+    """,
+]
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply every migration newer than the database's user_version; returns the resulting version."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(MIGRATIONS):
+        raise RuntimeError(f"database schema version {version} is newer than this program ({len(MIGRATIONS)})")
+    for index in range(version, len(MIGRATIONS)):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _statements(MIGRATIONS[index]):
+                conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {index + 1}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return len(MIGRATIONS)
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
