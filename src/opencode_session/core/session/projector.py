@@ -14,8 +14,6 @@ from ..store.db import Tx
 PROJECTION_TABLES = ["session", "session_message", "session_pending"]
 
 _HANDLERS: dict[type, Callable[[Tx, EventRecord, Any], None]] = {}
-# extra projections registered by other core modules (instruction checkpoint resets, ...)
-_EXTRA: dict[type, list[Callable[[Tx, EventRecord], None]]] = {}
 
 
 def handles(*types: type):
@@ -27,18 +25,11 @@ def handles(*types: type):
     return deco
 
 
-def also_on(event_type: type, fn: Callable[[Tx, EventRecord], None]) -> None:
-    """Register an additional projection for one event type (runs in the same transaction)."""
-    _EXTRA.setdefault(event_type, []).append(fn)
-
-
 def project(tx: Tx, record: EventRecord) -> None:
     data = record.data
     handler = _HANDLERS.get(type(data))
     if handler is not None:
         handler(tx, record, data)
-    for extra in _EXTRA.get(type(data), ()):
-        extra(tx, record)
     if not isinstance(data, ev.SessionCreated):
         tx.execute("UPDATE session SET time_updated = ? WHERE id = ?", (record.created, record.aggregate_id))
 
@@ -114,6 +105,8 @@ def _moved(tx: Tx, record: EventRecord, data: ev.Moved) -> None:
     else:
         info.pop("subpath", None)
     _save_session(tx, data.sessionID, info)
+    # a moved session re-initializes its instruction baseline in the destination before input promotes
+    tx.execute("DELETE FROM instruction_checkpoint WHERE session_id = ?", (data.sessionID,))
 
 
 def _add_usage(tx: Tx, session_id: str, cost: float | None, tokens: Any) -> None:

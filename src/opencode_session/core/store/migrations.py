@@ -58,6 +58,28 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX session_pending_order_idx ON session_pending (session_id, delivery, admitted_seq);
     """,
+    # 2: private restart-continuation marker (not a projection: replay never infers suspension)
+    """
+    ALTER TABLE session ADD COLUMN time_suspended INTEGER;
+    CREATE INDEX session_time_suspended_idx ON session (time_suspended) WHERE time_suspended IS NOT NULL;
+    """,
+    # 3: the instruction checkpoint and API-managed instruction entries
+    """
+    CREATE TABLE instruction_checkpoint (
+        session_id TEXT PRIMARY KEY REFERENCES session (id) ON DELETE CASCADE,
+        baseline TEXT NOT NULL,
+        snapshot TEXT NOT NULL,
+        baseline_seq INTEGER NOT NULL
+    );
+    CREATE TABLE instruction_entry (
+        session_id TEXT NOT NULL REFERENCES session (id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        time_created INTEGER NOT NULL,
+        time_updated INTEGER NOT NULL,
+        PRIMARY KEY (session_id, key)
+    );
+    """,
 ]
 
 

@@ -1,0 +1,1 @@
+"""The `ocs` command line: serve, run a prompt, inspect sessions and events."""

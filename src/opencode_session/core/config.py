@@ -1,0 +1,351 @@
+"""OpenCode's own configuration (`opencode.json` / `opencode.jsonc`): where the files are, how they are
+parsed (JSONC, `{env:...}` / `{file:...}` substitution) and merged, and the typed, lenient result."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+# ---------------------------------------------------------------------------------------------
+# Typed model. Every model keeps unknown keys: a user's config written for OpenCode must load even
+# where this runtime does not (yet) use a setting.
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+
+class ModelLimit(_Lenient):
+    context: int | None = None
+    output: int | None = None
+    input: int | None = None
+
+
+class ModelCostConfig(_Lenient):
+    """USD per million tokens."""
+
+    input: float | None = None
+    output: float | None = None
+    cache_read: float | None = None
+    cache_write: float | None = None
+
+
+class ModelConfig(_Lenient):
+    id: str | None = None  # the server's name for the model when the map key is an alias
+    name: str | None = None
+    limit: ModelLimit | None = None
+    cost: ModelCostConfig | None = None
+    options: dict[str, Any] | None = None
+
+
+class ProviderOptions(_Lenient):
+    base_url: str | None = Field(default=None, alias="baseURL")
+    api_key: str | None = Field(default=None, alias="apiKey")
+    headers: dict[str, str] | None = None
+    # OpenCode's unit: milliseconds; `false` disables the timeout.
+    timeout: int | float | bool | None = None
+
+
+class ProviderConfig(_Lenient):
+    npm: str | None = None
+    name: str | None = None
+    options: ProviderOptions = Field(default_factory=ProviderOptions)
+    models: dict[str, ModelConfig] = Field(default_factory=dict)
+
+
+class AgentConfig(_Lenient):
+    prompt: str | None = None
+    model: str | None = None
+    steps: int | None = None
+    description: str | None = None
+    mode: Literal["primary", "subagent", "all"] | None = None
+    disable: bool | None = None
+    permission: Any = None
+    temperature: float | None = None
+
+
+class ToolOutputConfig(_Lenient):
+    max_lines: int | None = None
+    max_bytes: int | None = None
+
+
+class Config(_Lenient):
+    model: str | None = None
+    small_model: str | None = None
+    provider: dict[str, ProviderConfig] = Field(default_factory=dict)
+    agent: dict[str, AgentConfig] = Field(default_factory=dict)
+    instructions: list[str] = Field(default_factory=list)
+    permission: Any = None
+    compaction: Any = None
+    tool_output: ToolOutputConfig | None = None
+    default_agent: str | None = None
+
+
+class ConfigError(Exception):
+    """A config file that cannot be used; the message names the file and, for syntax, line and column."""
+
+    def __init__(self, path: Path | str, message: str, *, line: int | None = None, column: int | None = None) -> None:
+        self.path = Path(path)
+        self.line = line
+        self.column = column
+        self.detail = message
+        where = f"{self.path}:{line}:{column}" if line is not None else str(self.path)
+        super().__init__(f"Invalid config {where}: {message}")
+
+
+# ---------------------------------------------------------------------------------------------
+# JSONC.
+
+
+def strip_jsonc(text: str) -> str:
+    """JSON text for JSONC: comments blanked and trailing commas removed. Blanking (rather than
+    deleting) keeps every remaining character on its original line and column, so JSON syntax
+    errors still point at the right place in the user's file. Raises ValueError(msg, offset) for an
+    unterminated comment or string."""
+    out = list(text)
+    i, n = 0, len(text)
+    last_comma: int | None = None  # offset of a comma that may turn out to be trailing
+    while i < n:
+        ch = text[i]
+        if ch == '"':
+            last_comma = None
+            i += 1
+            while i < n and text[i] != '"':
+                if text[i] == "\\":
+                    i += 1
+                elif text[i] == "\n":
+                    break  # let json report the broken string at its real position
+                i += 1
+            i += 1
+            continue
+        if ch == "/" and i + 1 < n and text[i + 1] == "/":
+            while i < n and text[i] != "\n":
+                out[i] = " "
+                i += 1
+            continue
+        if ch == "/" and i + 1 < n and text[i + 1] == "*":
+            end = text.find("*/", i + 2)
+            if end < 0:
+                raise ValueError("unterminated /* comment", i)
+            for j in range(i, end + 2):
+                if out[j] != "\n":
+                    out[j] = " "
+            i = end + 2
+            continue
+        if ch == ",":
+            last_comma = i
+        elif ch in "}]":
+            if last_comma is not None:
+                out[last_comma] = " "
+            last_comma = None
+        elif not ch.isspace():
+            last_comma = None
+        i += 1
+    return "".join(out)
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return line, column
+
+
+def parse_jsonc(text: str, path: Path | str = "<string>") -> dict[str, Any]:
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not text.strip():
+        return {}
+    try:
+        cleaned = strip_jsonc(text)
+    except ValueError as exc:
+        message, offset = exc.args
+        line, column = _line_col(text, offset)
+        raise ConfigError(path, message, line=line, column=column) from None
+    try:
+        data = json.loads(cleaned)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(path, exc.msg, line=exc.lineno, column=exc.colno) from None
+    if not isinstance(data, dict):
+        raise ConfigError(path, f"the top level must be an object, not {type(data).__name__}", line=1, column=1)
+    return data
+
+
+# ---------------------------------------------------------------------------------------------
+# Substitution and merging.
+
+_PLACEHOLDER = re.compile(r"\{(env|file):([^}]+)\}")
+
+
+def _substitute(value: Any, env: Mapping[str, str], base_dir: Path, path: Path) -> Any:
+    """`{env:NAME}` becomes the variable's value ("" if unset); `{file:path}` the file's text (relative
+    to the config file, `~` expanded). Only string values are touched, never keys."""
+    if isinstance(value, str):
+        def replace(match: re.Match[str]) -> str:
+            kind, arg = match.group(1), match.group(2).strip()
+            if kind == "env":
+                return env.get(arg, "")
+            target = Path(os.path.expanduser(arg))
+            if not target.is_absolute():
+                target = base_dir / target
+            try:
+                return target.read_text(encoding="utf-8").strip()
+            except OSError as exc:
+                raise ConfigError(path, f"{match.group(0)}: cannot read {target}: {exc.strerror or exc}") from None
+
+        return _PLACEHOLDER.sub(replace, value)
+    if isinstance(value, list):
+        return [_substitute(v, env, base_dir, path) for v in value]
+    if isinstance(value, dict):
+        return {k: _substitute(v, env, base_dir, path) for k, v in value.items()}
+    return value
+
+
+# Lists that accumulate across files instead of the nearer file replacing the farther one.
+_CONCATENATED_LISTS = frozenset({"instructions", "plugin"})
+
+
+def merge_config(base: dict[str, Any], override: Mapping[str, Any], *, _top: bool = True) -> dict[str, Any]:
+    """Deep merge of objects; scalars and lists from `override` win, except the top-level
+    `instructions`/`plugin` lists, which are concatenated without duplicates."""
+    result = dict(base)
+    for key, value in override.items():
+        current = result.get(key)
+        if isinstance(current, dict) and isinstance(value, Mapping):
+            result[key] = merge_config(current, value, _top=False)
+        elif _top and key in _CONCATENATED_LISTS and isinstance(current, list) and isinstance(value, list):
+            result[key] = current + [v for v in value if v not in current]
+        else:
+            result[key] = value
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Locations.
+
+GLOBAL_FILES = ("config.json", "opencode.json", "opencode.jsonc")
+PROJECT_FILES = ("opencode.json", "opencode.jsonc", ".opencode/opencode.json", ".opencode/opencode.jsonc")
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    home = env.get("HOME")
+    return Path(home) if home else Path.home()
+
+
+def global_config_dir(env: Mapping[str, str] = os.environ) -> Path:
+    xdg = env.get("XDG_CONFIG_HOME")
+    base = Path(xdg) if xdg else _home(env) / ".config"
+    return base / "opencode"
+
+
+def find_project_root(directory: Path) -> Path:
+    """The nearest ancestor (or the directory itself) holding `.git`; the directory when there is none."""
+    start = Path(directory).resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return start
+
+
+def _project_dirs(directory: Path, project_root: Path) -> list[Path]:
+    """Directories from the project root down to `directory` (farthest first)."""
+    here = Path(directory).resolve()
+    root = Path(project_root).resolve()
+    if here != root and root not in here.parents:
+        return [here]  # outside the project: only the directory itself
+    chain = [here]
+    while chain[-1] != root:
+        chain.append(chain[-1].parent)
+    return list(reversed(chain))
+
+
+def config_files(directory: Path, project_root: Path, env: Mapping[str, str] = os.environ) -> list[Path]:
+    """Existing config files in merge order (later files override earlier ones)."""
+    files: list[Path] = []
+    gdir = global_config_dir(env)
+    files += [gdir / name for name in GLOBAL_FILES]
+    extra = env.get("OPENCODE_CONFIG")
+    if extra:
+        files.append(Path(os.path.expanduser(extra)))
+    if not env.get("OPENCODE_DISABLE_PROJECT_CONFIG"):
+        for folder in _project_dirs(directory, project_root):
+            files += [folder / name for name in PROJECT_FILES]
+    seen: set[Path] = set()
+    ordered: list[Path] = []
+    for f in files:
+        key = f.resolve() if f.exists() else f
+        if f.is_file() and key not in seen:
+            seen.add(key)
+            ordered.append(f)
+    return ordered
+
+
+def _format_validation(exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors()[:5]:
+        where = ".".join(str(p) for p in err.get("loc", ())) or "(top level)"
+        problems.append(f"{where}: {err.get('msg')}")
+    return "; ".join(problems)
+
+
+def load_file(path: Path, env: Mapping[str, str] = os.environ) -> dict[str, Any]:
+    """One config file, parsed, substituted and checked against the typed model."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(path, f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(path, f"not UTF-8 text: {exc}") from None
+    data = _substitute(parse_jsonc(text, path), env, path.parent, path)
+    try:
+        Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(path, _format_validation(exc)) from None
+    return data
+
+
+def load_config(directory: Path, project_root: Path, env: Mapping[str, str] = os.environ) -> Config:
+    """Global files, then `OPENCODE_CONFIG`, then project files from the root down to `directory`;
+    nearer files override farther ones."""
+    merged: dict[str, Any] = {}
+    for path in config_files(directory, project_root, env):
+        merged = merge_config(merged, load_file(path, env))
+    try:
+        return Config.model_validate(merged)
+    except ValidationError as exc:  # pragma: no cover - each file already validated
+        raise ConfigError("<merged config>", _format_validation(exc)) from None
+
+
+def parse_model_string(value: str) -> tuple[str, str] | None:
+    """`"provider/model"` -> (provider, model). Model IDs may contain further slashes."""
+    provider, sep, model = value.strip().partition("/")
+    if not sep or not provider or not model:
+        return None
+    return provider, model
+
+
+__all__ = [
+    "AgentConfig",
+    "Config",
+    "ConfigError",
+    "ModelConfig",
+    "ModelCostConfig",
+    "ModelLimit",
+    "ProviderConfig",
+    "ProviderOptions",
+    "ToolOutputConfig",
+    "config_files",
+    "find_project_root",
+    "global_config_dir",
+    "load_config",
+    "load_file",
+    "merge_config",
+    "parse_jsonc",
+    "parse_model_string",
+    "strip_jsonc",
+]

@@ -1,0 +1,1 @@
+"""Execution: the process-wide coordinator of Session drains, the runner and its Steps, retry, restart."""

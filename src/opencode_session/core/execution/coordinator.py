@@ -1,0 +1,174 @@
+"""SessionExecution: process-local ownership of Session drains, keyed by Session ID.
+
+One Execution is one busy period from the first wake until idle; wakes coalesce into one follow-up drain,
+explicit resumes join, interruption stops the owner without touching pending input, and each busy period
+publishes exactly one durable terminal event."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ...schema import events as ev
+from ...schema.common import SessionErrorInfo
+from ..store.db import Store, Tx
+
+log = logging.getLogger(__name__)
+
+Drain = Callable[[str, bool], Awaitable[None]]
+InterruptReason = Literal["user", "shutdown", "superseded"]
+
+
+class DrainFailure(Exception):
+    """A drain ended with a typed session failure that the execution records as `session.execution.failed`."""
+
+    def __init__(self, error: SessionErrorInfo) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+@dataclass
+class _Execution:
+    session_id: str
+    task: asyncio.Task | None = None
+    pending_wake: bool = False
+    force: bool = False
+    stopping: InterruptReason | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    outcome: str | None = None
+
+
+class SessionExecution:
+    def __init__(self, store: Store, drain: Drain,
+                 on_started: Callable[[Tx, str], None] | None = None,
+                 on_settled: Callable[[Tx, str, str], None] | None = None) -> None:
+        self.store = store
+        self.drain = drain
+        self._on_started = on_started
+        self._on_settled = on_settled
+        self._running: dict[str, _Execution] = {}
+        self._successor: set[str] = set()
+        self._closed = False
+
+    # --- queries ----------------------------------------------------------------------------------
+
+    def active(self) -> list[str]:
+        """Sessions with a foreground drain owned by this process right now."""
+        return [sid for sid, ex in self._running.items() if ex.task is not None and not ex.task.done()]
+
+    def is_active(self, session_id: str) -> bool:
+        return session_id in self.active()
+
+    # --- doorbells --------------------------------------------------------------------------------------
+
+    def wake(self, session_id: str, force: bool = False) -> None:
+        """Advisory: start a drain, or ask the running one for one more pass. A forced drain runs even with
+        no pending input (explicit resume, restart continuation)."""
+        if self._closed:
+            return
+        ex = self._running.get(session_id)
+        if ex is not None:
+            if ex.stopping is not None:
+                self._successor.add(session_id)  # arrived during interrupt clean-up: start a successor after
+            else:
+                ex.pending_wake = True
+                ex.force = ex.force or force
+            return
+        self._start(session_id, force=force)
+
+    async def resume(self, session_id: str) -> str:
+        """Join the active execution or start a forced drain; returns its outcome."""
+        ex = self._running.get(session_id)
+        if ex is None or ex.stopping is not None:
+            if ex is not None:
+                await ex.done.wait()
+            ex = self._running.get(session_id) or self._start(session_id, force=True)
+        else:
+            ex.pending_wake = True
+            ex.force = True
+        await ex.done.wait()
+        return ex.outcome or "succeeded"
+
+    async def interrupt(self, session_id: str, reason: InterruptReason = "user") -> bool:
+        """Stop locally owned execution; pending input stays pending. Idle is a no-op returning False."""
+        ex = self._running.get(session_id)
+        if ex is None or ex.task is None or ex.task.done():
+            return False
+        if ex.stopping is None:
+            ex.stopping = reason
+            ex.pending_wake = False  # wakes so far belonged to the interrupted intent
+            self._successor.discard(session_id)
+            ex.task.cancel()
+        await ex.done.wait()
+        return True
+
+    async def wait(self, session_id: str) -> None:
+        """Return once the session is idle (no drain, no successor pending)."""
+        while True:
+            ex = self._running.get(session_id)
+            if ex is None:
+                return
+            await ex.done.wait()
+
+    async def shutdown(self, reason: InterruptReason = "shutdown") -> None:
+        self._closed = True
+        self._successor.clear()
+        await asyncio.gather(*(self.interrupt(sid, reason) for sid in list(self._running)))
+
+    # --- the busy period ----------------------------------------------------------------------------------
+
+    def _start(self, session_id: str, force: bool) -> _Execution:
+        ex = _Execution(session_id, force=force)
+        self._running[session_id] = ex
+        ex.task = asyncio.create_task(self._run(ex), name=f"session-execution:{session_id}")
+        return ex
+
+    async def _publish(self, data, hook=None) -> None:
+        def _write(tx: Tx) -> None:
+            tx.append(data)
+            if hook is not None:
+                hook(tx)
+
+        await self.store.write(_write)
+
+    async def _run(self, ex: _Execution) -> None:
+        sid = ex.session_id
+        outcome: str = "succeeded"
+        terminal: object
+        try:
+            try:
+                await self._publish(ev.ExecutionStarted(sessionID=sid),
+                                    (lambda tx: self._on_started(tx, sid)) if self._on_started else None)
+                while True:
+                    force, ex.force, ex.pending_wake = ex.force, False, False
+                    await self.drain(sid, force)
+                    if not ex.pending_wake:
+                        break
+                terminal = ev.ExecutionSucceeded(sessionID=sid)
+            except asyncio.CancelledError:
+                outcome = "interrupted"
+                terminal = ev.ExecutionInterrupted(sessionID=sid, reason=ex.stopping or "shutdown")
+            except DrainFailure as failure:
+                outcome = "failed"
+                terminal = ev.ExecutionFailed(sessionID=sid, error=failure.error)
+            except Exception as exc:  # a defect: record it, never leave the session looking busy
+                log.exception("session %s drain crashed", sid)
+                outcome = "failed"
+                terminal = ev.ExecutionFailed(sessionID=sid, error=SessionErrorInfo(
+                    type="unknown", message=f"{type(exc).__name__}: {exc}"))
+            ex.outcome = outcome
+            try:
+                await self._publish(terminal,
+                                    (lambda tx: self._on_settled(tx, sid, outcome)) if self._on_settled else None)
+            except Exception:
+                log.exception("could not record the end of session %s's execution", sid)
+        finally:
+            if self._running.get(sid) is ex:
+                del self._running[sid]
+            ex.done.set()
+            if sid in self._successor and not self._closed:
+                self._successor.discard(sid)
+                self._start(sid, force=False)

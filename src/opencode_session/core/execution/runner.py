@@ -1,0 +1,228 @@
+"""The Session runner: one drain promotes eligible input at Safe Step Boundaries and runs Steps until no
+immediate continuation remains; it owns retries, the step allowance and orphan reconciliation."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ...schema import events as ev
+from ...schema.common import ModelRef, SessionErrorInfo
+from ...schema.ids import message_id
+from ...schema.session import SessionV2Info
+from ..agents import Agent, AgentNotFoundError, resolve_agent
+from ..config import Config, load_config
+from ..instructions.checkpoint import CheckpointPreparer, InstructionsBlocked
+from ..llm import model as llm
+from ..llm.catalog import provider_for, resolve_model
+from ..llm.errors import ProviderError
+from ..location import Location, resolve_location
+from ..session import admission
+from ..session.history import active_history
+from ..session.service import require_session
+from ..store.db import Store, Tx
+from ..tools.registry import ToolRegistry, default_registry
+from .clock import Clock
+from .coordinator import DrainFailure
+from .lowering import to_llm_messages
+from .retry import may_retry, retry_delay_ms
+from .step import Step, StepContext
+
+log = logging.getLogger(__name__)
+
+MAX_STEPS_NOTICE = (
+    "You have reached the maximum number of steps this agent may take, so tools are no longer available. "
+    "Reply with text only: say that the step limit was reached, summarise what has been done, list what "
+    "remains, and recommend how to continue."
+)
+
+
+@dataclass
+class Boundary:
+    """What a Safe Step Boundary sampled: the session, its agent and config, and where it runs."""
+
+    session: SessionV2Info
+    agent: Agent
+    config: Config
+    location: Location
+
+
+class InstructionPreparer(Protocol):
+    """The instruction seam: returns the Instruction Baseline text to send after the agent's system text,
+    publishing any Instruction Update first; raises InstructionsBlocked before the first complete baseline."""
+
+    async def prepare(self, boundary: Boundary) -> str: ...
+
+
+class NoInstructions:
+    async def prepare(self, boundary: Boundary) -> str:
+        return ""
+
+
+@dataclass
+class RunnerDeps:
+    store: Store
+    env: Mapping[str, str]
+    tools: ToolRegistry = field(default_factory=default_registry)
+    clock: Clock = field(default_factory=Clock)
+    provider_for: Callable[[llm.ResolvedModel], llm.Provider] = provider_for
+    instructions: InstructionPreparer = field(default_factory=NoInstructions)
+    on_read: Callable[[Boundary, str], Callable[[Path], Any]] | None = None
+
+
+class Runner:
+    def __init__(self, deps: RunnerDeps) -> None:
+        self.deps = deps
+
+    # --- helpers ------------------------------------------------------------------------------------
+
+    async def _read(self, fn):
+        return await self.deps.store.read(fn)
+
+    async def _boundary(self, session_id: str) -> Boundary:
+        session = await self._read(lambda conn: require_session(conn, session_id))
+        location = resolve_location(session.location.directory, session.location.workspaceID)
+        config = load_config(location.directory, location.project_root, self.deps.env)
+        try:
+            agent = resolve_agent(config, session.agent)
+        except AgentNotFoundError as missing:
+            raise DrainFailure(SessionErrorInfo(type="agent.not-found", message=str(missing))) from None
+        return Boundary(session, agent, config, location)
+
+    def _model_ref(self, b: Boundary) -> ModelRef | None:
+        return b.session.model or b.agent.model
+
+    # --- the drain --------------------------------------------------------------------------------------
+
+    async def drain(self, session_id: str, force: bool) -> None:
+        store = self.deps.store
+        if not force and not await self._read(lambda conn: admission.has_pending(conn, session_id)):
+            return
+        await self.reconcile_orphans(session_id)
+        step = 1
+        continuation = False
+        first = True
+        retry: tuple[str, int, ProviderError] | None = None  # (assistant id, retries so far, original error)
+        while True:
+            b = await self._boundary(session_id)
+            try:
+                baseline = await self.deps.instructions.prepare(b)
+            except InstructionsBlocked as blocked:
+                raise DrainFailure(SessionErrorInfo(type="instructions.unavailable", message=str(blocked))) from None
+            if retry is None:
+                scope: admission.PromotionScope = "steer" if continuation else "input"
+                promoted = await store.write(lambda tx: admission.promote(tx, session_id, scope))
+                if promoted:
+                    step = 1  # new user input resets the allowance, once per boundary
+                elif not continuation and not (first and force and await self._needs_response(session_id)):
+                    return
+            first = False
+            outcome, error, assistant_id = await self._step(b, baseline, step, retry[0] if retry else None)
+            step += 1
+            if error is not None:
+                retries = retry[1] if retry else 0
+                original = retry[2] if retry else error
+                allowance_left = b.agent.steps is None or step <= b.agent.steps
+                if may_retry(error, retries_so_far=retries, has_evidence=outcome.started,
+                             allowance_left=allowance_left):
+                    delay = retry_delay_ms(retries + 1, error.retry_after_ms)
+                    at = self.deps.clock.now_ms() + int(delay)
+                    await store.write(lambda tx: tx.append(ev.RetryScheduled(
+                        sessionID=session_id, assistantMessageID=assistant_id, attempt=retries + 2, at=at,
+                        error=error.to_session_error())))
+                    await self.deps.clock.sleep_ms(delay)
+                    retry = (assistant_id, retries + 1, original)
+                    continue
+                failure = original.to_session_error() if retry else (outcome.failure or error.to_session_error())
+                raise DrainFailure(failure)
+            retry = None
+            if outcome.failure is not None:
+                raise DrainFailure(outcome.failure)
+            # a last (tool-less) step never asks for another one, whatever the model did
+            continuation = outcome.needs_continuation and not (b.agent.steps is not None and step > b.agent.steps)
+
+    async def _needs_response(self, session_id: str) -> bool:
+        """A forced drain with nothing to promote continues only when history awaits an assistant reply."""
+
+        def _q(conn) -> bool:
+            for data in reversed(active_history(conn, session_id)):
+                m = json.loads(data)
+                if m["type"] in ("user", "synthetic"):
+                    return True
+                if m["type"] == "assistant":
+                    return m.get("finish") == "tool-calls" or (
+                        m.get("error", {}).get("type") in ("aborted", "tool.stale")
+                        and any(p["type"] == "tool" for p in m["content"]))
+            return False
+
+        return await self._read(_q)
+
+    async def _step(self, b: Boundary, baseline: str, step: int, assistant_id: str | None):
+        """Build and stream one Step. Returns (outcome, provider error or None, assistant message id)."""
+        session_id = b.session.id
+        assistant_id = assistant_id or message_id()
+        ref = self._model_ref(b)
+        try:
+            resolved = resolve_model(b.config, ref, self.deps.env)
+        except ProviderError as error:
+            raise DrainFailure(error.to_session_error()) from None
+        model_ref = ModelRef(id=resolved.model_id, providerID=resolved.provider_id,
+                             variant=ref.variant if ref else None)
+        history = await self._read(lambda conn: [json.loads(d) for d in active_history(conn, session_id)])
+        last_step = b.agent.steps is not None and step >= b.agent.steps
+        messages = to_llm_messages(history, model_ref)
+        if last_step:
+            messages.append(llm.UserMessage([llm.TextPart(MAX_STEPS_NOTICE)]))
+        tools = [] if last_step else [llm.ToolSpec(d.name, d.description, d.parameters)
+                                      for d in self.deps.tools.definitions()]
+        request = llm.LLMRequest(
+            model=resolved, system=[s for s in (b.agent.prompt, baseline) if s], messages=messages, tools=tools,
+            tool_choice="none" if last_step else "auto", max_output_tokens=resolved.output_limit,
+            prompt_cache_key=session_id,
+        )
+        on_read = self.deps.on_read(b, assistant_id) if self.deps.on_read else None
+        ctx = StepContext(
+            store=self.deps.store, session_id=session_id, assistant_id=assistant_id, agent=b.agent.name,
+            model_ref=model_ref, resolved=resolved, provider=self.deps.provider_for(resolved), request=request,
+            tools=self.deps.tools, tools_enabled=not last_step, directory=b.location.directory,
+            project_root=b.location.project_root, on_read=on_read,
+        )
+        outcome = await Step(ctx).run()
+        return outcome, outcome.error, assistant_id
+
+    # --- orphan reconciliation ---------------------------------------------------------------------------
+
+    async def reconcile_orphans(self, session_id: str) -> int:
+        """Fail tool calls an earlier process left streaming or running, and close its open assistant; never
+        re-run them. Returns how many tool calls were failed."""
+
+        def _reconcile(tx: Tx) -> int:
+            rows = tx.execute(
+                "SELECT data FROM session_message WHERE session_id = ? AND type = 'assistant'"
+                " AND json_extract(data, '$.time.completed') IS NULL ORDER BY seq", (session_id,)).fetchall()
+            failed = 0
+            for row in rows:
+                message = json.loads(row[0])
+                for part in message["content"]:
+                    if part["type"] == "tool" and part["state"]["status"] in ("streaming", "running"):
+                        tx.append(ev.ToolFailed(
+                            sessionID=session_id, assistantMessageID=message["id"], callID=part["id"],
+                            error=SessionErrorInfo(type="tool.stale",
+                                                   message=f"Tool execution interrupted: {part['name']}")))
+                        failed += 1
+                tx.append(ev.StepFailed(sessionID=session_id, assistantMessageID=message["id"],
+                                        error=SessionErrorInfo(type="aborted", message="Step interrupted")))
+            return failed
+
+        return await self.deps.store.write(_reconcile)
+
+
+def runner_drain_factory(runtime) -> Callable[[str, bool], Any]:
+    """The production drain: the runner over the runtime's store with the real providers and tools."""
+    runner = Runner(RunnerDeps(store=runtime.store, env=runtime.options.env,
+                               instructions=CheckpointPreparer(runtime.store, runtime.options.env)))
+    return runner.drain

@@ -1,0 +1,278 @@
+"""One Step's provider stream: lazy step start, durable content and tool events, live deltas, concurrent local
+tools with serialized settlement, and exactly one terminal step event."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ...schema import events as ev
+from ...schema.common import ModelRef, SessionErrorInfo, TokenCache, Tokens
+from ..llm import model as llm
+from ..llm.catalog import step_cost
+from ..llm.errors import ProviderError
+from ..store.db import Store
+from ..tools.registry import ToolErrored, ToolRegistry, ToolSucceeded
+from ..tools.tool import ToolContext
+
+TOOLS_DISABLED = "Tools are disabled on this step: the agent reached its maximum number of steps."
+INTERRUPTED_TOOL = "Tool execution interrupted"
+INTERRUPTED_STEP = "Step interrupted"
+CONTENT_FILTERED = "The provider blocked the response"
+
+
+@dataclass
+class StepOutcome:
+    started: bool = False          # durable assistant evidence exists (retry is no longer allowed)
+    finish: str | None = None
+    local_calls: int = 0
+    error: ProviderError | None = None
+    failure: SessionErrorInfo | None = None   # the recorded step failure, when the step failed
+
+    @property
+    def needs_continuation(self) -> bool:
+        return self.local_calls > 0 and self.failure is None
+
+
+@dataclass
+class StepContext:
+    store: Store
+    session_id: str
+    assistant_id: str
+    agent: str
+    model_ref: ModelRef
+    resolved: llm.ResolvedModel
+    provider: llm.Provider
+    request: llm.LLMRequest
+    tools: ToolRegistry
+    tools_enabled: bool
+    directory: Path
+    project_root: Path
+    on_read: Callable[[Path], Awaitable[None]] | None = None
+
+
+@dataclass
+class _Call:
+    call_id: str
+    name: str
+    settled: bool = False
+    task: asyncio.Task | None = None
+
+
+@dataclass
+class _Block:
+    ordinal: int
+    parts: list[str] = field(default_factory=list)
+
+
+async def _shielded(coro: Awaitable[Any]) -> Any:
+    """Run a durable write to completion even when the caller is being cancelled."""
+    task = asyncio.ensure_future(coro)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        raise
+
+
+class Step:
+    def __init__(self, ctx: StepContext) -> None:
+        self.ctx = ctx
+        self.outcome = StepOutcome()
+        self.ordinal = 0
+        self.text: dict[str, _Block] = {}
+        self.reasoning: dict[str, _Block] = {}
+        self.inputs: dict[str, list[str]] = {}
+        self.calls: dict[str, _Call] = {}
+        self.publish_lock = asyncio.Lock()
+        self.usage = llm.Usage()
+
+    # --- durable writes ---------------------------------------------------------------------------
+
+    async def _append(self, data) -> None:
+        await self.ctx.store.write(lambda tx: tx.append(data))
+
+    def _live(self, data) -> None:
+        self.ctx.store.publish_live(data, self.ctx.session_id)
+
+    def _ids(self) -> dict[str, str]:
+        return {"sessionID": self.ctx.session_id, "assistantMessageID": self.ctx.assistant_id}
+
+    async def _ensure_started(self) -> None:
+        if not self.outcome.started:
+            self.outcome.started = True
+            await self._append(ev.StepStarted(**self._ids(), agent=self.ctx.agent, model=self.ctx.model_ref))
+
+    # --- the stream ---------------------------------------------------------------------------------
+
+    async def run(self) -> StepOutcome:
+        try:
+            try:
+                async for event in self.ctx.provider.stream(self.ctx.request):
+                    await self._on_event(event)
+            except ProviderError as error:
+                self.outcome.error = error
+            await self._close_open_blocks()
+            await self._join_tools()
+            await self._settle()
+        except asyncio.CancelledError:
+            await _shielded(self._abort())
+            raise
+        return self.outcome
+
+    async def _on_event(self, event: llm.StreamEvent) -> None:
+        ids = self._ids()
+        if isinstance(event, llm.TextStart):
+            await self._ensure_started()
+            block = self.text[event.id] = _Block(self._next_ordinal())
+            await self._append(ev.TextStarted(**ids, ordinal=block.ordinal))
+        elif isinstance(event, llm.TextDelta):
+            block = self.text.get(event.id)
+            if block is None:
+                await self._on_event(llm.TextStart(event.id))
+                block = self.text[event.id]
+            block.parts.append(event.delta)
+            self._live(ev.TextDelta(**ids, ordinal=block.ordinal, delta=event.delta))
+        elif isinstance(event, llm.TextEnd):
+            block = self.text.pop(event.id, None)
+            if block is not None:
+                await self._append(ev.TextEnded(**ids, ordinal=block.ordinal, text="".join(block.parts)))
+        elif isinstance(event, llm.ReasoningStart):
+            await self._ensure_started()
+            block = self.reasoning[event.id] = _Block(self._next_ordinal())
+            await self._append(ev.ReasoningStarted(**ids, ordinal=block.ordinal))
+        elif isinstance(event, llm.ReasoningDelta):
+            block = self.reasoning.get(event.id)
+            if block is None:
+                await self._on_event(llm.ReasoningStart(event.id))
+                block = self.reasoning[event.id]
+            block.parts.append(event.delta)
+            self._live(ev.ReasoningDelta(**ids, ordinal=block.ordinal, delta=event.delta))
+        elif isinstance(event, llm.ReasoningEnd):
+            block = self.reasoning.pop(event.id, None)
+            if block is not None:
+                await self._append(ev.ReasoningEnded(**ids, ordinal=block.ordinal, text="".join(block.parts),
+                                                     state=event.metadata))
+        elif isinstance(event, llm.ToolInputStart):
+            await self._ensure_started()
+            self.inputs[event.call_id] = []
+            self.calls[event.call_id] = _Call(event.call_id, event.name)
+            await self._append(ev.ToolInputStarted(**ids, callID=event.call_id, name=event.name))
+        elif isinstance(event, llm.ToolInputDelta):
+            if event.call_id in self.inputs:
+                self.inputs[event.call_id].append(event.delta)
+                self._live(ev.ToolInputDelta(**ids, callID=event.call_id, delta=event.delta))
+        elif isinstance(event, llm.ToolInputEnd):
+            parts = self.inputs.pop(event.call_id, None)
+            if parts is not None:
+                await self._append(ev.ToolInputEnded(**ids, callID=event.call_id, text="".join(parts)))
+        elif isinstance(event, llm.ToolCall):
+            await self._on_tool_call(event)
+        elif isinstance(event, llm.Finish):
+            await self._ensure_started()
+            self.outcome.finish = event.reason
+            self.usage = event.usage
+
+    def _next_ordinal(self) -> int:
+        self.ordinal += 1
+        return self.ordinal - 1
+
+    async def _close_open_blocks(self) -> None:
+        for key in list(self.text):
+            await self._on_event(llm.TextEnd(key))
+        for key in list(self.reasoning):
+            await self._on_event(llm.ReasoningEnd(key))
+        for key in list(self.inputs):
+            await self._on_event(llm.ToolInputEnd(key))
+
+    # --- tools ----------------------------------------------------------------------------------------
+
+    async def _on_tool_call(self, call: llm.ToolCall) -> None:
+        await self._ensure_started()
+        ids = self._ids()
+        if call.call_id in self.inputs:
+            await self._on_event(llm.ToolInputEnd(call.call_id))
+        record = self.calls.setdefault(call.call_id, _Call(call.call_id, call.name))
+        # the call is durable before any side effect begins
+        await self._append(ev.ToolCalled(**ids, callID=call.call_id, name=call.name, input=call.input,
+                                         executed=call.provider_executed))
+        if call.provider_executed:
+            return  # hosted: the provider reports the result; unsettled ones fail at the end
+        self.outcome.local_calls += 1
+        if call.input_error is not None:
+            await self._publish_settlement(record, ToolErrored(SessionErrorInfo(
+                type="tool.invalid-input", message=call.input_error)))
+        elif not self.ctx.tools_enabled:
+            await self._publish_settlement(record, ToolErrored(SessionErrorInfo(
+                type="tool.execution", message=TOOLS_DISABLED)))
+        else:
+            record.task = asyncio.create_task(self._execute(record, call.input))
+
+    async def _execute(self, record: _Call, tool_input: dict[str, Any]) -> None:
+        c = self.ctx
+        tool_ctx = ToolContext(session_id=c.session_id, message_id=c.assistant_id, call_id=record.call_id,
+                               agent=c.agent, directory=c.directory, project_root=c.project_root, on_read=c.on_read)
+        settlement = await c.tools.settle(record.name, tool_input, tool_ctx)
+        # bounding is done; publishing the one settlement must not be torn by an interrupt
+        await _shielded(self._publish_settlement(record, settlement))
+
+    async def _publish_settlement(self, record: _Call, settlement: ToolSucceeded | ToolErrored) -> None:
+        async with self.publish_lock:
+            if record.settled:
+                return
+            ids = self._ids()
+            if isinstance(settlement, ToolSucceeded):
+                out = settlement.output
+                data = ev.ToolSuccess(**ids, callID=record.call_id, structured=out.structured,
+                                      content=list(out.content))
+            else:
+                data = ev.ToolFailed(**ids, callID=record.call_id, error=settlement.error)
+            await self._append(data)
+            record.settled = True
+
+    async def _join_tools(self) -> None:
+        tasks = [c.task for c in self.calls.values() if c.task is not None]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _fail_unsettled(self, error: SessionErrorInfo) -> None:
+        for record in self.calls.values():
+            if not record.settled:
+                await self._publish_settlement(record, ToolErrored(error))
+
+    # --- settlement -----------------------------------------------------------------------------------
+
+    async def _settle(self) -> None:
+        error = self.outcome.error
+        missing = "The provider did not return a result for this tool call" if error is None else str(error)
+        await self._fail_unsettled(SessionErrorInfo(type="tool.result-missing" if error is None else "aborted",
+                                                    message=missing))
+        ids = self._ids()
+        if error is None and self.outcome.finish == "content-filter":
+            self.outcome.failure = SessionErrorInfo(type="provider.content-filter", message=CONTENT_FILTERED)
+        elif error is not None:
+            self.outcome.failure = error.to_session_error()
+        if not self.outcome.started:
+            return  # no output at all: a failed provider request leaves no step record
+        u = self.usage
+        tokens = Tokens(input=u.input, output=u.output, reasoning=u.reasoning,
+                        cache=TokenCache(read=u.cache_read, write=u.cache_write))
+        cost = step_cost(u, self.ctx.resolved.cost)
+        if self.outcome.failure is not None:
+            await self._append(ev.StepFailed(**ids, error=self.outcome.failure, cost=cost, tokens=tokens))
+        else:
+            await self._append(ev.StepEnded(**ids, finish=self.outcome.finish or "other", cost=cost, tokens=tokens))
+
+    async def _abort(self) -> None:
+        for record in self.calls.values():
+            if record.task is not None and not record.task.done():
+                record.task.cancel()
+        await self._join_tools()
+        await self._close_open_blocks()
+        await self._fail_unsettled(SessionErrorInfo(type="aborted", message=INTERRUPTED_TOOL))
+        if self.outcome.started:
+            self.outcome.failure = SessionErrorInfo(type="aborted", message=INTERRUPTED_STEP)
+            await self._append(ev.StepFailed(**self._ids(), error=self.outcome.failure))

@@ -1,0 +1,196 @@
+"""The model catalog: resolves a `ModelRef` (or the configured default) to a callable `ResolvedModel`,
+hands out the protocol adapter for it, and prices one Step's usage."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import threading
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+from opencode_session.schema.common import ModelRef
+
+from ..config import Config, ModelConfig, ProviderConfig, parse_model_string
+from .errors import NoModelConfiguredError
+from .model import ModelCost, Provider, ResolvedModel, Usage
+from .openai_chat import DEFAULT_TIMEOUT, OPENAI_BASE_URL, OpenAIChatProvider
+
+OPENAI_COMPATIBLE_NPM = "@ai-sdk/openai-compatible"
+OPENAI_NPM = "@ai-sdk/openai"
+# Packages whose wire protocol this runtime does not speak yet.
+_UNSUPPORTED_NPM = {
+    "@ai-sdk/anthropic": "Anthropic Messages",
+    "@ai-sdk/google": "Google Gemini",
+    "@ai-sdk/google-vertex": "Google Vertex",
+    "@ai-sdk/amazon-bedrock": "Amazon Bedrock",
+}
+
+
+def api_key_env_var(provider_id: str) -> str:
+    """`my-llm` -> `MY_LLM_API_KEY`."""
+    return re.sub(r"[^A-Za-z0-9]", "_", provider_id).upper() + "_API_KEY"
+
+
+def model_ref_from_string(value: str) -> ModelRef | None:
+    parsed = parse_model_string(value)
+    if parsed is None:
+        return None
+    return ModelRef(providerID=parsed[0], id=parsed[1])
+
+
+def _cost(entry: ModelConfig | None) -> ModelCost | None:
+    if entry is None or entry.cost is None:
+        return None
+    c = entry.cost
+    return ModelCost(
+        input=c.input or 0.0, output=c.output or 0.0, cache_read=c.cache_read or 0.0, cache_write=c.cache_write or 0.0
+    )
+
+
+def _timeout_seconds(value: Any) -> float | None:
+    """OpenCode's `options.timeout` is milliseconds, or `false` for none. None here = adapter default."""
+    if value is False:
+        return 0.0  # sentinel: no timeout
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)) and value > 0:
+        return float(value) / 1000.0
+    return None
+
+
+def _resolved(
+    provider_id: str,
+    model_id: str,
+    cfg: ProviderConfig | None,
+    *,
+    base_url: str,
+    api_key: str | None,
+) -> ResolvedModel:
+    entry = cfg.models.get(model_id) if cfg is not None else None
+    limit = entry.limit if entry is not None else None
+    return ResolvedModel(
+        provider_id=provider_id,
+        model_id=model_id,
+        base_url=base_url.rstrip("/"),
+        api_key=api_key or None,
+        headers=dict(cfg.options.headers or {}) if cfg is not None else {},
+        npm=cfg.npm if cfg is not None else None,
+        context_limit=limit.context if limit is not None else None,
+        output_limit=limit.output if limit is not None else None,
+        input_limit=limit.input if limit is not None else None,
+        cost=_cost(entry),
+        api_model_id=entry.id if entry is not None and entry.id else None,
+        timeout=_timeout_seconds(cfg.options.timeout) if cfg is not None else None,
+    )
+
+
+def resolve_model(config: Config, ref: ModelRef | None = None, env: Mapping[str, str] = os.environ) -> ResolvedModel:
+    """The model to call: `ref`, else the config's `model`. Raises NoModelConfiguredError naming what is
+    missing. Keys come from `options.apiKey`, else `<PROVIDER_ID>_API_KEY` (OPENAI_API_KEY for openai)."""
+    if ref is None:
+        if not config.model:
+            raise NoModelConfiguredError("No model is configured")
+        ref = model_ref_from_string(config.model)
+        if ref is None:
+            raise NoModelConfiguredError(
+                f"The configured model {config.model!r} is not of the form \"provider/model\""
+            )
+    provider_id, model_id = ref.providerID, ref.id
+    cfg = config.provider.get(provider_id)
+    npm = cfg.npm if cfg is not None else None
+    base_url = cfg.options.base_url if cfg is not None else None
+    key_var = api_key_env_var(provider_id)
+    api_key = (cfg.options.api_key if cfg is not None else None) or env.get(key_var) or None
+
+    if npm in _UNSUPPORTED_NPM:
+        raise NoModelConfiguredError(
+            f"Provider {provider_id!r} uses {npm} ({_UNSUPPORTED_NPM[npm]}), which is not supported yet; "
+            "use an OpenAI-compatible endpoint instead"
+        )
+    if provider_id == "openai" and (npm is None or npm == OPENAI_NPM):
+        if not api_key:
+            raise NoModelConfiguredError(
+                f"Model openai/{model_id} needs an API key: set the {key_var} environment variable "
+                "or provider.openai.options.apiKey"
+            )
+        return _resolved(provider_id, model_id, cfg, base_url=base_url or OPENAI_BASE_URL, api_key=api_key)
+    if cfg is None:
+        if provider_id == "anthropic":
+            raise NoModelConfiguredError(
+                "Provider 'anthropic' is not supported yet; use an OpenAI-compatible endpoint instead"
+            )
+        raise NoModelConfiguredError(
+            f"Provider {provider_id!r} (from model {provider_id}/{model_id}) is not configured: "
+            f"add provider.{provider_id} with npm, options.baseURL and models to opencode.json"
+        )
+    if not base_url:
+        if npm == OPENAI_COMPATIBLE_NPM:
+            raise NoModelConfiguredError(
+                f"Provider {provider_id!r} is missing options.baseURL (the server's /v1 address)"
+            )
+        if provider_id == "anthropic":
+            raise NoModelConfiguredError(
+                "Provider 'anthropic' is not supported yet; use an OpenAI-compatible endpoint instead"
+            )
+        raise NoModelConfiguredError(
+            f"Provider {provider_id!r} is not usable: set its npm to {OPENAI_COMPATIBLE_NPM!r} "
+            "and options.baseURL"
+        )
+    return _resolved(provider_id, model_id, cfg, base_url=base_url, api_key=api_key)
+
+
+# ---------------------------------------------------------------------------------------------
+# Adapters. The SDK's connection pool belongs to the event loop that first used it, so clients are
+# cached per running loop as well as per endpoint and credentials.
+
+_ClientKey = tuple[str, str | None, tuple[tuple[str, str], ...], float | None]
+_providers: weakref.WeakKeyDictionary[Any, dict[_ClientKey, OpenAIChatProvider]] = weakref.WeakKeyDictionary()
+_no_loop: dict[_ClientKey, OpenAIChatProvider] = {}
+_lock = threading.Lock()
+
+
+def provider_for(model: ResolvedModel) -> Provider:
+    key: _ClientKey = (model.base_url, model.api_key, tuple(sorted(model.headers.items())), model.timeout)
+    try:
+        loop: Any = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    with _lock:
+        cache = _no_loop if loop is None else _providers.setdefault(loop, {})
+        provider = cache.get(key)
+        if provider is None:
+            if model.timeout is None:
+                timeout: Any = DEFAULT_TIMEOUT
+            else:
+                timeout = None if model.timeout == 0 else model.timeout
+            provider = OpenAIChatProvider(model.base_url, model.api_key, headers=model.headers, timeout=timeout)
+            cache[key] = provider
+    return provider
+
+
+def step_cost(usage: Usage, cost: ModelCost | None) -> float:
+    """USD for one Step: non-cached input, output plus reasoning, cache reads and writes, per million."""
+    if cost is None:
+        return 0.0
+    total = (
+        usage.input * cost.input
+        + (usage.output + usage.reasoning) * cost.output
+        + usage.cache_read * cost.cache_read
+        + usage.cache_write * cost.cache_write
+    )
+    return total / 1_000_000
+
+
+__all__ = [
+    "ModelCost",
+    "OPENAI_COMPATIBLE_NPM",
+    "ResolvedModel",
+    "api_key_env_var",
+    "model_ref_from_string",
+    "provider_for",
+    "resolve_model",
+    "step_cost",
+]

@@ -1,0 +1,155 @@
+"""Typed provider failures: what went wrong on one provider call, whether the runtime may retry it,
+and how the failure is recorded in a Session (`SessionErrorInfo`)."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Mapping
+from typing import ClassVar
+
+from opencode_session.schema.common import SessionErrorInfo
+
+
+class ProviderError(Exception):
+    """One failed provider call. `retryable` is a property of the failure class, never of the instance,
+    so the retry policy can decide from the type alone."""
+
+    retryable: ClassVar[bool] = False
+    error_type: ClassVar[str] = "provider.unknown"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after_ms: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.retry_after_ms = retry_after_ms
+
+    def to_session_error(self) -> SessionErrorInfo:
+        return SessionErrorInfo(type=self.error_type, message=self.message, status=self.status)
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}({self.message!r}, status={self.status!r}, "
+            f"retry_after_ms={self.retry_after_ms!r})"
+        )
+
+
+class RateLimitError(ProviderError):
+    retryable = True
+    error_type = "provider.rate-limit"
+
+
+class ProviderInternalError(ProviderError):
+    retryable = True
+    error_type = "provider.internal"
+
+
+class TransportError(ProviderError):
+    retryable = True
+    error_type = "provider.transport"
+
+
+class AuthenticationError(ProviderError):
+    error_type = "provider.auth"
+
+
+class QuotaExceededError(ProviderError):
+    error_type = "provider.quota"
+
+
+class ContentPolicyError(ProviderError):
+    error_type = "provider.content-filter"
+
+
+class InvalidRequestError(ProviderError):
+    error_type = "provider.invalid-request"
+
+
+class ContextOverflowError(InvalidRequestError):
+    """The request did not fit the model's context window; the runner may compact once and rebuild."""
+
+    error_type = "provider.context-overflow"
+
+
+class InvalidProviderOutputError(ProviderError):
+    error_type = "provider.invalid-output"
+
+
+CONFIGURE_MODEL_HELP = (
+    "To choose a model, set the \"model\" key in opencode.json to \"provider/model\" "
+    "(for example \"openai/gpt-4.1\", with the OPENAI_API_KEY environment variable set). "
+    "For an OpenAI-compatible server (Ollama, vLLM, llama.cpp, OpenRouter, ...) add a provider entry: "
+    "\"provider\": {\"local\": {\"npm\": \"@ai-sdk/openai-compatible\", "
+    "\"options\": {\"baseURL\": \"http://127.0.0.1:11434/v1\"}, "
+    "\"models\": {\"qwen3\": {\"limit\": {\"context\": 32768, \"output\": 8192}}}}} "
+    "with \"model\": \"local/qwen3\", and put its key in options.apiKey or the LOCAL_API_KEY "
+    "environment variable (<PROVIDER_ID>_API_KEY) if the server needs one."
+)
+
+
+class NoModelConfiguredError(ProviderError):
+    """No usable model could be resolved from configuration; the message says what to set."""
+
+    error_type = "provider.no-model"
+
+    def __init__(self, detail: str | None = None) -> None:
+        prefix = f"{detail.rstrip('.')}. " if detail else "No model is configured. "
+        super().__init__(prefix + CONFIGURE_MODEL_HELP)
+        self.detail = detail
+
+
+def parse_retry_after_ms(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
+    """Delay the provider asked for, in milliseconds: `retry-after-ms` wins over `retry-after`,
+    which may be seconds or an HTTP date. Unparseable or negative values mean "no hint"."""
+    if not headers:
+        return None
+    lowered = {str(k).lower(): str(v) for k, v in headers.items()}
+    raw_ms = lowered.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            value = float(raw_ms.strip())
+        except ValueError:
+            value = -1.0
+        if value >= 0 and value == value and value != float("inf"):
+            return value
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    try:
+        seconds = float(raw)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        current = time.time() if now is None else now
+        return max(0.0, (when.timestamp() - current) * 1000.0)
+    if seconds < 0 or seconds != seconds or seconds == float("inf"):
+        return None
+    return seconds * 1000.0
+
+
+__all__ = [
+    "AuthenticationError",
+    "CONFIGURE_MODEL_HELP",
+    "ContentPolicyError",
+    "ContextOverflowError",
+    "InvalidProviderOutputError",
+    "InvalidRequestError",
+    "NoModelConfiguredError",
+    "ProviderError",
+    "ProviderInternalError",
+    "QuotaExceededError",
+    "RateLimitError",
+    "TransportError",
+    "parse_retry_after_ms",
+]

@@ -1,0 +1,271 @@
+"""The provider-neutral LLM model: one request per Step (system text, history, tools), the events a
+provider stream yields, token usage, and the `Provider` interface every protocol adapter implements."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias
+
+# ---------------------------------------------------------------------------------------------
+# The resolved model a request targets (resolution itself lives in `catalog`).
+
+
+@dataclass(frozen=True)
+class ModelCost:
+    """USD per million tokens; all zero when the catalog knows no price."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """Everything needed to call one model: where, with which credentials, and its limits and prices."""
+
+    provider_id: str
+    model_id: str
+    base_url: str
+    api_key: str | None = field(default=None, repr=False)  # never printed: reprs end up in logs
+    headers: Mapping[str, str] = field(default_factory=dict)
+    npm: str | None = None
+    context_limit: int | None = None
+    output_limit: int | None = None
+    input_limit: int | None = None
+    cost: ModelCost | None = None
+    # Name sent on the wire; differs from `model_id` when a config entry aliases a server model.
+    api_model_id: str | None = None
+    # Seconds; None means the adapter default, 0 means no timeout (OpenCode's `timeout: false`).
+    timeout: float | None = None
+
+    @property
+    def wire_model(self) -> str:
+        return self.api_model_id or self.model_id
+
+
+# ---------------------------------------------------------------------------------------------
+# Request.
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TextPart:
+    text: str
+
+
+@dataclass(frozen=True)
+class FilePart:
+    """An attachment. `uri` is a `data:` URI, a `file://` URI or a remote URL."""
+
+    uri: str
+    mime: str
+    name: str | None = None
+
+
+@dataclass(frozen=True)
+class ReasoningPart:
+    text: str
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ToolCallPart:
+    call_id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SystemUpdate:
+    """A chronological Instruction Update at its position in history (not part of the baseline)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class UserMessage:
+    parts: list[TextPart | FilePart]
+
+
+@dataclass(frozen=True)
+class AssistantMessage:
+    parts: list[TextPart | ReasoningPart | ToolCallPart]
+
+
+@dataclass(frozen=True)
+class ToolResultMessage:
+    call_id: str
+    name: str
+    text: str
+    is_error: bool = False
+
+
+LLMMessage: TypeAlias = SystemUpdate | UserMessage | AssistantMessage | ToolResultMessage
+ToolChoice: TypeAlias = Literal["auto", "none"]
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    model: ResolvedModel
+    system: list[str]
+    messages: list[LLMMessage]
+    tools: list[ToolSpec] = field(default_factory=list)
+    tool_choice: ToolChoice = "auto"
+    max_output_tokens: int | None = None
+    prompt_cache_key: str | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# Stream events.
+
+
+@dataclass(frozen=True)
+class TextStart:
+    id: str
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    id: str
+    delta: str
+
+
+@dataclass(frozen=True)
+class TextEnd:
+    id: str
+
+
+@dataclass(frozen=True)
+class ReasoningStart:
+    id: str
+
+
+@dataclass(frozen=True)
+class ReasoningDelta:
+    id: str
+    delta: str
+
+
+@dataclass(frozen=True)
+class ReasoningEnd:
+    id: str
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ToolInputStart:
+    call_id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ToolInputDelta:
+    call_id: str
+    delta: str
+
+
+@dataclass(frozen=True)
+class ToolInputEnd:
+    call_id: str
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A complete tool call. When the provider's arguments were not a JSON object, `input` is `{}` and
+    `input_error` says why, so the runner can record the call and fail it durably instead of losing it."""
+
+    call_id: str
+    name: str
+    input: dict[str, Any]
+    provider_executed: bool = False
+    input_error: str | None = None
+    raw_input: str | None = None
+
+
+FinishReason: TypeAlias = Literal["stop", "length", "tool-calls", "content-filter", "other"]
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts for one provider call. `input` excludes cached (read and written) prompt tokens;
+    `output` excludes reasoning tokens. All are clamped to >= 0."""
+
+    input: int = 0
+    output: int = 0
+    reasoning: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("input", "output", "reasoning", "cache_read", "cache_write"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, max(0, int(value or 0)))
+
+
+@dataclass(frozen=True)
+class Finish:
+    reason: FinishReason
+    usage: Usage = field(default_factory=Usage)
+
+
+StreamEvent: TypeAlias = (
+    TextStart
+    | TextDelta
+    | TextEnd
+    | ReasoningStart
+    | ReasoningDelta
+    | ReasoningEnd
+    | ToolInputStart
+    | ToolInputDelta
+    | ToolInputEnd
+    | ToolCall
+    | Finish
+)
+
+
+class Provider(Protocol):
+    """One protocol adapter. `stream` makes exactly one provider call (no retries: the runtime owns them)
+    and raises `ProviderError` subclasses from the iterator."""
+
+    def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]: ...
+
+
+__all__ = [
+    "AssistantMessage",
+    "FilePart",
+    "Finish",
+    "FinishReason",
+    "LLMMessage",
+    "LLMRequest",
+    "ModelCost",
+    "Provider",
+    "ReasoningDelta",
+    "ReasoningEnd",
+    "ReasoningPart",
+    "ReasoningStart",
+    "ResolvedModel",
+    "StreamEvent",
+    "SystemUpdate",
+    "TextDelta",
+    "TextEnd",
+    "TextPart",
+    "TextStart",
+    "ToolCall",
+    "ToolCallPart",
+    "ToolChoice",
+    "ToolInputDelta",
+    "ToolInputEnd",
+    "ToolInputStart",
+    "ToolResultMessage",
+    "ToolSpec",
+    "Usage",
+    "UserMessage",
+]

@@ -1,0 +1,184 @@
+"""The `read` tool: numbered lines of a UTF-8 text file, or the sorted listing of a directory."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import stat
+from functools import partial
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import anyio.to_thread
+
+from ..output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES
+from ..tool import ToolContext, ToolFailure, ToolOutput
+
+DEFAULT_LIMIT = 2000
+MAX_LINE_CHARS = 2000
+# A page stops short of the registry's final bound, leaving room for the closing note, so the model gets an
+# "offset=" hint instead of a cut-out middle.
+PAGE_MAX_LINES = DEFAULT_MAX_LINES - 2
+PAGE_MAX_BYTES = DEFAULT_MAX_BYTES - 1024
+BINARY_SNIFF_BYTES = 8192
+MAX_SUGGESTIONS = 3
+
+DESCRIPTION = """Read a file or list a directory.
+
+- filePath may be absolute or relative to the session's working directory.
+- Lines come back numbered as `00001| text`, starting at `offset` (1-based, default 1), at most `limit` lines (default 2000).
+- One call returns at most about 50 KB. Lines longer than 2000 characters are cut.
+- When the file has more lines, the output ends with the offset to continue from.
+- A directory path returns its entries sorted by name; subdirectories end with `/`.
+- Binary files cannot be read."""
+
+
+class ReadTool:
+    name = "read"
+    description = DESCRIPTION
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "filePath": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Path of the file or directory to read, absolute or relative to the working directory",
+            },
+            "offset": {"type": "integer", "minimum": 1, "description": "Line number to start from (1-based)"},
+            "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines to read (default 2000)"},
+        },
+        "required": ["filePath"],
+    }
+
+    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        path = ctx.resolve(input["filePath"])
+        # JSON Schema "integer" admits 5.0; ints keep line numbers and "offset=" hints printing as integers.
+        offset = int(input.get("offset", 1))
+        limit = int(input.get("limit", DEFAULT_LIMIT))
+        # Abandoning on cancel is safe: the worker only reads, and its result is simply dropped.
+        output = await anyio.to_thread.run_sync(partial(_read, path, offset, limit), abandon_on_cancel=True)
+        output.title = ctx.display(path)
+        if ctx.on_read is not None:
+            await ctx.on_read(path)
+        return output
+
+
+def _read(path: Path, offset: int, limit: int) -> ToolOutput:
+    try:
+        info = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolFailure(_not_found(path)) from None
+    except OSError as exc:
+        raise ToolFailure(f"Cannot read {path}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(info.st_mode):
+        return _list_directory(path, offset, limit)
+    # A FIFO or device would block the worker thread forever or stream without end.
+    if not stat.S_ISREG(info.st_mode):
+        raise ToolFailure(f"Not a regular file: {path}")
+    try:
+        return _read_file(path, offset, limit)
+    except OSError as exc:
+        raise ToolFailure(f"Cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _read_file(path: Path, offset: int, limit: int) -> ToolOutput:
+    with open(path, "rb") as raw:
+        if b"\x00" in raw.read(BINARY_SNIFF_BYTES):
+            raise ToolFailure(f"Cannot read binary file: {path}")
+    # Streaming keeps memory flat on big files; the whole file is still scanned to report its length.
+    # Undecodable bytes become U+FFFD rather than failing: the model can still read the rest.
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        shown, total, capped = _page((line.rstrip("\n") for line in lines), offset, limit, _number_line)
+    if offset > total and not (total == 0 and offset == 1):
+        raise ToolFailure(f"Offset {offset} is past the end of {path}, which has {total} lines")
+    last = offset + len(shown) - 1
+    more = last < total
+    if total == 0:
+        text = "(File is empty)"
+    elif more:
+        text = "\n".join(shown) + (
+            f"\n\n({_cap_note(capped)}Showing lines {offset}-{last} of {total}. Use offset={last + 1} to read more.)"
+        )
+    else:
+        text = "\n".join(shown) + f"\n\n(End of file: {total} lines)"
+    return ToolOutput.of_text(text, {"path": str(path), "lines": total, "truncated": more})
+
+
+def _list_directory(path: Path, offset: int, limit: int) -> ToolOutput:
+    try:
+        with os.scandir(path) as it:
+            entries = sorted(entry.name + ("/" if _is_dir(entry) else "") for entry in it)
+    except OSError as exc:
+        raise ToolFailure(f"Cannot list {path}: {exc.strerror or exc}") from None
+    shown, total, capped = _page(entries, offset, limit, lambda _, name: name)
+    if offset > total and not (total == 0 and offset == 1):
+        raise ToolFailure(f"Offset {offset} is past the end of {path}, which has {total} entries")
+    last = offset + len(shown) - 1
+    more = last < total
+    if total == 0:
+        text = "(Empty directory)"
+    elif more:
+        text = "\n".join(shown) + (
+            f"\n\n({_cap_note(capped)}Showing entries {offset}-{last} of {total}. Use offset={last + 1} to list more.)"
+        )
+    else:
+        text = "\n".join(shown) + f"\n\n({total} {'entry' if total == 1 else 'entries'})"
+    return ToolOutput.of_text(text, {"path": str(path), "lines": total, "truncated": more})
+
+
+def _page(
+    items: Iterable[str], offset: int, limit: int, render: Callable[[int, str], str]
+) -> tuple[list[str], int, bool]:
+    """Render items offset..offset+limit-1 within the page budget; also count every item.
+
+    Returns the rendered page, the total count and whether the budget (not `limit`) ended the page.
+    """
+    shown: list[str] = []
+    size = 0
+    capped = False
+    total = 0
+    for total, item in enumerate(items, start=1):
+        if total < offset or len(shown) >= limit or capped:
+            continue
+        rendered = render(total, item)
+        item_size = len(rendered.encode("utf-8")) + 1
+        # The first item always shows, so a page is never empty; its length is already capped by render.
+        if shown and (len(shown) >= PAGE_MAX_LINES or size + item_size > PAGE_MAX_BYTES):
+            capped = True
+            continue
+        shown.append(rendered)
+        size += item_size
+    return shown, total, capped
+
+
+def _number_line(number: int, line: str) -> str:
+    if len(line) > MAX_LINE_CHARS:
+        line = line[:MAX_LINE_CHARS] + f"... (line truncated to {MAX_LINE_CHARS} characters)"
+    return f"{number:05d}| {line}"
+
+
+def _cap_note(capped: bool) -> str:
+    return f"Output limited to {PAGE_MAX_LINES} lines or {PAGE_MAX_BYTES // 1024} KB per call. " if capped else ""
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _not_found(path: Path) -> str:
+    message = f"File not found: {path}"
+    try:
+        siblings = os.listdir(path.parent)
+    except OSError:
+        return message
+    wanted = path.name.lower()
+    # Substring hits catch a missing extension ("config" -> "config.json"); close matches catch typos.
+    candidates = [name for name in sorted(siblings) if wanted and wanted in name.lower()]
+    candidates += difflib.get_close_matches(path.name, siblings, n=MAX_SUGGESTIONS, cutoff=0.6)
+    suggestions = list(dict.fromkeys(candidates))[:MAX_SUGGESTIONS]
+    if not suggestions:
+        return message
+    return message + "\n\nDid you mean one of these?\n" + "\n".join(str(path.parent / name) for name in suggestions)

@@ -1,0 +1,142 @@
+"""The tool registry: which tools exist, their definitions for providers, and settling one call into a result."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from jsonschema import Draft202012Validator
+
+from opencode_session.schema.common import SessionErrorInfo
+from opencode_session.schema.message import ToolTextContent
+
+from .builtin import GlobTool, ReadTool
+from .output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, bound_text
+from .tool import Tool, ToolContext, ToolFailure, ToolOutput
+
+log = logging.getLogger(__name__)
+
+_MAX_REPORTED_INPUT_ERRORS = 5
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    """What a provider adapter sends to the model for one tool."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolSucceeded:
+    output: ToolOutput
+    # Tells a later output-file layer that the text the model sees is not the whole output.
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class ToolErrored:
+    error: SessionErrorInfo
+
+
+Settlement = ToolSucceeded | ToolErrored
+
+
+def _errored(type_: str, message: str) -> ToolErrored:
+    return ToolErrored(SessionErrorInfo(type=type_, message=message))
+
+
+def _describe_input_errors(name: str, validator: Draft202012Validator, input: Any) -> str | None:
+    errors = sorted(validator.iter_errors(input), key=lambda e: [str(p) for p in e.absolute_path])
+    if not errors:
+        return None
+    lines = []
+    for error in errors[:_MAX_REPORTED_INPUT_ERRORS]:
+        where = "/".join(str(p) for p in error.absolute_path) or "input"
+        lines.append(f"{where}: {error.message}")
+    if len(errors) > _MAX_REPORTED_INPUT_ERRORS:
+        lines.append(f"... and {len(errors) - _MAX_REPORTED_INPUT_ERRORS} more")
+    return f"Invalid input for tool {name}: " + "; ".join(lines)
+
+
+class ToolRegistry:
+    """Holds tools by name and turns one call into exactly one Settlement."""
+
+    def __init__(self, *, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self._tools: dict[str, Tool] = {}
+        self._validators: dict[str, Draft202012Validator] = {}
+        self.max_lines = max_lines
+        self.max_bytes = max_bytes
+
+    def register(self, tool: Tool) -> None:
+        """Add a tool. A broken schema or a taken name is a programming error and raises here, not mid-Step."""
+        if tool.name in self._tools:
+            raise ValueError(f"tool already registered: {tool.name}")
+        Draft202012Validator.check_schema(tool.parameters)
+        self._tools[tool.name] = tool
+        self._validators[tool.name] = Draft202012Validator(tool.parameters)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def definitions(self, names: Iterable[str] | None = None) -> list[ToolDefinition]:
+        """Definitions in registration order, so the provider sees a stable list (prompt caching).
+
+        `names` filters; names with no registered tool are skipped.
+        """
+        wanted = None if names is None else set(names)
+        return [
+            # A copy, so an adapter rewriting a schema for its provider cannot change validation.
+            ToolDefinition(tool.name, tool.description, copy.deepcopy(tool.parameters))
+            for tool in self._tools.values()
+            if wanted is None or tool.name in wanted
+        ]
+
+    async def settle(self, name: str, input: dict[str, Any], ctx: ToolContext) -> Settlement:
+        """Run one call and always return a Settlement; only cancellation escapes."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return _errored("tool.unknown", f"Unknown tool: {name}")
+        problem = _describe_input_errors(name, self._validators[name], input)
+        if problem is not None:
+            return _errored("tool.invalid-input", problem)
+        try:
+            output = await tool.execute(input, ctx)
+        except ToolFailure as failure:
+            return _errored("tool.execution", failure.message)
+        except Exception as defect:
+            # CancelledError is a BaseException, so it is not caught here and still propagates.
+            log.exception("tool %s failed unexpectedly (call %s)", name, ctx.call_id)
+            return _errored("tool.execution", f"{type(defect).__name__}: {defect}")
+        if not isinstance(output, ToolOutput):
+            return _errored("tool.execution", f"TypeError: tool {name} returned {type(output).__name__}, not ToolOutput")
+        return self._bounded(output)
+
+    def _bounded(self, output: ToolOutput) -> ToolSucceeded:
+        texts = [i for i, part in enumerate(output.content) if isinstance(part, ToolTextContent)]
+        if not texts:
+            return ToolSucceeded(output)
+        bounded, truncated = bound_text(output.text(), self.max_lines, self.max_bytes)
+        if not truncated:
+            return ToolSucceeded(output)
+        # The text parts collapse into one bounded part where the first one was; file parts keep their place.
+        content = [part for i, part in enumerate(output.content) if i not in texts[1:]]
+        content[texts[0]] = ToolTextContent(text=bounded)
+        return ToolSucceeded(ToolOutput(content=content, structured=output.structured, title=output.title), True)
+
+
+def default_registry() -> ToolRegistry:
+    """A registry with the built-in tools."""
+    registry = ToolRegistry()
+    registry.register(ReadTool())
+    registry.register(GlobTool())
+    return registry

@@ -1,0 +1,128 @@
+"""Builds the Starlette app from protocol's endpoint table: decoding, handler dispatch, encoding, errors, /doc."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, ValidationError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ..core.runtime import Runtime
+from ..protocol import ENDPOINTS, Endpoint, decode_query
+from ..protocol.openapi import render_openapi
+from ..schema.base import wire
+from ..schema.errors import InvalidRequestError, TaggedError, UnknownError
+from .auth import BasicAuthMiddleware
+from .handlers import HANDLERS, Call
+from .sse import SSEResponse
+
+log = logging.getLogger(__name__)
+
+
+def error_response(err: TaggedError, status: int | None = None) -> JSONResponse:
+    return JSONResponse(err.body(), status_code=status or err.status)
+
+
+def _invalid(exc: ValidationError, where: str) -> InvalidRequestError:
+    first = exc.errors()[0] if exc.errors() else {}
+    loc = ".".join(str(p) for p in first.get("loc", ()))
+    message = f"Invalid {where}: {loc + ': ' if loc else ''}{first.get('msg', 'invalid value')}"
+    return InvalidRequestError(message, kind=where, field=loc or None)
+
+
+async def _decode(endpoint: Endpoint, request: Request) -> tuple[Any, Any, Any]:
+    try:
+        path = endpoint.path_params.model_validate(request.path_params) if endpoint.path_params else None
+    except ValidationError as exc:
+        raise _invalid(exc, "path") from None
+    try:
+        query = decode_query(endpoint.query, request.query_params.multi_items()) if endpoint.query else None
+    except ValidationError as exc:
+        raise _invalid(exc, "query") from None
+    body = None
+    if endpoint.body is not None:
+        raw = await request.body()
+        try:
+            payload = json.loads(raw) if raw.strip() else {}
+        except (ValueError, UnicodeDecodeError):
+            raise InvalidRequestError("Request body is not valid JSON", kind="body") from None
+        try:
+            body = endpoint.body.model_validate(payload)
+        except ValidationError as exc:
+            raise _invalid(exc, "body") from None
+    return path, query, body
+
+
+def _encode(endpoint: Endpoint, result: Any) -> Any:
+    kind = endpoint.result_kind
+    if kind == "data":
+        return {"data": wire(result)}
+    if kind == "page":
+        items, links = result
+        return {"data": wire(items), "cursor": wire(links)}
+    return wire(result)
+
+
+def _route(runtime: Runtime, endpoint: Endpoint, state: "AppState"):
+    handler = HANDLERS[endpoint.operation_id]
+
+    async def endpoint_fn(request: Request) -> Response:
+        try:
+            path, query, body = await _decode(endpoint, request)
+            result = await handler(runtime, Call(path, query, body, state.shutdown))
+        except TaggedError as err:
+            return error_response(err)
+        except Exception:
+            err = UnknownError.with_ref()
+            log.exception("unexpected failure in %s (ref %s)", endpoint.operation_id, err.values["ref"])
+            return error_response(err)
+        if endpoint.result_kind == "stream":
+            return SSEResponse(result, heartbeat=state.heartbeat, shutdown=state.shutdown)  # type: ignore[return-value]
+        if endpoint.success_status == 204:
+            return Response(status_code=204)
+        return JSONResponse(_encode(endpoint, result), status_code=endpoint.success_status)
+
+    return Route(endpoint.path, endpoint_fn, methods=[endpoint.method], name=endpoint.operation_id)
+
+
+class AppState:
+    def __init__(self, heartbeat: float) -> None:
+        self.heartbeat = heartbeat
+        self.shutdown = anyio.Event()
+
+
+def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartbeat: float = 15.0) -> Starlette:
+    """The V2 API app over `runtime`. `app.state.ocs.shutdown` ends every stream when set."""
+    env = os.environ if env is None else env
+    missing = [e.operation_id for e in ENDPOINTS if e.operation_id not in HANDLERS]
+    if missing:
+        raise RuntimeError(f"operations without a handler: {missing}")
+    state = AppState(heartbeat)
+    doc = render_openapi()
+
+    async def openapi_doc(_request: Request) -> Response:
+        return JSONResponse(doc)
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = getattr(exc, "status_code", 404)
+        return JSONResponse(InvalidRequestError(f"No route for {request.method} {request.url.path}",
+                                                kind="route").body(), status_code=status)
+
+    routes = [_route(runtime, e, state) for e in ENDPOINTS]
+    routes.append(Route("/doc", openapi_doc, methods=["GET"], name="doc"))
+    app = Starlette(routes=routes, exception_handlers={HTTPException: not_found})
+    app.state.ocs = state
+    password = env.get("OPENCODE_SERVER_PASSWORD")
+    if password:
+        app.add_middleware(BasicAuthMiddleware, username=env.get("OPENCODE_SERVER_USERNAME") or "opencode",
+                           password=password)
+    return app

@@ -1,0 +1,186 @@
+"""Handlers: each protocol operation adapted to core, keyed by operation ID."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from ..core.location import resolve_location
+from ..core.runtime import Runtime
+from ..schema.errors import InvalidRequestError, ServiceUnavailableError
+from ..schema.events import EventRecord, LogSynced, ServerConnected
+from ..schema.ids import event_id
+from ..schema.session import SessionActive
+from ..core.store.db import now_ms
+from .sse import frame
+
+
+@dataclass
+class Call:
+    path: Any
+    query: Any
+    body: Any
+    shutdown: anyio.Event
+
+
+Handler = Callable[[Runtime, Call], Awaitable[Any]]
+HANDLERS: dict[str, Handler] = {}
+
+
+def op(operation_id: str):
+    def deco(fn: Handler) -> Handler:
+        HANDLERS[operation_id] = fn
+        return fn
+
+    return deco
+
+
+@op("v2.health.get")
+async def health(rt: Runtime, call: Call) -> Any:
+    return {"healthy": True}
+
+
+@op("v2.location.get")
+async def location_get(rt: Runtime, call: Call) -> Any:
+    selector = call.query.location if call.query is not None else None
+    if selector is None or selector.directory is None:
+        return rt.location.info()
+    loc = resolve_location(selector.directory, selector.workspace)
+    if not loc.directory.is_dir():
+        raise InvalidRequestError(f"Location directory does not exist: {selector.directory}", field="location")
+    return loc.info()
+
+
+@op("v2.session.list")
+async def session_list(rt: Runtime, call: Call) -> Any:
+    q = call.query
+    fields = q.model_fields_set
+    return await rt.sessions.list(
+        cursor=q.cursor,
+        limit=q.limit if "limit" in fields else None,
+        order=q.order, search=q.search, directory=q.directory, project=q.project, subpath=q.subpath,
+        workspace=q.workspace,
+    )
+
+
+@op("v2.session.create")
+async def session_create(rt: Runtime, call: Call) -> Any:
+    b = call.body
+    return await rt.sessions.create(id=b.id, agent=b.agent, model=b.model, location=b.location)
+
+
+@op("v2.session.active")
+async def session_active(rt: Runtime, call: Call) -> Any:
+    active = rt.execution.active() if rt.execution is not None else []
+    return {sid: SessionActive() for sid in active}
+
+
+@op("v2.session.get")
+async def session_get(rt: Runtime, call: Call) -> Any:
+    return await rt.sessions.get(call.path.sessionID)
+
+
+@op("v2.session.switchAgent")
+async def session_switch_agent(rt: Runtime, call: Call) -> Any:
+    await rt.sessions.switch_agent(call.path.sessionID, call.body.agent)
+
+
+@op("v2.session.switchModel")
+async def session_switch_model(rt: Runtime, call: Call) -> Any:
+    await rt.sessions.switch_model(call.path.sessionID, call.body.model)
+
+
+@op("v2.session.prompt")
+async def session_prompt(rt: Runtime, call: Call) -> Any:
+    b = call.body
+    return await rt.sessions.admit(
+        call.path.sessionID, b.prompt, id=b.id, delivery=b.delivery or "steer",
+        resume=True if b.resume is None else b.resume,
+    )
+
+
+@op("v2.session.wait")
+async def session_wait(rt: Runtime, call: Call) -> Any:
+    await rt.sessions.require(call.path.sessionID)
+    if rt.execution is None:
+        raise ServiceUnavailableError("Session execution is not running", service="execution")
+    async with anyio.create_task_group() as tg:
+        async def _stop_on_shutdown() -> None:
+            await call.shutdown.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(_stop_on_shutdown)
+        await rt.execution.wait(call.path.sessionID)
+        tg.cancel_scope.cancel()
+    if call.shutdown.is_set():
+        raise ServiceUnavailableError("The server is shutting down", service="execution")
+
+
+@op("v2.session.context")
+async def session_context(rt: Runtime, call: Call) -> Any:
+    return await rt.sessions.context(call.path.sessionID)
+
+
+@op("v2.session.interrupt")
+async def session_interrupt(rt: Runtime, call: Call) -> Any:
+    await rt.sessions.require(call.path.sessionID)
+    if rt.execution is not None:
+        await rt.execution.interrupt(call.path.sessionID, "user")
+
+
+@op("v2.session.message")
+async def session_message(rt: Runtime, call: Call) -> Any:
+    return await rt.sessions.message(call.path.sessionID, call.path.messageID)
+
+
+@op("v2.session.messages")
+async def session_messages(rt: Runtime, call: Call) -> Any:
+    q = call.query
+    return await rt.sessions.messages(call.path.sessionID, cursor=q.cursor,
+                                      limit=q.limit if "limit" in q.model_fields_set else None, order=q.order)
+
+
+def _durable_frames(records: AsyncIterator[EventRecord | LogSynced]) -> AsyncIterator[bytes]:
+    async def gen() -> AsyncIterator[bytes]:
+        try:
+            async for item in records:
+                if isinstance(item, LogSynced):
+                    yield frame(item.wire(), id=item.seq)
+                else:
+                    yield frame(item.wire(), id=item.seq)
+        finally:
+            await records.aclose()  # type: ignore[attr-defined]
+
+    return gen()
+
+
+@op("v2.session.events")
+async def session_events(rt: Runtime, call: Call) -> Any:
+    after = call.query.after if call.query.after is not None else -1
+    return _durable_frames(await rt.sessions.log(call.path.sessionID, after, follow=True, synced=False))
+
+
+@op("v2.session.log")
+async def session_log(rt: Runtime, call: Call) -> Any:
+    after = call.query.after if call.query.after is not None else -1
+    follow = bool(call.query.follow) if call.query.follow is not None else False
+    return _durable_frames(await rt.sessions.log(call.path.sessionID, after, follow=follow, synced=True))
+
+
+@op("v2.event.subscribe")
+async def event_subscribe(rt: Runtime, call: Call) -> Any:
+    subscription = rt.store.live.subscribe()
+
+    async def gen() -> AsyncIterator[bytes]:
+        with subscription:
+            yield frame(ServerConnected(id=event_id(), created=now_ms()).wire())
+            while True:
+                item = await subscription.get()
+                if item is None:
+                    return  # dropped for falling behind, or the bus closed
+                yield frame(item.wire())
+
+    return gen()

@@ -1,0 +1,88 @@
+"""Serving the app on a real socket with uvicorn, owning the shutdown order: stop accepting, end streams,
+suspend active sessions, interrupt them, release the database."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+from collections.abc import Callable, Generator
+from typing import Any
+
+import uvicorn
+
+from ..core.runtime import Runtime, RuntimeOptions
+from .app import create_app
+
+log = logging.getLogger(__name__)
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield  # signals are ours: uvicorn must not re-raise them after its own shutdown
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.setblocking(False)
+    return sock
+
+
+async def serve(
+    options: RuntimeOptions,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    on_ready: Callable[[str, Runtime], Any] | None = None,
+    stop: asyncio.Event | None = None,
+    heartbeat: float = 15.0,
+    managed: bool = True,
+) -> None:
+    """Run until SIGTERM/SIGINT (or `stop`). `managed` servers suspend active sessions on shutdown and resume
+    the suspended ones at start (restart continuation)."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    runtime = Runtime(options)
+    await runtime.open()
+    try:
+        app = create_app(runtime, heartbeat=heartbeat)
+        sock = bind(host, port)
+        config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False,
+                                timeout_graceful_shutdown=10)
+        server = _Server(config)
+        serving = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.01)  # uvicorn exposes readiness only as a flag
+        if serving.done():
+            serving.result()
+        bound = sock.getsockname()
+        url = f"http://{host if ':' not in host else f'[{host}]'}:{bound[1]}"
+        if managed:
+            await runtime.resume_suspended()
+        if on_ready is not None:
+            on_ready(url, runtime)
+        stopper = asyncio.create_task(stop.wait())
+        await asyncio.wait({serving, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        # 1. stop accepting and end every open stream so uvicorn's graceful wait can finish
+        app.state.ocs.shutdown.set()
+        server.should_exit = True
+        await serving
+        stopper.cancel()
+        # 2. mark active sessions suspended, then 3. interrupt them (inside runtime.close)
+        if managed:
+            await runtime.suspend_active()
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+        await runtime.close()
