@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .execution.coordinator import Drain, SessionExecution
+from .instructions.entries import InstructionEntries
 from .location import Location, resolve_location
 from .session import Sessions
 from .session.projector import project
@@ -33,6 +34,7 @@ class Runtime:
         self.location: Location = resolve_location(options.directory)
         self.store = Store(options.db_path, project=project, live_queue=options.live_queue)
         self.sessions = Sessions(self.store, self.location)
+        self.entries = InstructionEntries(self.store)
         self.execution: SessionExecution | None = None
 
     async def open(self) -> "Runtime":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field, NonNegativeFloat
+from pydantic import Field, NonNegativeInt
 
 from .base import Struct
 from .ids import WorkspaceID
@@ -32,14 +32,14 @@ class LocationRef(Struct):
 
 
 class TokenCache(Struct):
-    read: NonNegativeFloat = 0
-    write: NonNegativeFloat = 0
+    read: NonNegativeInt = 0
+    write: NonNegativeInt = 0
 
 
 class Tokens(Struct):
-    input: NonNegativeFloat = 0
-    output: NonNegativeFloat = 0
-    reasoning: NonNegativeFloat = 0
+    input: NonNegativeInt = 0
+    output: NonNegativeInt = 0
+    reasoning: NonNegativeInt = 0
     cache: TokenCache = Field(default_factory=TokenCache)
 
     def plus(self, other: "Tokens") -> "Tokens":

@@ -143,14 +143,26 @@ async def session_messages(rt: Runtime, call: Call) -> Any:
                                       limit=q.limit if "limit" in q.model_fields_set else None, order=q.order)
 
 
+@op("v2.session.context.entry.list")
+async def entry_list(rt: Runtime, call: Call) -> Any:
+    return await rt.entries.list(call.path.sessionID)
+
+
+@op("v2.session.context.entry.put")
+async def entry_put(rt: Runtime, call: Call) -> Any:
+    await rt.entries.put(call.path.sessionID, call.path.key, call.body.value)
+
+
+@op("v2.session.context.entry.remove")
+async def entry_remove(rt: Runtime, call: Call) -> Any:
+    await rt.entries.remove(call.path.sessionID, call.path.key)
+
+
 def _durable_frames(records: AsyncIterator[EventRecord | LogSynced]) -> AsyncIterator[bytes]:
     async def gen() -> AsyncIterator[bytes]:
         try:
             async for item in records:
-                if isinstance(item, LogSynced):
-                    yield frame(item.wire(), id=item.seq)
-                else:
-                    yield frame(item.wire(), id=item.seq)
+                yield frame(item.wire(), id=item.seq)
         finally:
             await records.aclose()  # type: ignore[attr-defined]
 

@@ -221,8 +221,27 @@ class Runner:
         return await self.deps.store.write(_reconcile)
 
 
-def runner_drain_factory(runtime) -> Callable[[str, bool], Any]:
-    """The production drain: the runner over the runtime's store with the real providers and tools."""
-    runner = Runner(RunnerDeps(store=runtime.store, env=runtime.options.env,
-                               instructions=CheckpointPreparer(runtime.store, runtime.options.env)))
-    return runner.drain
+def make_drain_factory(
+    *,
+    tools: ToolRegistry | None = None,
+    provider: Callable[[llm.ResolvedModel], llm.Provider] | None = None,
+    clock: Clock | None = None,
+) -> Callable[[Any], Callable[[str, bool], Any]]:
+    """A `RuntimeOptions.drain_factory` running this runner over the runtime's store; defaults are the real
+    providers, the built-in tools and the wall clock."""
+
+    def factory(runtime: Any) -> Callable[[str, bool], Any]:
+        deps = RunnerDeps(store=runtime.store, env=runtime.options.env,
+                          instructions=CheckpointPreparer(runtime.store, runtime.options.env))
+        if tools is not None:
+            deps.tools = tools
+        if provider is not None:
+            deps.provider_for = provider
+        if clock is not None:
+            deps.clock = clock
+        return Runner(deps).drain
+
+    return factory
+
+
+runner_drain_factory = make_drain_factory()

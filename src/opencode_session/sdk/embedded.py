@@ -1,0 +1,94 @@
+"""OpenCode, the Embedded host: an `async with`-scoped in-process runtime and server app reached through a
+streaming in-memory transport (no listener, no socket), exposing the client API on one object."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from ..client.generated import OpenCodeClient
+from ..core.execution.clock import Clock
+from ..core.execution.runner import make_drain_factory
+from ..core.llm.model import Provider, ResolvedModel
+from ..core.runtime import Runtime, RuntimeOptions
+from ..core.tools.registry import ToolRegistry, default_registry
+from ..core.tools.tool import Tool
+from ..server.app import create_app
+from .transport import ASGIStreamingTransport
+
+EMBEDDED_BASE_URL = "http://opencode.local"
+
+
+class OpenCode(OpenCodeClient):
+    """`async with OpenCode(db=...) as oc: await oc.session.create()`.
+
+    Shares the networked client's methods, routing, middleware, codecs and errors; only the transport differs.
+    Embedded-only: `tools` (register Python tools the runner may call) and `runtime` (the core objects).
+    Closing releases the database, ends every stream and stops every drain. The default database is in memory.
+    """
+
+    def __init__(
+        self,
+        *,
+        db: str | Path = ":memory:",
+        directory: str | Path | None = None,
+        env: Mapping[str, str] | None = None,
+        tools: Sequence[Tool] = (),
+        provider: Callable[[ResolvedModel], Provider] | None = None,
+        clock: Clock | None = None,
+        heartbeat: float = 15.0,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.tools: ToolRegistry = default_registry()
+        for tool in tools:
+            self.tools.register(tool)
+        self._options = RuntimeOptions(
+            db_path=db, directory=directory or os.getcwd(), env=dict(os.environ if env is None else env),
+            drain_factory=make_drain_factory(tools=self.tools, provider=provider, clock=clock),
+        )
+        self._heartbeat = heartbeat
+        self._runtime: Runtime | None = None
+        self._transport: ASGIStreamingTransport | None = None
+        self._app: Any = None
+        password = self._options.env.get("OPENCODE_SERVER_PASSWORD")
+        auth = (self._options.env.get("OPENCODE_SERVER_USERNAME") or "opencode", password) if password else None
+        super().__init__(EMBEDDED_BASE_URL, headers=headers, auth=auth, transport=None)
+
+    @property
+    def runtime(self) -> Runtime:
+        if self._runtime is None:
+            raise RuntimeError("the embedded host is not open: use `async with OpenCode(...)`")
+        return self._runtime
+
+    async def open(self) -> "OpenCode":
+        runtime = Runtime(self._options)
+        await runtime.open()
+        self._runtime = runtime
+        self._app = create_app(runtime, env=self._options.env, heartbeat=self._heartbeat)
+        self._transport = ASGIStreamingTransport(self._app)
+        self._transport_override(self._transport)
+        return self
+
+    def _transport_override(self, transport: ASGIStreamingTransport) -> None:
+        self._transport = transport
+        self._http = None  # the lazily built HTTP client picks up the in-memory transport
+
+    async def aclose(self) -> None:
+        if self._app is not None:
+            self._app.state.ocs.shutdown.set()  # end streams before the transport waits for their tasks
+        await super().aclose()
+        if self._transport is not None:
+            await self._transport.aclose()
+        if self._runtime is not None:
+            await self._runtime.close()
+            self._runtime = None
+
+    async def __aenter__(self) -> "OpenCode":
+        return await self.open()
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.aclose()

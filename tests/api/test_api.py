@@ -1,0 +1,264 @@
+"""The V2 API as a user sees it, through the generated client, against `ocs serve` and the Embedded host."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from opencode_session.client import ClientError
+from opencode_session.schema.errors import (
+    ConflictError,
+    InvalidCursorError,
+    InvalidRequestError,
+    MessageNotFoundError,
+    SessionNotFoundError,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+async def _events_until(stream, predicate, limit: float = 10):
+    got = []
+    with anyio.fail_after(limit):
+        async for item in stream:
+            got.append(item)
+            if predicate(item, got):
+                break
+    await stream.aclose()
+    return got
+
+
+async def test_health_location_and_doc(api, tmp_path):
+    assert (await api.health.get()).healthy is True
+    default = await api.location.get()
+    assert default.directory and default.project.id
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    chosen = await api.location.get(location={"directory": str(other)})
+    assert chosen.directory == str(other.resolve())
+    with pytest.raises(InvalidRequestError):
+        await api.location.get(location={"directory": str(tmp_path / "missing")})
+    doc = (await api._client().get(api.base_url + "/doc")).json()
+    ops = {op["operationId"] for path in doc["paths"].values() for op in path.values()}
+    assert {"v2.session.create", "v2.session.log", "v2.event.subscribe"} <= ops
+
+
+async def test_create_get_adopt_and_not_found(api, tmp_path):
+    created = await api.session.create(agent="build", model={"id": "m", "providerID": "p"},
+                                       location={"directory": str(tmp_path)})
+    assert created.location.directory == str(tmp_path.resolve()) and created.agent == "build"
+    assert (await api.session.get(created.id)) == created
+    adopted = await api.session.create(id=created.id, agent="plan")
+    assert adopted.id == created.id and adopted.agent == "build"
+    with pytest.raises(SessionNotFoundError) as info:
+        await api.session.get("ses_unknown")
+    assert info.value.sessionID == "ses_unknown"
+    with pytest.raises(InvalidRequestError):
+        await api.session.get("not-a-session-id")
+    with pytest.raises(InvalidRequestError):
+        await api.session.create(id="bad")
+
+
+async def test_list_pages_with_opaque_cursors(api, tmp_path):
+    ids = [(await api.session.create(location={"directory": str(tmp_path)})).id for _ in range(3)]
+    first = await api.session.list(directory=str(tmp_path), limit=2)
+    assert [s.id for s in first.items] == ids[::-1][:2] and first.previous is None and first.next
+    second = await api.session.list(cursor=first.next)
+    assert [s.id for s in second.items] == ids[::-1][2:] and second.next is None and second.previous
+    asc = await api.session.list(directory=str(tmp_path), order="asc")
+    assert [s.id for s in asc.items] == ids
+    with pytest.raises(InvalidCursorError):
+        await api.session.list(cursor="garbage")
+    with pytest.raises(InvalidCursorError):
+        await api.session.list(cursor=first.next, order="asc")
+    with pytest.raises(InvalidRequestError):
+        await api.session.list(limit=0)
+
+
+async def test_switch_agent_and_model(api):
+    sid = (await api.session.create()).id
+    await api.session.switch_agent(sid, agent="plan")
+    await api.session.switch_model(sid, model={"id": "a", "providerID": "p"})
+    await api.session.switch_model(sid, model={"id": "a", "providerID": "p"})  # same model: publishes nothing
+    info = await api.session.get(sid)
+    assert info.agent == "plan" and info.model.id == "a"
+    kinds = [m.type for m in (await api.session.messages(sid, order="asc")).items]
+    assert kinds == ["agent-switched", "model-switched"]
+    for call in (api.session.switch_agent("ses_nope", agent="x"),
+                 api.session.switch_model("ses_nope", model={"id": "a", "providerID": "p"})):
+        with pytest.raises(SessionNotFoundError):
+            await call
+    with pytest.raises(InvalidRequestError):
+        await api.session.switch_model(sid, model={"id": "a"})
+
+
+async def test_prompt_admission_retry_conflict_and_pending(api):
+    sid = (await api.session.create()).id
+    admitted = await api.session.prompt(sid, id="msg_api_fixed_1", prompt={"text": "hello"}, delivery="queue",
+                                        resume=False)
+    assert admitted.id == "msg_api_fixed_1" and admitted.delivery == "queue" and admitted.promotedSeq is None
+    again = await api.session.prompt(sid, id="msg_api_fixed_1", prompt={"text": "hello"}, delivery="queue",
+                                     resume=False)
+    assert again == admitted
+    with pytest.raises(ConflictError) as info:
+        await api.session.prompt(sid, id="msg_api_fixed_1", prompt={"text": "changed"}, delivery="queue")
+    assert info.value.resource == "msg_api_fixed_1"
+    with pytest.raises(SessionNotFoundError):
+        await api.session.prompt("ses_nope", prompt={"text": "x"})
+    with pytest.raises(InvalidRequestError):
+        await api.session.prompt(sid, prompt={"text": "x"}, delivery="later")
+    # resume=false only admitted: nothing ran and nothing is visible in history
+    assert await api.session.context(sid) == []
+    assert await api.session.active() == {}
+
+
+async def test_prompt_without_a_model_fails_execution_with_guidance(api):
+    sid = (await api.session.create()).id
+    await api.session.prompt(sid, prompt={"text": "hi"})
+    await api.session.wait(sid)
+    history = await api.session.context(sid)
+    assert [m.type for m in history] == ["user"]  # promoted, visible, never lost
+    log = await _events_until(api.session.log(sid), lambda item, _: item.type == "log.synced")
+    failed = [e for e in log if e.type == "session.execution.failed"]
+    assert failed and failed[0].data.error.type == "provider.no-model"
+    assert "opencode.json" in failed[0].data.error.message
+
+
+async def test_messages_page_and_single_message(api):
+    sid = (await api.session.create()).id
+    other = (await api.session.create()).id
+    for name in ("a", "b", "c"):
+        await api.session.switch_agent(sid, agent=name)
+    page = await api.session.messages(sid, limit=2)
+    assert [m.agent for m in page.items] == ["c", "b"] and page.next
+    rest = await api.session.messages(sid, cursor=page.next)
+    assert [m.agent for m in rest.items] == ["a"] and rest.next is None
+    with pytest.raises(InvalidCursorError):
+        await api.session.messages(other, cursor=page.next)
+    with pytest.raises(InvalidRequestError):
+        await api.session.messages(sid, limit=201)
+    one = await api.session.message(sid, page.items[0].id)
+    assert one == page.items[0]
+    with pytest.raises(MessageNotFoundError):
+        await api.session.message(other, page.items[0].id)
+    with pytest.raises(SessionNotFoundError):
+        await api.session.message("ses_nope", page.items[0].id)
+
+
+async def test_interrupt_active_wait_on_idle_sessions(api):
+    sid = (await api.session.create()).id
+    assert await api.session.interrupt(sid) is None
+    assert await api.session.active() == {}
+    await api.session.wait(sid)
+    for call in (api.session.interrupt("ses_nope"), api.session.wait("ses_nope")):
+        with pytest.raises(SessionNotFoundError):
+            await call
+
+
+async def test_session_events_replay_after_seq_then_live(api):
+    sid = (await api.session.create()).id
+    await api.session.switch_agent(sid, agent="one")
+    await api.session.switch_agent(sid, agent="two")
+    stream = api.session.events(sid, after=1)
+
+    def done(item, got):
+        return len(got) == 2
+
+    async def admit_later():
+        await api.session.switch_agent(sid, agent="three")
+
+    got = []
+    with anyio.fail_after(10):
+        async for item in stream:
+            got.append(item)
+            if len(got) == 1:
+                await admit_later()
+            if len(got) == 2:
+                break
+    await stream.aclose()
+    assert [(e.durable.seq, e.data.agent) for e in got] == [(2, "two"), (3, "three")]
+    with pytest.raises(SessionNotFoundError):
+        async for _ in api.session.events("ses_nope"):
+            pass
+
+
+async def test_log_without_follow_ends_after_marker(api):
+    sid = (await api.session.create()).id
+    await api.session.switch_agent(sid, agent="x")
+    items = [item async for item in api.session.log(sid, follow=False)]
+    assert [i.type for i in items] == ["session.agent.selected", "log.synced"]
+    assert items[-1].seq == 1
+    empty_after = [item async for item in api.session.log(sid, after=1, follow=False)]
+    assert [(i.type, i.seq) for i in empty_after] == [("log.synced", 1)]
+    with pytest.raises(SessionNotFoundError):
+        async for _ in api.session.log("ses_nope"):
+            pass
+
+
+async def test_log_follower_receives_live_events_while_prompts_are_admitted(api):
+    sid = (await api.session.create()).id
+    await api.session.prompt(sid, prompt={"text": "before"}, resume=False)
+    follower = api.session.log(sid, follow=True)
+    seen = []
+    with anyio.fail_after(15):
+        async for item in follower:
+            seen.append(item)
+            if item.type == "log.synced":
+                for i in range(3):
+                    await api.session.prompt(sid, prompt={"text": f"live {i}"}, resume=False)
+            if len([s for s in seen if s.type == "session.input.admitted"]) == 4:
+                break
+    await follower.aclose()
+    seqs = [s.durable.seq for s in seen if s.type != "log.synced"]
+    assert seqs == list(range(1, 5))  # gap-free across replay and live
+    texts = [s.data.input.data.text for s in seen if s.type == "session.input.admitted"]
+    assert texts == ["before", "live 0", "live 1", "live 2"]
+
+
+async def test_instance_event_stream_starts_connected_then_carries_live_events(api):
+    stream = api.event.subscribe()
+    sid = None
+    got = []
+    with anyio.fail_after(10):
+        async for item in stream:
+            got.append(item)
+            if item.type == "server.connected":
+                sid = (await api.session.create()).id
+                await api.session.switch_agent(sid, agent="live")
+            elif item.type == "session.agent.selected" and item.data.get("sessionID") == sid:
+                break
+    await stream.aclose()
+    assert got[0].type == "server.connected"
+
+
+async def test_instruction_entries_put_list_remove(api):
+    sid = (await api.session.create()).id
+    await api.session.context_entry_put(sid, "style", value={"tone": "terse"})
+    await api.session.context_entry_put(sid, "notes", value="plain text")
+    entries = await api.session.context_entry_list(sid)
+    assert [(e.key, e.value) for e in entries] == [("notes", "plain text"), ("style", {"tone": "terse"})]
+    await api.session.context_entry_remove(sid, "notes")
+    assert [e.key for e in await api.session.context_entry_list(sid)] == ["style"]
+    with pytest.raises(InvalidRequestError):
+        await api.session.context_entry_put(sid, "Bad Key", value=1)
+    with pytest.raises(SessionNotFoundError):
+        await api.session.context_entry_list("ses_nope")
+
+
+async def test_unknown_route_and_bad_json_are_tagged_errors(api):
+    http = api._client()
+    response = await http.get(api.base_url + "/api/nothing-here")
+    assert response.status_code == 404 and response.json()["_tag"]
+    response = await http.post(api.base_url + "/api/session", content=b"{not json",
+                               headers={"content-type": "application/json"})
+    assert response.status_code == 400 and response.json()["_tag"] == "InvalidRequestError"
+
+
+async def test_client_error_for_closed_client(api):
+    from opencode_session.client import OpenCodeClient
+
+    dead = OpenCodeClient("http://127.0.0.1:9")
+    with pytest.raises(ClientError) as info:
+        await dead.health.get()
+    assert info.value.reason == "Transport"
+    await dead.aclose()

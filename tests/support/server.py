@@ -1,0 +1,73 @@
+"""Starting a real `ocs serve` process on loopback for tests, and stopping it with a signal."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+OCS = str(Path(sys.executable).parent / "ocs")
+
+
+@dataclass
+class ServerProcess:
+    proc: subprocess.Popen
+    url: str
+    db: Path
+    stderr_lines: list[str]
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(timeout=timeout)
+
+
+def isolated_env(root: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCODE_", "OPENAI_", "ANTHROPIC_"))}
+    for name in ("home", "config", "data"):
+        (root / name).mkdir(parents=True, exist_ok=True)
+    env.update(HOME=str(root / "home"), XDG_CONFIG_HOME=str(root / "config"), XDG_DATA_HOME=str(root / "data"))
+    env.update(extra)
+    return env
+
+
+def start_server(root: Path, *, env: dict[str, str] | None = None, db: Path | None = None,
+                 workdir: Path | None = None, timeout: float = 30) -> ServerProcess:
+    """Run `ocs serve --port 0` and wait (on its output, not a timer) for the printed URL."""
+    env = env or isolated_env(root)
+    db = db or root / "db.sqlite"
+    workdir = workdir or root / "work"
+    workdir.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen([OCS, "serve", "--port", "0", "--db", str(db), "--directory", str(workdir)],
+                            cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+    stderr_lines: list[str] = []
+
+    def pump_out() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    def pump_err() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            stderr_lines.append(line)
+
+    threading.Thread(target=pump_out, daemon=True).start()
+    threading.Thread(target=pump_err, daemon=True).start()
+    while True:
+        try:
+            line = lines.get(timeout=timeout)
+        except queue.Empty:
+            proc.kill()
+            raise RuntimeError("ocs serve printed no URL in time:\n" + "".join(stderr_lines))
+        if line is None:
+            raise RuntimeError("ocs serve exited:\n" + "".join(stderr_lines))
+        if "listening on " in line:
+            return ServerProcess(proc, line.rsplit(" ", 1)[-1].strip(), db, stderr_lines)
