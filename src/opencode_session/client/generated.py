@@ -1,0 +1,447 @@
+"""Typed operation groups and OpenCodeClient, generated from protocol's SDK Contract IR.
+
+Do not edit: run `python -m opencode_session.client.codegen` after changing protocol.
+"""
+
+from __future__ import annotations
+
+import builtins
+from functools import cached_property
+from typing import Any, Literal
+
+from opencode_session.client.runtime import BaseClient, CallOptions, Page
+from opencode_session.client.sse import EventStream
+from opencode_session.protocol.api import (
+    HealthStatus,
+    InstanceEvent,
+    LocationSelector,
+    SessionDurableEvent,
+    SessionLogItem,
+)
+from opencode_session.schema.common import LocationRef, ModelRef
+from opencode_session.schema.input import SessionInputAdmitted
+from opencode_session.schema.instruction_entry import InstructionEntry
+from opencode_session.schema.location import LocationInfo
+from opencode_session.schema.message import SessionMessage
+from opencode_session.schema.prompt import PromptInput
+from opencode_session.schema.session import SessionActive, SessionV2Info
+
+__all__ = ["EventGroup", "HealthGroup", "LocationGroup", "OpenCodeClient", "SessionGroup"]
+
+
+class EventGroup:
+    """Operations of the `event` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    def subscribe(self, *, options: CallOptions | None = None) -> EventStream[InstanceEvent]:
+        """Subscribe to events.
+
+        Subscribe to native event payloads for the server.
+
+        `GET /api/event` (v2.event.subscribe). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401).
+        """
+        return self._client._stream("v2.event.subscribe", options=options)
+
+
+class HealthGroup:
+    """Operations of the `health` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    async def get(self, *, options: CallOptions | None = None) -> HealthStatus:
+        """Check server health.
+
+        Check whether the API server is ready to accept requests.
+
+        `GET /api/health` (v2.health.get). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401).
+        """
+        return await self._client._call("v2.health.get", options=options)
+
+
+class LocationGroup:
+    """Operations of the `location` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    async def get(
+        self,
+        *,
+        location: LocationSelector | dict | None = None,
+        options: CallOptions | None = None,
+    ) -> LocationInfo:
+        """Get location.
+
+        Resolve the requested location or the server default location.
+
+        `GET /api/location` (v2.location.get). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401).
+        """
+        return await self._client._call("v2.location.get", query={"location": location}, options=options)
+
+
+class SessionGroup:
+    """Operations of the `session` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    async def active(self, *, options: CallOptions | None = None) -> dict[str, SessionActive]:
+        """List active sessions.
+
+        Retrieve foreground Session drains currently owned by this OpenCode process. Sessions absent
+        from the result are inactive.
+
+        `GET /api/session/active` (v2.session.active). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401).
+        """
+        return await self._client._call("v2.session.active", options=options)
+
+    async def context(
+        self,
+        session_id: str,
+        *,
+        options: CallOptions | None = None,
+    ) -> builtins.list[SessionMessage]:
+        """Get session context.
+
+        Retrieve the active context messages for a session (all messages after the last compaction).
+
+        `GET /api/session/{sessionID}/context` (v2.session.context). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), SessionNotFoundError (404), UnknownError
+        (500).
+        """
+        return await self._client._call("v2.session.context", path={"sessionID": session_id}, options=options)
+
+    async def context_entry_list(
+        self,
+        session_id: str,
+        *,
+        options: CallOptions | None = None,
+    ) -> builtins.list[InstructionEntry]:
+        """List instruction entries.
+
+        Retrieve the API-managed instruction entries of a session.
+
+        `GET /api/session/{sessionID}/context-entry` (v2.session.context.entry.list). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), SessionNotFoundError (404).
+        """
+        return await self._client._call(
+            "v2.session.context.entry.list",
+            path={"sessionID": session_id},
+            options=options,
+        )
+
+    async def context_entry_put(
+        self,
+        session_id: str,
+        key: str,
+        *,
+        value: Any,
+        options: CallOptions | None = None,
+    ) -> None:
+        """Set instruction entry.
+
+        Create or replace one instruction entry. The change reaches the model at the session's next
+        safe step boundary.
+
+        `PUT /api/session/{sessionID}/context-entry/{key}` (v2.session.context.entry.put). Declared
+        errors: InvalidRequestError (400), UnauthorizedError (401), SessionNotFoundError (404).
+        """
+        return await self._client._call(
+            "v2.session.context.entry.put",
+            path={"sessionID": session_id, "key": key},
+            body={"value": value},
+            options=options,
+        )
+
+    async def context_entry_remove(
+        self,
+        session_id: str,
+        key: str,
+        *,
+        options: CallOptions | None = None,
+    ) -> None:
+        """Remove instruction entry.
+
+        Remove one instruction entry. The change reaches the model at the session's next safe step
+        boundary.
+
+        `DELETE /api/session/{sessionID}/context-entry/{key}` (v2.session.context.entry.remove).
+        Declared errors: InvalidRequestError (400), UnauthorizedError (401), SessionNotFoundError
+        (404).
+        """
+        return await self._client._call(
+            "v2.session.context.entry.remove",
+            path={"sessionID": session_id, "key": key},
+            options=options,
+        )
+
+    async def create(
+        self,
+        *,
+        id: str | None = None,
+        agent: str | None = None,
+        model: ModelRef | dict | None = None,
+        location: LocationRef | dict | None = None,
+        options: CallOptions | None = None,
+    ) -> SessionV2Info:
+        """Create session.
+
+        Create a session at the requested location.
+
+        `POST /api/session` (v2.session.create). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401).
+        """
+        return await self._client._call(
+            "v2.session.create",
+            body={"id": id, "agent": agent, "model": model, "location": location},
+            options=options,
+        )
+
+    def events(
+        self,
+        session_id: str,
+        *,
+        after: int | None = None,
+        options: CallOptions | None = None,
+    ) -> EventStream[SessionDurableEvent]:
+        """Subscribe to session events.
+
+        Replay durable events after an aggregate sequence, then continue with new durable events.
+
+        `GET /api/session/{sessionID}/event` (v2.session.events). Declared errors: InvalidRequestError
+        (400), UnauthorizedError (401), SessionNotFoundError (404).
+        """
+        return self._client._stream(
+            "v2.session.events",
+            path={"sessionID": session_id},
+            query={"after": after},
+            options=options,
+        )
+
+    async def get(self, session_id: str, *, options: CallOptions | None = None) -> SessionV2Info:
+        """Get session.
+
+        Retrieve a session by ID.
+
+        `GET /api/session/{sessionID}` (v2.session.get). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401), SessionNotFoundError (404).
+        """
+        return await self._client._call("v2.session.get", path={"sessionID": session_id}, options=options)
+
+    async def interrupt(self, session_id: str, *, options: CallOptions | None = None) -> None:
+        """Interrupt session execution.
+
+        Interrupt active execution owned by this OpenCode process. Idle interruption is a no-op.
+
+        `POST /api/session/{sessionID}/interrupt` (v2.session.interrupt). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), SessionNotFoundError (404).
+        """
+        return await self._client._call(
+            "v2.session.interrupt",
+            path={"sessionID": session_id},
+            options=options,
+        )
+
+    async def list(
+        self,
+        *,
+        workspace: str | None = None,
+        limit: int | None = None,
+        order: Literal["asc", "desc"] | None = None,
+        search: str | None = None,
+        directory: str | None = None,
+        project: str | None = None,
+        subpath: str | None = None,
+        cursor: str | None = None,
+        options: CallOptions | None = None,
+    ) -> Page[SessionV2Info]:
+        """List sessions.
+
+        Retrieve sessions in the requested order. Items keep that order across pages; use cursor.next
+        or cursor.previous to move through the ordered list.
+
+        `GET /api/session` (v2.session.list). Declared errors: InvalidCursorError (400),
+        InvalidRequestError (400), UnauthorizedError (401).
+        """
+        return await self._client._call(
+            "v2.session.list",
+            query={
+                "workspace": workspace,
+                "limit": limit,
+                "order": order,
+                "search": search,
+                "directory": directory,
+                "project": project,
+                "subpath": subpath,
+                "cursor": cursor,
+            },
+            options=options,
+        )
+
+    def log(
+        self,
+        session_id: str,
+        *,
+        after: int | None = None,
+        follow: bool | None = None,
+        options: CallOptions | None = None,
+    ) -> EventStream[SessionLogItem]:
+        """Read session log.
+
+        Replay public durable events after an aggregate sequence, then mark the synchronized watermark
+        with one log.synced item. With follow=true the stream continues with newly committed durable
+        events; otherwise it ends after the marker.
+
+        `GET /api/session/{sessionID}/log` (v2.session.log). Declared errors: InvalidRequestError
+        (400), UnauthorizedError (401), SessionNotFoundError (404).
+        """
+        return self._client._stream(
+            "v2.session.log",
+            path={"sessionID": session_id},
+            query={"after": after, "follow": follow},
+            options=options,
+        )
+
+    async def message(
+        self,
+        session_id: str,
+        message_id: str,
+        *,
+        options: CallOptions | None = None,
+    ) -> SessionMessage:
+        """Get session message.
+
+        Retrieve one projected message owned by the Session.
+
+        `GET /api/session/{sessionID}/message/{messageID}` (v2.session.message). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), MessageNotFoundError (404),
+        SessionNotFoundError (404).
+        """
+        return await self._client._call(
+            "v2.session.message",
+            path={"sessionID": session_id, "messageID": message_id},
+            options=options,
+        )
+
+    async def messages(
+        self,
+        session_id: str,
+        *,
+        limit: int | None = None,
+        order: Literal["asc", "desc"] | None = None,
+        cursor: str | None = None,
+        options: CallOptions | None = None,
+    ) -> Page[SessionMessage]:
+        """Get session messages.
+
+        Retrieve projected messages for a session. Items keep the requested order across pages; use
+        cursor.next or cursor.previous to move through the ordered timeline.
+
+        `GET /api/session/{sessionID}/message` (v2.session.messages). Declared errors:
+        InvalidCursorError (400), InvalidRequestError (400), UnauthorizedError (401),
+        SessionNotFoundError (404), UnknownError (500).
+        """
+        return await self._client._call(
+            "v2.session.messages",
+            path={"sessionID": session_id},
+            query={"limit": limit, "order": order, "cursor": cursor},
+            options=options,
+        )
+
+    async def prompt(
+        self,
+        session_id: str,
+        *,
+        prompt: PromptInput | dict,
+        id: str | None = None,
+        delivery: Literal["steer", "queue"] | None = None,
+        resume: bool | None = None,
+        options: CallOptions | None = None,
+    ) -> SessionInputAdmitted:
+        """Send message.
+
+        Durably admit one session input and schedule agent-loop execution unless resume is false.
+
+        `POST /api/session/{sessionID}/prompt` (v2.session.prompt). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), SessionNotFoundError (404), ConflictError
+        (409).
+        """
+        return await self._client._call(
+            "v2.session.prompt",
+            path={"sessionID": session_id},
+            body={"id": id, "prompt": prompt, "delivery": delivery, "resume": resume},
+            options=options,
+        )
+
+    async def switch_agent(self, session_id: str, *, agent: str, options: CallOptions | None = None) -> None:
+        """Switch session agent.
+
+        Switch the agent used by subsequent provider turns.
+
+        `POST /api/session/{sessionID}/agent` (v2.session.switchAgent). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), SessionNotFoundError (404).
+        """
+        return await self._client._call(
+            "v2.session.switchAgent",
+            path={"sessionID": session_id},
+            body={"agent": agent},
+            options=options,
+        )
+
+    async def switch_model(
+        self,
+        session_id: str,
+        *,
+        model: ModelRef | dict,
+        options: CallOptions | None = None,
+    ) -> None:
+        """Switch session model.
+
+        Switch the model used by subsequent provider turns.
+
+        `POST /api/session/{sessionID}/model` (v2.session.switchModel). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), SessionNotFoundError (404).
+        """
+        return await self._client._call(
+            "v2.session.switchModel",
+            path={"sessionID": session_id},
+            body={"model": model},
+            options=options,
+        )
+
+    async def wait(self, session_id: str, *, options: CallOptions | None = None) -> None:
+        """Wait for session.
+
+        Wait for a session agent loop to become idle.
+
+        `POST /api/session/{sessionID}/wait` (v2.session.wait). Declared errors: InvalidRequestError
+        (400), UnauthorizedError (401), SessionNotFoundError (404), ServiceUnavailableError (503).
+        """
+        return await self._client._call("v2.session.wait", path={"sessionID": session_id}, options=options)
+
+
+class OpenCodeClient(BaseClient):
+    """The OpenCode V2 network client: one attribute per operation group (`client.session.get(id)`)."""
+
+    @cached_property
+    def event(self) -> EventGroup:
+        return EventGroup(self)
+
+    @cached_property
+    def health(self) -> HealthGroup:
+        return HealthGroup(self)
+
+    @cached_property
+    def location(self) -> LocationGroup:
+        return LocationGroup(self)
+
+    @cached_property
+    def session(self) -> SessionGroup:
+        return SessionGroup(self)

@@ -1,0 +1,277 @@
+"""The client runtime the generated methods call: request encoding, response decoding, error mapping, Page.
+
+Cancellation is ordinary Python task cancellation: cancel the awaiting task (or leave an anyio/asyncio
+timeout scope) and the in-flight request is abandoned and its connection released.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Generic, Mapping, Self, TypeVar
+from urllib.parse import quote
+
+import httpx2
+from pydantic import TypeAdapter, ValidationError
+
+from opencode_session.protocol.api import endpoint
+from opencode_session.protocol.endpoint import SSE_CONTENT_TYPE, Endpoint, encode_query
+from opencode_session.schema.base import wire
+from opencode_session.schema.errors import TaggedError
+
+from .errors import ClientError
+from .sse import EventStream
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class CallOptions:
+    """Per-call transport options; never part of an operation's domain input.
+
+    `headers` override the client's headers for this call; `timeout` (seconds) overrides its timeout.
+    """
+
+    headers: Mapping[str, str] | None = None
+    timeout: float | None = None
+
+
+@dataclass
+class Page(Generic[T]):
+    """A bounded, ordered slice of a list with opaque cursors to the neighbouring slices of the same query."""
+
+    items: list[T]
+    previous: str | None = None
+    next: str | None = None
+
+
+@dataclass
+class _Codec:
+    """What the runtime needs per operation, built on first use and kept."""
+
+    endpoint: Endpoint
+    response: TypeAdapter[Any] | None = None
+    item: TypeAdapter[Any] | None = None
+    body_required: frozenset[str] = field(default_factory=frozenset)
+
+
+_codecs: dict[str, _Codec] = {}
+
+
+def _codec(operation_id: str) -> _Codec:
+    codec = _codecs.get(operation_id)
+    if codec is None:
+        ep = endpoint(operation_id)
+        codec = _Codec(
+            endpoint=ep,
+            response=TypeAdapter(ep.response_model) if ep.response_model is not None else None,
+            item=TypeAdapter(ep.stream.item) if ep.stream is not None else None,
+            body_required=frozenset(
+                (info.alias or name)
+                for name, info in (ep.body.model_fields.items() if ep.body else ())
+                if info.is_required()
+            ),
+        )
+        _codecs[operation_id] = codec
+    return codec
+
+
+def _json(response: httpx2.Response) -> Any:
+    try:
+        return json.loads(response.content)
+    except ValueError as exc:
+        raise ClientError(
+            "MalformedResponse", "the response body is not JSON", status=response.status_code, cause=exc
+        ) from exc
+
+
+def _failure(ep: Endpoint, response: httpx2.Response) -> Exception:
+    """The exception for a non-success response: the declared TaggedError it carries, or a ClientError."""
+    status = response.status_code
+    declared = {e.__name__: e for e in ep.errors_for(status)}
+    if not declared:
+        return ClientError("UnexpectedStatus", status=status)
+    try:
+        body = json.loads(response.content)
+    except ValueError as exc:
+        return ClientError("UnexpectedStatus", "the error body is not JSON", status=status, cause=exc)
+    tag = body.get("_tag") if isinstance(body, dict) else None
+    error = declared.get(tag) if isinstance(tag, str) else None
+    if error is None:
+        return ClientError("UnexpectedStatus", f"no declared error for this status is tagged {tag!r}", status=status)
+    try:
+        error.body_model.model_validate(body)
+    except ValidationError as exc:
+        return ClientError("MalformedResponse", f"the {tag} body is invalid", status=status, cause=exc)
+    return TaggedError.from_body(body)
+
+
+class BaseClient:
+    """Connection settings and the request machinery; constructing one is synchronous and sends nothing.
+
+    `headers` go on every request (per-call `CallOptions.headers` win), `auth` is HTTP basic
+    `(username, password)`, `transport` replaces the network (e.g. `httpx2.ASGITransport(app)`), and
+    `timeout` is in seconds. Use `async with` or `await aclose()` to release connections.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        auth: tuple[str, str] | None = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
+        timeout: float = 30,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._headers = dict(headers or {})
+        self._auth = auth
+        self._transport = transport
+        self._timeout = timeout
+        self._http: httpx2.AsyncClient | None = None
+        self._closed = False
+
+    # --- connection ------------------------------------------------------------------------------
+
+    def _client(self) -> httpx2.AsyncClient:
+        if self._closed:
+            raise ClientError("Transport", "the client is closed")
+        if self._http is None:
+            self._http = httpx2.AsyncClient(
+                headers=self._headers,
+                auth=httpx2.BasicAuth(*self._auth) if self._auth else None,
+                transport=self._transport,
+                timeout=self._timeout,
+            )
+        return self._http
+
+    async def aclose(self) -> None:
+        self._closed = True
+        http, self._http = self._http, None
+        if http is not None:
+            await http.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # --- encoding --------------------------------------------------------------------------------
+
+    def _request(
+        self,
+        codec: _Codec,
+        path: Mapping[str, Any] | None,
+        query: Mapping[str, Any] | None,
+        body: Mapping[str, Any] | None,
+        options: CallOptions | None,
+        accept: str,
+    ) -> httpx2.Request:
+        ep = codec.endpoint
+        encoded: dict[str, str] = {}
+        for name, value in (path or {}).items():
+            if value is None:
+                raise ValueError(f"{ep.operation_id}: path parameter {name} is required")
+            encoded[name] = quote(str(value), safe="")
+        headers = httpx2.Headers({"Accept": accept})
+        if options is not None and options.headers:
+            headers.update(options.headers)  # case-insensitive: a caller's "accept" replaces ours
+        kwargs: dict[str, Any] = {}
+        if ep.body is not None:
+            kwargs["json"] = {
+                k: wire(v) for k, v in (body or {}).items() if v is not None or k in codec.body_required
+            }
+        if options is not None and options.timeout is not None:
+            kwargs["timeout"] = options.timeout
+        return self._client().build_request(
+            ep.method,
+            self.base_url + ep.wire_path(encoded),
+            params=encode_query(query or {}),
+            headers=headers,
+            **kwargs,
+        )
+
+    async def _send(self, request: httpx2.Request, *, stream: bool) -> httpx2.Response:
+        try:
+            return await self._client().send(request, stream=stream)
+        except httpx2.RequestError as exc:
+            raise ClientError("Transport", f"{type(exc).__name__}: {exc}", cause=exc) from exc
+
+    # --- operations ------------------------------------------------------------------------------
+
+    async def _call(
+        self,
+        operation_id: str,
+        *,
+        path: Mapping[str, Any] | None = None,
+        query: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> Any:
+        """Send one non-streaming operation and return its decoded result."""
+        codec = _codec(operation_id)
+        ep = codec.endpoint
+        request = self._request(codec, path, query, body, options, "application/json")
+        response = await self._send(request, stream=False)
+        if response.status_code != ep.success_status:
+            raise _failure(ep, response)
+        kind = ep.result_kind
+        if kind == "none":
+            return None
+        assert codec.response is not None
+        try:
+            value = codec.response.validate_python(_json(response))
+        except ValidationError as exc:
+            raise ClientError(
+                "MalformedResponse",
+                f"the response does not match {ep.operation_id}: {exc}",
+                status=response.status_code,
+                cause=exc,
+            ) from exc
+        if kind == "data":
+            return value.data
+        if kind == "page":
+            return Page(items=list(value.data), previous=value.cursor.previous, next=value.cursor.next)
+        return value
+
+    def _stream(
+        self,
+        operation_id: str,
+        *,
+        path: Mapping[str, Any] | None = None,
+        query: Mapping[str, Any] | None = None,
+        body: Mapping[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> EventStream[Any]:
+        """A lazy EventStream for one streaming operation; the request is sent on its first `__anext__`."""
+        codec = _codec(operation_id)
+        ep = codec.endpoint
+
+        async def connect() -> httpx2.Response:
+            request = self._request(codec, path, query, body, options, SSE_CONTENT_TYPE)
+            response = await self._send(request, stream=True)
+            try:
+                if response.status_code != ep.success_status:
+                    await response.aread()
+                    raise _failure(ep, response)
+                content_type = response.headers.get("content-type", "")
+                if content_type.split(";")[0].strip().lower() != SSE_CONTENT_TYPE:
+                    raise ClientError(
+                        "UnsupportedContentType",
+                        f"expected {SSE_CONTENT_TYPE}, got {content_type or 'no content type'}",
+                        status=response.status_code,
+                    )
+            except httpx2.RequestError as exc:
+                await response.aclose()
+                raise ClientError("Transport", f"{type(exc).__name__}: {exc}", cause=exc) from exc
+            except BaseException:
+                await response.aclose()
+                raise
+            return response
+
+        assert codec.item is not None
+        return EventStream(connect, codec.item)

@@ -1,0 +1,428 @@
+"""The V2 API as data: request payload models, stream item unions and the ENDPOINTS table."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BeforeValidator, Field, WithJsonSchema
+
+from opencode_session.schema.base import Struct
+from opencode_session.schema.common import LocationRef, ModelRef
+from opencode_session.schema.errors import (
+    ConflictError,
+    InvalidCursorError,
+    InvalidRequestError,
+    MessageNotFoundError,
+    ServiceUnavailableError,
+    SessionNotFoundError,
+    UnknownError,
+)
+from opencode_session.schema.events import (
+    Delivery,
+    Event,
+    LogSynced,
+    ServerConnected,
+    envelope_model,
+    public_durable_types,
+)
+from opencode_session.schema.ids import MessageID, SessionID, WorkspaceID
+from opencode_session.schema.input import SessionInputAdmitted
+from opencode_session.schema.instruction_entry import EntryKey, InstructionEntry, InstructionEntryPut
+from opencode_session.schema.location import LocationInfo
+from opencode_session.schema.message import SessionMessage
+from opencode_session.schema.prompt import PromptInput
+from opencode_session.schema.session import SessionActive, SessionV2Info
+
+from .endpoint import Endpoint, StreamSpec
+
+# --- query scalars: typed for callers, strings on the wire ---------------------------------------
+
+
+def _seq_from_query(value: Any) -> Any:
+    # Strings are what arrive from a URL; ints are what Python callers hold. Nothing else is a sequence.
+    if isinstance(value, str) and re.fullmatch(r"[0-9]+", value):
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ValueError("expected a non-negative integer")
+
+
+def _bool_from_query(value: Any) -> Any:
+    # Only the two spellings the contract names; pydantic's lax bool would also take "yes", "1", "on".
+    if isinstance(value, bool):
+        return value
+    if value in ("true", "false"):
+        return value == "true"
+    raise ValueError('expected "true" or "false"')
+
+
+Seq = Annotated[
+    int,
+    BeforeValidator(_seq_from_query),
+    Field(ge=0),
+    WithJsonSchema({"type": "string", "pattern": "^[0-9]+$"}),
+]
+QueryBool = Annotated[
+    bool,
+    BeforeValidator(_bool_from_query),
+    WithJsonSchema({"type": "string", "enum": ["true", "false"]}),
+]
+Order = Literal["asc", "desc"]
+
+
+# --- responses that are not domain records --------------------------------------------------------
+
+
+class HealthStatus(Struct):
+    healthy: Literal[True]
+
+
+# --- path parameters ------------------------------------------------------------------------------
+
+
+class SessionPath(Struct):
+    sessionID: SessionID
+
+
+class SessionMessagePath(Struct):
+    sessionID: SessionID
+    messageID: MessageID
+
+
+class ContextEntryPath(Struct):
+    sessionID: SessionID
+    key: EntryKey
+
+
+# --- query parameters -----------------------------------------------------------------------------
+
+
+class LocationSelector(Struct):
+    directory: str | None = None
+    workspace: str | None = None
+
+
+class LocationQuery(Struct):
+    location: LocationSelector | None = None
+
+
+class SessionListQuery(Struct):
+    workspace: WorkspaceID | None = None
+    limit: int = Field(50, ge=1)
+    order: Order | None = None
+    search: str | None = None
+    directory: str | None = None
+    project: str | None = None
+    subpath: str | None = None
+    cursor: str | None = Field(
+        None,
+        description="Opaque pagination cursor returned as cursor.previous or cursor.next in the previous response.",
+    )
+
+
+class SessionMessagesQuery(Struct):
+    limit: int = Field(50, ge=1, le=200)
+    order: Order | None = None
+    cursor: str | None = Field(
+        None,
+        description=(
+            "Opaque pagination cursor returned as cursor.previous or cursor.next in the previous response."
+            " Do not combine with order."
+        ),
+    )
+
+
+class SessionEventsQuery(Struct):
+    after: Seq | None = None
+
+
+class SessionLogQuery(Struct):
+    after: Seq | None = None
+    follow: QueryBool | None = None
+
+
+# --- request bodies -------------------------------------------------------------------------------
+
+
+class SessionCreateBody(Struct):
+    id: SessionID | None = None
+    agent: str | None = None
+    model: ModelRef | None = None
+    location: LocationRef | None = None
+
+
+class SessionSwitchAgentBody(Struct):
+    agent: str
+
+
+class SessionSwitchModelBody(Struct):
+    model: ModelRef
+
+
+class SessionPromptBody(Struct):
+    id: MessageID | None = None
+    prompt: PromptInput
+    delivery: Delivery | None = None
+    resume: bool | None = None
+
+
+# --- stream items ---------------------------------------------------------------------------------
+
+DURABLE_EVENT_MODELS = tuple(envelope_model(t) for t in public_durable_types())
+
+SessionDurableEvent = Annotated[Union[DURABLE_EVENT_MODELS], Field(discriminator="type")]  # type: ignore[valid-type]
+"""One public durable Session event envelope, discriminated by `type`."""
+
+SessionLogItem = Annotated[
+    Union[(*DURABLE_EVENT_MODELS, LogSynced)],  # type: ignore[valid-type]
+    Field(discriminator="type"),
+]
+"""A durable Session event envelope or the `log.synced` marker."""
+
+# The instance stream carries event types this build may not know; the open envelope keeps them readable.
+InstanceEvent = Annotated[Union[ServerConnected, Event], Field(union_mode="left_to_right")]
+"""The first `server.connected` frame, then any instance-wide event envelope."""
+
+
+# --- the table ------------------------------------------------------------------------------------
+
+_SESSION_404 = (SessionNotFoundError,)
+
+ENDPOINTS: tuple[Endpoint, ...] = (
+    Endpoint(
+        operation_id="v2.health.get",
+        method="GET",
+        path="/api/health",
+        summary="Check server health",
+        description="Check whether the API server is ready to accept requests.",
+        success=HealthStatus,
+    ),
+    Endpoint(
+        operation_id="v2.location.get",
+        method="GET",
+        path="/api/location",
+        summary="Get location",
+        description="Resolve the requested location or the server default location.",
+        query=LocationQuery,
+        success=LocationInfo,
+    ),
+    Endpoint(
+        operation_id="v2.session.list",
+        method="GET",
+        path="/api/session",
+        summary="List sessions",
+        description=(
+            "Retrieve sessions in the requested order. Items keep that order across pages;"
+            " use cursor.next or cursor.previous to move through the ordered list."
+        ),
+        query=SessionListQuery,
+        success=SessionV2Info,
+        page=True,
+        errors=(InvalidCursorError, InvalidRequestError),
+    ),
+    Endpoint(
+        operation_id="v2.session.create",
+        method="POST",
+        path="/api/session",
+        summary="Create session",
+        description="Create a session at the requested location.",
+        body=SessionCreateBody,
+        success=SessionV2Info,
+        unwrap_data=True,
+    ),
+    Endpoint(
+        operation_id="v2.session.active",
+        method="GET",
+        path="/api/session/active",
+        summary="List active sessions",
+        description=(
+            "Retrieve foreground Session drains currently owned by this OpenCode process."
+            " Sessions absent from the result are inactive."
+        ),
+        success=dict[SessionID, SessionActive],
+        unwrap_data=True,
+    ),
+    Endpoint(
+        operation_id="v2.session.get",
+        method="GET",
+        path="/api/session/{sessionID}",
+        summary="Get session",
+        description="Retrieve a session by ID.",
+        path_params=SessionPath,
+        success=SessionV2Info,
+        unwrap_data=True,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.switchAgent",
+        method="POST",
+        path="/api/session/{sessionID}/agent",
+        summary="Switch session agent",
+        description="Switch the agent used by subsequent provider turns.",
+        path_params=SessionPath,
+        body=SessionSwitchAgentBody,
+        success_status=204,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.switchModel",
+        method="POST",
+        path="/api/session/{sessionID}/model",
+        summary="Switch session model",
+        description="Switch the model used by subsequent provider turns.",
+        path_params=SessionPath,
+        body=SessionSwitchModelBody,
+        success_status=204,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.prompt",
+        method="POST",
+        path="/api/session/{sessionID}/prompt",
+        summary="Send message",
+        description="Durably admit one session input and schedule agent-loop execution unless resume is false.",
+        path_params=SessionPath,
+        body=SessionPromptBody,
+        success=SessionInputAdmitted,
+        unwrap_data=True,
+        errors=(SessionNotFoundError, ConflictError),
+    ),
+    Endpoint(
+        operation_id="v2.session.wait",
+        method="POST",
+        path="/api/session/{sessionID}/wait",
+        summary="Wait for session",
+        description="Wait for a session agent loop to become idle.",
+        path_params=SessionPath,
+        success_status=204,
+        errors=(SessionNotFoundError, ServiceUnavailableError),
+    ),
+    Endpoint(
+        operation_id="v2.session.context",
+        method="GET",
+        path="/api/session/{sessionID}/context",
+        summary="Get session context",
+        description="Retrieve the active context messages for a session (all messages after the last compaction).",
+        path_params=SessionPath,
+        success=list[SessionMessage],
+        unwrap_data=True,
+        errors=(SessionNotFoundError, UnknownError),
+    ),
+    Endpoint(
+        operation_id="v2.session.events",
+        method="GET",
+        path="/api/session/{sessionID}/event",
+        summary="Subscribe to session events",
+        description="Replay durable events after an aggregate sequence, then continue with new durable events.",
+        path_params=SessionPath,
+        query=SessionEventsQuery,
+        stream=StreamSpec(item=SessionDurableEvent, name="SessionDurableEvent"),
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.log",
+        method="GET",
+        path="/api/session/{sessionID}/log",
+        summary="Read session log",
+        description=(
+            "Replay public durable events after an aggregate sequence, then mark the synchronized watermark"
+            " with one log.synced item. With follow=true the stream continues with newly committed durable"
+            " events; otherwise it ends after the marker."
+        ),
+        path_params=SessionPath,
+        query=SessionLogQuery,
+        stream=StreamSpec(item=SessionLogItem, name="SessionLogItem"),
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.interrupt",
+        method="POST",
+        path="/api/session/{sessionID}/interrupt",
+        summary="Interrupt session execution",
+        description="Interrupt active execution owned by this OpenCode process. Idle interruption is a no-op.",
+        path_params=SessionPath,
+        success_status=204,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.message",
+        method="GET",
+        path="/api/session/{sessionID}/message/{messageID}",
+        summary="Get session message",
+        description="Retrieve one projected message owned by the Session.",
+        path_params=SessionMessagePath,
+        success=SessionMessage,
+        unwrap_data=True,
+        errors=(SessionNotFoundError, MessageNotFoundError),
+    ),
+    Endpoint(
+        operation_id="v2.session.messages",
+        method="GET",
+        path="/api/session/{sessionID}/message",
+        summary="Get session messages",
+        description=(
+            "Retrieve projected messages for a session. Items keep the requested order across pages;"
+            " use cursor.next or cursor.previous to move through the ordered timeline."
+        ),
+        path_params=SessionPath,
+        query=SessionMessagesQuery,
+        success=SessionMessage,
+        page=True,
+        errors=(InvalidCursorError, InvalidRequestError, SessionNotFoundError, UnknownError),
+    ),
+    Endpoint(
+        operation_id="v2.session.context.entry.list",
+        method="GET",
+        path="/api/session/{sessionID}/context-entry",
+        summary="List instruction entries",
+        description="Retrieve the API-managed instruction entries of a session.",
+        path_params=SessionPath,
+        success=list[InstructionEntry],
+        unwrap_data=True,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.context.entry.put",
+        method="PUT",
+        path="/api/session/{sessionID}/context-entry/{key}",
+        summary="Set instruction entry",
+        description=(
+            "Create or replace one instruction entry. The change reaches the model at the session's next"
+            " safe step boundary."
+        ),
+        path_params=ContextEntryPath,
+        body=InstructionEntryPut,
+        success_status=204,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.context.entry.remove",
+        method="DELETE",
+        path="/api/session/{sessionID}/context-entry/{key}",
+        summary="Remove instruction entry",
+        description=(
+            "Remove one instruction entry. The change reaches the model at the session's next safe step boundary."
+        ),
+        path_params=ContextEntryPath,
+        success_status=204,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.event.subscribe",
+        method="GET",
+        path="/api/event",
+        summary="Subscribe to events",
+        description="Subscribe to native event payloads for the server.",
+        stream=StreamSpec(item=InstanceEvent, name="InstanceEvent"),
+    ),
+)
+
+_BY_ID = {e.operation_id: e for e in ENDPOINTS}
+if len(_BY_ID) != len(ENDPOINTS):
+    raise RuntimeError("duplicate operation IDs in ENDPOINTS")
+
+
+def endpoint(operation_id: str) -> Endpoint:
+    """The endpoint declared under `operation_id`; KeyError when there is none."""
+    return _BY_ID[operation_id]

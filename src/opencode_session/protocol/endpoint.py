@@ -1,0 +1,177 @@
+"""The Endpoint record: one HTTP operation described as data, plus the query-string codec both sides share."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Iterable, Mapping
+
+from pydantic import BaseModel, create_model
+
+from opencode_session.schema.base import Struct
+from opencode_session.schema.errors import InvalidRequestError, TaggedError, UnauthorizedError
+from opencode_session.schema.page import CursorLinks
+
+SSE_CONTENT_TYPE = "text/event-stream"
+JSON_CONTENT_TYPE = "application/json"
+
+# Every route answers these two, whatever it declares: request validation and auth run before the handler.
+IMPLICIT_ERRORS: tuple[type[TaggedError], ...] = (InvalidRequestError, UnauthorizedError)
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """An SSE response: each frame's `data:` is one JSON item of type `item` (a model or an annotated union)."""
+
+    item: Any
+    name: str
+
+
+def _snake(word: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", word).lower()
+
+
+def _pascal(parts: Iterable[str]) -> str:
+    return "".join(p[:1].upper() + p[1:] for part in parts for p in part.split("_"))
+
+
+def derive_client_name(operation_id: str) -> tuple[str, str]:
+    """Drop `v2.`; the first segment is the group, the rest snake_cased and joined by "_".
+
+    `v2.session.switchAgent` -> ("session", "switch_agent"); `v2.session.context.entry.put` ->
+    ("session", "context_entry_put").
+    """
+    segments = operation_id.split(".")
+    if segments[0] == "v2":
+        segments = segments[1:]
+    if len(segments) < 2:
+        raise ValueError(f"operation ID needs a group and a name: {operation_id}")
+    return segments[0], "_".join(_snake(s) for s in segments[1:])
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    operation_id: str
+    method: str
+    path: str
+    summary: str
+    description: str = ""
+    path_params: type[BaseModel] | None = None
+    query: type[BaseModel] | None = None
+    body: type[BaseModel] | None = None
+    success_status: int = 200
+    success: Any = None
+    unwrap_data: bool = False
+    page: bool = False
+    errors: tuple[type[TaggedError], ...] = ()
+    stream: StreamSpec | None = None
+    client_name: tuple[str, ...] = ()
+    tag: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.client_name:
+            object.__setattr__(self, "client_name", derive_client_name(self.operation_id))
+        if not self.tag:
+            object.__setattr__(self, "tag", self.client_name[0])
+        if self.success_status == 204 and (self.success is not None or self.stream is not None):
+            raise ValueError(f"{self.operation_id}: a 204 endpoint has no body")
+        if self.unwrap_data and self.page:
+            raise ValueError(f"{self.operation_id}: choose one of unwrap_data and page")
+        if self.stream is not None and self.success is not None:
+            raise ValueError(f"{self.operation_id}: a stream declares its item in StreamSpec, not success")
+        names = set(re.findall(r"{([^}]+)}", self.path))
+        declared = set(self.path_params.model_fields) if self.path_params else set()
+        if names != declared:
+            raise ValueError(f"{self.operation_id}: path {self.path} vs path_params {sorted(declared)}")
+
+    @property
+    def all_errors(self) -> tuple[type[TaggedError], ...]:
+        """The declared errors plus the implicit ones, without duplicates, in declaration order."""
+        seen: dict[str, type[TaggedError]] = {}
+        for err in (*IMPLICIT_ERRORS, *self.errors):
+            seen.setdefault(err.__name__, err)
+        return tuple(seen.values())
+
+    def errors_for(self, status: int) -> tuple[type[TaggedError], ...]:
+        return tuple(e for e in self.all_errors if e.status == status)
+
+    @property
+    def result_kind(self) -> str:
+        """none | data | page | raw | stream: how a client turns the success response into a value."""
+        if self.stream is not None:
+            return "stream"
+        if self.success_status == 204:
+            return "none"
+        if self.page:
+            return "page"
+        if self.unwrap_data:
+            return "data"
+        return "raw"
+
+    @cached_property
+    def response_model(self) -> type[BaseModel] | None:
+        """The model of the whole JSON success body: the `{data}` or `{data, cursor}` envelope, or the success model."""
+        kind = self.result_kind
+        name = _pascal(self.client_name) + "Response"
+        if kind == "data":
+            return create_model(name, __base__=Struct, data=(self.success, ...))  # type: ignore[call-overload]
+        if kind == "page":
+            return create_model(  # type: ignore[call-overload]
+                name, __base__=Struct, data=(list[self.success], ...), cursor=(CursorLinks, ...)
+            )
+        if kind == "raw":
+            if not (isinstance(self.success, type) and issubclass(self.success, BaseModel)):
+                raise TypeError(f"{self.operation_id}: a raw success body must be a model")
+            return self.success
+        return None
+
+    def wire_path(self, values: Mapping[str, str]) -> str:
+        """The concrete path with each `{name}` replaced by the already-encoded value."""
+        return re.sub(r"{([^}]+)}", lambda m: values[m.group(1)], self.path)
+
+
+# --- query strings -------------------------------------------------------------------------------
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def encode_query(values: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Wire-ready query items; None is omitted, booleans are "true"/"false", objects use deepObject (`a[b]=c`)."""
+    items: list[tuple[str, str]] = []
+    for name, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, BaseModel):
+            value = value.model_dump(mode="json", exclude_none=True, by_alias=True)
+        if isinstance(value, Mapping):
+            items.extend((f"{name}[{k}]", _scalar(v)) for k, v in value.items() if v is not None)
+        elif isinstance(value, (list, tuple)):
+            items.extend((name, _scalar(v)) for v in value)
+        else:
+            items.append((name, _scalar(value)))
+    return items
+
+
+_DEEP = re.compile(r"^([^\[\]]+)\[([^\[\]]+)\]$")
+
+
+def decode_query(model: type[BaseModel], items: Iterable[tuple[str, str]]) -> BaseModel:
+    """Validate raw query items into `model`, folding deepObject keys (`a[b]=c`) into nested objects.
+
+    Raises pydantic.ValidationError for bad or unknown parameters; the last value of a repeated key wins.
+    """
+    raw: dict[str, Any] = {}
+    for key, value in items:
+        match = _DEEP.match(key)
+        if match:
+            nested = raw.setdefault(match.group(1), {})
+            if isinstance(nested, dict):
+                nested[match.group(2)] = value
+                continue
+        raw[key] = value
+    return model.model_validate(raw)

@@ -1,0 +1,351 @@
+"""A loopback HTTP server speaking the Chat Completions streaming wire protocol (Starlette on uvicorn in
+a background thread) that replays scripted responses and records every request it receives."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import socket
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.routing import Route
+
+DEFAULT_MODEL = "fake-model"
+
+
+# ---------------------------------------------------------------------------------------------
+# Scripts: what the server answers to the next request.
+
+
+@dataclass
+class StreamScript:
+    """A 200 `text/event-stream` answer: each frame is sent as `data: <frame>\\n\\n`, then `data: [DONE]`.
+    With `drop_after=N` the connection is closed after N frames, mid-body."""
+
+    frames: list[str]
+    drop_after: int | None = None
+    done: bool = True
+
+
+@dataclass
+class ErrorScript:
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class DropScript:
+    """Close the connection before sending a single byte of response."""
+
+
+Script = StreamScript | ErrorScript | DropScript
+
+
+def text_deltas(*pieces: str) -> list[dict[str, Any]]:
+    return [{"content": p} for p in pieces]
+
+
+def reasoning_deltas(*pieces: str, field: str = "reasoning_content") -> list[dict[str, Any]]:
+    return [{field: p} for p in pieces]
+
+
+def tool_call_deltas(index: int, call_id: str, name: str, *argument_pieces: str) -> list[dict[str, Any]]:
+    """A tool call the way OpenAI streams it: id and name first, then the arguments in pieces."""
+    first = {"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                             "function": {"name": name, "arguments": ""}}]}
+    rest = [{"tool_calls": [{"index": index, "function": {"arguments": piece}}]} for piece in argument_pieces]
+    return [first, *rest]
+
+
+def usage_block(
+    prompt_tokens: int, completion_tokens: int, *, cached_tokens: int = 0, reasoning_tokens: int = 0
+) -> dict[str, Any]:
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": cached_tokens},
+        "completion_tokens_details": {"reasoning_tokens": reasoning_tokens},
+    }
+
+
+def chunk(
+    delta: dict[str, Any] | None = None,
+    *,
+    finish_reason: str | None = None,
+    usage: dict[str, Any] | None = None,
+    model: str = DEFAULT_MODEL,
+    with_choice: bool = True,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish_reason}] if with_choice else [],
+    }
+    if usage is not None:
+        body["usage"] = usage
+    return body
+
+
+def completion(
+    *deltas: dict[str, Any] | list[dict[str, Any]],
+    finish_reason: str | None = "stop",
+    usage: dict[str, Any] | None = None,
+    drop_after: int | None = None,
+    done: bool = True,
+    model: str = DEFAULT_MODEL,
+) -> StreamScript:
+    """A streamed completion: one chunk per delta, a finish chunk, then (OpenAI style) a separate
+    usage chunk with no choices."""
+    flat: list[dict[str, Any]] = []
+    for d in deltas:
+        flat.extend(d if isinstance(d, list) else [d])
+    chunks = [chunk({"role": "assistant", "content": ""}, model=model)]
+    chunks += [chunk(d, model=model) for d in flat]
+    if finish_reason is not None:
+        chunks.append(chunk({}, finish_reason=finish_reason, model=model))
+    if usage is not None:
+        chunks.append(chunk(usage=usage, model=model, with_choice=False))
+    return StreamScript([json.dumps(c) for c in chunks], drop_after=drop_after, done=done)
+
+
+def raw_stream(*frames: str, drop_after: int | None = None, done: bool = True) -> StreamScript:
+    return StreamScript(list(frames), drop_after=drop_after, done=done)
+
+
+def error(
+    status: int,
+    message: str,
+    *,
+    type: str | None = None,  # noqa: A002 - mirrors the wire field
+    code: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> ErrorScript:
+    return ErrorScript(
+        status, {"error": {"message": message, "type": type, "param": None, "code": code}}, dict(headers or {})
+    )
+
+
+def drop() -> DropScript:
+    return DropScript()
+
+
+# ---------------------------------------------------------------------------------------------
+# The server.
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    json: Any
+
+
+class _Uvicorn(uvicorn.Server):
+    """Announces readiness through an event once the listening socket is serving."""
+
+    def __init__(self, config: uvicorn.Config, ready: threading.Event) -> None:
+        super().__init__(config)
+        self._ready = ready
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets=sockets)
+        self._ready.set()
+
+
+class FakeOpenAI:
+    """`async with FakeOpenAI() as server:` then `server.enqueue(...)`, point a client at
+    `server.base_url`, and inspect `server.requests` afterwards."""
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self._script: collections.deque[Script] = collections.deque()
+        self._lock = threading.Lock()
+        self._ready = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._server: _Uvicorn | None = None
+        self._failure: BaseException | None = None
+        self.base_url = ""
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
+                Route("/{path:path}", self._not_found, methods=["GET", "POST", "PUT", "DELETE"]),
+            ]
+        )
+
+    # -- scripting ---------------------------------------------------------------------------
+
+    def enqueue(self, *scripts: Script) -> None:
+        with self._lock:
+            self._script.extend(scripts)
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            lifespan="off",
+            log_config=None,
+            log_level="warning",
+            access_log=False,
+            http="h11",
+            timeout_graceful_shutdown=2,
+        )
+        self._server = _Uvicorn(config, self._ready)
+        self._thread = threading.Thread(target=self._run, args=(sock,), name="fake-openai", daemon=True)
+        self._thread.start()
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+
+    def _run(self, sock: socket.socket) -> None:
+        assert self._server is not None
+        try:
+            asyncio.run(self._server.serve(sockets=[sock]))
+        except BaseException as exc:  # uvicorn reports startup failure with SystemExit
+            self._failure = exc
+        finally:
+            sock.close()
+            self._ready.set()  # never leave a waiter hanging if startup failed
+
+    def _check_started(self) -> None:
+        if self._failure is not None or self._server is None or not self._server.started:
+            raise RuntimeError(f"FakeOpenAI failed to start: {self._failure!r}")
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join()
+
+    async def __aenter__(self) -> FakeOpenAI:
+        self.start()
+        await anyio.to_thread.run_sync(self._ready.wait)
+        self._check_started()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            await anyio.to_thread.run_sync(self._thread.join)
+
+    # -- handlers ----------------------------------------------------------------------------
+
+    async def _not_found(self, request: Request) -> Any:
+        return _JSONAnswer(404, {"error": {"message": f"no route {request.url.path}", "type": "not_found"}})
+
+    async def _chat_completions(self, request: Request) -> Any:
+        raw = await request.body()
+        try:
+            payload: Any = json.loads(raw)
+        except ValueError:
+            payload = raw.decode("utf-8", errors="replace")
+        with self._lock:
+            self.requests.append(
+                RecordedRequest(
+                    request.method, request.url.path, {k.lower(): v for k, v in request.headers.items()}, payload
+                )
+            )
+            script = self._script.popleft() if self._script else None
+        if script is None:
+            return _JSONAnswer(500, {"error": {"message": "FakeOpenAI has no scripted response left", "type": "fake"}})
+        if isinstance(script, ErrorScript):
+            return _JSONAnswer(script.status, script.body, script.headers)
+        return _ScriptedAnswer(self, script)
+
+    def _connection_for(self, scope: dict[str, Any]) -> Any:
+        assert self._server is not None
+        client = tuple(scope.get("client") or ())
+        for connection in list(self._server.server_state.connections):
+            if getattr(connection, "client", None) == client:
+                return connection
+        raise RuntimeError(f"no live connection for client {client}")
+
+
+class _JSONAnswer:
+    def __init__(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        self.status = status
+        self.body = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.headers = headers or {}
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(self.body)).encode())]
+        headers += [(k.lower().encode(), str(v).encode()) for k, v in self.headers.items()]
+        await send({"type": "http.response.start", "status": self.status, "headers": headers})
+        await send({"type": "http.response.body", "body": self.body, "more_body": False})
+
+
+class _ScriptedAnswer:
+    """Streams or drops at the socket level so the client sees a real broken connection."""
+
+    def __init__(self, server: FakeOpenAI, script: StreamScript | DropScript) -> None:
+        self.server = server
+        self.script = script
+
+    async def _drop(self, scope: dict[str, Any], receive: Any) -> None:
+        # close() (not abort()) flushes what was already written, then sends FIN mid-body.
+        self.server._connection_for(scope).transport.close()
+        # Returning before uvicorn notices the disconnect would make it answer 500 on a dead socket.
+        while (await receive())["type"] != "http.disconnect":
+            pass
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        script = self.script
+        if isinstance(script, DropScript):
+            await self._drop(scope, receive)
+            return
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")],
+            }
+        )
+        for sent, frame in enumerate(script.frames):
+            if script.drop_after is not None and sent >= script.drop_after:
+                await self._drop(scope, receive)
+                return
+            await send({"type": "http.response.body", "body": f"data: {frame}\n\n".encode(), "more_body": True})
+        if script.drop_after is not None:
+            await self._drop(scope, receive)
+            return
+        if script.done:
+            await send({"type": "http.response.body", "body": b"data: [DONE]\n\n", "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+__all__ = [
+    "DropScript",
+    "ErrorScript",
+    "FakeOpenAI",
+    "RecordedRequest",
+    "StreamScript",
+    "chunk",
+    "completion",
+    "drop",
+    "error",
+    "raw_stream",
+    "reasoning_deltas",
+    "text_deltas",
+    "tool_call_deltas",
+    "usage_block",
+]

@@ -1,0 +1,299 @@
+"""Loading OpenCode's config files (locations, merge order, JSONC, substitution, errors), resolving
+models from them, and agent definitions."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from opencode_session.core.agents import AgentNotFoundError, BUILD_PROMPT, list_agents, resolve_agent
+from opencode_session.core.config import (
+    Config,
+    ConfigError,
+    find_project_root,
+    global_config_dir,
+    load_config,
+    parse_jsonc,
+)
+from opencode_session.core.llm import ModelCost, NoModelConfiguredError, Usage, resolve_model, step_cost
+from opencode_session.schema.common import ModelRef
+
+
+def write(path: Path, content: str | dict) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return path
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    (root / "pkg" / "sub").mkdir(parents=True)
+    return root
+
+
+def env(**extra: str) -> dict[str, str]:
+    return {**os.environ, **extra}
+
+
+# ---------------------------------------------------------------------------------------------
+# Locations and merge order.
+
+
+def test_global_then_project_files_nearer_files_win(project: Path):
+    gdir = global_config_dir(os.environ)
+    assert gdir == Path(os.environ["XDG_CONFIG_HOME"]) / "opencode"
+    write(gdir / "config.json", {"model": "a/from-config-json", "small_model": "a/small", "instructions": ["g.md"]})
+    write(gdir / "opencode.json", {"model": "a/from-global-json"})
+    write(gdir / "opencode.jsonc", '{"provider": {"p": {"options": {"baseURL": "http://global/v1", "apiKey": "k"}}}}')
+    write(project / "opencode.json", {"model": "a/from-root", "provider": {"p": {"options": {"baseURL": "http://root/v1"}}},
+                                      "instructions": ["root.md"]})
+    write(project / "pkg" / "opencode.jsonc", '{"default_agent": "plan"}')
+    write(project / "pkg" / ".opencode" / "opencode.json", {"model": "a/from-pkg-dot-opencode"})
+    write(project / "pkg" / "sub" / "opencode.json", {"tool_output": {"max_lines": 10}})
+
+    config = load_config(project / "pkg" / "sub", find_project_root(project / "pkg" / "sub"))
+
+    assert config.model == "a/from-pkg-dot-opencode"
+    assert config.small_model == "a/small"  # untouched keys survive from farther files
+    assert config.default_agent == "plan"
+    assert config.tool_output is not None and config.tool_output.max_lines == 10
+    options = config.provider["p"].options
+    assert options.base_url == "http://root/v1" and options.api_key == "k"  # objects merge deeply
+    assert config.instructions == ["g.md", "root.md"]
+
+
+def test_files_below_the_location_and_above_the_project_are_ignored(project: Path):
+    write(project.parent / "opencode.json", {"model": "a/outside-project"})
+    write(project / "pkg" / "sub" / "opencode.json", {"model": "a/below-location"})
+    write(project / "opencode.json", {"model": "a/root"})
+    assert load_config(project / "pkg", project).model == "a/root"
+
+
+def test_find_project_root(project: Path, tmp_path: Path):
+    assert find_project_root(project / "pkg" / "sub") == project.resolve()
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    assert find_project_root(lone) == lone.resolve()
+
+
+def test_disable_project_config_keeps_global(project: Path):
+    write(global_config_dir(os.environ) / "opencode.json", {"model": "a/global"})
+    write(project / "opencode.json", {"model": "a/project"})
+    assert load_config(project, project).model == "a/project"
+    assert load_config(project, project, env(OPENCODE_DISABLE_PROJECT_CONFIG="1")).model == "a/global"
+
+
+def test_opencode_config_env_is_merged_after_global_before_project(project: Path, tmp_path: Path):
+    write(global_config_dir(os.environ) / "opencode.json", {"model": "a/global", "small_model": "a/global-small"})
+    extra = write(tmp_path / "custom.jsonc", '{"small_model": "a/custom-small", "model": "a/custom"}')
+    config = load_config(project, project, env(OPENCODE_CONFIG=str(extra)))
+    assert (config.model, config.small_model) == ("a/custom", "a/custom-small")
+    write(project / "opencode.json", {"model": "a/project"})
+    config = load_config(project, project, env(OPENCODE_CONFIG=str(extra)))
+    assert (config.model, config.small_model) == ("a/project", "a/custom-small")
+
+
+def test_no_files_gives_an_empty_config(project: Path):
+    config = load_config(project, project)
+    assert config.model is None and config.provider == {} and config.agent == {}
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing.
+
+
+def test_jsonc_comments_trailing_commas_and_slashes_in_strings(project: Path):
+    write(
+        project / "opencode.jsonc",
+        """// top comment
+{
+  /* block
+     comment */
+  "model": "local/m", // trailing comment
+  "provider": {
+    "local": {
+      "options": {"baseURL": "http://127.0.0.1:8080/v1", "headers": {"X-Note": "a // b /* c */"},},
+      "models": {"m": {"limit": {"context": 1000, "output": 100,},},},
+    },
+  },
+  "instructions": ["docs/*.md", "a\\"//b",],
+  "custom_unknown_key": {"kept": true},
+}
+""",
+    )
+    config = load_config(project, project)
+    provider = config.provider["local"]
+    assert provider.options.base_url == "http://127.0.0.1:8080/v1"
+    assert provider.options.headers == {"X-Note": "a // b /* c */"}
+    assert provider.models["m"].limit is not None and provider.models["m"].limit.output == 100
+    assert config.instructions == ["docs/*.md", 'a"//b']
+    assert config.model_extra == {"custom_unknown_key": {"kept": True}}  # unknown keys are preserved
+
+
+def test_env_and_file_substitution_in_string_values(project: Path):
+    write(project / "prompts" / "build.txt", "Be brief.\n")
+    write(
+        project / "opencode.json",
+        {
+            "provider": {"x": {"options": {"apiKey": "{env:X_SECRET}", "baseURL": "http://{env:X_HOST}/v1"}}},
+            "agent": {"build": {"prompt": "{file:prompts/build.txt}"}},
+            "small_model": "{env:NOT_SET_ANYWHERE}",
+        },
+    )
+    config = load_config(project, project, env(X_SECRET="s3cret", X_HOST="example.test"))
+    assert config.provider["x"].options.api_key == "s3cret"
+    assert config.provider["x"].options.base_url == "http://example.test/v1"
+    assert config.agent["build"].prompt == "Be brief."
+    assert config.small_model == ""
+
+
+def test_malformed_file_reports_path_line_and_column(project: Path):
+    bad = write(project / "opencode.jsonc", '{\n  // fine so far\n  "model": "a/b"\n  "small_model": "c/d"\n}\n')
+    with pytest.raises(ConfigError) as caught:
+        load_config(project, project)
+    err = caught.value
+    assert err.path == bad
+    assert (err.line, err.column) == (4, 3)
+    assert f"{bad}:4:3" in str(err)
+
+
+def test_unterminated_comment_and_wrong_types_are_config_errors(project: Path):
+    with pytest.raises(ConfigError) as caught:
+        parse_jsonc('{"a": 1}\n/* never closed', "x.jsonc")
+    assert (caught.value.line, caught.value.column) == (2, 1)
+    with pytest.raises(ConfigError):
+        parse_jsonc("[1, 2]", "x.json")
+    write(project / "opencode.json", {"agent": {"build": {"steps": "many"}}})
+    with pytest.raises(ConfigError) as caught:
+        load_config(project, project)
+    assert "agent.build.steps" in str(caught.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Model resolution.
+
+
+def test_resolve_builtin_openai_model():
+    config = Config.model_validate({"model": "openai/gpt-4.1"})
+    model = resolve_model(config, None, {"OPENAI_API_KEY": "sk-openai"})
+    assert (model.provider_id, model.model_id) == ("openai", "gpt-4.1")
+    assert model.base_url == "https://api.openai.com/v1" and model.api_key == "sk-openai"
+    assert "sk-openai" not in repr(model)  # keys never reach logs through reprs
+    with pytest.raises(NoModelConfiguredError) as caught:
+        resolve_model(config, None, {})
+    assert "OPENAI_API_KEY" in caught.value.message
+
+
+def test_resolve_custom_openai_compatible_provider():
+    config = Config.model_validate(
+        {
+            "provider": {
+                "my-llm": {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "My LLM",
+                    "options": {"baseURL": "http://10.0.0.5:8000/v1/", "headers": {"X-Team": "core"}, "timeout": 30000},
+                    "models": {
+                        "qwen/qwen3-coder": {
+                            "limit": {"context": 131072, "output": 16384, "input": 120000},
+                            "cost": {"input": 0.2, "output": 0.8, "cache_read": 0.02, "cache_write": 0.25},
+                        }
+                    },
+                }
+            }
+        }
+    )
+    ref = ModelRef(providerID="my-llm", id="qwen/qwen3-coder")
+    model = resolve_model(config, ref, {"MY_LLM_API_KEY": "k-env"})
+    assert model.base_url == "http://10.0.0.5:8000/v1"
+    assert model.api_key == "k-env" and model.headers == {"X-Team": "core"}
+    assert (model.context_limit, model.output_limit, model.input_limit) == (131072, 16384, 120000)
+    assert model.cost == ModelCost(0.2, 0.8, 0.02, 0.25)
+    assert model.timeout == 30.0
+    # "provider/model" strings split at the first slash only.
+    config.model = "my-llm/qwen/qwen3-coder"
+    assert resolve_model(config, None, {}).model_id == "qwen/qwen3-coder"
+    assert resolve_model(config, None, {}).api_key is None  # keyless local servers are fine
+
+
+def test_missing_model_says_how_to_configure_one():
+    with pytest.raises(NoModelConfiguredError) as caught:
+        resolve_model(Config(), None, {})
+    err = caught.value
+    assert not err.retryable
+    for hint in ('"model"', "provider/model", "opencode.json", '"npm"', '"baseURL"', '"models"', "_API_KEY"):
+        assert hint in err.message, hint
+    assert err.to_session_error().type == "provider.no-model"
+
+
+@pytest.mark.parametrize(
+    ("config", "ref", "expected"),
+    [
+        ({}, ModelRef(providerID="nowhere", id="m"), "'nowhere'"),
+        ({"provider": {"anthropic": {"npm": "@ai-sdk/anthropic"}}}, ModelRef(providerID="anthropic", id="c"),
+         "not supported"),
+        ({}, ModelRef(providerID="anthropic", id="c"), "not supported"),
+        ({"provider": {"loc": {"npm": "@ai-sdk/openai-compatible"}}}, ModelRef(providerID="loc", id="m"),
+         "options.baseURL"),
+        ({"model": "no-slash"}, None, "provider/model"),
+    ],
+)
+def test_unusable_models_name_what_is_missing(config, ref, expected):
+    with pytest.raises(NoModelConfiguredError) as caught:
+        resolve_model(Config.model_validate(config), ref, {})
+    assert expected in caught.value.message
+
+
+def test_step_cost_without_prices_is_zero():
+    usage = Usage(input=1000, output=10, reasoning=5, cache_read=100, cache_write=7)
+    assert step_cost(usage, None) == 0
+    assert step_cost(usage, ModelCost(1, 2, 3, 4)) == pytest.approx((1000 + 15 * 2 + 300 + 28) / 1e6)
+
+
+# ---------------------------------------------------------------------------------------------
+# Agents.
+
+
+def test_builtin_agents():
+    config = Config()
+    build = resolve_agent(config, None)
+    assert build.name == "build" and build.steps is None and build.prompt == BUILD_PROMPT
+    assert [a.name for a in list_agents(config)] == ["build", "plan"]
+    with pytest.raises(AgentNotFoundError):
+        resolve_agent(config, "reviewer")
+
+
+def test_config_agents_override_add_and_disable(project: Path):
+    write(
+        project / "opencode.json",
+        {
+            "default_agent": "review",
+            "agent": {
+                "build": {"steps": 5, "model": "local/fast", "temperature": 0.2},
+                "plan": {"disable": True},
+                "review": {"prompt": "Review only.", "description": "Reviews diffs", "mode": "primary",
+                           "maxSteps": 3},
+                "helper": {"mode": "subagent"},
+            },
+        },
+    )
+    config = load_config(project, project)
+    build = resolve_agent(config, "build")
+    assert build.steps == 5 and build.prompt == BUILD_PROMPT and build.temperature == 0.2
+    assert build.model == ModelRef(providerID="local", id="fast")
+    with pytest.raises(AgentNotFoundError):
+        resolve_agent(config, "plan")
+    review = resolve_agent(config, None)  # default_agent
+    assert (review.name, review.prompt, review.steps) == ("review", "Review only.", 3)
+    assert [a.name for a in list_agents(config)] == ["build", "review", "helper"]
+
+
+def test_default_agent_falls_back_to_build_for_unknown_or_subagent():
+    config = Config.model_validate({"default_agent": "helper", "agent": {"helper": {"mode": "subagent"}}})
+    assert resolve_agent(config).name == "build"
+    config = Config.model_validate({"default_agent": "missing"})
+    assert resolve_agent(config).name == "build"

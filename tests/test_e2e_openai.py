@@ -1,0 +1,134 @@
+"""End to end over HTTP: `ocs serve` runs the real OpenAI Chat Completions adapter against a loopback server
+that speaks the streaming wire protocol; the client drives prompts and reads the durable log."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+
+from opencode_session.client import OpenCodeClient
+from tests.support import fake_openai as fake
+from tests.support.server import isolated_env, start_server
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def provider():
+    server = fake.FakeOpenAI()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def ocs(tmp_path_factory, provider):
+    root = tmp_path_factory.mktemp("e2e")
+    env = isolated_env(root)
+    (root / "config" / "opencode").mkdir(parents=True)
+    (root / "config" / "opencode" / "opencode.json").write_text(json.dumps({
+        "model": "loop/fake-model",
+        "provider": {"loop": {"npm": "@ai-sdk/openai-compatible",
+                              "options": {"baseURL": provider.base_url, "apiKey": "test-key"},
+                              "models": {"fake-model": {"cost": {"input": 1, "output": 2}}}}},
+    }))
+    work = root / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("alpha\nbeta\n")
+    srv = start_server(root, env=env, workdir=work)
+    yield srv
+    assert srv.stop() == 0, "".join(srv.stderr_lines)
+
+
+@pytest.fixture
+async def client(ocs, provider):
+    provider.requests.clear()
+    async with OpenCodeClient(ocs.url) as c:
+        yield c
+    assert provider.pending == 0, "a scripted provider response was never requested"
+
+
+async def _run(client, text: str) -> tuple[str, list]:
+    sid = (await client.session.create()).id
+    await client.session.prompt(sid, prompt={"text": text})
+    with anyio.fail_after(40):
+        await client.session.wait(sid)
+    log = [e async for e in client.session.log(sid, follow=False) if e.type != "log.synced"]
+    return sid, log
+
+
+def _types(log) -> list[str]:
+    return [e.type for e in log]
+
+
+async def test_text_answer_with_usage_and_cost(client, provider):
+    provider.enqueue(fake.completion(fake.text_deltas("Hel", "lo!"), usage=fake.usage_block(1000, 500)))
+    sid, log = await _run(client, "say hello")
+    assert _types(log)[-4:] == ["session.text.started", "session.text.ended", "session.step.ended",
+                                "session.execution.succeeded"]
+    assistant = [m for m in (await client.session.context(sid)) if m.type == "assistant"][0]
+    assert assistant.content[0].text == "Hello!" and assistant.finish == "stop"
+    info = await client.session.get(sid)
+    assert info.tokens.input == 1000 and info.tokens.output == 500
+    assert info.cost == pytest.approx((1000 * 1 + 500 * 2) / 1e6)
+    sent = provider.requests[0].json
+    assert sent["stream"] is True and sent["messages"][-1] == {"role": "user", "content": "say hello"}
+    assert sent["messages"][0]["role"] == "system" and "<env>" in sent["messages"][0]["content"]
+    assert "authorization" in {k.lower() for k in provider.requests[0].headers}
+
+
+async def test_multi_step_tool_loop_with_read(client, provider):
+    provider.enqueue(
+        fake.completion(fake.tool_call_deltas(0, "call_1", "read", '{"filePath":', ' "notes.txt"}'),
+                        finish_reason="tool_calls"),
+        fake.completion(fake.text_deltas("The file says alpha and beta."))
+    )
+    sid, log = await _run(client, "what is in notes.txt?")
+    types = _types(log)
+    assert types.index("session.tool.called") < types.index("session.tool.success") < types.index(
+        "session.step.ended")
+    assert types.count("session.step.started") == 2 and types[-1] == "session.execution.succeeded"
+    second = provider.requests[1].json["messages"]
+    assert second[-2]["tool_calls"][0]["function"]["name"] == "read"
+    assert second[-1]["role"] == "tool" and "alpha" in second[-1]["content"]
+
+
+async def test_rate_limit_with_retry_after_then_success(client, provider):
+    provider.enqueue(fake.error(429, "slow down", type="rate_limit_error", headers={"retry-after": "3"}),
+                     fake.completion(fake.text_deltas("ok")))
+    sid, log = await _run(client, "hi")
+    retry = [e for e in log if e.type == "session.retry.scheduled"]
+    assert len(retry) == 1 and retry[0].data.attempt == 2 and retry[0].data.error.type == "provider.rate-limit"
+    assert retry[0].data.at - retry[0].created >= 3000  # stretched to the provider's delay
+    started = [e for e in log if e.type == "session.step.started"]
+    assert started[0].data.assistantMessageID == retry[0].data.assistantMessageID
+    assert _types(log)[-1] == "session.execution.succeeded" and len(provider.requests) == 2
+
+
+async def test_provider_500_is_retried(client, provider):
+    provider.enqueue(fake.error(500, "boom", type="server_error"), fake.completion(fake.text_deltas("fine")))
+    _, log = await _run(client, "hi")
+    assert [e.data.error.type for e in log if e.type == "session.retry.scheduled"] == ["provider.internal"]
+    assert _types(log)[-1] == "session.execution.succeeded"
+
+
+async def test_connection_dropped_before_first_token_is_retried(client, provider):
+    provider.enqueue(fake.drop(), fake.completion(fake.text_deltas("recovered")))
+    sid, log = await _run(client, "hi")
+    assert [e.data.error.type for e in log if e.type == "session.retry.scheduled"] == ["provider.transport"]
+    assistant = [m for m in await client.session.context(sid) if m.type == "assistant"]
+    assert [c.text for c in assistant[0].content] == ["recovered"]
+
+
+async def test_connection_dropped_after_first_token_fails_without_retry(client, provider):
+    provider.enqueue(fake.completion(fake.text_deltas("partial ", "answer"), drop_after=2, finish_reason=None))
+    sid, log = await _run(client, "hi")
+    assert "session.retry.scheduled" not in _types(log)
+    failed = [e for e in log if e.type == "session.step.failed"]
+    assert failed and failed[0].data.error.type == "provider.transport"
+    assert _types(log)[-1] == "session.execution.failed"
+    assistant = [m for m in await client.session.context(sid) if m.type == "assistant"][0]
+    assert assistant.content[0].text.startswith("partial")  # partial content stays visible
+    assert len(provider.requests) == 1

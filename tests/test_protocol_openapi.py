@@ -1,0 +1,284 @@
+"""The protocol layer: ENDPOINTS match the reference wire contract and render to a valid OpenAPI 3.1 document."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import jsonschema
+import pytest
+import schemathesis
+from pydantic import ValidationError
+
+from opencode_session.protocol import ENDPOINTS, decode_query, encode_query, endpoint
+from opencode_session.protocol.api import LocationQuery, SessionLogQuery, SessionPromptBody
+from opencode_session.protocol.endpoint import derive_client_name
+from opencode_session.protocol.openapi import render_openapi
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT.parent / "shared" / "reference" / "opencode-v2-openapi.json"
+
+# Operations we declare that the reference (v1.18.33) also has; the rest come from the spec.
+SHARED_WITH_REFERENCE = {
+    "v2.health.get",
+    "v2.location.get",
+    "v2.session.list",
+    "v2.session.create",
+    "v2.session.active",
+    "v2.session.get",
+    "v2.session.switchAgent",
+    "v2.session.switchModel",
+    "v2.session.prompt",
+    "v2.session.wait",
+    "v2.session.context",
+    "v2.session.events",
+    "v2.session.interrupt",
+    "v2.session.message",
+    "v2.session.messages",
+    "v2.event.subscribe",
+}
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict[str, Any]:
+    return render_openapi()
+
+
+@pytest.fixture(scope="module")
+def reference() -> dict[str, Any]:
+    if not REFERENCE.exists():
+        pytest.skip(f"reference document not found at {REFERENCE}")
+    return json.loads(REFERENCE.read_text())
+
+
+def _operations(document: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
+    out = {}
+    for path, methods in document["paths"].items():
+        for method, op in methods.items():
+            out[op["operationId"]] = (method.upper(), path, op)
+    return out
+
+
+def _resolve(document: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    while "$ref" in schema:
+        node: Any = document
+        for part in schema["$ref"].removeprefix("#/").split("/"):
+            node = node[part]
+        schema = node
+    return schema
+
+
+def _body(document: dict[str, Any], op: dict[str, Any]) -> tuple[set[str], set[str]] | None:
+    body = op.get("requestBody")
+    if body is None:
+        return None
+    schema = _resolve(document, body["content"]["application/json"]["schema"])
+    return set(schema.get("properties", {})), set(schema.get("required", []))
+
+
+def _statuses(op: dict[str, Any]) -> tuple[set[str], set[str]]:
+    responses = set(op["responses"])
+    success = {s for s in responses if s.startswith("2")}
+    return success, responses - success
+
+
+def _all_refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref":
+                yield value
+            elif key == "mapping" and isinstance(value, dict):
+                yield from (v for v in value.values() if isinstance(v, str))
+            else:
+                yield from _all_refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _all_refs(item)
+
+
+def _schemas_in_operations(document: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for methods in document["paths"].values():
+        for op in methods.values():
+            for param in op.get("parameters", []):
+                yield param["schema"]
+            for media in op.get("requestBody", {}).get("content", {}).values():
+                yield media["schema"]
+            for response in op["responses"].values():
+                for media in response.get("content", {}).values():
+                    yield media["schema"]
+
+
+# --- the table ------------------------------------------------------------------------------------
+
+
+def test_every_requested_operation_is_declared_once():
+    ids = [e.operation_id for e in ENDPOINTS]
+    assert len(ids) == len(set(ids))
+    assert SHARED_WITH_REFERENCE | {
+        "v2.session.log",
+        "v2.session.context.entry.list",
+        "v2.session.context.entry.put",
+        "v2.session.context.entry.remove",
+    } == set(ids)
+    assert endpoint("v2.session.get").path == "/api/session/{sessionID}"
+    with pytest.raises(KeyError):
+        endpoint("v2.session.nope")
+
+
+def test_client_names_derive_from_operation_ids():
+    assert derive_client_name("v2.session.switchAgent") == ("session", "switch_agent")
+    assert derive_client_name("v2.session.context.entry.put") == ("session", "context_entry_put")
+    assert endpoint("v2.event.subscribe").client_name == ("event", "subscribe")
+
+
+def test_every_endpoint_declares_invalid_request_and_unauthorized():
+    for ep in ENDPOINTS:
+        tags = {e.__name__: e.status for e in ep.all_errors}
+        assert tags["InvalidRequestError"] == 400 and tags["UnauthorizedError"] == 401, ep.operation_id
+
+
+def test_request_models_reject_unknown_fields_and_bad_ids():
+    with pytest.raises(ValidationError):
+        SessionPromptBody.model_validate({"prompt": {"text": "hi"}, "surprise": 1})
+    with pytest.raises(ValidationError):
+        SessionPromptBody.model_validate({"id": "ses_wrong_prefix", "prompt": {"text": "hi"}})
+    with pytest.raises(ValidationError):
+        endpoint("v2.session.get").path_params.model_validate({"sessionID": "msg_1"})
+    with pytest.raises(ValidationError):
+        endpoint("v2.session.context.entry.put").path_params.model_validate({"sessionID": "ses_1", "key": "a/b"})
+
+
+def test_query_codec_round_trips_deep_objects_booleans_and_sequences():
+    items = encode_query({"location": {"directory": "/w", "workspace": None}})
+    assert items == [("location[directory]", "/w")]
+    assert decode_query(LocationQuery, items) == LocationQuery.model_validate({"location": {"directory": "/w"}})
+
+    items = encode_query({"after": 7, "follow": True})
+    assert items == [("after", "7"), ("follow", "true")]
+    parsed = decode_query(SessionLogQuery, items)
+    assert (parsed.after, parsed.follow) == (7, True)
+    for bad in ([("follow", "yes")], [("after", "-1")], [("after", "1.5")], [("unknown", "1")]):
+        with pytest.raises(ValidationError):
+            decode_query(SessionLogQuery, bad)
+
+
+def test_list_limits_default_and_bounds():
+    list_query = endpoint("v2.session.list").query
+    messages_query = endpoint("v2.session.messages").query
+    assert decode_query(list_query, []).limit == 50
+    assert decode_query(messages_query, [("limit", "200")]).limit == 200
+    with pytest.raises(ValidationError):
+        decode_query(messages_query, [("limit", "201")])
+    with pytest.raises(ValidationError):
+        decode_query(list_query, [("limit", "0")])
+
+
+# --- against the reference ------------------------------------------------------------------------
+
+
+def test_shared_operations_match_the_reference(doc, reference):
+    ours, theirs = _operations(doc), _operations(reference)
+    for op_id in sorted(SHARED_WITH_REFERENCE):
+        assert op_id in theirs, f"{op_id} is not in the reference"
+        our_method, our_path, our_op = ours[op_id]
+        ref_method, ref_path, ref_op = theirs[op_id]
+        assert (our_method, our_path) == (ref_method, ref_path), op_id
+        assert {(p["name"], p["in"]) for p in our_op["parameters"]} == {
+            (p["name"], p["in"]) for p in ref_op["parameters"]
+        }, op_id
+        assert _statuses(our_op) == _statuses(ref_op), op_id
+        assert _body(doc, our_op) == _body(reference, ref_op), op_id
+
+
+def test_deep_object_parameter_matches_the_reference(doc, reference):
+    ours = _operations(doc)["v2.location.get"][2]["parameters"][0]
+    theirs = _operations(reference)["v2.location.get"][2]["parameters"][0]
+    for key in ("name", "in", "style", "explode", "required"):
+        assert ours[key] == theirs[key]
+    assert set(ours["schema"]["properties"]) == set(theirs["schema"]["properties"])
+
+
+def test_spec_only_operations_have_their_wire_shape(doc):
+    ops = _operations(doc)
+    method, path, log = ops["v2.session.log"]
+    assert (method, path) == ("GET", "/api/session/{sessionID}/log")
+    assert {p["name"] for p in log["parameters"]} == {"sessionID", "after", "follow"}
+    assert "text/event-stream" in log["responses"]["200"]["content"]
+    assert _statuses(log) == ({"200"}, {"400", "401", "404"})
+    method, path, put = ops["v2.session.context.entry.put"]
+    assert (method, path) == ("PUT", "/api/session/{sessionID}/context-entry/{key}")
+    assert _statuses(put) == ({"204"}, {"400", "401", "404"})
+    assert _body(doc, put) == ({"value"}, {"value"})
+
+
+# --- document hygiene -----------------------------------------------------------------------------
+
+
+def test_every_reference_resolves(doc):
+    refs = set(_all_refs(doc))
+    assert refs
+    for ref in refs:
+        assert ref.startswith("#/components/schemas/")
+        assert ref.removeprefix("#/components/schemas/") in doc["components"]["schemas"], ref
+
+
+def test_schemas_are_valid_json_schema_2020_12(doc):
+    assert doc["openapi"] == "3.1.0"
+    for name, schema in doc["components"]["schemas"].items():
+        jsonschema.Draft202012Validator.check_schema(schema)
+    for schema in _schemas_in_operations(doc):
+        jsonschema.Draft202012Validator.check_schema(schema)
+
+
+def test_reference_style_optionals_and_error_bodies(doc):
+    text = json.dumps(doc)
+    assert '"type": "null"' not in text
+    assert '"default": null' not in text
+    schemas = doc["components"]["schemas"]
+    for name in ("SessionNotFoundError", "InvalidRequestError", "UnauthorizedError", "ConflictError"):
+        body = schemas[name]
+        assert body["required"][0] == "_tag"
+        assert body["properties"]["_tag"] == {"type": "string", "enum": [name]}
+        assert body["additionalProperties"] is False
+    assert schemas["SessionV2Info"]["additionalProperties"] is False
+    assert "parentID" not in schemas["SessionV2Info"]["required"]
+    assert schemas["SessionV2Info"]["properties"]["parentID"]["pattern"] == "^ses"
+
+
+def test_several_errors_on_one_status_become_any_of(doc):
+    responses = _operations(doc)["v2.session.message"][2]["responses"]
+    refs = {r["$ref"] for r in responses["404"]["content"]["application/json"]["schema"]["anyOf"]}
+    assert refs == {"#/components/schemas/SessionNotFoundError", "#/components/schemas/MessageNotFoundError"}
+    assert responses["404"]["description"] == "SessionNotFoundError | MessageNotFoundError"
+
+
+def test_instances_validate_against_the_rendered_schemas(doc):
+    registry_doc = {"$defs": doc["components"]["schemas"]}
+    text = json.dumps(registry_doc).replace("#/components/schemas/", "#/$defs/")
+    defs = json.loads(text)
+
+    def validator(name: str) -> jsonschema.Draft202012Validator:
+        return jsonschema.Draft202012Validator({"$ref": f"#/$defs/{name}", **defs})
+
+    session = {
+        "id": "ses_1",
+        "projectID": "p",
+        "cost": 0,
+        "tokens": {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}},
+        "time": {"created": 1, "updated": 2},
+        "title": "t",
+        "location": {"directory": "/w"},
+    }
+    validator("SessionV2Info").validate(session)
+    assert not validator("SessionV2Info").is_valid({**session, "parentID": None})
+    validator("SessionNotFoundError").validate({"_tag": "SessionNotFoundError", "sessionID": "ses_1", "message": "m"})
+    assert not validator("SessionNotFoundError").is_valid({"sessionID": "ses_1", "message": "m"})
+    validator("SessionLogItem").validate({"type": "log.synced", "aggregateID": "ses_1", "seq": 3})
+
+
+def test_schemathesis_loads_every_operation(doc):
+    schema = schemathesis.openapi.from_dict(doc)
+    labels = {result.ok().label for result in schema.get_all_operations()}
+    assert len(labels) == len(ENDPOINTS)
+    assert "POST /api/session/{sessionID}/prompt" in labels

@@ -1,0 +1,654 @@
+"""The runner and SessionExecution end to end over a real SQLite store, with a scripted provider.
+
+Everything asserted here is what a user would notice: the durable log, the projected messages and pending
+input, and the requests the provider received. Synchronisation uses Gates, events and `execution.wait`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from opencode_session.core.execution.clock import Clock
+from opencode_session.core.execution.runner import MAX_STEPS_NOTICE, Runner, RunnerDeps
+from opencode_session.core.execution.step import TOOLS_DISABLED
+from opencode_session.core.instructions.checkpoint import CheckpointPreparer
+from opencode_session.core.llm import model as llm
+from opencode_session.core.llm.errors import (
+    AuthenticationError,
+    ProviderInternalError,
+    RateLimitError,
+    TransportError,
+)
+from opencode_session.core.runtime import Runtime, RuntimeOptions
+from opencode_session.core.tools.registry import ToolRegistry
+from opencode_session.core.tools.tool import ToolContext, ToolOutput
+from opencode_session.schema import events as ev
+from opencode_session.schema.common import ModelRef
+from opencode_session.schema.prompt import PromptInput
+from tests.support.scripted import Gate, ScriptedProvider, text, tool_call
+
+pytestmark = pytest.mark.anyio
+
+TIMEOUT = 10  # seconds; a guard against hangs, never a synchronisation device
+NOW = 1_700_000_000_000
+USAGE = llm.Usage(10, 5)
+TERMINALS = ("session.execution.succeeded", "session.execution.failed", "session.execution.interrupted")
+
+
+# --- test doubles ------------------------------------------------------------------------------------
+
+
+class FakeClock(Clock):
+    """A fixed `now` and retry waits that are recorded and return at once."""
+
+    def __init__(self) -> None:
+        self.sleeps: list[float] = []
+
+    def now_ms(self) -> int:
+        return NOW
+
+    async def sleep_ms(self, ms: float) -> None:
+        self.sleeps.append(ms)
+
+
+class EchoTool:
+    """A quick local tool that counts its executions."""
+
+    parameters: dict[str, Any] = {"type": "object"}
+
+    def __init__(self, name: str = "echo") -> None:
+        self.name = name
+        self.description = f"The {name} test tool"
+        self.calls: list[dict[str, Any]] = []
+
+    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        self.calls.append(input)
+        return ToolOutput.of_text(f"{self.name} ran {len(self.calls)}")
+
+
+class SlowTool:
+    """A local tool that runs until the test releases it (or it is cancelled)."""
+
+    name = "slow"
+    description = "A tool that waits for the test"
+    parameters: dict[str, Any] = {"type": "object"}
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+        self.cancelled = False
+
+    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        self.started.set()
+        try:
+            await self.release.wait()
+        except asyncio.CancelledError:
+            self.cancelled = True
+            raise
+        return ToolOutput.of_text("slow done")
+
+
+@dataclass
+class Harness:
+    rt: Runtime
+    provider: ScriptedProvider
+    clock: FakeClock
+    tools: dict[str, Any]
+    drains: list[tuple[str, bool]] = field(default_factory=list)
+
+    @property
+    def execution(self):
+        return self.rt.execution
+
+    async def session(self) -> str:
+        return (await self.rt.sessions.create()).id
+
+    async def admit(self, sid: str, prompt: str, delivery: ev.Delivery = "steer", **kw) -> str:
+        return (await self.rt.sessions.admit(sid, PromptInput(text=prompt), delivery=delivery, **kw)).id
+
+    async def wait(self, sid: str) -> None:
+        with anyio.fail_after(TIMEOUT):
+            await self.rt.execution.wait(sid)
+
+    async def log(self, sid: str) -> list[ev.EventRecord]:
+        stream = await self.rt.sessions.log(sid, -1, follow=False)
+        return [record async for record in stream]
+
+    async def messages(self, sid: str) -> list[dict[str, Any]]:
+        page, _ = await self.rt.sessions.messages(sid, order="asc", limit=200)
+        return [m.wire() for m in page]
+
+    async def settled_log(self, sid: str) -> list[ev.EventRecord]:
+        """The durable log once idle, after checking that every busy period has exactly one terminal."""
+        await self.wait(sid)
+        records = await self.log(sid)
+        assert_one_terminal_per_execution(records)
+        return records
+
+
+def config(home: Path, *, agent_steps: int | None = None) -> dict[str, str]:
+    cfg: dict[str, Any] = {
+        "model": "local/m",
+        "provider": {"local": {
+            "npm": "@ai-sdk/openai-compatible",
+            "options": {"baseURL": "http://127.0.0.1:9/v1"},  # never dialled: the scripted provider answers
+            "models": {"m": {"limit": {"context": 100_000, "output": 4096}, "cost": {"input": 1, "output": 2}}},
+        }},
+    }
+    if agent_steps is not None:
+        cfg["agent"] = {"build": {"steps": agent_steps}}
+    cfgdir = home / "config"
+    (cfgdir / "opencode").mkdir(parents=True, exist_ok=True)
+    (cfgdir / "opencode" / "opencode.json").write_text(json.dumps(cfg))
+    return {"XDG_CONFIG_HOME": str(cfgdir), "HOME": str(home), "XDG_DATA_HOME": str(home / "data")}
+
+
+@asynccontextmanager
+async def harness(tmp_path: Path, scripts: list[list[Any]] | None = None, *, tools: list[Any] = (),
+                  agent_steps: int | None = None):
+    home = tmp_path / "home"
+    workdir = tmp_path / "work"
+    workdir.mkdir(exist_ok=True)
+    env = config(home, agent_steps=agent_steps)
+    provider = ScriptedProvider(scripts or [])
+    clock = FakeClock()
+    registry = ToolRegistry()
+    for tool in tools:
+        registry.register(tool)
+    drains: list[tuple[str, bool]] = []
+
+    def factory(rt: Runtime):
+        runner = Runner(RunnerDeps(store=rt.store, env=env, provider_for=lambda _model: provider, tools=registry,
+                                   clock=clock, instructions=CheckpointPreparer(rt.store, env)))
+
+        async def drain(session_id: str, force: bool) -> None:
+            drains.append((session_id, force))
+            await runner.drain(session_id, force)
+
+        return drain
+
+    async with Runtime(RuntimeOptions(db_path=tmp_path / "db.sqlite", directory=workdir, env=env,
+                                      drain_factory=factory)) as rt:
+        yield Harness(rt, provider, clock, {t.name: t for t in tools}, drains)
+
+
+# --- assertions over the durable log -----------------------------------------------------------------
+
+
+def assert_one_terminal_per_execution(records: list[ev.EventRecord]) -> None:
+    """Each `session.execution.started` is followed by exactly one terminal before the next start."""
+    open_period = False
+    started = terminals = 0
+    for record in records:
+        if record.type == "session.execution.started":
+            assert not open_period, "an execution started before the previous one settled"
+            open_period = True
+            started += 1
+        elif record.type in TERMINALS:
+            assert open_period, f"{record.type} without a running execution"
+            open_period = False
+            terminals += 1
+    assert not open_period, "the last execution never settled"
+    assert started == terminals
+
+
+def of_type(records: list[ev.EventRecord], type_: str) -> list[dict[str, Any]]:
+    return [r.data.wire() for r in records if r.type == type_]
+
+
+def types(records: list[ev.EventRecord]) -> list[str]:
+    return [r.type for r in records]
+
+
+def index(records: list[ev.EventRecord], type_: str, **match: Any) -> int:
+    for i, r in enumerate(records):
+        if r.type == type_ and all(r.data.wire().get(k) == v for k, v in match.items()):
+            return i
+    raise AssertionError(f"no {type_} {match} in {types(records)}")
+
+
+def user_texts(request: llm.LLMRequest) -> list[str]:
+    return [p.text for m in request.messages if isinstance(m, llm.UserMessage) for p in m.parts
+            if isinstance(p, llm.TextPart)]
+
+
+def tool_events(call_id: str, name: str, *, gate: Gate | None = None) -> list[Any]:
+    """A tool call script, optionally held at a Gate after the input started streaming."""
+    head = [llm.ToolInputStart(call_id, name), llm.ToolInputDelta(call_id, "{}")]
+    tail = [llm.ToolInputEnd(call_id), llm.ToolCall(call_id, name, {}), llm.Finish("tool-calls", USAGE)]
+    return head + ([gate] if gate else []) + tail
+
+
+async def reached(gate: Gate) -> None:
+    with anyio.fail_after(TIMEOUT):
+        await gate.reached.wait()
+
+
+# --- 1. steer vs queue ------------------------------------------------------------------------------------
+
+
+async def test_queued_input_waits_for_idle_and_promotes_one_at_a_time(tmp_path):
+    gate = Gate()
+    echo = EchoTool()
+    scripts = [tool_events("c1", "echo", gate=gate), text("after tool"), text("answer q1"), text("answer q2")]
+    async with harness(tmp_path, scripts, tools=[echo]) as h:
+        sid = await h.session()
+        p1 = await h.admit(sid, "p1")
+        await reached(gate)
+        q1 = await h.admit(sid, "q1", "queue")
+        q2 = await h.admit(sid, "q2", "queue")
+        gate.open()
+        records = await h.settled_log(sid)
+
+        reqs = h.provider.requests
+        assert [user_texts(r) for r in reqs] == [["p1"], ["p1"], ["p1", "q1"], ["p1", "q1", "q2"]]
+        # the continuation after the tool ran with both queued inputs still pending
+        promoted = [d["inputID"] for d in of_type(records, "session.input.promoted")]
+        assert promoted == [p1, q1, q2]
+        ended = [i for i, r in enumerate(records) if r.type == "session.step.ended"]
+        assert len(ended) == 4
+        assert ended[1] < index(records, "session.input.promoted", inputID=q1) < ended[2]
+        assert ended[2] < index(records, "session.input.promoted", inputID=q2) < ended[3]
+        assert len(echo.calls) == 1
+        assert await h.rt.sessions.pending(sid) == []
+        assert len(of_type(records, "session.execution.started")) == 1
+
+
+async def test_steers_admitted_mid_step_promote_together_at_next_boundary(tmp_path):
+    gate = Gate()
+    echo = EchoTool()
+    scripts = [tool_events("c1", "echo", gate=gate), text("saw steers"), text("answer q")]
+    async with harness(tmp_path, scripts, tools=[echo]) as h:
+        sid = await h.session()
+        p1 = await h.admit(sid, "p1")
+        await reached(gate)
+        q = await h.admit(sid, "queued", "queue")  # admitted first, but queued: it waits for idle
+        s1 = await h.admit(sid, "steer one")
+        s2 = await h.admit(sid, "steer two")
+        # still pending while the step is held
+        assert [p.id for p in await h.rt.sessions.pending(sid)] == [q, s1, s2]
+        gate.open()
+        records = await h.settled_log(sid)
+
+        promoted = [(r.seq, r.data.inputID) for r in records if r.type == "session.input.promoted"]
+        assert [i for _, i in promoted] == [p1, s1, s2, q]
+        # both steers promote in one boundary: adjacent in the log, after step 1's tool settled
+        assert promoted[2][0] == promoted[1][0] + 1
+        assert index(records, "session.tool.success", callID="c1") < index(records, "session.input.promoted",
+                                                                            inputID=s1)
+        second = h.provider.requests[1]
+        assert user_texts(second) == ["p1", "steer one", "steer two"]
+        # the steers follow the settled tool result in the continuation request
+        kinds = [type(m).__name__ for m in second.messages]
+        assert kinds == ["UserMessage", "AssistantMessage", "ToolResultMessage", "UserMessage", "UserMessage"]
+        assert user_texts(h.provider.requests[2]) == ["p1", "steer one", "steer two", "queued"]
+
+
+# --- 2. step allowance ---------------------------------------------------------------------------------------
+
+
+async def test_promotion_resets_allowance_and_last_step_disables_tools(tmp_path):
+    gate = Gate()
+    echo = EchoTool()
+    scripts = [
+        tool_events("c1", "echo", gate=gate),   # step 1 of 2
+        tool_call("c2", "echo", {}),             # steers promoted at this boundary: step 1 of 2 again
+        tool_call("c3", "echo", {}),             # step 2 of 2: tools are off, but the model calls one anyway
+    ]
+    async with harness(tmp_path, scripts, tools=[echo], agent_steps=2) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        await reached(gate)
+        await h.admit(sid, "steer a")
+        await h.admit(sid, "steer b")
+        gate.open()
+        records = await h.settled_log(sid)
+
+        reqs = h.provider.requests
+        assert len(reqs) == 3, "the drain ends after the last step"
+        assert [r.tool_choice for r in reqs] == ["auto", "auto", "none"]
+        assert [len(r.tools) for r in reqs] == [1, 1, 0]
+        assert not any(MAX_STEPS_NOTICE in t for r in reqs[:2] for t in user_texts(r))
+        last = reqs[2].messages[-1]
+        assert isinstance(last, llm.UserMessage) and last.parts[0].text == MAX_STEPS_NOTICE
+        assert len(echo.calls) == 2, "the call on the last step never ran"
+        failed = of_type(records, "session.tool.failed")
+        assert [(f["callID"], f["error"]["type"], f["error"]["message"]) for f in failed] == [
+            ("c3", "tool.execution", TOOLS_DISABLED)]
+        assert index(records, "session.tool.called", callID="c3") < index(records, "session.tool.failed",
+                                                                          callID="c3")
+        assert types(records)[-1] == "session.execution.succeeded"
+        tool_parts = [p for m in await h.messages(sid) if m["type"] == "assistant" for p in m["content"]
+                      if p["type"] == "tool"]
+        assert [p["state"]["status"] for p in tool_parts] == ["completed", "completed", "error"]
+
+
+async def test_allowance_without_new_input_ends_after_the_limit(tmp_path):
+    echo = EchoTool()
+    scripts = [tool_call("c1", "echo", {}), text("summary only")]
+    async with harness(tmp_path, scripts, tools=[echo], agent_steps=2) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        records = await h.settled_log(sid)
+        assert [r.tool_choice for r in h.provider.requests] == ["auto", "none"]
+        assert h.provider.requests[1].tools == []
+        assert of_type(records, "session.step.ended")[-1]["finish"] == "stop"
+        assert types(records)[-1] == "session.execution.succeeded"
+
+
+# --- 3. interruption ----------------------------------------------------------------------------------------
+
+
+async def test_interrupt_mid_stream_keeps_partial_text_and_pending_input(tmp_path):
+    gate = Gate()
+    script = [llm.TextStart("t"), llm.TextDelta("t", "hel"), gate, llm.TextDelta("t", "lo"), llm.TextEnd("t"),
+              llm.Finish("stop", USAGE)]
+    async with harness(tmp_path, [script]) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        await reached(gate)
+        queued = await h.admit(sid, "later", "queue")
+        assert h.execution.active() == [sid]
+        with anyio.fail_after(TIMEOUT):
+            assert await h.execution.interrupt(sid) is True
+        records = await h.settled_log(sid)
+
+        assert of_type(records, "session.text.ended")[0]["text"] == "hel"
+        failed = of_type(records, "session.step.failed")
+        assert len(failed) == 1 and failed[0]["error"]["type"] == "aborted"
+        assert of_type(records, "session.execution.interrupted") == [{"sessionID": sid, "reason": "user"}]
+        assert types(records)[-1] == "session.execution.interrupted"
+        assert [p.id for p in await h.rt.sessions.pending(sid)] == [queued]
+        assistant = [m for m in await h.messages(sid) if m["type"] == "assistant"][0]
+        assert assistant["content"][0]["text"] == "hel" and assistant["error"]["type"] == "aborted"
+        assert h.execution.active() == [] and len(h.drains) == 1, "the interrupted wake started nothing more"
+        # interrupting an idle session is a no-op
+        assert await h.execution.interrupt(sid) is False
+        assert await h.log(sid) == records or len(await h.log(sid)) == len(records)
+
+
+async def test_interrupt_mid_tool_fails_unsettled_calls_as_aborted(tmp_path):
+    slow, echo = SlowTool(), EchoTool()
+    script = [llm.ToolCall("c1", "echo", {}), llm.ToolCall("c2", "slow", {}), llm.Finish("tool-calls", USAGE)]
+    async with harness(tmp_path, [script], tools=[slow, echo]) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        with anyio.fail_after(TIMEOUT):
+            await slow.started.wait()
+        queued = await h.admit(sid, "queued", "queue")
+        with anyio.fail_after(TIMEOUT):
+            assert await h.execution.interrupt(sid) is True
+        records = await h.settled_log(sid)
+
+        assert slow.cancelled
+        assert [d["callID"] for d in of_type(records, "session.tool.called")] == ["c1", "c2"]
+        assert [d["callID"] for d in of_type(records, "session.tool.success")] == ["c1"]
+        failed = of_type(records, "session.tool.failed")
+        assert [(d["callID"], d["error"]["type"]) for d in failed] == [("c2", "aborted")]
+        assert index(records, "session.tool.failed", callID="c2") < index(records, "session.step.failed")
+        assert of_type(records, "session.step.failed")[0]["error"]["type"] == "aborted"
+        assert of_type(records, "session.execution.interrupted") == [{"sessionID": sid, "reason": "user"}]
+        assert [p.id for p in await h.rt.sessions.pending(sid)] == [queued]
+        assert len(h.provider.requests) == 1
+        assert await h.execution.interrupt(sid) is False
+
+
+async def test_interrupt_idle_session_is_a_noop(tmp_path):
+    async with harness(tmp_path) as h:
+        sid = await h.session()
+        assert await h.execution.interrupt(sid) is False
+        await h.admit(sid, "parked", resume=False)
+        assert await h.execution.interrupt(sid) is False
+        assert await h.log(sid) and of_type(await h.log(sid), "session.execution.interrupted") == []
+
+
+# --- 4. coalesced wakes --------------------------------------------------------------------------------------
+
+
+async def test_many_admits_while_a_step_is_held_coalesce_into_one_follow_up(tmp_path):
+    gate = Gate()
+    scripts = [[gate, *text("first")], text("second")]
+    async with harness(tmp_path, scripts) as h:
+        sid = await h.session()
+        await h.admit(sid, "p0")
+        await reached(gate)
+        for i in range(5):
+            await h.admit(sid, f"s{i}")
+        gate.open()
+        records = await h.settled_log(sid)
+
+        assert h.drains == [(sid, False), (sid, False)], "one drain, then exactly one coalesced follow-up"
+        assert len(of_type(records, "session.execution.started")) == 1
+        assert len(h.provider.requests) == 2
+        assert user_texts(h.provider.requests[1]) == ["p0", "s0", "s1", "s2", "s3", "s4"]
+
+
+# --- 5. sessions run concurrently -----------------------------------------------------------------------------
+
+
+async def test_two_sessions_drain_in_parallel(tmp_path):
+    g1, g2 = Gate(), Gate()
+    scripts = [[g1, *text("one")], [g2, *text("two")]]
+    async with harness(tmp_path, scripts) as h:
+        a, b = await h.session(), await h.session()
+        await h.admit(a, "to a")
+        await h.admit(b, "to b")
+        # both are held inside their provider streams at the same time
+        await reached(g1)
+        await reached(g2)
+        assert sorted(h.execution.active()) == sorted([a, b])
+        g2.open()
+        g1.open()
+        for sid in (a, b):
+            records = await h.settled_log(sid)
+            assert types(records)[-1] == "session.execution.succeeded"
+            assistant = [m for m in await h.messages(sid) if m["type"] == "assistant"]
+            assert len(assistant) == 1 and assistant[0]["finish"] == "stop"
+        answers = {m["content"][0]["text"] for sid in (a, b) for m in await h.messages(sid)
+                   if m["type"] == "assistant"}
+        assert answers == {"one", "two"}
+
+
+# --- 6. retries ------------------------------------------------------------------------------------------------
+
+
+async def test_retry_schedule_exhausts_after_four_retries_with_the_original_error(tmp_path):
+    scripts = [
+        [RateLimitError("slow down", status=429, retry_after_ms=500)],   # shorter than the backoff
+        [ProviderInternalError("oops", status=500)],
+        [TransportError("reset")],
+        [RateLimitError("slow down more", status=429, retry_after_ms=30_000)],  # longer: stretches the wait
+        [TransportError("reset again")],
+    ]
+    async with harness(tmp_path, scripts) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        records = await h.settled_log(sid)
+
+        assert h.clock.sleeps == [2000, 4000, 8000, 30_000]
+        scheduled = of_type(records, "session.retry.scheduled")
+        assert [d["attempt"] for d in scheduled] == [2, 3, 4, 5]
+        assert [d["at"] for d in scheduled] == [NOW + 2000, NOW + 4000, NOW + 8000, NOW + 30_000]
+        assert [d["error"]["type"] for d in scheduled] == [
+            "provider.rate-limit", "provider.internal", "provider.transport", "provider.rate-limit"]
+        assert len({d["assistantMessageID"] for d in scheduled}) == 1
+        assert len(h.provider.requests) == 5
+        failed = of_type(records, "session.execution.failed")
+        assert len(failed) == 1 and failed[0]["error"]["type"] == "provider.rate-limit"
+        assert failed[0]["error"]["message"] == "slow down"
+        assert types(records)[-1] == "session.execution.failed"
+        assert not any(r.type == "session.step.started" for r in records)
+        # input was promoted once, not again on every attempt
+        assert len(of_type(records, "session.input.promoted")) == 1
+        assert all(user_texts(r) == ["p1"] for r in h.provider.requests)
+
+
+async def test_default_backoff_doubles_from_two_seconds(tmp_path):
+    scripts = [[TransportError("t")] for _ in range(5)]
+    async with harness(tmp_path, scripts) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        records = await h.settled_log(sid)
+        assert h.clock.sleeps == [2000, 4000, 8000, 16000]
+        assert [d["at"] - NOW for d in of_type(records, "session.retry.scheduled")] == [2000, 4000, 8000, 16000]
+        assert of_type(records, "session.execution.failed")[0]["error"]["type"] == "provider.transport"
+
+
+async def test_retry_then_success_reuses_the_assistant_message(tmp_path):
+    scripts = [[RateLimitError("busy", retry_after_ms=100)], text("finally")]
+    async with harness(tmp_path, scripts) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        records = await h.settled_log(sid)
+
+        scheduled = of_type(records, "session.retry.scheduled")
+        assert len(scheduled) == 1 and scheduled[0]["attempt"] == 2 and scheduled[0]["at"] == NOW + 2000
+        started = of_type(records, "session.step.started")
+        assert [d["assistantMessageID"] for d in started] == [scheduled[0]["assistantMessageID"]]
+        assert types(records)[-1] == "session.execution.succeeded"
+        assistant = [m for m in await h.messages(sid) if m["type"] == "assistant"]
+        assert len(assistant) == 1 and assistant[0]["id"] == scheduled[0]["assistantMessageID"]
+        assert assistant[0]["content"][0]["text"] == "finally" and "retry" not in assistant[0]
+        assert "error" not in assistant[0]
+
+
+async def test_no_retry_after_output(tmp_path):
+    script = [llm.TextStart("t"), llm.TextDelta("t", "partial "), TransportError("connection reset")]
+    async with harness(tmp_path, [script]) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        records = await h.settled_log(sid)
+
+        assert h.clock.sleeps == [] and of_type(records, "session.retry.scheduled") == []
+        assert len(h.provider.requests) == 1
+        step_failed = of_type(records, "session.step.failed")
+        assert len(step_failed) == 1 and step_failed[0]["error"]["type"] == "provider.transport"
+        assert of_type(records, "session.execution.failed")[0]["error"]["type"] == "provider.transport"
+        assistant = [m for m in await h.messages(sid) if m["type"] == "assistant"][0]
+        assert assistant["content"][0]["text"] == "partial " and assistant["error"]["type"] == "provider.transport"
+
+
+async def test_non_retryable_error_fails_at_once(tmp_path):
+    async with harness(tmp_path, [[AuthenticationError("bad key", status=401)]]) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        records = await h.settled_log(sid)
+
+        assert h.clock.sleeps == [] and of_type(records, "session.retry.scheduled") == []
+        assert len(h.provider.requests) == 1
+        failed = of_type(records, "session.execution.failed")
+        assert failed == [{"sessionID": sid, "error": {"type": "provider.auth", "message": "bad key", "status": 401}}]
+
+
+async def test_retry_consumes_the_step_allowance(tmp_path):
+    # steps: 2 — the first attempt is step 1, its retry is step 2 (the last step: no tools), and a second
+    # failure there is not retried because no allowance is left
+    scripts = [[TransportError("t1")], [TransportError("t2")]]
+    async with harness(tmp_path, scripts, tools=[EchoTool()], agent_steps=2) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        records = await h.settled_log(sid)
+        assert [r.tool_choice for r in h.provider.requests] == ["auto", "none"]
+        assert [d["attempt"] for d in of_type(records, "session.retry.scheduled")] == [2]
+        assert of_type(records, "session.execution.failed")[0]["error"]["message"] == "t1"
+
+
+# --- 7. content filter ---------------------------------------------------------------------------------------------
+
+
+async def test_content_filter_fails_the_step_and_keeps_partial_text(tmp_path):
+    script = [llm.TextStart("t"), llm.TextDelta("t", "Here is how"), llm.TextEnd("t"),
+              llm.Finish("content-filter", USAGE)]
+    async with harness(tmp_path, [script]) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        records = await h.settled_log(sid)
+
+        failed = of_type(records, "session.step.failed")
+        assert len(failed) == 1 and failed[0]["error"]["type"] == "provider.content-filter"
+        assert of_type(records, "session.step.ended") == []
+        assert of_type(records, "session.execution.failed")[0]["error"]["type"] == "provider.content-filter"
+        assert h.clock.sleeps == []
+        assistant = [m for m in await h.messages(sid) if m["type"] == "assistant"][0]
+        assert assistant["content"][0]["text"] == "Here is how"
+        assert assistant["finish"] == "error" and assistant["error"]["type"] == "provider.content-filter"
+
+
+# --- 8. orphan reconciliation ------------------------------------------------------------------------------------
+
+
+async def test_orphaned_tool_calls_fail_stale_and_never_rerun(tmp_path):
+    counter = EchoTool("counter")
+    async with harness(tmp_path, [text("carrying on")], tools=[counter]) as h:
+        sid = await h.session()
+        crashed = "msg_crashed_assistant_0001"
+        ids = {"sessionID": sid, "assistantMessageID": crashed}
+
+        def crash(tx):  # what a process that died mid-step leaves behind
+            tx.append(ev.StepStarted(**ids, agent="build", model=ModelRef(id="m", providerID="local")))
+            tx.append(ev.ToolInputStarted(**ids, callID="c1", name="counter"))
+            tx.append(ev.ToolCalled(**ids, callID="c1", name="counter", input={"n": 1}))
+            tx.append(ev.ToolInputStarted(**ids, callID="c2", name="counter"))  # still streaming its input
+
+        await h.rt.store.write(crash)
+        before = len(await h.log(sid))
+        p1 = await h.admit(sid, "continue please")
+        records = await h.settled_log(sid)
+        fresh = records[before:]
+
+        stale = of_type(fresh, "session.tool.failed")
+        assert [(d["callID"], d["assistantMessageID"], d["error"]["type"]) for d in stale] == [
+            ("c1", crashed, "tool.stale"), ("c2", crashed, "tool.stale")]
+        assert stale[0]["error"]["message"] == "Tool execution interrupted: counter"
+        assert index(fresh, "session.tool.failed", callID="c2") < index(fresh, "session.input.promoted",
+                                                                        inputID=p1)
+        assert counter.calls == [], "side effects are never replayed"
+        assert types(fresh)[-1] == "session.execution.succeeded"
+        messages = await h.messages(sid)
+        old = next(m for m in messages if m["id"] == crashed)
+        assert [p["state"]["status"] for p in old["content"]] == ["error", "error"]
+        assert "completed" in old["time"]
+        new = [m for m in messages if m["type"] == "assistant" and m["id"] != crashed]
+        assert len(new) == 1 and new[0]["content"][0]["text"] == "carrying on"
+        # the model sees the failed call paired with its error result
+        request = h.provider.requests[0]
+        results = [m for m in request.messages if isinstance(m, llm.ToolResultMessage)]
+        assert [(r.call_id, r.is_error) for r in results] == [("c1", True), ("c2", True)]
+
+
+# --- 10. usage ----------------------------------------------------------------------------------------------------
+
+
+async def test_usage_accumulates_across_steps_and_is_published_live(tmp_path):
+    echo = EchoTool()
+    scripts = [tool_call("c1", "echo", {}), text("done", usage=llm.Usage(100, 50, reasoning=10))]
+    async with harness(tmp_path, scripts, tools=[echo]) as h:
+        sid = await h.session()
+        with h.rt.store.live.subscribe() as sub:
+            await h.admit(sid, "p1")
+            records = await h.settled_log(sid)
+            expected_cost = ((10 * 1 + 5 * 2) + (100 * 1 + (50 + 10) * 2)) / 1_000_000
+            updates = []
+            with anyio.fail_after(TIMEOUT):
+                while len(updates) < 2:
+                    item = await sub.get()
+                    assert item is not None, "the live subscription was dropped"
+                    if item.type == "session.usage.updated" and item.aggregate_id == sid:
+                        updates.append(item.data.wire())
+
+        ended = of_type(records, "session.step.ended")
+        assert [d["cost"] for d in ended] == pytest.approx([20 / 1e6, 220 / 1e6])
+        assert updates[0]["cost"] == pytest.approx(20 / 1e6)
+        assert updates[1]["cost"] == pytest.approx(expected_cost)
+        assert updates[1]["tokens"] == {"input": 110, "output": 55, "reasoning": 10,
+                                        "cache": {"read": 0, "write": 0}}
+        info = await h.rt.sessions.get(sid)
+        assert info.cost == pytest.approx(expected_cost)
+        assert info.tokens.wire() == updates[1]["tokens"]
