@@ -32,6 +32,11 @@ class StreamScript:
     frames: list[str]
     drop_after: int | None = None
     done: bool = True
+    # with hold_after=N the answer pauses after N frames: `held` is set, and it resumes when `release` is set
+    # (or ends when the client goes away)
+    hold_after: int | None = None
+    held: threading.Event = field(default_factory=threading.Event)
+    release: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -104,6 +109,7 @@ def completion(
     drop_after: int | None = None,
     done: bool = True,
     model: str = DEFAULT_MODEL,
+    hold_after: int | None = None,
 ) -> StreamScript:
     """A streamed completion: one chunk per delta, a finish chunk, then (OpenAI style) a separate
     usage chunk with no choices."""
@@ -116,7 +122,7 @@ def completion(
         chunks.append(chunk({}, finish_reason=finish_reason, model=model))
     if usage is not None:
         chunks.append(chunk(usage=usage, model=model, with_choice=False))
-    return StreamScript([json.dumps(c) for c in chunks], drop_after=drop_after, done=done)
+    return StreamScript([json.dumps(c) for c in chunks], drop_after=drop_after, done=done, hold_after=hold_after)
 
 
 def raw_stream(*frames: str, drop_after: int | None = None, done: bool = True) -> StreamScript:
@@ -308,6 +314,28 @@ class _ScriptedAnswer:
         while (await receive())["type"] != "http.disconnect":
             pass
 
+    async def _hold(self, receive: Any) -> bool:
+        """Pause until released (True) or until the client disconnects (False)."""
+        assert isinstance(self.script, StreamScript)
+        script = self.script
+        script.held.set()
+        released = False
+        async with anyio.create_task_group() as tg:
+            async def wait_release() -> None:
+                nonlocal released
+                await anyio.to_thread.run_sync(script.release.wait, abandon_on_cancel=True)
+                released = True
+                tg.cancel_scope.cancel()
+
+            async def wait_disconnect() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(wait_release)
+            tg.start_soon(wait_disconnect)
+        return released
+
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         script = self.script
         if isinstance(script, DropScript):
@@ -321,6 +349,8 @@ class _ScriptedAnswer:
             }
         )
         for sent, frame in enumerate(script.frames):
+            if script.hold_after is not None and sent == script.hold_after and not await self._hold(receive):
+                return
             if script.drop_after is not None and sent >= script.drop_after:
                 await self._drop(scope, receive)
                 return

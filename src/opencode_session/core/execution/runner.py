@@ -154,9 +154,8 @@ class Runner:
                 if m["type"] in ("user", "synthetic"):
                     return True
                 if m["type"] == "assistant":
-                    return m.get("finish") == "tool-calls" or (
-                        m.get("error", {}).get("type") in ("aborted", "tool.stale")
-                        and any(p["type"] == "tool" for p in m["content"]))
+                    # unanswered tool results, or a step an interruption cut short
+                    return m.get("finish") == "tool-calls" or (m.get("error") or {}).get("type") == "aborted"
             return False
 
         return await self._read(_q)
