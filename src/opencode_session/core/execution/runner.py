@@ -17,6 +17,7 @@ from ...schema.session import SessionV2Info
 from ..agents import Agent, AgentNotFoundError, resolve_agent
 from ..config import Config, load_config
 from ..instructions.checkpoint import CheckpointPreparer, InstructionsBlocked
+from ..instructions.nearby import NearbyInstructions
 from ..llm import model as llm
 from ..llm.catalog import provider_for, resolve_model
 from ..llm.errors import ProviderError
@@ -231,7 +232,8 @@ def make_drain_factory(
 
     def factory(runtime: Any) -> Callable[[str, bool], Any]:
         deps = RunnerDeps(store=runtime.store, env=runtime.options.env,
-                          instructions=CheckpointPreparer(runtime.store, runtime.options.env))
+                          instructions=CheckpointPreparer(runtime.store, runtime.options.env),
+                          on_read=NearbyInstructions(runtime.store).hook)
         if tools is not None:
             deps.tools = tools
         if provider is not None:
