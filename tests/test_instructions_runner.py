@@ -199,3 +199,35 @@ async def test_nearby_agents_md_is_injected_once_after_a_read(tmp_path):
         assert synthetic[0].metadata == {"instruction": {"paths": [str(rt.project / "pkg" / "AGENTS.md")]}}
         last = rt.provider.requests[-1]
         assert any(isinstance(m, llm.UserMessage) and "Package rules." in m.parts[0].text for m in last.messages)
+
+
+def _write_skill(root: Path, name: str, description: str, body: str) -> None:
+    folder = root / ".opencode" / "skill" / name
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\n{body}\n")
+
+
+async def test_skill_guidance_lists_permitted_skills_and_bodies_load_only_through_the_tool(tmp_path):
+    async with harness(tmp_path) as rt:
+        _write_skill(rt.project, "deploy", "Ship a release", "SECRET-DEPLOY-STEPS")
+        _write_skill(rt.project, "wipe", "Dangerous cleanup", "SECRET-WIPE-STEPS")
+        cfg = tmp_path / "config" / "opencode" / "opencode.json"
+        config = json.loads(cfg.read_text())
+        config["agent"] = {"careful": {"permission": {"skill": {"wipe": "deny"}}}}
+        cfg.write_text(json.dumps(config))
+        sid = (await rt.sessions.create(agent="careful")).id
+        rt.provider.push(tool_call("s1", "skill", {"name": "deploy"}), tool_call("s2", "skill", {"name": "wipe"}),
+                         text("ok"), text("ok"))
+        await _prompt(rt, sid, "deploy it")
+        baseline = rt.provider.requests[0].system[-1]
+        assert "<available_skills>" in baseline and "deploy" in baseline and "Ship a release" in baseline
+        assert "wipe" not in baseline and "SECRET" not in baseline
+        tools = {p.id: p.state for m in await rt.sessions.context(sid) if m.type == "assistant"
+                 for p in m.content if p.type == "tool"}
+        assert "SECRET-DEPLOY-STEPS" in tools["s1"].content[0].text
+        assert tools["s2"].status == "error" and "SECRET" not in tools["s2"].error.message
+        await rt.sessions.switch_agent(sid, "build")  # build may use every skill: the guidance changes
+        await _prompt(rt, sid, "again")
+        [update] = _updates(rt.provider.requests[-1])
+        assert "wipe" in update and "deploy" in update
+        assert rt.provider.requests[-1].system[-1] == baseline  # the switch updates; the baseline stays

@@ -446,7 +446,7 @@ async def test_settle_bounds_joined_text_and_keeps_file_parts(ctx: ToolContext):
 def test_definitions_follow_registration_order_filter_and_are_copies():
     registry = default_registry()
 
-    assert [d.name for d in registry.definitions()] == ["read", "glob"]
+    assert [d.name for d in registry.definitions()] == ["read", "glob", "skill"]
     assert [d.name for d in registry.definitions(["glob", "nonexistent"])] == ["glob"]
     definition = registry.definitions(["read"])[0]
     definition.parameters["required"].append("mutated")

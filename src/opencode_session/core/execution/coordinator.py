@@ -124,7 +124,23 @@ class SessionExecution:
         ex = _Execution(session_id, force=force)
         self._running[session_id] = ex
         ex.task = asyncio.create_task(self._run(ex), name=f"session-execution:{session_id}")
+        # a task cancelled before its first step never runs `_run` (nor its finally): release it here then
+        ex.task.add_done_callback(lambda _task: self._release(ex))
         return ex
+
+    def _release(self, ex: _Execution) -> None:
+        """End the busy period's local ownership once (idempotent); start a successor woken during clean-up."""
+        if ex.done.is_set():
+            return
+        sid = ex.session_id
+        if ex.outcome is None:
+            ex.outcome = "interrupted"
+        if self._running.get(sid) is ex:
+            del self._running[sid]
+        ex.done.set()
+        if sid in self._successor and not self._closed:
+            self._successor.discard(sid)
+            self._start(sid, force=False)
 
     async def _publish(self, data, hook=None) -> None:
         def _write(tx: Tx) -> None:
@@ -166,9 +182,4 @@ class SessionExecution:
             except Exception:
                 log.exception("could not record the end of session %s's execution", sid)
         finally:
-            if self._running.get(sid) is ex:
-                del self._running[sid]
-            ex.done.set()
-            if sid in self._successor and not self._closed:
-                self._successor.discard(sid)
-                self._start(sid, force=False)
+            self._release(ex)

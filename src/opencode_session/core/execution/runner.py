@@ -14,7 +14,7 @@ from ...schema import events as ev
 from ...schema.common import ModelRef, SessionErrorInfo
 from ...schema.ids import message_id
 from ...schema.session import SessionV2Info
-from ..agents import Agent, AgentNotFoundError, resolve_agent
+from ..agents import BUILD_PROMPT, Agent, AgentNotFoundError, resolve_agent
 from ..config import Config, load_config
 from ..instructions.checkpoint import CheckpointPreparer, InstructionsBlocked
 from ..instructions.nearby import NearbyInstructions
@@ -180,7 +180,8 @@ class Runner:
         tools = [] if last_step else [llm.ToolSpec(d.name, d.description, d.parameters)
                                       for d in self.deps.tools.definitions()]
         request = llm.LLMRequest(
-            model=resolved, system=[s for s in (b.agent.prompt, baseline) if s], messages=messages, tools=tools,
+            model=resolved, system=[s for s in (b.agent.prompt or BUILD_PROMPT, baseline) if s], messages=messages,
+            tools=tools,
             tool_choice="none" if last_step else "auto", max_output_tokens=resolved.output_limit,
             prompt_cache_key=session_id,
         )
@@ -189,7 +190,7 @@ class Runner:
             store=self.deps.store, session_id=session_id, assistant_id=assistant_id, agent=b.agent.name,
             model_ref=model_ref, resolved=resolved, provider=self.deps.provider_for(resolved), request=request,
             tools=self.deps.tools, tools_enabled=not last_step, directory=b.location.directory,
-            project_root=b.location.project_root, on_read=on_read,
+            project_root=b.location.project_root, on_read=on_read, env=self.deps.env,
         )
         outcome = await Step(ctx).run()
         return outcome, outcome.error, assistant_id

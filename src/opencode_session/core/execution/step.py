@@ -4,7 +4,7 @@ tools with serialized settlement, and exactly one terminal step event."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,7 @@ class StepContext:
     directory: Path
     project_root: Path
     on_read: Callable[[Path], Awaitable[None]] | None = None
+    env: Mapping[str, str] | None = None
 
 
 @dataclass
@@ -120,6 +121,11 @@ class Step:
             await self._settle()
         except asyncio.CancelledError:
             await _shielded(self._abort())
+            raise
+        except Exception as defect:
+            # a defect (e.g. an adapter bug) must not leave local tools running or the step without a terminal
+            error = SessionErrorInfo(type="unknown", message=f"{type(defect).__name__}: {defect}")
+            await _shielded(self._abort(error))
             raise
         return self.outcome
 
@@ -214,7 +220,8 @@ class Step:
     async def _execute(self, record: _Call, tool_input: dict[str, Any]) -> None:
         c = self.ctx
         tool_ctx = ToolContext(session_id=c.session_id, message_id=c.assistant_id, call_id=record.call_id,
-                               agent=c.agent, directory=c.directory, project_root=c.project_root, on_read=c.on_read)
+                               agent=c.agent, directory=c.directory, project_root=c.project_root, on_read=c.on_read,
+                               env=c.env)
         settlement = await c.tools.settle(record.name, tool_input, tool_ctx)
         # bounding is done; publishing the one settlement must not be torn by an interrupt
         await _shielded(self._publish_settlement(record, settlement))
@@ -266,7 +273,7 @@ class Step:
         else:
             await self._append(ev.StepEnded(**ids, finish=self.outcome.finish or "other", cost=cost, tokens=tokens))
 
-    async def _abort(self) -> None:
+    async def _abort(self, step_error: SessionErrorInfo | None = None) -> None:
         for record in self.calls.values():
             if record.task is not None and not record.task.done():
                 record.task.cancel()
@@ -274,5 +281,5 @@ class Step:
         await self._close_open_blocks()
         await self._fail_unsettled(SessionErrorInfo(type="aborted", message=INTERRUPTED_TOOL))
         if self.outcome.started:
-            self.outcome.failure = SessionErrorInfo(type="aborted", message=INTERRUPTED_STEP)
+            self.outcome.failure = step_error or SessionErrorInfo(type="aborted", message=INTERRUPTED_STEP)
             await self._append(ev.StepFailed(**self._ids(), error=self.outcome.failure))

@@ -17,7 +17,15 @@ from ..store.db import Store, Tx
 from . import algebra
 from .discovery import discovery_source, project_config_disabled
 from .entries import load_entries
-from .sources import config_instructions_source, date_source, entry_sources, environment_source, skill_guidance_source
+from ..skills import discover_skills, permitted_skills, skill_roots
+from .sources import (
+    SkillInfo,
+    config_instructions_source,
+    date_source,
+    entry_sources,
+    environment_source,
+    skill_guidance_source,
+)
 
 
 class InstructionsBlocked(Exception):
@@ -44,6 +52,12 @@ async def compose(boundary: Any, store: Store, env: Mapping[str, str], today: Ca
         results["config"] = await config_instructions_source(patterns, loc.project_root) if patterns \
             else algebra.EMPTY
 
+    async def _skills() -> None:
+        roots = skill_roots(global_config_dir(env), loc.project_root, loc.directory, not project_config_disabled(env))
+        skills = await anyio.to_thread.run_sync(discover_skills, roots)
+        permitted = permitted_skills(boundary.agent, skills)
+        results["skills"] = skill_guidance_source([SkillInfo(s.name, s.description) for s in permitted])
+
     async def _entries() -> None:
         entries = await store.read(lambda conn: load_entries(conn, boundary.session.id))
         results["entries"] = entry_sources(entries)
@@ -51,13 +65,14 @@ async def compose(boundary: Any, store: Store, env: Mapping[str, str], today: Ca
     async with anyio.create_task_group() as tg:
         tg.start_soon(_discovery)
         tg.start_soon(_configured)
+        tg.start_soon(_skills)
         tg.start_soon(_entries)
     return algebra.combine(
         environment_source(loc.directory, loc.project_root, loc.is_git, platform),
         date_source(today),
         results["discovery"],
         results["config"],
-        skill_guidance_source([]),
+        results["skills"],
         results["entries"],
     )
 

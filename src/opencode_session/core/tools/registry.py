@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 from opencode_session.schema.common import SessionErrorInfo
 from opencode_session.schema.message import ToolTextContent
 
-from .builtin import GlobTool, ReadTool
+from .builtin import GlobTool, ReadTool, SkillTool
 from .output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, bound_text
 from .tool import Tool, ToolContext, ToolFailure, ToolOutput
 
@@ -139,4 +139,5 @@ def default_registry() -> ToolRegistry:
     registry = ToolRegistry()
     registry.register(ReadTool())
     registry.register(GlobTool())
+    registry.register(SkillTool())
     return registry

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
+from typing import Any, Awaitable, Callable, Mapping, Protocol, runtime_checkable
 
 from opencode_session.schema.message import ToolContent, ToolTextContent
 
@@ -21,6 +21,7 @@ class ToolContext:
     directory: Path
     project_root: Path
     on_read: Callable[[Path], Awaitable[None]] | None = None
+    env: Mapping[str, str] | None = None  # the runtime's environment (config lookups); None: os.environ
 
     def resolve(self, raw: str) -> Path:
         """An absolute, normalised path; relative input is taken against the Location directory.

@@ -2,5 +2,6 @@
 
 from .glob import GlobTool
 from .read import ReadTool
+from .skill import SkillTool
 
-__all__ = ["GlobTool", "ReadTool"]
+__all__ = ["GlobTool", "ReadTool", "SkillTool"]

@@ -1,0 +1,87 @@
+"""Skills: `SKILL.md` folders discovered globally and in the project, filtered by the selected agent's `skill`
+permission, listed to the model by name and description, and loaded in full only through the `skill` tool."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .agents import Agent
+
+SKILL_FILE = "SKILL.md"
+_FRONTMATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n?(.*)\Z", re.S)
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str | None
+    path: Path
+    body: str
+
+
+def _parse(path: Path) -> Skill | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    meta: dict[str, str] = {}
+    body = text
+    match = _FRONTMATTER.match(text)
+    if match:
+        body = match.group(2)
+        for line in match.group(1).splitlines():
+            key, sep, value = line.partition(":")
+            if sep:
+                meta[key.strip()] = value.strip().strip("\"'")
+    name = meta.get("name") or path.parent.name
+    return Skill(name=name, description=meta.get("description") or None, path=path, body=body.strip())
+
+
+def skill_roots(global_config_dir: Path, project_root: Path, directory: Path, include_project: bool) -> list[Path]:
+    roots = [global_config_dir / "skill", global_config_dir / "skills"]
+    if include_project:
+        current = directory
+        chain = []
+        while True:
+            chain.append(current)
+            if current == project_root or current.parent == current:
+                break
+            current = current.parent
+        for folder in reversed(chain):
+            roots += [folder / ".opencode" / "skill", folder / ".opencode" / "skills"]
+    return roots
+
+
+def discover_skills(roots: list[Path]) -> list[Skill]:
+    """Every `<root>/<name>/SKILL.md`; a later root overrides an earlier skill of the same name."""
+    found: dict[str, Skill] = {}
+    for root in roots:
+        if not root.is_dir():
+            continue
+        for path in sorted(root.glob(f"*/{SKILL_FILE}")):
+            skill = _parse(path)
+            if skill is not None:
+                found[skill.name] = skill
+    return sorted(found.values(), key=lambda s: s.name)
+
+
+def skill_action(agent: Agent, name: str) -> str:
+    """"allow", "deny" or "ask" for one skill under the agent's `permission.skill` rule (last match wins)."""
+    permission: Any = agent.permission if isinstance(agent.permission, dict) else {}
+    rule = permission.get("skill", "allow")
+    if isinstance(rule, str):
+        return rule
+    action = "allow"
+    if isinstance(rule, dict):
+        for pattern, value in rule.items():
+            if fnmatch.fnmatchcase(name, pattern):
+                action = str(value)
+    return action
+
+
+def permitted_skills(agent: Agent, skills: list[Skill]) -> list[Skill]:
+    return [s for s in skills if skill_action(agent, s.name) != "deny"]
