@@ -138,7 +138,9 @@ class Runner:
                     await self.deps.clock.sleep_ms(delay)
                     retry = (assistant_id, retries + 1, original)
                     continue
-                failure = original.to_session_error() if retry else (outcome.failure or error.to_session_error())
+                exhausted = retry is not None and error.retryable and not outcome.started
+                # exhausted retries report the original failure; any other ending reports what actually happened
+                failure = original.to_session_error() if exhausted else (outcome.failure or error.to_session_error())
                 raise DrainFailure(failure)
             retry = None
             if outcome.failure is not None:

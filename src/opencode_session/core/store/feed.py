@@ -73,7 +73,7 @@ class LiveSubscription:
             return False
 
     async def get(self) -> Any:
-        """The next item, or None once this subscription was dropped or closed and is drained."""
+        """The next item, or None once this subscription was dropped (fell behind) or closed."""
         if self.dropped or self.closed:
             return None
         item = await self._queue.get()
