@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+from pydantic import TypeAdapter, ValidationError
 
 from ..core.location import resolve_location
 from ..core.runtime import Runtime
 from ..schema.errors import InvalidRequestError, ServiceUnavailableError
 from ..schema.events import EventRecord, LogSynced, ServerConnected
-from ..schema.ids import event_id
+from ..schema.ids import WorkspaceID, event_id
 from ..schema.session import SessionActive
 from ..core.store.db import now_ms
 from .sse import frame
@@ -43,24 +44,56 @@ async def health(rt: Runtime, call: Call) -> Any:
     return {"healthy": True}
 
 
+_WORKSPACE_ID: TypeAdapter[str] = TypeAdapter(WorkspaceID)
+
+
+def _require_usable_path(directory: str, where: str, field: str) -> None:
+    """A directory that cannot even be looked up (a NUL byte, a name too long, `~nosuchuser`) is a bad request,
+    not a 500.
+
+    Resolving and probing it here, where the request is still in hand, keeps core's path handling unchanged.
+    """
+    try:
+        resolve_location(directory).directory.is_dir()
+    except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: pathlib's expanduser of an unknown ~user
+        raise InvalidRequestError(f"Invalid {where}: {field}: unusable directory path ({type(exc).__name__})",
+                                  kind=where, field=field) from None
+
+
 @op("v2.location.get")
 async def location_get(rt: Runtime, call: Call) -> Any:
     selector = call.query.location if call.query is not None else None
+    if selector is not None and selector.workspace is not None:
+        # The wire contract (like the reference) types `location[workspace]` as any string, but the answer's
+        # `workspaceID` must be a workspace ID: reject other values here instead of failing to encode the answer.
+        try:
+            _WORKSPACE_ID.validate_python(selector.workspace)
+        except ValidationError:
+            raise InvalidRequestError(f"Invalid query: location.workspace: not a workspace ID: {selector.workspace!r}",
+                                      kind="query", field="location.workspace") from None
     if selector is None or selector.directory is None:
         return rt.location.info()
+    _require_usable_path(selector.directory, "query", "location.directory")
     loc = resolve_location(selector.directory, selector.workspace)
     if not loc.directory.is_dir():
         raise InvalidRequestError(f"Location directory does not exist: {selector.directory}", field="location")
     return loc.info()
 
 
+# The session page size has no upper bound on the wire, but SQLite counts in signed 64 bits; no store holds this
+# many sessions, so any larger limit means the same page and is clamped instead of overflowing into a 500.
+_MAX_SESSION_LIMIT = 1 << 62
+
+
 @op("v2.session.list")
 async def session_list(rt: Runtime, call: Call) -> Any:
     q = call.query
     fields = q.model_fields_set
+    if q.directory is not None:
+        _require_usable_path(q.directory, "query", "directory")
     return await rt.sessions.list(
         cursor=q.cursor,
-        limit=q.limit if "limit" in fields else None,
+        limit=min(q.limit, _MAX_SESSION_LIMIT) if "limit" in fields else None,
         order=q.order, search=q.search, directory=q.directory, project=q.project, subpath=q.subpath,
         workspace=q.workspace,
     )
@@ -69,6 +102,8 @@ async def session_list(rt: Runtime, call: Call) -> Any:
 @op("v2.session.create")
 async def session_create(rt: Runtime, call: Call) -> Any:
     b = call.body
+    if b.location is not None:
+        _require_usable_path(b.location.directory, "body", "location.directory")
     return await rt.sessions.create(id=b.id, agent=b.agent, model=b.model, location=b.location)
 
 
@@ -158,13 +193,13 @@ async def entry_remove(rt: Runtime, call: Call) -> Any:
     await rt.entries.remove(call.path.sessionID, call.path.key)
 
 
-def _durable_frames(records: AsyncIterator[EventRecord | LogSynced]) -> AsyncIterator[bytes]:
+def _durable_frames(batches: AsyncIterator[list[EventRecord | LogSynced]]) -> AsyncIterator[bytes]:
     async def gen() -> AsyncIterator[bytes]:
         try:
-            async for item in records:
-                yield frame(item.wire(), id=item.seq)
+            async for batch in batches:
+                yield b"".join(frame(item.wire(), id=item.seq) for item in batch)
         finally:
-            await records.aclose()  # type: ignore[attr-defined]
+            await batches.aclose()  # type: ignore[attr-defined]
 
     return gen()
 
@@ -172,14 +207,14 @@ def _durable_frames(records: AsyncIterator[EventRecord | LogSynced]) -> AsyncIte
 @op("v2.session.events")
 async def session_events(rt: Runtime, call: Call) -> Any:
     after = call.query.after if call.query.after is not None else -1
-    return _durable_frames(await rt.sessions.log(call.path.sessionID, after, follow=True, synced=False))
+    return _durable_frames(await rt.sessions.log_batches(call.path.sessionID, after, follow=True, synced=False))
 
 
 @op("v2.session.log")
 async def session_log(rt: Runtime, call: Call) -> Any:
     after = call.query.after if call.query.after is not None else -1
     follow = bool(call.query.follow) if call.query.follow is not None else False
-    return _durable_frames(await rt.sessions.log(call.path.sessionID, after, follow=follow, synced=True))
+    return _durable_frames(await rt.sessions.log_batches(call.path.sessionID, after, follow=follow, synced=True))
 
 
 @op("v2.event.subscribe")

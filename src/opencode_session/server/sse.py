@@ -19,6 +19,7 @@ HEADERS = [
     (b"x-content-type-options", b"nosniff"),
 ]
 HEARTBEAT = b": heartbeat\n\n"
+MAX_BATCH_BYTES = 64 * 1024
 
 
 def frame(data: Any, *, id: int | str | None = None, event: str | None = None) -> bytes:
@@ -44,7 +45,7 @@ class SSEResponse:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
         disconnected = False
-        send_frames, recv_frames = anyio.create_memory_object_stream[bytes | None](16)
+        send_frames, recv_frames = anyio.create_memory_object_stream[bytes | None](256)
 
         async def produce() -> None:
             try:
@@ -74,13 +75,27 @@ class SSEResponse:
                 tg.start_soon(watch_disconnect)
                 tg.start_soon(watch_shutdown)
                 async with recv_frames:
-                    while True:
+                    ended = False
+                    while not ended:
                         chunk: bytes | None = HEARTBEAT
                         with anyio.move_on_after(self.heartbeat):
                             chunk = await recv_frames.receive()
                         if chunk is None:
                             break
-                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                        # coalesce frames that are already waiting into one write (replays arrive in bursts)
+                        batch = [chunk]
+                        size = len(chunk)
+                        while size < MAX_BATCH_BYTES:
+                            try:
+                                more = recv_frames.receive_nowait()
+                            except anyio.WouldBlock:
+                                break
+                            if more is None:
+                                ended = True
+                                break
+                            batch.append(more)
+                            size += len(more)
+                        await send({"type": "http.response.body", "body": b"".join(batch), "more_body": True})
                 tg.cancel_scope.cancel()
         except OSError:
             disconnected = True  # the peer went away while we were writing

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...schema.common import ModelRef
+from ..session.history import HistoryEntry
 from ..llm.model import (
     AssistantMessage,
     FilePart,
@@ -32,22 +33,32 @@ def _tool_result_text(state: dict[str, Any]) -> str:
     return "\n".join(texts)
 
 
-def to_llm_messages(history: list[dict[str, Any]], current: ModelRef | None) -> list[LLMMessage]:
-    """Lower history; native continuation metadata survives only for an error-free assistant of the same
-    provider and model, otherwise reasoning becomes plain text."""
+def lower_message(message: dict[str, Any], current: ModelRef | None) -> list[LLMMessage]:
+    """One projected message as provider-neutral messages; native continuation metadata survives only for an
+    error-free assistant of the same provider and model, otherwise reasoning becomes plain text."""
+    kind = message["type"]
+    if kind == "user":
+        return [UserMessage(_user_parts(message))]
+    if kind == "synthetic":
+        return [UserMessage([TextPart(message["text"])])]
+    if kind == "system":
+        return [SystemUpdate(message["text"])]
+    if kind == "shell":
+        return [UserMessage([TextPart(f"Shell command: {message['command']}\n\n{message['output']}")])]
+    if kind == "assistant":
+        return _assistant(message, current)
+    return []  # agent/model switches are transcript facts, not model input
+
+
+def lower_entries(entries: list[HistoryEntry], current: ModelRef | None) -> list[LLMMessage]:
+    """The request messages for cached history entries, reusing each entry's lowering for the same model."""
+    key = ("lowered", current.providerID, current.id) if current is not None else ("lowered",)
     out: list[LLMMessage] = []
-    for message in history:
-        kind = message["type"]
-        if kind == "user":
-            out.append(UserMessage(_user_parts(message)))
-        elif kind == "synthetic":
-            out.append(UserMessage([TextPart(message["text"])]))
-        elif kind == "system":
-            out.append(SystemUpdate(message["text"]))
-        elif kind == "shell":
-            out.append(UserMessage([TextPart(f"Shell command: {message['command']}\n\n{message['output']}")]))
-        elif kind == "assistant":
-            out.extend(_assistant(message, current))
+    for entry in entries:
+        lowered = entry.derived.get(key)
+        if lowered is None:
+            lowered = entry.derived[key] = lower_message(entry.message, current)
+        out.extend(lowered)
     return out
 
 

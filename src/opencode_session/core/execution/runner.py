@@ -23,13 +23,13 @@ from ..llm.catalog import provider_for, resolve_model
 from ..llm.errors import ProviderError
 from ..location import Location, resolve_location
 from ..session import admission
-from ..session.history import active_history
+from ..session.history import HistoryCache, active_history
 from ..session.service import require_session
 from ..store.db import Store, Tx
 from ..tools.registry import ToolRegistry, default_registry
 from .clock import Clock
 from .coordinator import DrainFailure
-from .lowering import to_llm_messages
+from .lowering import lower_entries
 from .retry import may_retry, retry_delay_ms
 from .step import Step, StepContext
 
@@ -78,6 +78,7 @@ class RunnerDeps:
 class Runner:
     def __init__(self, deps: RunnerDeps) -> None:
         self.deps = deps
+        self.history = HistoryCache()
 
     # --- helpers ------------------------------------------------------------------------------------
 
@@ -174,9 +175,9 @@ class Runner:
             raise DrainFailure(error.to_session_error()) from None
         model_ref = ModelRef(id=resolved.model_id, providerID=resolved.provider_id,
                              variant=ref.variant if ref else None)
-        history = await self._read(lambda conn: [json.loads(d) for d in active_history(conn, session_id)])
+        history = await self._read(lambda conn: self.history.load(conn, session_id))
         last_step = b.agent.steps is not None and step >= b.agent.steps
-        messages = to_llm_messages(history, model_ref)
+        messages = lower_entries(history, model_ref)
         if last_step:
             messages.append(llm.UserMessage([llm.TextPart(MAX_STEPS_NOTICE)]))
         tools = [] if last_step else [llm.ToolSpec(d.name, d.description, d.parameters)
@@ -205,7 +206,8 @@ class Runner:
 
         def _reconcile(tx: Tx) -> int:
             rows = tx.execute(
-                "SELECT data FROM session_message WHERE session_id = ? AND type = 'assistant'"
+                "SELECT data FROM session_message INDEXED BY session_message_open_assistant_idx"
+                " WHERE session_id = ? AND type = 'assistant'"
                 " AND json_extract(data, '$.time.completed') IS NULL ORDER BY seq", (session_id,)).fetchall()
             failed = 0
             for row in rows:

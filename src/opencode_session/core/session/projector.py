@@ -147,7 +147,8 @@ def load_message(tx: Tx, message_id: str) -> dict[str, Any] | None:
 
 def _save_message(tx: Tx, message: dict[str, Any], updated: int) -> None:
     tx.execute(
-        "UPDATE session_message SET data = ?, time_updated = ? WHERE id = ?", (_dump(message), updated, message["id"])
+        "UPDATE session_message SET data = ?, time_updated = ?, rev = rev + 1 WHERE id = ?",
+        (_dump(message), updated, message["id"]),
     )
 
 
@@ -206,8 +207,8 @@ def _assistant(tx: Tx, data: Any) -> dict[str, Any]:
 def _step_started(tx: Tx, record: EventRecord, data: ev.StepStarted) -> None:
     # an older incomplete assistant (an interrupted step) is closed when a new one starts
     for row in tx.execute(
-        "SELECT data FROM session_message WHERE session_id = ? AND type = 'assistant' AND id != ?"
-        " AND json_extract(data, '$.time.completed') IS NULL",
+        "SELECT data FROM session_message INDEXED BY session_message_open_assistant_idx"
+        " WHERE session_id = ? AND type = 'assistant' AND json_extract(data, '$.time.completed') IS NULL AND id != ?",
         (data.sessionID, data.assistantMessageID),
     ).fetchall():
         older = json.loads(row[0])
@@ -388,8 +389,8 @@ def _retry(tx: Tx, record: EventRecord, data: ev.RetryScheduled) -> None:
 @handles(ev.ExecutionSucceeded, ev.ExecutionFailed, ev.ExecutionInterrupted)
 def _execution_settled(tx: Tx, record: EventRecord, data: Any) -> None:
     for row in tx.execute(
-        "SELECT data FROM session_message WHERE session_id = ? AND type = 'assistant'"
-        " AND json_extract(data, '$.retry') IS NOT NULL",
+        "SELECT data FROM session_message INDEXED BY session_message_retry_idx"
+        " WHERE session_id = ? AND type = 'assistant' AND json_extract(data, '$.retry') IS NOT NULL",
         (data.sessionID,),
     ).fetchall():
         message = json.loads(row[0])

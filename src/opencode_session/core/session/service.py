@@ -276,6 +276,22 @@ class Sessions:
 
         The doorbell is subscribed before replay, so nothing committed between replay and waiting is lost.
         With `synced`, one `log.synced` marker follows the replay; without `follow` the stream ends there."""
+        batches = await self.log_batches(session_id, after, follow=follow, synced=synced)
+
+        async def flatten() -> AsyncIterator[EventRecord | LogSynced]:
+            try:
+                async for batch in batches:
+                    for item in batch:
+                        yield item
+            finally:
+                await batches.aclose()
+
+        return flatten()
+
+    async def log_batches(
+        self, session_id: str, after: int = -1, *, follow: bool = True, synced: bool = False
+    ) -> AsyncIterator[list[EventRecord | LogSynced]]:
+        """The same stream as `log`, one list per store page (what a transport can write in one go)."""
         bell = self.store.durable.subscribe(session_id)
         try:
             await self.require(session_id)
@@ -291,16 +307,17 @@ class Sessions:
             while True:
                 bell.clear()
                 batch = await self.store.events_after(session_id, last)
-                for record in batch:
-                    last = record.seq
-                    if record.definition.public:
-                        yield record
+                if batch:
+                    last = batch[-1].seq
+                    public = [record for record in batch if record.definition.public]
+                    if public:
+                        yield public
                 if len(batch) == 100:
                     continue
                 if replaying:
                     replaying = False
                     if synced:
-                        yield LogSynced(aggregateID=session_id, seq=last if last >= 0 else None)
+                        yield [LogSynced(aggregateID=session_id, seq=last if last >= 0 else None)]
                     if not follow:
                         return
                 await bell.wait()

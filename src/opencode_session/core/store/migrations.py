@@ -80,6 +80,16 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (session_id, key)
     );
     """,
+    # 4: message revisions (incremental history reads) and partial indexes for open/retrying assistants
+    """
+    ALTER TABLE session_message ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX session_message_history_idx ON session_message (session_id, seq, type, id, rev);
+    CREATE INDEX session_message_updated_idx ON session_message (session_id, time_updated);
+    CREATE INDEX session_message_open_assistant_idx ON session_message (session_id)
+        WHERE type = 'assistant' AND json_extract(data, '$.time.completed') IS NULL;
+    CREATE INDEX session_message_retry_idx ON session_message (session_id)
+        WHERE type = 'assistant' AND json_extract(data, '$.retry') IS NOT NULL;
+    """,
 ]
 
 

@@ -1,0 +1,79 @@
+"""Shared helpers for the benchmarks: temp dirs, the isolated config, medians and a small table printer.
+
+Not a benchmark itself (run.py only picks up `bench_*.py`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT / "src") not in sys.path:
+    sys.path.insert(0, str(ROOT / "src"))  # harmless with the editable install; helps a bare checkout
+
+# The one model the runtime resolves; the URL is never dialled (the benchmarks inject their own provider).
+CONFIG: dict[str, Any] = {
+    "model": "local/m",
+    "provider": {"local": {
+        "npm": "@ai-sdk/openai-compatible",
+        "options": {"baseURL": "http://127.0.0.1:9/v1", "apiKey": "x"},
+        "models": {"m": {}},
+    }},
+}
+
+
+@contextmanager
+def workspace(prefix: str) -> Iterator[dict[str, Any]]:
+    """A fresh temp dir with `db` (SQLite file path), `workdir` and an isolated `env` (config, home, data).
+
+    BENCH_TMPDIR chooses the parent directory (default: the system temp dir); put it on the disk you care about,
+    since durable-append numbers are bounded by that file system's fsync."""
+    with tempfile.TemporaryDirectory(prefix=prefix, dir=os.environ.get("BENCH_TMPDIR")) as tmp:
+        root = Path(tmp)
+        cfg = root / "config" / "opencode"
+        cfg.mkdir(parents=True)
+        (cfg / "opencode.json").write_text(json.dumps(CONFIG))
+        (root / "home").mkdir()
+        (root / "data").mkdir()
+        workdir = root / "work"
+        workdir.mkdir()
+        env = {"XDG_CONFIG_HOME": str(root / "config"), "HOME": str(root / "home"),
+               "XDG_DATA_HOME": str(root / "data")}
+        yield {"root": root, "db": root / "db.sqlite", "workdir": workdir, "env": env}
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def spread(xs: list[float]) -> str:
+    """min..max, to show how noisy the repetitions were."""
+    return f"{min(xs):,.0f}..{max(xs):,.0f}" if max(xs) >= 100 else f"{min(xs):.3f}..{max(xs):.3f}"
+
+
+def table(headers: list[str], rows: list[list[Any]]) -> str:
+    cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = []
+    for n, row in enumerate(cells):
+        lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))))
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def machine() -> dict[str, Any]:
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
+            "tmp": os.environ.get("BENCH_TMPDIR") or tempfile.gettempdir()}
+
+
+def emit(name: str, results: dict[str, Any]) -> None:
+    """The machine-readable last line of every benchmark."""
+    print(json.dumps({"bench": name, "machine": machine(), **results}, separators=(",", ":")), flush=True)
