@@ -59,14 +59,11 @@ class SessionExecution:
         """Sessions with a foreground drain owned by this process right now."""
         return [sid for sid, ex in self._running.items() if ex.task is not None and not ex.task.done()]
 
-    def is_active(self, session_id: str) -> bool:
-        return session_id in self.active()
-
     # --- doorbells --------------------------------------------------------------------------------------
 
     def wake(self, session_id: str, force: bool = False) -> None:
-        """Advisory: start a drain, or ask the running one for one more pass. A forced drain runs even with
-        no pending input (explicit resume, restart continuation)."""
+        """Advisory: start a drain, or ask the running one for one more pass. `force` is an explicit resume: it
+        joins an active execution or starts a drain that runs even with no pending input (restart continuation)."""
         if self._closed:
             return
         ex = self._running.get(session_id)
@@ -78,19 +75,6 @@ class SessionExecution:
                 ex.force = ex.force or force
             return
         self._start(session_id, force=force)
-
-    async def resume(self, session_id: str) -> str:
-        """Join the active execution or start a forced drain; returns its outcome."""
-        ex = self._running.get(session_id)
-        if ex is None or ex.stopping is not None:
-            if ex is not None:
-                await ex.done.wait()
-            ex = self._running.get(session_id) or self._start(session_id, force=True)
-        else:
-            ex.pending_wake = True
-            ex.force = True
-        await ex.done.wait()
-        return ex.outcome or "succeeded"
 
     async def interrupt(self, session_id: str, reason: InterruptReason = "user") -> bool:
         """Stop locally owned execution; pending input stays pending. Idle is a no-op returning False."""
