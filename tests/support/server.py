@@ -37,13 +37,15 @@ def isolated_env(root: Path, **extra: str) -> dict[str, str]:
 
 
 def start_server(root: Path, *, env: dict[str, str] | None = None, db: Path | None = None,
-                 workdir: Path | None = None, timeout: float = 30) -> ServerProcess:
-    """Run `ocs serve --port 0` and wait (on its output, not a timer) for the printed URL."""
+                 workdir: Path | None = None, timeout: float = 30, default_paths: bool = False) -> ServerProcess:
+    """Run `ocs serve --port 0` and wait (on its output, not a timer) for the printed URL. With `default_paths`
+    the server picks its own database and uses its working directory as the default Location."""
     env = env or isolated_env(root)
     db = db or root / "db.sqlite"
     workdir = workdir or root / "work"
     workdir.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([OCS, "serve", "--port", "0", "--db", str(db), "--directory", str(workdir)],
+    args = [] if default_paths else ["--db", str(db), "--directory", str(workdir)]
+    proc = subprocess.Popen([OCS, "serve", "--port", "0", *args],
                             cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str | None] = queue.Queue()
     stderr_lines: list[str] = []
