@@ -204,3 +204,30 @@ async def test_replay_rebuilds_identical_projections(tmp_path):
         await s.store.rebuild_projections(PROJECTION_TABLES)
         assert snapshot_projections(tmp_path / "db.sqlite") == before
         assert len(before["session_pending"]) == 1 and len(before["session_message"]) == 3
+
+
+async def test_store_is_durable_sqlite_and_event_messages_share_ids(tmp_path):
+    async with open_sessions(tmp_path) as s:
+        modes = await s.store.read(lambda conn: (conn.execute("PRAGMA journal_mode").fetchone()[0],
+                                                 conn.execute("PRAGMA synchronous").fetchone()[0]))
+        assert modes == ("wal", 2)  # 2 = FULL: a commit is on disk before it is acknowledged
+        sid = (await s.create()).id
+        await s.switch_agent(sid, "plan")
+        [event] = [e async for e in await s.log(sid, -1, follow=False)]
+        [message] = (await s.messages(sid))[0]
+        assert message.id == "msg_" + event.id.removeprefix("evt_")
+        stored = await s.store.read(lambda conn: conn.execute(
+            "SELECT type FROM event WHERE aggregate_id = ? ORDER BY seq", (sid,)).fetchall())
+        assert [r[0] for r in stored] == ["session.created.1", "session.agent.selected.1"]
+        info = await s.get(sid)
+        assert info.time.updated == event.created  # activity moves time.updated
+
+
+async def test_session_list_defaults_to_pages_of_fifty(tmp_path):
+    async with open_sessions(tmp_path) as s:
+        for _ in range(51):
+            await s.create()
+        page, links = await s.list()
+        assert len(page) == 50 and links.next is not None
+        rest, more = await s.list(cursor=links.next)
+        assert len(rest) == 1 and more.next is None

@@ -231,3 +231,33 @@ async def test_skill_guidance_lists_permitted_skills_and_bodies_load_only_throug
         [update] = _updates(rt.provider.requests[-1])
         assert "wipe" in update and "deploy" in update
         assert rt.provider.requests[-1].system[-1] == baseline  # the switch updates; the baseline stays
+
+
+async def test_instruction_changes_never_wake_an_idle_session(tmp_path):
+    async with harness(tmp_path) as rt:
+        sid = (await rt.sessions.create()).id
+        rt.provider.push(text("ok"))
+        await _prompt(rt, sid, "one")
+        before = await _log_types(rt, sid)
+        await rt.entries.put(sid, "later", "only at the next boundary")
+        (rt.project / "AGENTS.md").write_text("changed while idle")
+        assert rt.execution.active() == [] and await _log_types(rt, sid) == before
+
+
+async def test_moving_a_session_resets_the_checkpoint_to_a_fresh_baseline(tmp_path):
+    from opencode_session.schema import events as ev
+    from opencode_session.schema.common import LocationRef
+
+    async with harness(tmp_path) as rt:
+        other = tmp_path / "other"
+        other.mkdir()
+        (other / "AGENTS.md").write_text("Destination rules.")
+        sid = (await rt.sessions.create()).id
+        rt.provider.push(text("ok"), text("ok"))
+        await _prompt(rt, sid, "here")
+        await rt.store.write(lambda tx: tx.append(ev.Moved(sessionID=sid, location=LocationRef(directory=str(other)))))
+        await _prompt(rt, sid, "there")
+        first, second = rt.provider.requests
+        assert _updates(second) == []  # a fresh baseline, not an update on top of the old one
+        assert "Destination rules." in second.system[-1] and str(other) in second.system[-1]
+        assert second.system[-1] != first.system[-1]

@@ -175,6 +175,7 @@ async def test_session_events_replay_after_seq_then_live(api):
                 await admit_later()
             if len(got) == 2:
                 break
+    assert stream.last_event_id == "3"  # each frame's SSE id is its durable sequence
     await stream.aclose()
     assert [(e.durable.seq, e.data.agent) for e in got] == [(2, "two"), (3, "three")]
     with pytest.raises(SessionNotFoundError):

@@ -109,3 +109,25 @@ async def test_closing_a_stream_releases_the_server_side(tmp_path):
             while host._transport.running_tasks:
                 await anyio.wait_all_tasks_blocked()
         assert not host._transport.running_tasks
+
+
+async def test_closing_the_embedded_host_releases_the_database_and_every_task(tmp_path):
+    import asyncio
+    import sqlite3
+
+    db = tmp_path / "db.sqlite"
+    before = asyncio.all_tasks()
+    async with OpenCode(db=db, directory=tmp_path) as host:
+        sid = (await host.session.create()).id
+        follower = host.session.log(sid, follow=True)
+        async for item in follower:
+            if item.type == "log.synced":
+                break  # left open on purpose: closing the host must end it
+        await host.session.prompt(sid, prompt={"text": "no model configured"})
+    assert asyncio.all_tasks() - before == set()
+    conn = sqlite3.connect(db, timeout=0)
+    conn.execute("BEGIN EXCLUSIVE")  # no other connection still holds the file
+    conn.rollback()
+    conn.close()
+    with pytest.raises(RuntimeError):
+        host.runtime
