@@ -74,6 +74,13 @@ async def test_session_list_rejects_bad_and_combined_cursors(tmp_path):
             await s.list(cursor=links.next, order="asc")
         with pytest.raises(InvalidRequestError):
             await s.list(limit=0)
+        from opencode_session.core.session.cursor import encode_cursor
+
+        for forged in ({"kind": "sessions", "q": {"limit": "x", "order": "desc"}, "a": [1, 2], "d": "next"},
+                       {"kind": "sessions", "q": [], "a": [1, 2], "d": "next"},
+                       {"kind": "sessions", "q": {"limit": 5, "order": "sideways"}, "a": [1, 2], "d": "next"}):
+            with pytest.raises(InvalidCursorError):  # a hand-made cursor is a client error, never a crash
+                await s.list(cursor=encode_cursor(forged))
         sid = (await s.create()).id
         _, mlinks = await s.messages(sid, limit=1)
         with pytest.raises(InvalidCursorError):  # a message cursor is not a session cursor

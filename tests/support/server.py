@@ -20,11 +20,18 @@ class ServerProcess:
     url: str
     db: Path
     stderr_lines: list[str]
+    pumps: list[threading.Thread]
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20) -> int:
         if self.proc.poll() is None:
             self.proc.send_signal(sig)
-        return self.proc.wait(timeout=timeout)
+        code = self.proc.wait(timeout=timeout)
+        for pump in self.pumps:
+            pump.join(timeout)  # they end at EOF once the process is gone
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+        return code
 
 
 def isolated_env(root: Path, **extra: str) -> dict[str, str]:
@@ -61,8 +68,9 @@ def start_server(root: Path, *, env: dict[str, str] | None = None, db: Path | No
         for line in proc.stderr:
             stderr_lines.append(line)
 
-    threading.Thread(target=pump_out, daemon=True).start()
-    threading.Thread(target=pump_err, daemon=True).start()
+    pumps = [threading.Thread(target=pump_out, daemon=True), threading.Thread(target=pump_err, daemon=True)]
+    for pump in pumps:
+        pump.start()
     while True:
         try:
             line = lines.get(timeout=timeout)
@@ -72,4 +80,4 @@ def start_server(root: Path, *, env: dict[str, str] | None = None, db: Path | No
         if line is None:
             raise RuntimeError("ocs serve exited:\n" + "".join(stderr_lines))
         if "listening on " in line:
-            return ServerProcess(proc, line.rsplit(" ", 1)[-1].strip(), db, stderr_lines)
+            return ServerProcess(proc, line.rsplit(" ", 1)[-1].strip(), db, stderr_lines, pumps)

@@ -138,9 +138,13 @@ class Sessions:
                 raise InvalidCursorError(f"Cursor cannot be combined with {', '.join(sorted(extra))}")
             state = decode_cursor(cursor, "sessions")
             try:
-                query, anchor, direction = state["q"], state["a"], state["d"]
+                query, anchor, direction = dict(state["q"]), state["a"], state["d"]
                 anchor_key = (int(anchor[0]), int(anchor[1]))
-                assert direction in ("next", "previous")
+                assert direction in ("next", "previous") and query.get("order") in ("asc", "desc")
+                query["limit"] = int(query["limit"])
+                assert query["limit"] >= 1
+                assert all(query.get(k) is None or isinstance(query[k], str)
+                           for k in ("search", "directory", "project", "subpath", "workspace"))
             except Exception:
                 raise InvalidCursorError() from None
         else:
