@@ -10,12 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+import anyio
+
 from ...schema import events as ev
 from ...schema.common import ModelRef, SessionErrorInfo
 from ...schema.ids import message_id
 from ...schema.session import SessionV2Info
 from ..agents import BUILD_PROMPT, Agent, AgentNotFoundError, resolve_agent
-from ..config import Config, load_config
+from ..config import Config, ConfigError, load_config
 from ..instructions.checkpoint import CheckpointPreparer, InstructionsBlocked
 from ..instructions.nearby import NearbyInstructions
 from ..llm import model as llm
@@ -87,13 +89,20 @@ class Runner:
 
     async def _boundary(self, session_id: str) -> Boundary:
         session = await self._read(lambda conn: require_session(conn, session_id))
-        location = resolve_location(session.location.directory, session.location.workspaceID)
-        config = load_config(location.directory, location.project_root, self.deps.env)
-        try:
-            agent = resolve_agent(config, session.agent)
-        except AgentNotFoundError as missing:
-            raise DrainFailure(SessionErrorInfo(type="agent.not-found", message=str(missing))) from None
-        return Boundary(session, agent, config, location)
+
+        def _sample() -> Boundary:  # filesystem work (git root, config files) stays off the event loop
+            location = resolve_location(session.location.directory, session.location.workspaceID)
+            try:
+                config = load_config(location.directory, location.project_root, self.deps.env)
+            except ConfigError as bad:
+                raise DrainFailure(SessionErrorInfo(type="config.invalid", message=str(bad))) from None
+            try:
+                agent = resolve_agent(config, session.agent)
+            except AgentNotFoundError as missing:
+                raise DrainFailure(SessionErrorInfo(type="agent.not-found", message=str(missing))) from None
+            return Boundary(session, agent, config, location)
+
+        return await anyio.to_thread.run_sync(_sample)
 
     def _model_ref(self, b: Boundary) -> ModelRef | None:
         return b.session.model or b.agent.model
@@ -123,8 +132,9 @@ class Runner:
                 elif not continuation and not (first and force and await self._needs_response(session_id)):
                     return
             first = False
-            outcome, error, assistant_id = await self._step(b, baseline, step, retry[0] if retry else None)
+            outcome, assistant_id = await self._step(b, baseline, step, retry[0] if retry else None)
             step += 1
+            error = outcome.error
             if error is not None:
                 retries = retry[1] if retry else 0
                 original = retry[2] if retry else error
@@ -165,7 +175,7 @@ class Runner:
         return await self._read(_q)
 
     async def _step(self, b: Boundary, baseline: str, step: int, assistant_id: str | None):
-        """Build and stream one Step. Returns (outcome, provider error or None, assistant message id)."""
+        """Build and stream one Step. Returns its outcome and the assistant message ID it used."""
         session_id = b.session.id
         assistant_id = assistant_id or message_id()
         ref = self._model_ref(b)
@@ -184,8 +194,7 @@ class Runner:
                                       for d in self.deps.tools.definitions()]
         request = llm.LLMRequest(
             model=resolved, system=[s for s in (b.agent.prompt or BUILD_PROMPT, baseline) if s], messages=messages,
-            tools=tools,
-            tool_choice="none" if last_step else "auto", max_output_tokens=resolved.output_limit,
+            tools=tools, tool_choice="none" if last_step else "auto", max_output_tokens=resolved.output_limit,
             prompt_cache_key=session_id,
         )
         on_read = self.deps.on_read(b, assistant_id) if self.deps.on_read else None
@@ -195,8 +204,7 @@ class Runner:
             tools=self.deps.tools, tools_enabled=not last_step, directory=b.location.directory,
             project_root=b.location.project_root, on_read=on_read, env=self.deps.env,
         )
-        outcome = await Step(ctx).run()
-        return outcome, outcome.error, assistant_id
+        return await Step(ctx).run(), assistant_id
 
     # --- orphan reconciliation ---------------------------------------------------------------------------
 
