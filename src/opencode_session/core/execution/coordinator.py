@@ -122,9 +122,12 @@ class SessionExecution:
         if self._running.get(sid) is ex:
             del self._running[sid]
         ex.done.set()
-        if sid in self._successor and not self._closed:
-            self._successor.discard(sid)
-            self._start(sid, force=False)
+        # a wake that arrived after the drain's last pass (while the terminal event was being written) or during
+        # interrupt clean-up would otherwise be lost: it starts the next busy period
+        woken = sid in self._successor or (ex.pending_wake and ex.stopping is None)
+        self._successor.discard(sid)
+        if woken and not self._closed:
+            self._start(sid, force=ex.force)
 
     async def _publish(self, data, hook=None) -> None:
         def _write(tx: Tx) -> None:
