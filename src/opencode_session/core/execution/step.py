@@ -89,6 +89,7 @@ class Step:
         self.inputs: dict[str, list[str]] = {}
         self.calls: dict[str, _Call] = {}
         self.publish_lock = asyncio.Lock()
+        self.terminal = False
         self.usage = llm.Usage()
 
     # --- durable writes ---------------------------------------------------------------------------
@@ -111,11 +112,16 @@ class Step:
 
     async def run(self) -> StepOutcome:
         try:
+            stream = self.ctx.provider.stream(self.ctx.request)
             try:
-                async for event in self.ctx.provider.stream(self.ctx.request):
+                async for event in stream:
                     await self._on_event(event)
             except ProviderError as error:
                 self.outcome.error = error
+            finally:
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    await _shielded(aclose())  # release the provider connection whatever ended the stream
             await self._close_open_blocks()
             await self._join_tools()
             await self._settle()
@@ -269,9 +275,15 @@ class Step:
                         cache=TokenCache(read=u.cache_read, write=u.cache_write))
         cost = step_cost(u, self.ctx.resolved.cost)
         if self.outcome.failure is not None:
-            await self._append(ev.StepFailed(**ids, error=self.outcome.failure, cost=cost, tokens=tokens))
+            await self._terminal(ev.StepFailed(**ids, error=self.outcome.failure, cost=cost, tokens=tokens))
         else:
-            await self._append(ev.StepEnded(**ids, finish=self.outcome.finish or "other", cost=cost, tokens=tokens))
+            await self._terminal(ev.StepEnded(**ids, finish=self.outcome.finish or "other", cost=cost,
+                                              tokens=tokens))
+
+    async def _terminal(self, data) -> None:
+        """The Step's one terminal event; set before the write so an interrupt arriving during it adds no other."""
+        self.terminal = True
+        await self._append(data)
 
     async def _abort(self, step_error: SessionErrorInfo | None = None) -> None:
         for record in self.calls.values():
@@ -280,6 +292,6 @@ class Step:
         await self._join_tools()
         await self._close_open_blocks()
         await self._fail_unsettled(SessionErrorInfo(type="aborted", message=INTERRUPTED_TOOL))
-        if self.outcome.started:
+        if self.outcome.started and not self.terminal:
             self.outcome.failure = step_error or SessionErrorInfo(type="aborted", message=INTERRUPTED_STEP)
-            await self._append(ev.StepFailed(**self._ids(), error=self.outcome.failure))
+            await self._terminal(ev.StepFailed(**self._ids(), error=self.outcome.failure))
