@@ -20,9 +20,19 @@ log = logging.getLogger(__name__)
 
 
 class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = asyncio.Event()
+
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield  # signals are ours: uvicorn must not re-raise them after its own shutdown
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        try:
+            await super().startup(sockets=sockets)
+        finally:
+            self.ready.set()  # also on failure, so the caller stops waiting and sees the error
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -62,10 +72,13 @@ async def serve(
                                 timeout_graceful_shutdown=10)
         server = _Server(config)
         serving = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started and not serving.done():
-            await asyncio.sleep(0.01)  # uvicorn exposes readiness only as a flag
+        ready = asyncio.create_task(server.ready.wait())
+        await asyncio.wait({serving, ready}, return_when=asyncio.FIRST_COMPLETED)
+        ready.cancel()
         if serving.done():
-            serving.result()
+            serving.result()  # re-raises why uvicorn stopped
+        if not server.started:
+            raise RuntimeError("the HTTP server did not start")
         bound = sock.getsockname()
         url = f"http://{host if ':' not in host else f'[{host}]'}:{bound[1]}"
         if managed:
