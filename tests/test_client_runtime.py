@@ -77,6 +77,9 @@ def json_app(seen: Seen) -> Starlette:
             return Response("{not json", media_type="application/json")
         if sid == "ses_bad_shape":
             return JSONResponse({"data": {"id": "ses_x"}})
+        if sid == "ses_newer_server":  # a later server version added fields this client does not know
+            return JSONResponse({"data": {**SESSION, "id": sid, "futureField": 1,
+                                          "time": {**SESSION["time"], "paused": 5}}})
         if sid == "ses_bad_error":
             return JSONResponse({"_tag": "SessionNotFoundError", "message": "no sessionID field"}, status_code=404)
         return JSONResponse({"data": {**SESSION, "id": sid}})
@@ -364,9 +367,11 @@ def sse_app(state: StreamState) -> Starlette:
 
     async def log(request: Request) -> Response:
         state.queries.append(request.url.query)
+        future = {**_agent_selected(4), "type": "session.from.the.future", "data": {"sessionID": "ses_1"}}
         frames = [
             f"id: 3\ndata: {json.dumps(_agent_selected(3))}\n\n",
-            'data: {"type": "log.synced", "aggregateID": "ses_1", "seq": 3}\n\n',
+            f"id: 4\ndata: {json.dumps(future)}\n\n",  # a type a newer server added
+            'data: {"type": "log.synced", "aggregateID": "ses_1", "seq": 4}\n\n',
         ]
         return sse(iter(frames))
 
@@ -459,8 +464,9 @@ async def test_stream_parses_crlf_comments_and_multiline_data(sse_client, sse_se
 @pytest.mark.anyio
 async def test_log_stream_ends_with_synced_marker_and_sends_booleans(sse_client, sse_server):
     items = [item async for item in sse_client.session.log("ses_1", after=2, follow=False)]
-    assert items[-1] == LogSynced(aggregateID="ses_1", seq=3)
-    assert items[0].durable.seq == 3
+    assert items[-1] == LogSynced(aggregateID="ses_1", seq=4)
+    assert items[0].durable.seq == 3 and items[0].data.agent == "build"
+    assert items[1].type == "session.from.the.future" and items[1].durable.seq == 4  # decoded, not fatal
     assert sse_server[1].queries[-1] == "after=2&follow=false"
 
 
@@ -531,3 +537,9 @@ async def test_cancelling_the_reader_disconnects_the_server(sse_client, sse_serv
     with anyio.move_on_after(0.05):
         await stream.__anext__()  # the server sends nothing more; the timeout cancels this read
     assert await _wait(sse_server[1].watch("ses_forever_cancel"))
+
+
+@pytest.mark.anyio
+async def test_fields_added_by_a_newer_server_are_ignored(client):
+    info = await client.session.get("ses_newer_server")
+    assert info.id == "ses_newer_server" and not hasattr(info, "futureField")

@@ -101,7 +101,7 @@ def _failure(ep: Endpoint, response: httpx2.Response) -> Exception:
     if error is None:
         return ClientError("UnexpectedStatus", f"no declared error for this status is tagged {tag!r}", status=status)
     try:
-        error.body_model.model_validate(body)
+        error.body_model.model_validate(body, extra="ignore")
     except ValidationError as exc:
         return ClientError("MalformedResponse", f"the {tag} body is invalid", status=status, cause=exc)
     return TaggedError.from_body(body)
@@ -224,7 +224,8 @@ class BaseClient:
             return None
         assert codec.response is not None
         try:
-            value = codec.response.validate_python(_json(response))
+            # newer servers may add fields: ignore what this client does not know (forward compatibility)
+            value = codec.response.validate_python(_json(response), extra="ignore")
         except ValidationError as exc:
             raise ClientError(
                 "MalformedResponse",

@@ -156,7 +156,7 @@ class EventStream(Generic[T]):
 
     def _decode(self, message: SSEMessage) -> T:
         try:
-            return self._adapter.validate_python(json.loads(message.data))
+            return self._adapter.validate_python(json.loads(message.data), extra="ignore")
         except (ValueError, ValidationError) as exc:
             raise ClientError("MalformedResponse", f"an SSE event is not a valid item: {exc}", cause=exc) from exc
 

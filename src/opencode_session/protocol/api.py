@@ -171,14 +171,20 @@ class SessionPromptBody(Struct):
 
 DURABLE_EVENT_MODELS = tuple(envelope_model(t) for t in public_durable_types())
 
-SessionDurableEvent = Annotated[Union[DURABLE_EVENT_MODELS], Field(discriminator="type")]  # type: ignore[valid-type]
-"""One public durable Session event envelope, discriminated by `type`."""
+_KNOWN_DURABLE = Annotated[Union[DURABLE_EVENT_MODELS], Field(discriminator="type")]  # type: ignore[valid-type]
+
+# Event types a newer server may add still decode, as the open envelope, instead of failing the stream.
+SessionDurableEvent = Annotated[Union[_KNOWN_DURABLE, Event], Field(union_mode="left_to_right")]
+"""One public durable Session event envelope, discriminated by `type` (unknown types: the open envelope)."""
 
 SessionLogItem = Annotated[
-    Union[(*DURABLE_EVENT_MODELS, LogSynced)],  # type: ignore[valid-type]
-    Field(discriminator="type"),
+    Union[
+        Annotated[Union[(*DURABLE_EVENT_MODELS, LogSynced)], Field(discriminator="type")],  # type: ignore[valid-type]
+        Event,
+    ],
+    Field(union_mode="left_to_right"),
 ]
-"""A durable Session event envelope or the `log.synced` marker."""
+"""A durable Session event envelope or the `log.synced` marker (unknown types: the open envelope)."""
 
 # The instance stream carries event types this build may not know; the open envelope keeps them readable.
 InstanceEvent = Annotated[Union[ServerConnected, Event], Field(union_mode="left_to_right")]
