@@ -190,8 +190,7 @@ class Runner:
         messages = lower_entries(history, model_ref)
         if last_step:
             messages.append(llm.UserMessage([llm.TextPart(MAX_STEPS_NOTICE)]))
-        tools = [] if last_step else [llm.ToolSpec(d.name, d.description, d.parameters)
-                                      for d in self.deps.tools.definitions()]
+        tools = [] if last_step else self.deps.tools.definitions()
         request = llm.LLMRequest(
             model=resolved, system=[s for s in (b.agent.prompt or BUILD_PROMPT, baseline) if s], messages=messages,
             tools=tools, tool_choice="none" if last_step else "auto", max_output_tokens=resolved.output_limit,

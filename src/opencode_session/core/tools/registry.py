@@ -12,6 +12,7 @@ from jsonschema import Draft202012Validator
 from opencode_session.schema.common import SessionErrorInfo
 from opencode_session.schema.message import ToolTextContent
 
+from ..llm.model import ToolSpec
 from .builtin import GlobTool, ReadTool, SkillTool
 from .output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, bound_text
 from .tool import Tool, ToolContext, ToolFailure, ToolOutput
@@ -21,13 +22,8 @@ log = logging.getLogger(__name__)
 _MAX_REPORTED_INPUT_ERRORS = 5
 
 
-@dataclass(frozen=True)
-class ToolDefinition:
-    """What a provider adapter sends to the model for one tool."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
+# what a provider adapter sends to the model for one tool: the LLM request's own tool record
+ToolDefinition = ToolSpec
 
 
 @dataclass(frozen=True)
