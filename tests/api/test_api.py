@@ -5,7 +5,6 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from opencode_session.client import ClientError
 from opencode_session.schema.errors import (
     ConflictError,
     InvalidCursorError,
@@ -253,13 +252,3 @@ async def test_unknown_route_and_bad_json_are_tagged_errors(api):
     response = await http.post(api.base_url + "/api/session", content=b"{not json",
                                headers={"content-type": "application/json"})
     assert response.status_code == 400 and response.json()["_tag"] == "InvalidRequestError"
-
-
-async def test_client_error_for_closed_client(api):
-    from opencode_session.client import OpenCodeClient
-
-    dead = OpenCodeClient("http://127.0.0.1:9")
-    with pytest.raises(ClientError) as info:
-        await dead.health.get()
-    assert info.value.reason == "Transport"
-    await dead.aclose()

@@ -392,7 +392,3 @@ def envelope_model(type_: str) -> type[Struct]:
 
 def public_durable_types() -> list[str]:
     return [t for t, d in DEFINITIONS.items() if d.durable and d.public]
-
-
-def live_types() -> list[str]:
-    return [t for t, d in DEFINITIONS.items() if not d.durable]

@@ -40,8 +40,6 @@ class SessionV2Info(Struct):
     revert: RevertState | None = None
 
 
-SessionInfo = SessionV2Info
-
 
 class SessionActive(Struct):
     type: Literal["running"] = "running"

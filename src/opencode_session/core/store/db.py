@@ -116,7 +116,6 @@ class Store:
         self._rconn: sqlite3.Connection | None = None
         self.durable = DurableFeed()
         self.live = LiveBus(maxsize=live_queue)
-        self.after_commit: list[Callable[[EventRecord], None]] = []
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -198,8 +197,6 @@ class Store:
         for record in tx.appended:
             self.durable.ring(record.aggregate_id)
             self.live.publish(record)
-            for hook in self.after_commit:
-                hook(record)
         for record in tx.live:
             self.live.publish(record)
 

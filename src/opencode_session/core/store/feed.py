@@ -49,10 +49,6 @@ class DurableFeed:
         for bell in list(self._bells.get(aggregate_id, ())):
             bell.ring()
 
-    def ring_all(self) -> None:
-        for bells in self._bells.values():
-            for bell in list(bells):
-                bell.ring()
 
 
 class LiveSubscription:

@@ -89,19 +89,8 @@ def _read_file(path: Path, offset: int, limit: int) -> ToolOutput:
     # Undecodable bytes become U+FFFD rather than failing: the model can still read the rest.
     with open(path, encoding="utf-8", errors="replace") as lines:
         shown, total, capped = _page((line.rstrip("\n") for line in lines), offset, limit, _number_line)
-    if offset > total and not (total == 0 and offset == 1):
-        raise ToolFailure(f"Offset {offset} is past the end of {path}, which has {total} lines")
-    last = offset + len(shown) - 1
-    more = last < total
-    if total == 0:
-        text = "(File is empty)"
-    elif more:
-        text = "\n".join(shown) + (
-            f"\n\n({_cap_note(capped)}Showing lines {offset}-{last} of {total}. Use offset={last + 1} to read more.)"
-        )
-    else:
-        text = "\n".join(shown) + f"\n\n(End of file: {total} lines)"
-    return ToolOutput.of_text(text, {"path": str(path), "lines": total, "truncated": more})
+    return _paged_output(path, shown, total, capped, offset, unit="lines", empty="(File is empty)",
+                         action="read", end=f"End of file: {total} lines")
 
 
 def _list_directory(path: Path, offset: int, limit: int) -> ToolOutput:
@@ -111,18 +100,26 @@ def _list_directory(path: Path, offset: int, limit: int) -> ToolOutput:
     except OSError as exc:
         raise ToolFailure(f"Cannot list {path}: {exc.strerror or exc}") from None
     shown, total, capped = _page(entries, offset, limit, lambda _, name: name)
+    return _paged_output(path, shown, total, capped, offset, unit="entries", empty="(Empty directory)",
+                         action="list", end=f"{total} {'entry' if total == 1 else 'entries'}")
+
+
+def _paged_output(path: Path, shown: list[str], total: int, capped: bool, offset: int, *, unit: str, empty: str,
+                  action: str, end: str) -> ToolOutput:
+    """One page of a file or listing, with a closing note that says how to continue."""
     if offset > total and not (total == 0 and offset == 1):
-        raise ToolFailure(f"Offset {offset} is past the end of {path}, which has {total} entries")
+        raise ToolFailure(f"Offset {offset} is past the end of {path}, which has {total} {unit}")
     last = offset + len(shown) - 1
     more = last < total
     if total == 0:
-        text = "(Empty directory)"
+        text = empty
     elif more:
         text = "\n".join(shown) + (
-            f"\n\n({_cap_note(capped)}Showing entries {offset}-{last} of {total}. Use offset={last + 1} to list more.)"
+            f"\n\n({_cap_note(capped)}Showing {unit} {offset}-{last} of {total}. "
+            f"Use offset={last + 1} to {action} more.)"
         )
     else:
-        text = "\n".join(shown) + f"\n\n({total} {'entry' if total == 1 else 'entries'})"
+        text = "\n".join(shown) + f"\n\n({end})"
     return ToolOutput.of_text(text, {"path": str(path), "lines": total, "truncated": more})
 
 
