@@ -15,6 +15,7 @@ from opencode_session.protocol import ENDPOINTS, decode_query, encode_query, end
 from opencode_session.protocol.api import LocationQuery, SessionLogQuery, SessionPromptBody
 from opencode_session.protocol.endpoint import derive_client_name
 from opencode_session.protocol.openapi import render_openapi
+from opencode_session.schema.errors import InvalidRequestError
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT.parent / "shared" / "reference" / "opencode-v2-openapi.json"
@@ -83,6 +84,11 @@ def _statuses(op: dict[str, Any]) -> tuple[set[str], set[str]]:
     return success, responses - success
 
 
+# Our request guard answers these on every route (a foreign Host or Origin, a body that is not JSON or too large);
+# the reference server has no such guard, so its document does not declare them.
+GUARD_STATUSES = {"403", "413", "415"}
+
+
 def _all_refs(node: Any) -> Iterator[str]:
     if isinstance(node, dict):
         for key, value in node.items():
@@ -132,10 +138,12 @@ def test_client_names_derive_from_operation_ids():
     assert endpoint("v2.event.subscribe").client_name == ("event", "subscribe")
 
 
-def test_every_endpoint_declares_invalid_request_and_unauthorized():
+def test_every_endpoint_declares_the_guard_and_auth_errors():
     for ep in ENDPOINTS:
-        tags = {e.__name__: e.status for e in ep.all_errors}
-        assert tags["InvalidRequestError"] == 400 and tags["UnauthorizedError"] == 401, ep.operation_id
+        declared = {(e.__name__, status) for e, status in ep.declared_errors}
+        assert declared >= {("InvalidRequestError", 400), ("UnauthorizedError", 401), ("ForbiddenError", 403),
+                            ("InvalidRequestError", 413), ("InvalidRequestError", 415)}, ep.operation_id
+        assert ep.errors_for(415) == (InvalidRequestError,), ep.operation_id
 
 
 def test_request_models_reject_unknown_fields_and_bad_ids():
@@ -187,7 +195,8 @@ def test_shared_operations_match_the_reference(doc, reference):
         assert {(p["name"], p["in"]) for p in our_op["parameters"]} == {
             (p["name"], p["in"]) for p in ref_op["parameters"]
         }, op_id
-        assert _statuses(our_op) == _statuses(ref_op), op_id
+        ref_success, ref_errors = _statuses(ref_op)
+        assert _statuses(our_op) == (ref_success, ref_errors | GUARD_STATUSES), op_id
         assert _body(doc, our_op) == _body(reference, ref_op), op_id
 
 
@@ -205,10 +214,10 @@ def test_spec_only_operations_have_their_wire_shape(doc):
     assert (method, path) == ("GET", "/api/session/{sessionID}/log")
     assert {p["name"] for p in log["parameters"]} == {"sessionID", "after", "follow"}
     assert "text/event-stream" in log["responses"]["200"]["content"]
-    assert _statuses(log) == ({"200"}, {"400", "401", "404"})
+    assert _statuses(log) == ({"200"}, {"400", "401", "404"} | GUARD_STATUSES)
     method, path, put = ops["v2.session.context.entry.put"]
     assert (method, path) == ("PUT", "/api/session/{sessionID}/context-entry/{key}")
-    assert _statuses(put) == ({"204"}, {"400", "401", "404"})
+    assert _statuses(put) == ({"204"}, {"400", "401", "404"} | GUARD_STATUSES)
     assert _body(doc, put) == ({"value"}, {"value"})
 
 

@@ -10,6 +10,9 @@ per-test timeout:
   the 404s; every positive test must see at least one 2xx.
 - `test_coverage_cases[<op>]`: Schemathesis's deterministic coverage cases (boundary values, missing required
   parameters, wrong types), positive and negative.
+- `test_guard_refusals_are_documented[<op>]`: a valid case sent with a foreign Origin or Host (403), and for
+  operations with a body, as text/plain (415) and over the size limit (413): each refusal is a documented status
+  with a body matching its documented schema.
 
 Every response must: not be a 5xx; if it is a 4xx/5xx, be a JSON object with a string `_tag` and `message`; have a
 documented status code and content type; and match the documented schema. A negative case must be rejected with a
@@ -242,6 +245,37 @@ def test_coverage_cases(schema, server, http, operation_id):
         _check(case, response, server)
         count += 1
     assert count > 0
+
+
+BODY_LIMIT = 10 * 1024 * 1024  # the server's default
+
+
+@pytest.mark.parametrize("operation_id", OPERATIONS)
+def test_guard_refusals_are_documented(schema, server, http, operation_id):
+    operation = schema.find_operation_by_id(operation_id)
+    port = server.url.rsplit(":", 1)[1]
+    refusals = [({"Origin": "https://evil.example"}, 403), ({"Host": f"attacker.example:{port}"}, 403)]
+    has_body = "requestBody" in _ALL[operation_id]
+    if has_body:
+        refusals.append(({"Content-Type": "text/plain"}, 415))
+
+    # The guard answers before anything is decoded, so any valid case will do: one, the same on every run.
+    @settings(max_examples=1, deadline=None, derandomize=True, database=None, phases=[Phase.generate],
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+    @given(case=operation.as_strategy(generation_mode=GenerationMode.POSITIVE))
+    def run(case) -> None:
+        for headers, status in refusals:
+            response = case.call(base_url=server.url, session=http, headers=headers, timeout=REQUEST_TIMEOUT)
+            assert response.status_code == status, (headers, response.text)
+            _check(case, response, server)
+        if has_body:
+            case.body = {"padding": "a" * BODY_LIMIT}  # refused for its size before anyone reads it
+            response = case.call(base_url=server.url, session=http, timeout=REQUEST_TIMEOUT)
+            assert response.status_code == 413, response.text[:300]
+            _assert_tagged_error(response)
+            case.validate_response(response, checks=CHECKS, transport_kwargs={"base_url": server.url})
+
+    run()
 
 
 # Inputs that once made the server answer 500, found by longer random runs of the fuzzing above; pinned here

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,12 @@ class ServerProcess:
     db: Path
     stderr_lines: list[str]
     pumps: list[threading.Thread]
+    stderr_changed: threading.Condition
+
+    def wait_for_stderr(self, text: str, timeout: float) -> bool:
+        """Wait until a line of the server's stderr contains `text`; False if none did within `timeout`."""
+        with self.stderr_changed:
+            return self.stderr_changed.wait_for(lambda: any(text in line for line in self.stderr_lines), timeout)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20) -> int:
         if self.proc.poll() is None:
@@ -44,18 +51,21 @@ def isolated_env(root: Path, **extra: str) -> dict[str, str]:
 
 
 def start_server(root: Path, *, env: dict[str, str] | None = None, db: Path | None = None,
-                 workdir: Path | None = None, timeout: float = 30, default_paths: bool = False) -> ServerProcess:
-    """Run `ocs serve --port 0` and wait (on its output, not a timer) for the printed URL. With `default_paths`
-    the server picks its own database and uses its working directory as the default Location."""
+                 workdir: Path | None = None, timeout: float = 30, default_paths: bool = False,
+                 args: Sequence[str] = (), preexec_fn: Callable[[], None] | None = None) -> ServerProcess:
+    """Run `ocs serve --port 0 [args]` and wait (on its output, not a timer) for the printed URL. With
+    `default_paths` the server picks its own database and uses its working directory as the default Location;
+    `preexec_fn` runs in the child before it starts (resource limits)."""
     env = env or isolated_env(root)
     db = db or root / "db.sqlite"
     workdir = workdir or root / "work"
     workdir.mkdir(parents=True, exist_ok=True)
-    args = [] if default_paths else ["--db", str(db), "--directory", str(workdir)]
-    proc = subprocess.Popen([OCS, "serve", "--port", "0", *args],
-                            cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    paths = [] if default_paths else ["--db", str(db), "--directory", str(workdir)]
+    proc = subprocess.Popen([OCS, "serve", "--port", "0", *paths, *args], cwd=workdir, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
     lines: queue.Queue[str | None] = queue.Queue()
     stderr_lines: list[str] = []
+    stderr_changed = threading.Condition()
 
     def pump_out() -> None:
         assert proc.stdout is not None
@@ -66,7 +76,9 @@ def start_server(root: Path, *, env: dict[str, str] | None = None, db: Path | No
     def pump_err() -> None:
         assert proc.stderr is not None
         for line in proc.stderr:
-            stderr_lines.append(line)
+            with stderr_changed:
+                stderr_lines.append(line)
+                stderr_changed.notify_all()
 
     pumps = [threading.Thread(target=pump_out, daemon=True), threading.Thread(target=pump_err, daemon=True)]
     for pump in pumps:
@@ -80,4 +92,4 @@ def start_server(root: Path, *, env: dict[str, str] | None = None, db: Path | No
         if line is None:
             raise RuntimeError("ocs serve exited:\n" + "".join(stderr_lines))
         if "listening on " in line:
-            return ServerProcess(proc, line.rsplit(" ", 1)[-1].strip(), db, stderr_lines, pumps)
+            return ServerProcess(proc, line.rsplit(" ", 1)[-1].strip(), db, stderr_lines, pumps, stderr_changed)

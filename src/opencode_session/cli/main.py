@@ -11,6 +11,8 @@ import typer
 
 from ..core.execution.runner import runner_drain_factory
 from ..core.runtime import RuntimeOptions
+from ..server.guard import DEFAULT_MAX_BODY_BYTES, GuardOptions
+from ..server.serve import ConnectionLimits, ServeRefused
 from ..server.serve import serve as serve_app
 
 app = typer.Typer(add_completion=False, help="opencode-session: durable OpenCode V2 sessions.")
@@ -29,16 +31,34 @@ def serve(
     port: int = typer.Option(4096, help="Port to listen on; 0 picks a free port."),
     db: Path = typer.Option(None, help="SQLite database file (default: under the user data directory)."),
     directory: Path = typer.Option(None, help="Default Location for new sessions (default: current directory)."),
+    allow_host: list[str] = typer.Option([], help="A Host name clients may use besides loopback (repeatable)."),
+    allow_origin: list[str] = typer.Option(
+        [], help="A browser origin allowed to call the API, e.g. https://app.example.com (repeatable)."),
+    max_body_bytes: int = typer.Option(DEFAULT_MAX_BODY_BYTES, min=1, help="Largest request body accepted."),
+    read_timeout: float = typer.Option(
+        ConnectionLimits.read_timeout, min=0.1, help="Seconds a client has to send each request, body included."),
+    max_concurrency: int = typer.Option(
+        ConnectionLimits.max_concurrency, min=1, help="Open connections and requests before new requests get 503."),
+    insecure_no_password: bool = typer.Option(
+        False, help="Listen beyond loopback even without OPENCODE_SERVER_PASSWORD."),
 ) -> None:
     """Serve the OpenCode V2 API over HTTP until SIGINT/SIGTERM."""
     db_path = db or default_db_path()
     options = RuntimeOptions(db_path=db_path, directory=directory or Path(os.getcwd()), drain_factory=runner_drain_factory)
+    guard = GuardOptions(allowed_hosts=tuple(allow_host), allowed_origins=tuple(allow_origin),
+                         max_body_bytes=max_body_bytes)
+    limits = ConnectionLimits(read_timeout=read_timeout, max_concurrency=max_concurrency)
 
     def ready(url: str, _runtime) -> None:
         typer.echo(f"opencode-session listening on {url}", err=False)
         typer.echo(f"database: {db_path}", err=True)
 
-    asyncio.run(serve_app(options, host, port, on_ready=ready))
+    try:
+        asyncio.run(serve_app(options, host, port, on_ready=ready, guard=guard, limits=limits,
+                              insecure_no_password=insecure_no_password))
+    except ServeRefused as refused:
+        typer.echo(f"ocs serve: {refused}", err=True)
+        raise typer.Exit(2) from None
 
 
 @app.callback()

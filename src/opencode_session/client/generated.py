@@ -41,7 +41,8 @@ class EventGroup:
         Subscribe to native event payloads for the server.
 
         `GET /api/event` (v2.event.subscribe). Declared errors: InvalidRequestError (400),
-        UnauthorizedError (401).
+        UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
+        (415).
         """
         return self._client._stream("v2.event.subscribe", options=options)
 
@@ -58,7 +59,8 @@ class HealthGroup:
         Check whether the API server is ready to accept requests.
 
         `GET /api/health` (v2.health.get). Declared errors: InvalidRequestError (400),
-        UnauthorizedError (401).
+        UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
+        (415).
         """
         return await self._client._call("v2.health.get", options=options)
 
@@ -80,7 +82,8 @@ class LocationGroup:
         Resolve the requested location or the server default location.
 
         `GET /api/location` (v2.location.get). Declared errors: InvalidRequestError (400),
-        UnauthorizedError (401).
+        UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
+        (415).
         """
         return await self._client._call("v2.location.get", query={"location": location}, options=options)
 
@@ -98,7 +101,8 @@ class SessionGroup:
         from the result are inactive.
 
         `GET /api/session/active` (v2.session.active). Declared errors: InvalidRequestError (400),
-        UnauthorizedError (401).
+        UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
+        (415).
         """
         return await self._client._call("v2.session.active", options=options)
 
@@ -113,8 +117,8 @@ class SessionGroup:
         Retrieve the active context messages for a session (all messages after the last compaction).
 
         `GET /api/session/{sessionID}/context` (v2.session.context). Declared errors:
-        InvalidRequestError (400), UnauthorizedError (401), SessionNotFoundError (404), UnknownError
-        (500).
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), InvalidRequestError (413), InvalidRequestError (415), UnknownError (500).
         """
         return await self._client._call("v2.session.context", path={"sessionID": session_id}, options=options)
 
@@ -129,7 +133,8 @@ class SessionGroup:
         Retrieve the API-managed instruction entries of a session.
 
         `GET /api/session/{sessionID}/context-entry` (v2.session.context.entry.list). Declared errors:
-        InvalidRequestError (400), UnauthorizedError (401), SessionNotFoundError (404).
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), InvalidRequestError (413), InvalidRequestError (415).
         """
         return await self._client._call(
             "v2.session.context.entry.list",
@@ -151,7 +156,8 @@ class SessionGroup:
         safe step boundary.
 
         `PUT /api/session/{sessionID}/context-entry/{key}` (v2.session.context.entry.put). Declared
-        errors: InvalidRequestError (400), UnauthorizedError (401), SessionNotFoundError (404).
+        errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
+        SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415).
         """
         return await self._client._call(
             "v2.session.context.entry.put",
@@ -173,8 +179,8 @@ class SessionGroup:
         boundary.
 
         `DELETE /api/session/{sessionID}/context-entry/{key}` (v2.session.context.entry.remove).
-        Declared errors: InvalidRequestError (400), UnauthorizedError (401), SessionNotFoundError
-        (404).
+        Declared errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
+        SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415).
         """
         return await self._client._call(
             "v2.session.context.entry.remove",
@@ -196,7 +202,8 @@ class SessionGroup:
         Create a session at the requested location.
 
         `POST /api/session` (v2.session.create). Declared errors: InvalidRequestError (400),
-        UnauthorizedError (401).
+        UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
+        (415).
         """
         return await self._client._call(
             "v2.session.create",
@@ -216,7 +223,8 @@ class SessionGroup:
         Replay durable events after an aggregate sequence, then continue with new durable events.
 
         `GET /api/session/{sessionID}/event` (v2.session.events). Declared errors: InvalidRequestError
-        (400), UnauthorizedError (401), SessionNotFoundError (404).
+        (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
+        InvalidRequestError (413), InvalidRequestError (415).
         """
         return self._client._stream(
             "v2.session.events",
@@ -231,7 +239,8 @@ class SessionGroup:
         Retrieve a session by ID.
 
         `GET /api/session/{sessionID}` (v2.session.get). Declared errors: InvalidRequestError (400),
-        UnauthorizedError (401), SessionNotFoundError (404).
+        UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404), InvalidRequestError
+        (413), InvalidRequestError (415).
         """
         return await self._client._call("v2.session.get", path={"sessionID": session_id}, options=options)
 
@@ -241,7 +250,8 @@ class SessionGroup:
         Interrupt active execution owned by this OpenCode process. Idle interruption is a no-op.
 
         `POST /api/session/{sessionID}/interrupt` (v2.session.interrupt). Declared errors:
-        InvalidRequestError (400), UnauthorizedError (401), SessionNotFoundError (404).
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), InvalidRequestError (413), InvalidRequestError (415).
         """
         return await self._client._call(
             "v2.session.interrupt",
@@ -268,7 +278,8 @@ class SessionGroup:
         or cursor.previous to move through the ordered list.
 
         `GET /api/session` (v2.session.list). Declared errors: InvalidCursorError (400),
-        InvalidRequestError (400), UnauthorizedError (401).
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
+        (413), InvalidRequestError (415).
         """
         return await self._client._call(
             "v2.session.list",
@@ -300,7 +311,8 @@ class SessionGroup:
         events; otherwise it ends after the marker.
 
         `GET /api/session/{sessionID}/log` (v2.session.log). Declared errors: InvalidRequestError
-        (400), UnauthorizedError (401), SessionNotFoundError (404).
+        (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
+        InvalidRequestError (413), InvalidRequestError (415).
         """
         return self._client._stream(
             "v2.session.log",
@@ -321,8 +333,8 @@ class SessionGroup:
         Retrieve one projected message owned by the Session.
 
         `GET /api/session/{sessionID}/message/{messageID}` (v2.session.message). Declared errors:
-        InvalidRequestError (400), UnauthorizedError (401), MessageNotFoundError (404),
-        SessionNotFoundError (404).
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), MessageNotFoundError
+        (404), SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415).
         """
         return await self._client._call(
             "v2.session.message",
@@ -345,8 +357,9 @@ class SessionGroup:
         cursor.next or cursor.previous to move through the ordered timeline.
 
         `GET /api/session/{sessionID}/message` (v2.session.messages). Declared errors:
-        InvalidCursorError (400), InvalidRequestError (400), UnauthorizedError (401),
-        SessionNotFoundError (404), UnknownError (500).
+        InvalidCursorError (400), InvalidRequestError (400), UnauthorizedError (401), ForbiddenError
+        (403), SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415),
+        UnknownError (500).
         """
         return await self._client._call(
             "v2.session.messages",
@@ -370,8 +383,8 @@ class SessionGroup:
         Durably admit one session input and schedule agent-loop execution unless resume is false.
 
         `POST /api/session/{sessionID}/prompt` (v2.session.prompt). Declared errors:
-        InvalidRequestError (400), UnauthorizedError (401), SessionNotFoundError (404), ConflictError
-        (409).
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), ConflictError (409), InvalidRequestError (413), InvalidRequestError (415).
         """
         return await self._client._call(
             "v2.session.prompt",
@@ -386,7 +399,8 @@ class SessionGroup:
         Switch the agent used by subsequent provider turns.
 
         `POST /api/session/{sessionID}/agent` (v2.session.switchAgent). Declared errors:
-        InvalidRequestError (400), UnauthorizedError (401), SessionNotFoundError (404).
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), InvalidRequestError (413), InvalidRequestError (415).
         """
         return await self._client._call(
             "v2.session.switchAgent",
@@ -407,7 +421,8 @@ class SessionGroup:
         Switch the model used by subsequent provider turns.
 
         `POST /api/session/{sessionID}/model` (v2.session.switchModel). Declared errors:
-        InvalidRequestError (400), UnauthorizedError (401), SessionNotFoundError (404).
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), InvalidRequestError (413), InvalidRequestError (415).
         """
         return await self._client._call(
             "v2.session.switchModel",
@@ -422,7 +437,8 @@ class SessionGroup:
         Wait for a session agent loop to become idle.
 
         `POST /api/session/{sessionID}/wait` (v2.session.wait). Declared errors: InvalidRequestError
-        (400), UnauthorizedError (401), SessionNotFoundError (404), ServiceUnavailableError (503).
+        (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
+        InvalidRequestError (413), InvalidRequestError (415), ServiceUnavailableError (503).
         """
         return await self._client._call("v2.session.wait", path={"sessionID": session_id}, options=options)
 

@@ -57,10 +57,12 @@ def _bool_from_query(value: Any) -> Any:
     raise ValueError('expected "true" or "false"')
 
 
+MAX_SEQ = 2**63 - 1  # SQLite integers are signed 64-bit; a larger sequence can only be a forged one
+
 Seq = Annotated[
     int,
     BeforeValidator(_seq_from_query),
-    Field(ge=0),
+    Field(ge=0, le=MAX_SEQ),
     WithJsonSchema({"type": "string", "pattern": "^[0-9]+$"}),
 ]
 QueryBool = Annotated[

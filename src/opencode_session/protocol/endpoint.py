@@ -10,14 +10,29 @@ from typing import Any, Iterable, Mapping
 from pydantic import BaseModel, create_model
 
 from opencode_session.schema.base import Struct
-from opencode_session.schema.errors import InvalidRequestError, TaggedError, UnauthorizedError
+from opencode_session.schema.errors import ForbiddenError, InvalidRequestError, TaggedError, UnauthorizedError
 from opencode_session.schema.page import CursorLinks
 
 SSE_CONTENT_TYPE = "text/event-stream"
 JSON_CONTENT_TYPE = "application/json"
 
-# Every route answers these two, whatever it declares: request validation and auth run before the handler.
-IMPLICIT_ERRORS: tuple[type[TaggedError], ...] = (InvalidRequestError, UnauthorizedError)
+
+@dataclass(frozen=True)
+class ErrorAt:
+    """A declared error answered with a status other than its own, e.g. InvalidRequestError as a 415."""
+
+    error: type[TaggedError]
+    status: int
+
+
+ErrorDeclaration = type[TaggedError] | ErrorAt
+
+# Every route answers these, whatever it declares: request validation, the request guard (Host/Origin 403, body
+# media type 415 and size 413, for any request that carries a body) and auth run before the handler.
+IMPLICIT_ERRORS: tuple[ErrorDeclaration, ...] = (
+    InvalidRequestError, UnauthorizedError, ForbiddenError,
+    ErrorAt(InvalidRequestError, 413), ErrorAt(InvalidRequestError, 415),
+)
 
 
 @dataclass(frozen=True)
@@ -64,7 +79,7 @@ class Endpoint:
     success: Any = None
     unwrap_data: bool = False
     page: bool = False
-    errors: tuple[type[TaggedError], ...] = ()
+    errors: tuple[ErrorDeclaration, ...] = ()
     stream: StreamSpec | None = None
     client_name: tuple[str, ...] = ()
     tag: str = ""
@@ -86,15 +101,21 @@ class Endpoint:
             raise ValueError(f"{self.operation_id}: path {self.path} vs path_params {sorted(declared)}")
 
     @property
-    def all_errors(self) -> tuple[type[TaggedError], ...]:
-        """The declared errors plus the implicit ones, without duplicates, in declaration order."""
-        seen: dict[str, type[TaggedError]] = {}
-        for err in (*IMPLICIT_ERRORS, *self.errors):
-            seen.setdefault(err.__name__, err)
+    def declared_errors(self) -> tuple[tuple[type[TaggedError], int], ...]:
+        """(error, status) for the declared errors plus the implicit ones, without duplicates, in declaration order."""
+        seen: dict[tuple[str, int], tuple[type[TaggedError], int]] = {}
+        for decl in (*IMPLICIT_ERRORS, *self.errors):
+            err, status = (decl.error, decl.status) if isinstance(decl, ErrorAt) else (decl, decl.status)
+            seen.setdefault((err.__name__, status), (err, status))
         return tuple(seen.values())
 
+    @property
+    def all_errors(self) -> tuple[type[TaggedError], ...]:
+        """Every error type a response may carry, once each, in declaration order."""
+        return tuple(dict.fromkeys(err for err, _ in self.declared_errors))
+
     def errors_for(self, status: int) -> tuple[type[TaggedError], ...]:
-        return tuple(e for e in self.all_errors if e.status == status)
+        return tuple(err for err, declared in self.declared_errors if declared == status)
 
     @property
     def result_kind(self) -> str:

@@ -243,7 +243,7 @@ def compile_operation(ep: Endpoint) -> Operation:
         query_params=query,
         body_params=body,
         result=_result(ep),
-        errors=tuple(ErrorDecl(e.__name__, e.status, _class_expr(e)) for e in ep.all_errors),
+        errors=tuple(ErrorDecl(e.__name__, status, _class_expr(e)) for e, status in ep.declared_errors),
     )
 
 

@@ -193,7 +193,7 @@ class _Builder:
             # `{data}` envelopes are inlined like the reference; pages and records stay named.
             schema = copy.deepcopy(self.definition(ep.response_model)) if kind == "data" else dict(ref)
             out[str(ep.success_status)] = {"description": "Success", "content": {JSON_CONTENT_TYPE: {"schema": schema}}}
-        for status in sorted({e.status for e in ep.all_errors}):
+        for status in sorted({status for _, status in ep.declared_errors}):
             errors = ep.errors_for(status)
             refs = [dict(self.refs[e.body_model]) for e in errors]
             out[str(status)] = {

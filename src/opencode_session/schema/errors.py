@@ -99,6 +99,15 @@ class UnauthorizedError(TaggedError):
         return "Unauthorized"
 
 
+class ForbiddenError(TaggedError):
+    """A request the server refuses whoever sends it: a Host or browser Origin that is not allowed."""
+
+    status = 403
+
+    def default_message(self) -> str:
+        return "Forbidden"
+
+
 class SessionNotFoundError(TaggedError):
     status = 404
     fields = ("sessionID",)

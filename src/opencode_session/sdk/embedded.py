@@ -17,9 +17,11 @@ from ..core.runtime import Runtime, RuntimeOptions
 from ..core.tools.registry import ToolRegistry, default_registry
 from ..core.tools.tool import Tool
 from ..server.app import create_app
+from ..server.guard import GuardOptions
 from .transport import ASGIStreamingTransport
 
-EMBEDDED_BASE_URL = "http://opencode.local"
+EMBEDDED_HOST = "opencode.local"
+EMBEDDED_BASE_URL = f"http://{EMBEDDED_HOST}"
 
 
 class OpenCode(OpenCodeClient):
@@ -67,7 +69,9 @@ class OpenCode(OpenCodeClient):
         runtime = Runtime(self._options)
         await runtime.open()
         self._runtime = runtime
-        self._app = create_app(runtime, env=self._options.env, heartbeat=self._heartbeat)
+        # The in-memory transport's requests name EMBEDDED_BASE_URL's host; nothing else can reach this app.
+        guard = GuardOptions(allowed_hosts=(EMBEDDED_HOST,))
+        self._app = create_app(runtime, env=self._options.env, heartbeat=self._heartbeat, guard=guard)
         self._transport = ASGIStreamingTransport(self._app)
         self._transport_override(self._transport)
         return self

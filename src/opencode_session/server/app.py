@@ -12,6 +12,7 @@ import anyio
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -22,10 +23,27 @@ from ..protocol.openapi import render_openapi
 from ..schema.base import wire
 from ..schema.errors import InvalidRequestError, TaggedError, UnknownError
 from .auth import BasicAuthMiddleware
+from .guard import BodyGuard, GuardOptions, OriginGuard
 from .handlers import HANDLERS, Call
 from .sse import SSEResponse
 
 log = logging.getLogger(__name__)
+
+
+# Deeper request JSON is refused: real payloads nest a few levels, and pydantic cannot serialize values nested past
+# about 250 levels, so a deeper stored value would break every later read of it.
+MAX_JSON_DEPTH = 128
+
+
+def _nested_deeper_than(value: dict | list, limit: int) -> bool:
+    # Level by level, in comprehensions: about as fast as json.loads on the same body, however wide it is.
+    level: list[Any] = [value]
+    for _ in range(limit):
+        level = [child for item in level for child in (item.values() if type(item) is dict else item)
+                 if type(child) is dict or type(child) is list]
+        if not level:
+            return False
+    return True
 
 
 def error_response(err: TaggedError, status: int | None = None) -> JSONResponse:
@@ -53,8 +71,10 @@ async def _decode(endpoint: Endpoint, request: Request) -> tuple[Any, Any, Any]:
         raw = await request.body()
         try:
             payload = json.loads(raw) if raw.strip() else {}
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply
             raise InvalidRequestError("Request body is not valid JSON", kind="body") from None
+        if isinstance(payload, (dict, list)) and _nested_deeper_than(payload, MAX_JSON_DEPTH):
+            raise InvalidRequestError(f"Request body is nested more than {MAX_JSON_DEPTH} levels deep", kind="body")
         try:
             body = endpoint.body.model_validate(payload)
         except ValidationError as exc:
@@ -100,8 +120,10 @@ class AppState:
         self.shutdown = anyio.Event()
 
 
-def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartbeat: float = 15.0) -> Starlette:
+def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartbeat: float = 15.0,
+               guard: GuardOptions | None = None) -> Starlette:
     """The V2 API app over `runtime`. `app.state.ocs.shutdown` ends every stream when set."""
+    guard = guard or GuardOptions()
     env = os.environ if env is None else env
     missing = [e.operation_id for e in ENDPOINTS if e.operation_id not in HANDLERS]
     if missing:
@@ -121,8 +143,15 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
     routes.append(Route("/doc", openapi_doc, methods=["GET"], name="doc"))
     app = Starlette(routes=routes, exception_handlers={HTTPException: not_found})
     app.state.ocs = state
+    # The last added runs first: Host/Origin, then CORS (a preflight carries no credentials), auth, the body.
+    app.add_middleware(BodyGuard, max_bytes=guard.max_body_bytes)
     password = env.get("OPENCODE_SERVER_PASSWORD")
     if password:
         app.add_middleware(BasicAuthMiddleware, username=env.get("OPENCODE_SERVER_USERNAME") or "opencode",
                            password=password)
+    if guard.allowed_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=list(guard.allowed_origins),
+                           allow_methods=["GET", "POST", "PUT", "DELETE"],
+                           allow_headers=["authorization", "content-type", "accept", "last-event-id"], max_age=600)
+    app.add_middleware(OriginGuard, allowed_hosts=guard.allowed_hosts, allowed_origins=guard.allowed_origins)
     return app

@@ -8,13 +8,16 @@ import contextlib
 import logging
 import signal
 import socket
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import uvicorn
 
 from ..core.runtime import Runtime, RuntimeOptions
 from .app import create_app
+from .connections import ResourceExhaustionLog, read_deadline_protocol
+from .guard import GuardOptions, is_loopback
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +36,32 @@ class _Server(uvicorn.Server):
             await super().startup(sockets=sockets)
         finally:
             self.ready.set()  # also on failure, so the caller stops waiting and sees the error
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    """How long a client may take to send each request, stay idle between requests, and how many connections and
+    requests may be open at once (beyond that, uvicorn answers 503)."""
+
+    read_timeout: float = 30.0
+    keep_alive: int = 5
+    max_concurrency: int = 512
+
+
+class ServeRefused(Exception):
+    """A configuration `ocs serve` will not start with; the message says why in one line."""
+
+
+_WILDCARDS = ("0.0.0.0", "::", "")
+
+
+def check_exposure(host: str, env: Mapping[str, str], insecure_no_password: bool = False) -> None:
+    """Refuse to listen beyond loopback without OPENCODE_SERVER_PASSWORD unless the operator insists."""
+    if is_loopback(host) or env.get("OPENCODE_SERVER_PASSWORD") or insecure_no_password:
+        return
+    raise ServeRefused(
+        f"refusing to listen on {host or 'all interfaces'} without OPENCODE_SERVER_PASSWORD: anyone who can reach it"
+        " could run sessions and read files; set the password or pass --insecure-no-password")
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -55,21 +84,34 @@ async def serve(
     stop: asyncio.Event | None = None,
     heartbeat: float = 15.0,
     managed: bool = True,
+    guard: GuardOptions | None = None,
+    limits: ConnectionLimits | None = None,
+    insecure_no_password: bool = False,
 ) -> None:
     """Run until SIGTERM/SIGINT (or `stop`). `managed` servers suspend active sessions on shutdown and resume
-    the suspended ones at start (restart continuation)."""
+    the suspended ones at start (restart continuation). Raises ServeRefused before opening anything when `host`
+    is beyond loopback and no password is set (unless `insecure_no_password`)."""
+    check_exposure(host, options.env, insecure_no_password)
     stop = stop or asyncio.Event()
+    guard = guard or GuardOptions()
+    limits = limits or ConnectionLimits()
+    if host not in _WILDCARDS and not is_loopback(host):
+        guard = replace(guard, allowed_hosts=(*guard.allowed_hosts, host))  # the address it was told to serve
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     runtime = Runtime(options)
     await runtime.open()
+    previous_handler = loop.get_exception_handler()
+    loop.set_exception_handler(ResourceExhaustionLog())
     try:
-        app = create_app(runtime, heartbeat=heartbeat)
+        app = create_app(runtime, heartbeat=heartbeat, guard=guard)
         sock = bind(host, port)
         config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False,
-                                timeout_graceful_shutdown=10)
+                                timeout_graceful_shutdown=10, http=read_deadline_protocol(limits.read_timeout),
+                                timeout_keep_alive=limits.keep_alive,
+                                limit_concurrency=limits.max_concurrency)
         server = _Server(config)
         serving = asyncio.create_task(server.serve(sockets=[sock]))
         ready = asyncio.create_task(server.ready.wait())
@@ -100,3 +142,4 @@ async def serve(
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
         await runtime.close()
+        loop.set_exception_handler(previous_handler)

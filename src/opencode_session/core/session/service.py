@@ -28,6 +28,7 @@ from .history import active_history
 
 Order = Literal["asc", "desc"]
 _MESSAGE = TypeAdapter(SessionMessage)
+_INT64 = range(-(2**63), 2**63)  # what SQLite can compare a cursor's keys with
 SESSION_PAGE_DEFAULT = 50
 MESSAGE_PAGE_DEFAULT, MESSAGE_PAGE_MAX = 50, 200
 
@@ -142,7 +143,7 @@ class Sessions:
                 anchor_key = (int(anchor[0]), int(anchor[1]))
                 assert direction in ("next", "previous") and query.get("order") in ("asc", "desc")
                 query["limit"] = int(query["limit"])
-                assert query["limit"] >= 1
+                assert 1 <= query["limit"] < 2**62 and all(k in _INT64 for k in anchor_key)
                 assert all(query.get(k) is None or isinstance(query[k], str)
                            for k in ("search", "directory", "project", "subpath", "workspace"))
             except Exception:
@@ -162,7 +163,7 @@ class Sessions:
                               + "%")
             if query.get("directory"):
                 where.append("directory = ?")
-                params.append(str(resolve_location(query["directory"]).directory))
+                params.append(_directory_key(query["directory"], from_cursor=cursor is not None))
             if query.get("project"):
                 where.append("project_id = ?")
                 params.append(query["project"])
@@ -231,7 +232,7 @@ class Sessions:
             try:
                 order_, size, anchor, direction = state["o"], int(state["l"]), int(state["a"]), state["d"]
                 assert order_ in ("asc", "desc") and direction in ("next", "previous")
-                assert 1 <= size <= MESSAGE_PAGE_MAX
+                assert 1 <= size <= MESSAGE_PAGE_MAX and anchor in _INT64
             except Exception:
                 raise InvalidCursorError() from None
             anchor_key: tuple | None = (anchor,)
@@ -325,6 +326,18 @@ class Sessions:
                     if not follow:
                         return
                 await bell.wait()
+
+
+def _directory_key(directory: str, *, from_cursor: bool) -> str:
+    """The stored form of a directory filter. One that cannot even be resolved (a NUL byte, `~nouser`, a name too
+    long) is a bad request, or a forged cursor."""
+    try:
+        return str(resolve_location(directory).directory)
+    except (ValueError, RuntimeError, OSError):
+        if from_cursor:
+            raise InvalidCursorError() from None
+        raise InvalidRequestError("Invalid query: directory: unusable directory path", kind="query",
+                                  field="directory") from None
 
 
 def _keyset_page(conn, table, key_sql, where, params, order, limit, anchor, direction, key_of, decode, cursor_of):

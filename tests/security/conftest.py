@@ -1,0 +1,66 @@
+"""Helpers for the security suite: every test here drives a real `ocs serve` subprocess the way an attacker on the
+same machine, or a web page in the user's browser, would."""
+
+from __future__ import annotations
+
+import json
+import resource
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from tests.support import fake_openai as fake
+from tests.support.server import ServerProcess, isolated_env, start_server
+
+TIMEOUT = 30  # seconds for one HTTP exchange; the machine may be busy
+
+
+@pytest.fixture
+def http() -> Iterator[requests.Session]:
+    with requests.Session() as session:
+        session.trust_env = False  # loopback only: no proxy from the environment
+        yield session
+
+
+def memory_limit(megabytes: int) -> Callable[[], None]:
+    """A preexec_fn capping the child's address space, so a server that buffers without bound fails loudly."""
+
+    def apply() -> None:
+        limit = megabytes * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
+
+
+def write_provider_config(root: Path, provider: fake.FakeOpenAI, **extra: Any) -> None:
+    """A global opencode.json pointing the default model at the loopback Chat Completions server."""
+    config = {
+        "model": "loop/fake-model",
+        "provider": {"loop": {"npm": "@ai-sdk/openai-compatible",
+                              "options": {"baseURL": provider.base_url, "apiKey": "test-key"},
+                              "models": {"fake-model": {}}}},
+        **extra,
+    }
+    folder = root / "config" / "opencode"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "opencode.json").write_text(json.dumps(config))
+
+
+def serve(root: Path, *args: str, provider: fake.FakeOpenAI | None = None,
+          preexec_fn: Callable[[], None] | None = None, **env: str) -> ServerProcess:
+    """`ocs serve` under `root` (Location `root/work`), optionally configured for the loopback provider."""
+    environment = isolated_env(root, **env)
+    if provider is not None:
+        write_provider_config(root, provider)
+    return start_server(root, env=environment, args=args, preexec_fn=preexec_fn)
+
+
+def peak_rss_mb(pid: int) -> float:
+    """The process's peak resident memory so far (VmHWM), in MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM in /proc status")
