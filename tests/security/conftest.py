@@ -9,13 +9,33 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 import requests
 
+from opencode_session.client import OpenCodeClient
 from tests.support import fake_openai as fake
 from tests.support.server import ServerProcess, isolated_env, start_server
 
 TIMEOUT = 30  # seconds for one HTTP exchange; the machine may be busy
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[fake.FakeOpenAI]:
+    server = fake.FakeOpenAI()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def client(ocs, root, provider):
+    """A client of the module's `ocs` server, whose config starts every test from the default permission rules."""
+    write_provider_config(root, provider)
+    provider.requests.clear()
+    async with OpenCodeClient(ocs.url) as c:
+        yield c
+    assert provider.pending == 0, "a scripted provider response was never requested"
 
 
 @pytest.fixture
@@ -56,6 +76,29 @@ def serve(root: Path, *args: str, provider: fake.FakeOpenAI | None = None,
     if provider is not None:
         write_provider_config(root, provider)
     return start_server(root, env=environment, args=args, preexec_fn=preexec_fn)
+
+
+async def run_prompt(client, provider: fake.FakeOpenAI, *scripts: fake.Script, timeout: float = 60) -> tuple[str, list]:
+    """Prompt a new session with the provider scripted, wait for it to settle; its id and durable log."""
+    provider.enqueue(*scripts)
+    sid = (await client.session.create()).id
+    await client.session.prompt(sid, prompt={"text": "go"})
+    with anyio.fail_after(timeout):
+        await client.session.wait(sid)
+    return sid, [e async for e in client.session.log(sid, follow=False) if e.type != "log.synced"]
+
+
+def one_tool_call(name: str, arguments: dict[str, Any]) -> list[fake.Script]:
+    """The model calls one tool, then answers "done" once it has the result."""
+    call = fake.tool_call_deltas(0, "call_1", name, json.dumps(arguments))
+    return [fake.completion(call, finish_reason="tool_calls"), fake.completion(fake.text_deltas("done"))]
+
+
+def settled(log: list) -> Any:
+    """The one tool settlement (`session.tool.success` or `session.tool.failed`) in a log."""
+    events = [e for e in log if e.type in ("session.tool.success", "session.tool.failed")]
+    assert len(events) == 1, [e.type for e in log]
+    return events[0]
 
 
 def peak_rss_mb(pid: int) -> float:

@@ -24,6 +24,7 @@ from ..llm import model as llm
 from ..llm.catalog import provider_for, resolve_model
 from ..llm.errors import ProviderError
 from ..location import Location, resolve_location
+from ..permission import Ruleset, effective_rules
 from ..session import admission
 from ..session.history import HistoryCache, active_history
 from ..session.service import require_session
@@ -52,6 +53,10 @@ class Boundary:
     agent: Agent
     config: Config
     location: Location
+
+    def rules(self, env: Mapping[str, str]) -> Ruleset:
+        """The permission rules this boundary's tools and attachments run under: global config, then the agent."""
+        return effective_rules(self.config.permission, self.agent.permission, env)
 
 
 class InstructionPreparer(Protocol):
@@ -201,7 +206,7 @@ class Runner:
             store=self.deps.store, session_id=session_id, assistant_id=assistant_id, agent=b.agent.name,
             model_ref=model_ref, resolved=resolved, provider=self.deps.provider_for(resolved), request=request,
             tools=self.deps.tools, tools_enabled=not last_step, directory=b.location.directory,
-            project_root=b.location.project_root, on_read=on_read, env=self.deps.env,
+            project_root=b.location.project_root, on_read=on_read, env=self.deps.env, rules=b.rules(self.deps.env),
         )
         return await Step(ctx).run(), assistant_id
 

@@ -14,6 +14,7 @@ from ...schema.common import ModelRef, SessionErrorInfo, TokenCache, Tokens
 from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ProviderError
+from ..permission import DEFAULT_RULES, Ruleset
 from ..store.db import Store
 from ..tools.registry import ToolErrored, ToolRegistry, ToolSucceeded
 from ..tools.tool import ToolContext
@@ -53,6 +54,7 @@ class StepContext:
     project_root: Path
     on_read: Callable[[Path], Awaitable[None]] | None = None
     env: Mapping[str, str] | None = None
+    rules: Ruleset = DEFAULT_RULES  # sampled with the agent at the boundary: later switches do not change them
 
 
 @dataclass
@@ -227,7 +229,7 @@ class Step:
         c = self.ctx
         tool_ctx = ToolContext(session_id=c.session_id, message_id=c.assistant_id, call_id=record.call_id,
                                agent=c.agent, directory=c.directory, project_root=c.project_root, on_read=c.on_read,
-                               env=c.env)
+                               env=c.env, rules=c.rules)
         settlement = await c.tools.settle(record.name, tool_input, tool_ctx)
         # bounding is done; publishing the one settlement must not be torn by an interrupt
         await _shielded(self._publish_settlement(record, settlement))

@@ -108,7 +108,7 @@ class ToolRegistry:
         try:
             output = await tool.execute(input, ctx)
         except ToolFailure as failure:
-            return _errored("tool.execution", failure.message)
+            return _errored(failure.type, failure.message)
         except Exception as defect:
             # CancelledError is a BaseException, so it is not caught here and still propagates.
             log.exception("tool %s failed unexpectedly (call %s)", name, ctx.call_id)

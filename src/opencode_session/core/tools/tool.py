@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Mapping, Protocol, runtime_checkable
 
 from opencode_session.schema.message import ToolContent, ToolTextContent
+
+from ..authority import AccessRefused, Authority
+from ..permission import DEFAULT_RULES, Ruleset
+
+# The tool failure type of each kind of refusal: a denial, or a permission only the user could grant.
+_REFUSALS = {"deny": "permission.rejected", "ask": "permission.required"}
 
 
 @dataclass(frozen=True)
@@ -22,16 +29,13 @@ class ToolContext:
     project_root: Path
     on_read: Callable[[Path], Awaitable[None]] | None = None
     env: Mapping[str, str] | None = None  # the runtime's environment (config lookups); None: os.environ
+    rules: Ruleset = DEFAULT_RULES  # the permission rules of the Step that issued the call
 
-    def resolve(self, raw: str) -> Path:
-        """An absolute, normalised path; relative input is taken against the Location directory.
-
-        Symlinks are left alone on purpose: the path the model named is the one it should see again.
-        """
-        path = Path(raw).expanduser()
-        if not path.is_absolute():
-            path = Path(self.directory) / path
-        return Path(os.path.normpath(path))
+    @property
+    def authority(self) -> Authority:
+        """What this call may touch; its checks touch the file system, so run them off the event loop, inside
+        `refusals_as_failures()`."""
+        return Authority(self.directory, self.rules)
 
     def display(self, path: Path) -> str:
         """A short label for titles: relative to the project root when inside it, absolute otherwise."""
@@ -58,11 +62,22 @@ class ToolOutput:
 
 
 class ToolFailure(Exception):
-    """A failure the model should read and can act on (bad path, missing file, ...), not a defect."""
+    """A failure the model should read and can act on (bad path, missing file, refused permission), not a defect.
+    `type` is the error type the settled call records."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, type: str = "tool.execution") -> None:
         super().__init__(message)
         self.message = message
+        self.type = type
+
+
+@contextmanager
+def refusals_as_failures() -> Iterator[None]:
+    """Turn an authority refusal into the typed ToolFailure the model reads."""
+    try:
+        yield
+    except AccessRefused as refused:
+        raise ToolFailure(refused.message, _REFUSALS.get(refused.effect, "tool.execution")) from None
 
 
 @runtime_checkable

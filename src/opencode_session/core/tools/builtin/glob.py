@@ -4,17 +4,25 @@ from __future__ import annotations
 
 import os
 import re
-from functools import partial
+import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
+from wcmatch import glob as wcglob
 
-from ..tool import ToolContext, ToolFailure, ToolOutput
+from ..tool import ToolContext, ToolFailure, ToolOutput, refusals_as_failures
 
 MAX_RESULTS = 100
 SKIPPED_DIRS = frozenset({".git", "node_modules"})
 _MAGIC = re.compile(r"[*?\[{]")
+# wcmatch compiles globs to regexes that never backtrack catastrophically; these bound the walk itself.
+_FLAGS = wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB
+MAX_EXPANSIONS = 1000  # brace alternatives a pattern may expand to
+MAX_ENTRIES = 200_000  # files and directories one search examines
+MAX_SECONDS = 20.0
 
 DESCRIPTION = """Find files by glob pattern.
 
@@ -41,25 +49,51 @@ class GlobTool:
 
     async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         pattern: str = input["pattern"]
-        base = ctx.resolve(input.get("path") or ".")
-        base, pattern, anchored = _split_pattern(base, pattern)
-        matcher = re.compile(_translate(pattern), re.DOTALL)
-        # Abandoning on cancel is safe: the walk only reads, and a large tree should not delay an abort.
-        paths, total = await anyio.to_thread.run_sync(partial(_search, base, matcher, anchored), abandon_on_cancel=True)
-        truncated = total > len(paths)
-        if not paths:
+        stop = threading.Event()
+
+        def search() -> _Found:
+            base, rest, anchored = _split_pattern(input.get("path") or ".", pattern)
+            authority = ctx.authority
+            with refusals_as_failures():
+                found = authority.locate(base)
+                authority.require("glob", pattern)
+            try:
+                matcher = wcglob.compile(rest, flags=_FLAGS, limit=MAX_EXPANSIONS)
+            except Exception as bad:  # wcmatch's PatternLimitException and pattern errors
+                raise ToolFailure(f"Invalid glob pattern {pattern!r}: {bad}") from None
+            return _search(found, matcher, anchored, stop)
+
+        # The walk runs in a worker thread; cancelling the call abandons it and `stop` ends it at the next entry.
+        try:
+            found = await anyio.to_thread.run_sync(search, abandon_on_cancel=True)
+        finally:
+            stop.set()
+        truncated = found.total > len(found.paths)
+        if not found.paths:
             text = "No files found"
         else:
-            text = "\n".join(paths)
+            text = "\n".join(found.paths)
             if truncated:
                 text += (
-                    f"\n\n(Showing the {len(paths)} most recently modified of {total} matches. "
+                    f"\n\n(Showing the {len(found.paths)} most recently modified of {found.total} matches. "
                     "Use a more specific path or pattern to narrow the results.)"
                 )
-        return ToolOutput.of_text(text, {"count": len(paths), "truncated": truncated}, title=ctx.display(base))
+        if found.stopped:
+            text += (f"\n\n(The search stopped early ({found.stopped}), so there may be more matches. "
+                     "Use a more specific path or pattern.)")
+        return ToolOutput.of_text(text, {"count": len(found.paths), "truncated": truncated or bool(found.stopped)},
+                                  title=ctx.display(found.base))
 
 
-def _split_pattern(base: Path, pattern: str) -> tuple[Path, str, bool]:
+@dataclass
+class _Found:
+    base: Path
+    paths: list[str]
+    total: int
+    stopped: str | None  # why the walk ended before the whole tree was seen
+
+
+def _split_pattern(base: str, pattern: str) -> tuple[str, str, bool]:
     """Move a literal leading directory of the pattern into the base, so "/abs/dir/*.py" or "../x/*.py" work.
 
     Returns the base, the remaining pattern and whether it is anchored to the base (has a `/`).
@@ -74,100 +108,35 @@ def _split_pattern(base: Path, pattern: str) -> tuple[Path, str, bool]:
     while literal < len(parts) - 1 and not _MAGIC.search(parts[literal]):
         literal += 1
     prefix = "/".join(parts[:literal]) or "/"
-    return Path(os.path.normpath(base / prefix)), "/".join(parts[literal:]), True
+    return os.path.join(base, prefix), "/".join(parts[literal:]), True
 
 
-def _translate(pattern: str) -> str:
-    """A regex for a glob: `*` and `?` stay within one path segment, `**` crosses segments."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "*":
-            if pattern.startswith("**", i):
-                at_segment_start = i == 0 or pattern[i - 1] == "/"
-                if at_segment_start and pattern.startswith("/", i + 2):
-                    # "**/" may match no directory at all, so "**/*.py" also matches "a.py".
-                    out.append("(?:.*/)?")
-                    i += 3
-                else:
-                    out.append(".*")
-                    i += 2
-                continue
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            end = _class_end(pattern, i)
-            if end < 0:
-                out.append(re.escape(c))
-            else:
-                out.append(_translate_class(pattern[i + 1 : end]))
-                i = end
-        elif c == "{":
-            end, alternatives = _brace_alternatives(pattern, i)
-            if end < 0:
-                out.append(re.escape(c))
-            else:
-                out.append("(?:" + "|".join(_translate(alt) for alt in alternatives) + ")")
-                i = end
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
-
-
-def _class_end(pattern: str, start: int) -> int:
-    j = start + 1
-    if j < len(pattern) and pattern[j] in "!^":
-        j += 1
-    # A "]" right after the opening bracket is a member, not the end.
-    if j < len(pattern) and pattern[j] == "]":
-        j += 1
-    end = pattern.find("]", j)
-    return end
-
-
-def _translate_class(body: str) -> str:
-    negate = body[:1] in ("!", "^")
-    if negate:
-        body = body[1:]
-    # Escape every member except range dashes, so nothing in the body reads as regex set syntax.
-    members = "".join(ch if ch == "-" else re.escape(ch) for ch in body)
-    return f"[^/{members}]" if negate else f"[{members}]"
-
-
-def _brace_alternatives(pattern: str, start: int) -> tuple[int, list[str]]:
-    depth = 0
-    alternatives: list[str] = []
-    piece_start = start + 1
-    for j in range(start, len(pattern)):
-        ch = pattern[j]
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                alternatives.append(pattern[piece_start:j])
-                return j, alternatives
-        elif ch == "," and depth == 1:
-            alternatives.append(pattern[piece_start:j])
-            piece_start = j + 1
-    return -1, []
-
-
-def _search(base: Path, matcher: re.Pattern[str], anchored: bool) -> tuple[list[str], int]:
+def _search(base: Path, matcher: Any, anchored: bool, stop: threading.Event) -> _Found:
     if not base.exists():
         raise ToolFailure(f"Directory not found: {base}")
     if not base.is_dir():
         raise ToolFailure(f"Not a directory: {base}")
     found: list[tuple[float, str]] = []
+    deadline = time.monotonic() + MAX_SECONDS
+    examined = 0
+    stopped: str | None = None
+    # os.walk does not follow symlinked directories, so the walk stays under the checked base.
     for root, dirs, files in os.walk(base):
+        examined += len(dirs) + len(files)
+        if stop.is_set():
+            stopped = "cancelled"
+            break
+        if examined > MAX_ENTRIES:
+            stopped = f"more than {MAX_ENTRIES} entries"
+            break
+        if time.monotonic() > deadline:
+            stopped = f"after {MAX_SECONDS:g} seconds"
+            break
         dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS]
         relative_root = os.path.relpath(root, base)
         prefix = "" if relative_root == "." else relative_root.replace(os.sep, "/") + "/"
         for name in files:
-            if not matcher.fullmatch(prefix + name if anchored else name):
+            if not matcher.match(prefix + name if anchored else name):
                 continue
             full = os.path.join(root, name)
             try:
@@ -177,4 +146,4 @@ def _search(base: Path, matcher: re.Pattern[str], anchored: bool) -> tuple[list[
                 mtime = 0.0
             found.append((mtime, full))
     found.sort(key=lambda item: (-item[0], item[1]))
-    return [path for _, path in found[:MAX_RESULTS]], len(found)
+    return _Found(base, [path for _, path in found[:MAX_RESULTS]], len(found), stopped)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import difflib
 import os
 import stat
-from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, BinaryIO, Callable, Iterable, Iterator
 
 import anyio.to_thread
 
+from ...authority import NotRegularFileError, open_regular_file
 from ..output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES
-from ..tool import ToolContext, ToolFailure, ToolOutput
+from ..tool import ToolContext, ToolFailure, ToolOutput, refusals_as_failures
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -21,6 +21,10 @@ MAX_LINE_CHARS = 2000
 PAGE_MAX_LINES = DEFAULT_MAX_LINES - 2
 PAGE_MAX_BYTES = DEFAULT_MAX_BYTES - 1024
 BINARY_SNIFF_BYTES = 8192
+# Bytes kept of one line: always more than MAX_LINE_CHARS characters (at most 4 bytes each) when the line is longer,
+# so it still reads as truncated; the rest of a long line is skipped, never held in memory.
+LINE_KEEP_BYTES = 4 * MAX_LINE_CHARS + 4
+SKIP_CHUNK_BYTES = 64 * 1024
 MAX_SUGGESTIONS = 3
 
 DESCRIPTION = """Read a file or list a directory.
@@ -51,12 +55,17 @@ class ReadTool:
     }
 
     async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        path = ctx.resolve(input["filePath"])
         # JSON Schema "integer" admits 5.0; ints keep line numbers and "offset=" hints printing as integers.
         offset = int(input.get("offset", 1))
         limit = int(input.get("limit", DEFAULT_LIMIT))
+
+        def read() -> tuple[Path, ToolOutput]:
+            with refusals_as_failures():
+                path = ctx.authority.check("read", input["filePath"])
+            return path, _read(path, offset, limit)
+
         # Abandoning on cancel is safe: the worker only reads, and its result is simply dropped.
-        output = await anyio.to_thread.run_sync(partial(_read, path, offset, limit), abandon_on_cancel=True)
+        path, output = await anyio.to_thread.run_sync(read, abandon_on_cancel=True)
         output.title = ctx.display(path)
         if ctx.on_read is not None:
             await ctx.on_read(path)
@@ -72,25 +81,34 @@ def _read(path: Path, offset: int, limit: int) -> ToolOutput:
         raise ToolFailure(f"Cannot read {path}: {exc.strerror or exc}") from None
     if stat.S_ISDIR(info.st_mode):
         return _list_directory(path, offset, limit)
-    # A FIFO or device would block the worker thread forever or stream without end.
-    if not stat.S_ISREG(info.st_mode):
-        raise ToolFailure(f"Not a regular file: {path}")
     try:
-        return _read_file(path, offset, limit)
+        # A FIFO or device would block the worker thread forever or stream without end.
+        with open_regular_file(path) as raw:
+            return _read_file(raw, path, offset, limit)
+    except NotRegularFileError:
+        raise ToolFailure(f"Not a regular file: {path}") from None
     except OSError as exc:
         raise ToolFailure(f"Cannot read {path}: {exc.strerror or exc}") from None
 
 
-def _read_file(path: Path, offset: int, limit: int) -> ToolOutput:
-    with open(path, "rb") as raw:
-        if b"\x00" in raw.read(BINARY_SNIFF_BYTES):
-            raise ToolFailure(f"Cannot read binary file: {path}")
+def _read_file(raw: BinaryIO, path: Path, offset: int, limit: int) -> ToolOutput:
+    if b"\x00" in raw.read(BINARY_SNIFF_BYTES):
+        raise ToolFailure(f"Cannot read binary file: {path}")
+    raw.seek(0)
     # Streaming keeps memory flat on big files; the whole file is still scanned to report its length.
-    # Undecodable bytes become U+FFFD rather than failing: the model can still read the rest.
-    with open(path, encoding="utf-8", errors="replace") as lines:
-        shown, total, capped = _page((line.rstrip("\n") for line in lines), offset, limit, _number_line)
+    shown, total, capped = _page(_lines(raw), offset, limit, _number_line)
     return _paged_output(path, shown, total, capped, offset, unit="lines", empty="(File is empty)",
                          action="read", end=f"End of file: {total} lines")
+
+
+def _lines(raw: BinaryIO) -> Iterator[str]:
+    """The file's lines without their ending, each cut to LINE_KEEP_BYTES, so a gigabyte without a newline costs
+    no more memory than a short line. Undecodable bytes become U+FFFD: the model can still read the rest."""
+    while line := raw.readline(LINE_KEEP_BYTES):
+        if not line.endswith(b"\n"):
+            while (rest := raw.readline(SKIP_CHUNK_BYTES)) and not rest.endswith(b"\n"):
+                pass  # the rest of an over-long line
+        yield line.rstrip(b"\n").removesuffix(b"\r").decode("utf-8", errors="replace")
 
 
 def _list_directory(path: Path, offset: int, limit: int) -> ToolOutput:

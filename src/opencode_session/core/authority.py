@@ -1,0 +1,104 @@
+"""Location authority: whether a Session may touch a path a tool call or prompt attachment names. The path is resolved
+first (`~`, relative to the Location, `..`, symlinks); outside the Location it needs the `external_directory`
+permission, and the action's own rules apply everywhere, so a `deny` always holds. Also the one safe way to open
+such a file: regular files only, never blocking on a FIFO or device."""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from .permission import DEFAULT_RULES, Effect, Ruleset, evaluate
+
+
+class AccessRefused(Exception):
+    """The path may not be touched (`effect` deny), needs a permission nobody can grant yet (`ask`), or is not a
+    usable path at all (`invalid`). The message is written for the model or the client to act on."""
+
+    def __init__(self, message: str, effect: Effect | str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.effect = effect
+
+
+@dataclass(frozen=True)
+class Authority:
+    """The rules one Step (or one admission) runs under, rooted at the Session's Location directory.
+
+    `managed_roots` are directories outside the Location whose files need no `external_directory` permission:
+    where Managed Tool Output Files will be kept once they exist.
+    """
+
+    directory: Path
+    rules: Ruleset = DEFAULT_RULES
+    managed_roots: tuple[Path, ...] = ()
+    root: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", _real(self.directory))
+
+    def resolve(self, raw: str) -> Path:
+        """The real absolute path `raw` names; relative paths are taken in the Location directory."""
+        try:
+            path = Path(raw).expanduser()
+            return Path(os.path.realpath(path if path.is_absolute() else self.root / path))
+        except (ValueError, RuntimeError, OSError) as exc:  # NUL byte, unknown ~user, name too long
+            raise AccessRefused(f"Not a usable path: {raw!r} ({exc})", "invalid") from None
+
+    def locate(self, raw: str) -> Path:
+        """The resolved path `raw` names, when it is inside the Location or `external_directory` allows it."""
+        path = self.resolve(raw)
+        if not any(_within(path, root) for root in (self.root, *map(_real, self.managed_roots))):
+            # OpenCode asks for the outside directory as a pattern, e.g. "/etc/*" to read /etc/hostname.
+            scope = path if path.is_dir() else path.parent
+            self.require("external_directory", str(scope / "*"))
+        return path
+
+    def check(self, action: str, raw: str) -> Path:
+        """The resolved path when `action` (e.g. "read") may touch what `raw` names; else AccessRefused. Inside the
+        Location the rules see the path relative to it (absolute rule patterns see the absolute path)."""
+        path = self.locate(raw)
+        if _within(path, self.root):
+            self.require(action, str(path.relative_to(self.root)), absolute=str(path))
+        else:
+            self.require(action, str(path))
+        return path
+
+    def require(self, action: str, resource: str, absolute: str | None = None) -> None:
+        """AccessRefused unless the rules allow `action` on `resource`."""
+        effect = evaluate(self.rules, action, resource, absolute)
+        if effect == "deny":
+            raise AccessRefused(f"Permission denied: {action} {resource}", "deny")
+        if effect == "ask":
+            raise AccessRefused(
+                f"Permission required: {action} {resource}. This needs the user's approval, and asking for it is not "
+                f"available yet; the user can allow it under \"permission\".\"{action}\" in opencode.json.", "ask")
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def _within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+class NotRegularFileError(OSError):
+    """The path names a directory, FIFO, device or socket: nothing a Session reads as a file."""
+
+
+def open_regular_file(path: Path) -> BinaryIO:
+    """Open `path` for reading if, once open, it is a regular file (else NotRegularFileError). O_NONBLOCK keeps a
+    FIFO swapped in after any earlier check from blocking the open; O_NOFOLLOW refuses a swapped-in symlink."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFileError(f"Not a regular file: {path}")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

@@ -1,0 +1,106 @@
+"""Permission rules: OpenCode's `permission` config (global, then the agent's) as one ordered Ruleset, and
+evaluating an action on a resource to allow, ask or deny (the last matching rule wins)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Effect = Literal["allow", "ask", "deny"]
+EFFECTS: frozenset[str] = frozenset({"allow", "ask", "deny"})
+
+
+@dataclass(frozen=True)
+class Rule:
+    action: str  # a tool or guard name such as "read" or "external_directory"; wildcards allowed
+    resource: str  # a wildcard pattern over the resource (a path, a command, a name)
+    effect: Effect
+
+
+Ruleset = tuple[Rule, ...]
+
+# What OpenCode starts from before any config: everything allowed except leaving the Location (ask) and reading
+# environment files (deny).
+DEFAULT_RULES: Ruleset = (
+    Rule("*", "*", "allow"),
+    Rule("external_directory", "*", "ask"),
+    Rule("doom_loop", "*", "ask"),
+    Rule("read", "*.env", "deny"),
+    Rule("read", "*.env.*", "deny"),
+    Rule("read", "*.env.example", "allow"),
+)
+
+
+def wildcard_match(text: str, pattern: str) -> bool:
+    """`*` matches any run of characters (`/` included), `?` one character, the rest literally; a trailing ` *` is
+    optional, so `git push *` also matches `git push`. Linear-time: never backtracks over earlier stars."""
+    if _match(text, pattern):
+        return True
+    return pattern.endswith(" *") and _match(text, pattern[:-2])
+
+
+def _match(text: str, pattern: str) -> bool:
+    t = p = 0
+    star_p, star_t = -1, 0
+    while t < len(text):
+        if p < len(pattern) and pattern[p] == "*":
+            star_p, star_t = p, t
+            p += 1
+        elif p < len(pattern) and (pattern[p] == "?" or pattern[p] == text[t]):
+            p += 1
+            t += 1
+        elif star_p >= 0:
+            # Let the last star absorb one more character; earlier stars never need to move.
+            star_t += 1
+            p, t = star_p + 1, star_t
+        else:
+            return False
+    return all(c == "*" for c in pattern[p:])
+
+
+def _expand_home(pattern: str, home: str) -> str:
+    for prefix in ("~", "$HOME"):
+        if pattern == prefix:
+            return home
+        if pattern.startswith(prefix + "/"):
+            return home + pattern[len(prefix):]
+    return pattern
+
+
+def parse_rules(value: Any, env: Mapping[str, str] = os.environ) -> Ruleset:
+    """Rules from one config `permission` value: `"allow"` (everything), `{"read": "deny"}` (one action), or
+    `{"read": {"*.md": "allow", "~/secret/*": "deny"}}` (per pattern, `~`/`$HOME` expanded), in file order.
+    Entries with an unknown effect are skipped: a config written for a newer OpenCode still loads."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    if isinstance(value, str):
+        return (Rule("*", "*", value),) if value in EFFECTS else ()  # type: ignore[arg-type]
+    if not isinstance(value, Mapping):
+        return ()
+    rules: list[Rule] = []
+    for action, entry in value.items():
+        if isinstance(entry, str):
+            if entry in EFFECTS:
+                rules.append(Rule(str(action), "*", entry))  # type: ignore[arg-type]
+        elif isinstance(entry, Mapping):
+            rules.extend(Rule(str(action), _expand_home(str(pattern), home), effect)  # type: ignore[arg-type]
+                         for pattern, effect in entry.items() if effect in EFFECTS)
+    return tuple(rules)
+
+
+def effective_rules(global_permission: Any, agent_permission: Any, env: Mapping[str, str] = os.environ) -> Ruleset:
+    """The Ruleset a Step's tools run under: the defaults, then the global config, then the agent's own rules."""
+    return DEFAULT_RULES + parse_rules(global_permission, env) + parse_rules(agent_permission, env)
+
+
+def evaluate(rules: Ruleset, action: str, resource: str, absolute: str | None = None) -> Effect:
+    """The effect of the last rule matching `action` and `resource`; `ask` when none matches. With `absolute` (the
+    absolute form of a relative path), rules written as absolute paths are matched against it instead."""
+    for rule in reversed(rules):
+        if not wildcard_match(action, rule.action):
+            continue
+        target = absolute if absolute is not None and rule.resource.startswith("/") else resource
+        if wildcard_match(target, rule.resource):
+            return rule.effect
+    return "ask"
