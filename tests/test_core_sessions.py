@@ -104,10 +104,13 @@ async def test_admission_exact_retry_and_conflicts(tmp_path):
     async with open_sessions(tmp_path) as s:
         sid = (await s.create()).id
         other = (await s.create()).id
-        first = await s.admit(sid, PromptInput(text="hi", files=[PromptInputFileAttachment(uri="file:///a/b.py")]),
+        attached = tmp_path / "work" / "b.py"
+        attached.write_text("print()")
+        uri = attached.as_uri()
+        first = await s.admit(sid, PromptInput(text="hi", files=[PromptInputFileAttachment(uri=uri)]),
                               id="msg_fixed", delivery="queue")
         assert first.prompt.files[0].mime == "text/x-python" and first.promotedSeq is None
-        retry = await s.admit(sid, PromptInput(text="hi", files=[PromptInputFileAttachment(uri="file:///a/b.py")]),
+        retry = await s.admit(sid, PromptInput(text="hi", files=[PromptInputFileAttachment(uri=uri)]),
                               id="msg_fixed", delivery="queue")
         assert retry == first
         for kwargs in ({"session": sid, "text": "other", "delivery": "queue"},
@@ -119,7 +122,8 @@ async def test_admission_exact_retry_and_conflicts(tmp_path):
             assert "msg_fixed" in info.value.message
         assert await _seqs(s, sid) == [1]  # conflicts append nothing
         assert await s.promote(sid, "input") == ["msg_fixed"]
-        after = await s.admit(sid, PromptInput(text="hi", files=[PromptInputFileAttachment(uri="file:///a/b.py")]),
+        attached.unlink()  # an exact retry reconciles with what was admitted, whatever the file is now
+        after = await s.admit(sid, PromptInput(text="hi", files=[PromptInputFileAttachment(uri=uri)]),
                               id="msg_fixed", delivery="queue")
         assert after.admittedSeq == first.admittedSeq and after.promotedSeq == 2
         with pytest.raises(ConflictError):

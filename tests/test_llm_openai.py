@@ -267,7 +267,9 @@ async def test_wire_request_carries_system_updates_tools_and_results(server, pro
         ToolResultMessage("call_1", "read", "print('hi')", is_error=False),
         SystemUpdate("The environment changed."),
         UserMessage([TextPart("See attachments"), FilePart(png, "image/png", "shot.png"),
-                     FilePart(notes.as_uri(), "text/plain", "notes.txt")]),
+                     FilePart(notes.as_uri(), "text/plain", "notes.txt", data=notes.read_bytes()),
+                     # never loaded by the runtime: the adapter does not go and read the disk itself
+                     FilePart(notes.as_uri(), "text/plain", "unloaded.txt")]),
         system=["You are a test agent.", "Baseline instructions."],
         tools=[ToolSpec("read", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}})],
         tool_choice="none",
@@ -296,6 +298,8 @@ async def test_wire_request_carries_system_updates_tools_and_results(server, pro
     assert attachments[0] == {"type": "text", "text": "See attachments"}
     assert attachments[1] == {"type": "image_url", "image_url": {"url": png}}
     assert attachments[2]["type"] == "text" and "remember the milk" in attachments[2]["text"]
+    assert attachments[3] == {"type": "text",
+                              "text": "[Attached file unloaded.txt could not be read: the file was not loaded]"}
     assert body["tools"] == [
         {
             "type": "function",

@@ -17,6 +17,8 @@ from ...schema.common import ModelRef, SessionErrorInfo
 from ...schema.ids import message_id
 from ...schema.session import SessionV2Info
 from ..agents import BUILD_PROMPT, Agent, AgentNotFoundError, resolve_agent
+from ..attachments import load_attachments, needs_loading
+from ..authority import Authority
 from ..config import Config, ConfigError, load_config
 from ..instructions.checkpoint import CheckpointPreparer, InstructionsBlocked
 from ..instructions.nearby import NearbyInstructions
@@ -192,7 +194,12 @@ class Runner:
                              variant=ref.variant if ref else None)
         history = await self._read(lambda conn: self.history.load(conn, session_id))
         last_step = b.agent.steps is not None and step >= b.agent.steps
+        rules = b.rules(self.deps.env)
         messages = lower_entries(history, model_ref)
+        if needs_loading(messages):
+            # re-checked under this Step's rules: the file, or the rules, may have changed since admission
+            authority = Authority(b.location.directory, rules)
+            messages = await anyio.to_thread.run_sync(load_attachments, messages, authority, abandon_on_cancel=True)
         if last_step:
             messages.append(llm.UserMessage([llm.TextPart(MAX_STEPS_NOTICE)]))
         tools = [] if last_step else self.deps.tools.definitions()
@@ -206,7 +213,7 @@ class Runner:
             store=self.deps.store, session_id=session_id, assistant_id=assistant_id, agent=b.agent.name,
             model_ref=model_ref, resolved=resolved, provider=self.deps.provider_for(resolved), request=request,
             tools=self.deps.tools, tools_enabled=not last_step, directory=b.location.directory,
-            project_root=b.location.project_root, on_read=on_read, env=self.deps.env, rules=b.rules(self.deps.env),
+            project_root=b.location.project_root, on_read=on_read, env=self.deps.env, rules=rules,
         )
         return await Step(ctx).run(), assistant_id
 

@@ -63,11 +63,14 @@ class TextPart:
 
 @dataclass(frozen=True)
 class FilePart:
-    """An attachment. `uri` is a `data:` URI, a `file://` URI or a remote URL."""
+    """An attachment. `uri` is a `data:` URI, a `file://` URI (or plain path) or a remote URL. A local file's bytes
+    are loaded into `data` under the Location authority before a request reaches an adapter; adapters never read
+    the disk."""
 
     uri: str
     mime: str
     name: str | None = None
+    data: bytes | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

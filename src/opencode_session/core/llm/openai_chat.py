@@ -7,10 +7,8 @@ from __future__ import annotations
 import base64
 import json
 import urllib.parse
-import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -108,20 +106,21 @@ def _is_openai_host(base_url: str) -> bool:
     return host.lower() == "api.openai.com"
 
 
-def _read_uri(uri: str) -> bytes:
-    """Bytes behind a `data:` or `file://` URI (plain paths are accepted as files too)."""
-    if uri.startswith("data:"):
-        header, _, payload = uri[5:].partition(",")
+def _bytes_of(part: FilePart) -> bytes:
+    """The attachment's bytes: loaded by the runtime, or inline in a `data:` URI. Local files are never read here:
+    the runtime loads them under the Location authority, so one it did not load is not readable."""
+    if part.data is not None:
+        return part.data
+    if part.uri.startswith("data:"):
+        header, _, payload = part.uri[5:].partition(",")
         if header.endswith(";base64"):
             return base64.b64decode(payload)
         return urllib.parse.unquote_to_bytes(payload)
-    if uri.startswith("file:"):
-        return Path(urllib.request.url2pathname(urllib.parse.urlsplit(uri).path)).read_bytes()
-    return Path(uri).read_bytes()
+    raise ValueError("the file was not loaded")
 
 
-def _is_local_uri(uri: str) -> bool:
-    return uri.startswith(("data:", "file:")) or "://" not in uri
+def _is_remote(part: FilePart) -> bool:
+    return part.data is None and urllib.parse.urlsplit(part.uri).scheme in ("http", "https")
 
 
 def _file_label(part: FilePart) -> str:
@@ -131,30 +130,29 @@ def _file_label(part: FilePart) -> str:
 def _lower_file(part: FilePart) -> dict[str, Any]:
     try:
         return _lower_file_unchecked(part)
-    except (OSError, ValueError) as exc:
-        # A vanished or corrupt attachment must not fail the whole Step; the model is told instead.
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        return {"type": "text", "text": f"[Attached file {_file_label(part)} could not be read: {reason}]"}
+    except ValueError as exc:
+        # An unloaded or corrupt attachment must not fail the whole Step; the model is told instead.
+        return {"type": "text", "text": f"[Attached file {_file_label(part)} could not be read: {exc}]"}
 
 
 def _lower_file_unchecked(part: FilePart) -> dict[str, Any]:
     mime = part.mime.lower()
     label = _file_label(part)
-    local = _is_local_uri(part.uri)
+    remote = _is_remote(part)
     if mime.startswith("image/"):
-        if part.uri.startswith("data:") or not local:
+        if remote or (part.data is None and part.uri.startswith("data:")):
             url = part.uri
         else:
-            url = f"data:{part.mime};base64," + base64.b64encode(_read_uri(part.uri)).decode("ascii")
+            url = f"data:{part.mime};base64," + base64.b64encode(_bytes_of(part)).decode("ascii")
         return {"type": "image_url", "image_url": {"url": url}}
     if mime.startswith("text/") or mime == "application/json":
-        if not local:
+        if remote:
             return {"type": "text", "text": f"[Attached file {label} ({part.mime}) at {part.uri}]"}
-        content = _read_uri(part.uri).decode("utf-8", errors="replace")
+        content = _bytes_of(part).decode("utf-8", errors="replace")
         return {"type": "text", "text": f"[Attached file {label} ({part.mime})]\n{content}"}
-    if mime == "application/pdf" and local:
-        data = part.uri if part.uri.startswith("data:") else (
-            "data:application/pdf;base64," + base64.b64encode(_read_uri(part.uri)).decode("ascii")
+    if mime == "application/pdf" and not remote:
+        data = part.uri if part.data is None and part.uri.startswith("data:") else (
+            "data:application/pdf;base64," + base64.b64encode(_bytes_of(part)).decode("ascii")
         )
         return {"type": "file", "file": {"filename": label, "file_data": data}}
     # Chat Completions has no generic attachment type; tell the model the file exists rather than drop it.
@@ -204,7 +202,7 @@ def _append_user_text(previous: dict[str, Any], text: str) -> None:
 
 
 def lower_messages(request: LLMRequest) -> list[dict[str, Any]]:
-    """The Chat Completions `messages` array for a request (pure apart from reading local attachments)."""
+    """The Chat Completions `messages` array for a request (pure: attachments arrive loaded)."""
     out: list[dict[str, Any]] = []
     system = [s for s in request.system if s]
     if system:

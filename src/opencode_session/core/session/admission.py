@@ -79,6 +79,13 @@ def admit(tx: Tx, session_id: str, input_id: str, prompt: Prompt, delivery: ev.D
                                 delivery=delivery, timeCreated=record.created), True
 
 
+def input_recorded(tx_or_conn, input_id: str) -> bool:
+    """Whether an input with this ID was already admitted (pending or promoted): a retry reconciles, unchecked."""
+    row = tx_or_conn.execute("SELECT 1 FROM session_pending WHERE id = ?"
+                             " UNION ALL SELECT 1 FROM session_message WHERE id = ? LIMIT 1", (input_id, input_id))
+    return row.fetchone() is not None
+
+
 def _admission_event(tx: Tx, session_id: str, input_id: str) -> tuple[int, int, ev.InputAdmitted] | None:
     row = tx.execute(
         "SELECT seq, created, data FROM event WHERE aggregate_id = ? AND type = ?"

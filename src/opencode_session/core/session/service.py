@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any, Literal
 
+import anyio
 from pydantic import TypeAdapter
 
 from ...schema import events as ev
@@ -20,6 +22,7 @@ from ...schema.message import SessionMessage
 from ...schema.page import CursorLinks
 from ...schema.prompt import PromptInput
 from ...schema.session import SessionTime, SessionV2Info
+from ..attachments import admission_authority, check_prompt_files
 from ..location import Location, resolve_location
 from ..store.db import Store, Tx, now_ms
 from . import admission
@@ -58,9 +61,11 @@ def decode_message(data: str) -> Any:
 class Sessions:
     """Core operations on durable Sessions. `wake` is the advisory execution doorbell (the runner installs it)."""
 
-    def __init__(self, store: Store, default_location: Location, wake: Callable[[str], None] | None = None) -> None:
+    def __init__(self, store: Store, default_location: Location, wake: Callable[[str], None] | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
         self.store = store
         self.default_location = default_location
+        self.env = os.environ if env is None else env  # config lookups: the rules prompt attachments are read under
         self.wake: Callable[[str], None] = wake or (lambda _sid: None)
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -192,9 +197,21 @@ class Sessions:
         delivery: ev.Delivery = "steer",
         resume: bool = True,
     ) -> SessionInputAdmitted:
-        """Durably admit a prompt (or reconcile an exact retry), then ring the advisory wake unless resume is false."""
+        """Durably admit a prompt (or reconcile an exact retry), then ring the advisory wake unless resume is false.
+        An attachment the Session may not read (outside its Location without permission, denied, not a regular
+        file, too large) is a 400, known before anything is stored."""
         stored = admission.resolve_prompt(prompt)
         input_id = id or message_id()
+        if stored.files and not (id is not None and await self.store.read(
+                lambda conn: admission.input_recorded(conn, input_id))):
+            session = await self.get(session_id)
+            files = stored.files
+
+            def _check() -> None:
+                authority = admission_authority(session.location.directory, session.agent, self.env)
+                check_prompt_files(files, authority)
+
+            await anyio.to_thread.run_sync(_check)
 
         def _admit(tx: Tx) -> SessionInputAdmitted:
             require_session(tx, session_id)
