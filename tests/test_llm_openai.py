@@ -51,7 +51,7 @@ from opencode_session.core.llm import (
     resolve_model,
     step_cost,
 )
-from opencode_session.core.llm.errors import parse_retry_after_ms
+from opencode_session.core.llm.errors import AuthenticationError, parse_retry_after_ms, redact
 from opencode_session.core.llm.openai_chat import OpenAIChatProvider, build_body
 from opencode_session.schema.common import ModelRef
 from tests.support.fake_openai import (
@@ -476,3 +476,12 @@ async def test_model_ref_overrides_the_configured_default(server):
     await collect(provider, make_request(server.base_url, model=model))
     await provider.aclose()  # type: ignore[attr-defined]
     assert server.requests[0].json["model"] == "real-b"
+
+
+def test_provider_error_messages_are_redacted_of_credentials():
+    text = "Invalid key sk-live-123456789 (Authorization: Bearer abc.def-ghi_jkl=) and basic dXNlcjpwYXNz; short k1"
+    cleaned = redact(text, ["sk-live-123456789", "k1", ""])
+    assert cleaned == ("Invalid key [REDACTED] (Authorization: Bearer [REDACTED]) and basic [REDACTED]; short k1")
+    error = AuthenticationError("bad key sk-live-123456789", status=401).redacted(["sk-live-123456789"])
+    assert isinstance(error, AuthenticationError) and error.status == 401
+    assert error.to_session_error().message == "bad key [REDACTED]" and str(error) == "bad key [REDACTED]"

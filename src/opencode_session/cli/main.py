@@ -21,8 +21,12 @@ APP_NAME = "opencode-session"
 
 
 def default_db_path() -> Path:
-    """The database under the user's data directory (XDG_DATA_HOME on Linux)."""
-    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "sessions.db"
+    """The database under the user's data directory (XDG_DATA_HOME on Linux), which is ours alone: 0700, also when
+    an older version created it readable by others."""
+    folder = Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+    if folder.is_dir():
+        folder.chmod(0o700)
+    return folder / "sessions.db"
 
 
 @app.command()

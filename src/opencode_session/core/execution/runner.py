@@ -23,7 +23,7 @@ from ..config import Config, ConfigError, load_config
 from ..instructions.checkpoint import CheckpointPreparer, InstructionsBlocked
 from ..instructions.nearby import NearbyInstructions
 from ..llm import model as llm
-from ..llm.catalog import provider_for, resolve_model
+from ..llm.catalog import configured_secrets, provider_for, resolve_model
 from ..llm.errors import ProviderError
 from ..location import Location, resolve_location
 from ..permission import Ruleset, effective_rules
@@ -214,6 +214,7 @@ class Runner:
             model_ref=model_ref, resolved=resolved, provider=self.deps.provider_for(resolved), request=request,
             tools=self.deps.tools, tools_enabled=not last_step, directory=b.location.directory,
             project_root=b.location.project_root, on_read=on_read, env=self.deps.env, rules=rules,
+            secrets=tuple(configured_secrets(b.config, self.deps.env, resolved)),
         )
         return await Step(ctx).run(), assistant_id
 

@@ -55,6 +55,7 @@ class StepContext:
     on_read: Callable[[Path], Awaitable[None]] | None = None
     env: Mapping[str, str] | None = None
     rules: Ruleset = DEFAULT_RULES  # sampled with the agent at the boundary: later switches do not change them
+    secrets: tuple[str, ...] = ()  # configured credentials, cut from provider error messages before they are stored
 
 
 @dataclass
@@ -119,7 +120,7 @@ class Step:
                 async for event in stream:
                     await self._on_event(event)
             except ProviderError as error:
-                self.outcome.error = error
+                self.outcome.error = error.redacted(self.ctx.secrets)
             finally:
                 aclose = getattr(stream, "aclose", None)
                 if aclose is not None:

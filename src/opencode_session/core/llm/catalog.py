@@ -34,6 +34,25 @@ def api_key_env_var(provider_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9]", "_", provider_id).upper() + "_API_KEY"
 
 
+_CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|cookie", re.I)
+
+
+def configured_secrets(config: Config, env: Mapping[str, str], model: ResolvedModel | None = None) -> list[str]:
+    """Every credential the configuration could send to a provider: API keys from the config and from
+    `<PROVIDER>_API_KEY` variables, and the values of credential-looking headers (for redacting error text)."""
+    secrets = [v for k, v in env.items() if k.endswith("_API_KEY") and v]
+    headers: list[Mapping[str, str]] = []
+    for provider in config.provider.values():
+        if provider.options.api_key:
+            secrets.append(provider.options.api_key)
+        headers.append(provider.options.headers or {})
+    if model is not None:
+        secrets += [model.api_key] if model.api_key else []
+        headers.append(model.headers)
+    secrets += [value for h in headers for name, value in h.items() if _CREDENTIAL_HEADER.search(name) and value]
+    return secrets
+
+
 def model_ref_from_string(value: str) -> ModelRef | None:
     parsed = parse_model_string(value)
     if parsed is None:

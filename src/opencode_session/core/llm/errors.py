@@ -3,9 +3,11 @@ and how the failure is recorded in a Session (`SessionErrorInfo`)."""
 
 from __future__ import annotations
 
+import copy
 import email.utils
+import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
 from opencode_session.schema.common import SessionErrorInfo
@@ -32,6 +34,14 @@ class ProviderError(Exception):
 
     def to_session_error(self) -> SessionErrorInfo:
         return SessionErrorInfo(type=self.error_type, message=self.message, status=self.status)
+
+    def redacted(self, secrets: Iterable[str]) -> "ProviderError":
+        """The same failure with `secrets` and bearer tokens cut from its message: providers echo the credentials
+        they were sent ("Invalid API key: Bearer sk-..."), and the message becomes a durable, streamed event."""
+        clean = copy.copy(self)
+        clean.message = redact(self.message, secrets)
+        clean.args = (clean.message,)
+        return clean
 
     def __repr__(self) -> str:
         return (
@@ -104,6 +114,20 @@ class NoModelConfiguredError(ProviderError):
         self.detail = detail
 
 
+REDACTED = "[REDACTED]"
+# Shorter configured values are not treated as secrets: cutting them would mangle ordinary words in the message.
+MIN_SECRET_LENGTH = 8
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9\-._~+/]+=*")
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every secret of at least MIN_SECRET_LENGTH characters and every bearer/basic credential replaced
+    by REDACTED."""
+    for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+
+
 def parse_retry_after_ms(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
     """Delay the provider asked for, in milliseconds: `retry-after-ms` wins over `retry-after`,
     which may be seconds or an HTTP date. Unparseable or negative values mean "no hint"."""
@@ -149,7 +173,9 @@ __all__ = [
     "ProviderError",
     "ProviderInternalError",
     "QuotaExceededError",
+    "REDACTED",
     "RateLimitError",
     "TransportError",
     "parse_retry_after_ms",
+    "redact",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -25,6 +26,24 @@ CommitHook = Callable[["Tx", EventRecord], None]
 
 def now_ms() -> int:
     return int(time.time() * 1000)
+
+
+# The database holds prompts, file contents and tool output: only its owner may read it.
+_PRIVATE_DIR, _PRIVATE_FILE = 0o700, 0o600
+_SQLITE_FILES = ("", "-wal", "-shm", "-journal")
+
+
+def make_private(path: Path) -> None:
+    """Prepare `path` as a private database: missing directories created 0700, the file created 0600 before SQLite
+    opens it (SQLite gives its -wal and -shm files the database file's mode), existing files narrowed to 0600."""
+    missing = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
+    for folder in reversed(missing):
+        folder.mkdir(mode=_PRIVATE_DIR, exist_ok=True)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), _PRIVATE_FILE))
+    for suffix in _SQLITE_FILES:
+        existing = Path(str(path) + suffix)
+        if existing.exists():
+            os.chmod(existing, _PRIVATE_FILE)
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -121,10 +140,9 @@ class Store:
 
     async def open(self) -> "Store":
         loop = asyncio.get_running_loop()
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-
         def _open_writer() -> None:
+            if self.path != ":memory:":
+                make_private(Path(self.path))
             self._wconn = _connect(self.path)
             migrate(self._wconn)
 
