@@ -28,6 +28,14 @@ def provider() -> Iterator[fake.FakeOpenAI]:
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def ocs(root, provider):
+    """`ocs serve` on the module's `root`, using the loopback provider, its memory capped."""
+    srv = serve(root, provider=provider, memory_mb=1536)
+    yield srv
+    assert srv.stop() == 0, "".join(srv.stderr_lines)
+
+
 @pytest.fixture
 async def client(ocs, root, provider):
     """A client of the module's `ocs` server, whose config starts every test from the default permission rules."""
@@ -45,9 +53,7 @@ def http() -> Iterator[requests.Session]:
         yield session
 
 
-def memory_limit(megabytes: int) -> Callable[[], None]:
-    """A preexec_fn capping the child's address space, so a server that buffers without bound fails loudly."""
-
+def _memory_limit(megabytes: int) -> Callable[[], None]:
     def apply() -> None:
         limit = megabytes * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -69,9 +75,14 @@ def write_provider_config(root: Path, provider: fake.FakeOpenAI, **extra: Any) -
     (folder / "opencode.json").write_text(json.dumps(config))
 
 
-def serve(root: Path, *args: str, provider: fake.FakeOpenAI | None = None,
+def serve(root: Path, *args: str, provider: fake.FakeOpenAI | None = None, memory_mb: int | None = None,
           preexec_fn: Callable[[], None] | None = None, **env: str) -> ServerProcess:
-    """`ocs serve` under `root` (Location `root/work`), optionally configured for the loopback provider."""
+    """`ocs serve` under `root` (Location `root/work`), optionally configured for the loopback provider. With
+    `memory_mb` its address space is capped, so a server that buffers without bound fails loudly instead of taking
+    the machine's memory (few malloc arenas: each would reserve 64 MiB of the cap)."""
+    if memory_mb is not None:
+        preexec_fn = _memory_limit(memory_mb)
+        env = {"MALLOC_ARENA_MAX": "2", **env}
     environment = isolated_env(root, **env)
     if provider is not None:
         write_provider_config(root, provider)

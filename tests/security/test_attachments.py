@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from opencode_session.schema.errors import InvalidRequestError
-from tests.security.conftest import TIMEOUT, memory_limit, serve, write_provider_config
+from tests.security.conftest import TIMEOUT, write_provider_config
 from tests.support import fake_openai as fake
 
 pytestmark = pytest.mark.anyio
@@ -31,14 +31,6 @@ def root(tmp_path_factory):
     os.mkfifo(project / "pipe")
     (root / "outside.txt").write_text("outside the location")
     return root
-
-
-@pytest.fixture(scope="module")
-def ocs(root, provider):
-    # An unbounded read of /dev/zero or a huge file would hit this limit instead of the machine's memory.
-    srv = serve(root, provider=provider, preexec_fn=memory_limit(1536), MALLOC_ARENA_MAX="2")
-    yield srv
-    assert srv.stop() == 0, "".join(srv.stderr_lines)
 
 
 async def _session(client, root) -> str:

@@ -10,7 +10,7 @@ import json
 import pytest
 import requests
 
-from tests.security.conftest import TIMEOUT, memory_limit, peak_rss_mb, serve
+from tests.security.conftest import TIMEOUT, peak_rss_mb, serve
 
 MIB = 1024 * 1024
 
@@ -18,7 +18,7 @@ MIB = 1024 * 1024
 @pytest.fixture(scope="module")
 def ocs(tmp_path_factory):
     # Buffering a 500 MB body (as the server once did, peaking at 1.9 GB) fails against this limit.
-    srv = serve(tmp_path_factory.mktemp("request-limits"), preexec_fn=memory_limit(1024), MALLOC_ARENA_MAX="2")
+    srv = serve(tmp_path_factory.mktemp("request-limits"), memory_mb=1024)
     yield srv
     assert srv.stop() == 0, "".join(srv.stderr_lines)
 

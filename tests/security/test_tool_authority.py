@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from tests.security.conftest import one_tool_call, run_prompt, serve, settled, write_provider_config
+from tests.security.conftest import one_tool_call, run_prompt, settled, write_provider_config
 
 pytestmark = pytest.mark.anyio
 
@@ -31,13 +31,6 @@ def root(tmp_path_factory):
     (work / "escape").symlink_to(outside / "secret.txt")
     (work / "escape-dir").symlink_to(outside, target_is_directory=True)
     return root
-
-
-@pytest.fixture(scope="module")
-def ocs(root, provider):
-    srv = serve(root, provider=provider)
-    yield srv
-    assert srv.stop() == 0, "".join(srv.stderr_lines)
 
 
 def _leaked(provider) -> bool:

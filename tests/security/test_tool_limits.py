@@ -8,7 +8,7 @@ import time
 import anyio
 import pytest
 
-from tests.security.conftest import TIMEOUT, memory_limit, one_tool_call, peak_rss_mb, run_prompt, serve, settled
+from tests.security.conftest import TIMEOUT, one_tool_call, peak_rss_mb, run_prompt, settled
 
 pytestmark = pytest.mark.anyio
 
@@ -27,13 +27,6 @@ def root(tmp_path_factory):
         for _ in range(HUGE_LINE_MB):
             huge.write(block)
     return root
-
-
-@pytest.fixture(scope="module")
-def ocs(root, provider):
-    srv = serve(root, provider=provider, preexec_fn=memory_limit(1536), MALLOC_ARENA_MAX="2")
-    yield srv
-    assert srv.stop() == 0, "".join(srv.stderr_lines)
 
 
 @pytest.mark.timeout(120)

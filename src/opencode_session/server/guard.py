@@ -119,8 +119,6 @@ def _is_json(content_type: str | None) -> bool:
     return True
 
 
-
-
 class BodyGuard:
     """Requests that carry a body must send JSON (415) of at most `max_bytes` (413), counted while the body streams
     in, so an oversized body is refused after reading at most the limit, never buffered whole."""
