@@ -112,7 +112,13 @@ def _unread_local(part: object) -> bool:
 
 
 def needs_loading(messages: list[LLMMessage]) -> bool:
-    return any(_unread_local(p) for m in messages if isinstance(m, UserMessage) for p in m.parts)
+    """Whether any local attachment still has to be read (a plain loop: it runs over all history every Step)."""
+    for message in messages:
+        if type(message) is UserMessage:
+            for part in message.parts:
+                if type(part) is FilePart and _unread_local(part):
+                    return True
+    return False
 
 
 def load_attachments(messages: list[LLMMessage], authority: Authority) -> list[LLMMessage]:
