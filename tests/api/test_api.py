@@ -252,3 +252,26 @@ async def test_unknown_route_and_bad_json_are_tagged_errors(api):
     response = await http.post(api.base_url + "/api/session", content=b"{not json",
                                headers={"content-type": "application/json"})
     assert response.status_code == 400 and response.json()["_tag"] == "InvalidRequestError"
+
+
+async def test_durable_envelopes_say_where_they_happened(api, tmp_path):
+    where = tmp_path / "place"
+    where.mkdir()
+    stream = api.event.subscribe()
+    live = []
+    with anyio.fail_after(10):
+        async for item in stream:
+            if item.type == "server.connected":
+                sid = (await api.session.create(location={"directory": str(where)})).id
+                await api.session.switch_agent(sid, agent="x")
+            elif item.data.get("sessionID") == sid:
+                live.append(item)
+                if item.type == "session.agent.selected":
+                    break
+    await stream.aclose()
+    assert [e.type for e in live] == ["session.created", "session.agent.selected"]
+    logged = [e for e in await _events_until(api.session.log(sid), lambda item, _: item.type == "log.synced")
+              if e.type != "log.synced"]
+    assert logged
+    for event in live + logged:
+        assert event.location is not None and event.location.directory == str(where.resolve())

@@ -83,7 +83,7 @@ class Tx:
             "INSERT INTO event (id, aggregate_id, seq, type, created, location, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
                 record.id, aggregate_id, seq, definition.stored_type, record.created,
-                None if location is None else json.dumps(location.wire()),
+                None if record.location is None else json.dumps(record.location.wire()),
                 json.dumps(data.wire(), separators=(",", ":")),
             ),
         )
