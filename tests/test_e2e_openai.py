@@ -133,3 +133,23 @@ async def test_connection_dropped_after_first_token_fails_without_retry(client, 
     assistant = [m for m in await client.session.context(sid) if m.type == "assistant"][0]
     assert assistant.content[0].text.startswith("partial")  # partial content stays visible
     assert len(provider.requests) == 1
+
+
+async def test_provider_400_is_a_failed_step_in_history_and_the_session_goes_on(client, provider):
+    provider.enqueue(fake.error(400, "Unsupported parameter: 'temperature'", type="invalid_request_error"),
+                     fake.completion(fake.text_deltas("fine now")))
+    sid, log = await _run(client, "hi")
+    assert [t for t in _types(log) if t.startswith(("session.step.", "session.execution.", "session.retry."))] == [
+        "session.execution.started", "session.step.started", "session.step.failed", "session.execution.failed"]
+    step_failed = next(e for e in log if e.type == "session.step.failed")
+    assert step_failed.data.error.type == "provider.invalid-request" and step_failed.data.error.status == 400
+    assert len(provider.requests) == 1
+    messages = (await client.session.messages(sid, order="asc")).items
+    assert [m.type for m in messages] == ["user", "assistant"]
+    assert messages[1].finish == "error" and messages[1].error == step_failed.data.error
+    # the session takes the next prompt normally
+    await client.session.prompt(sid, prompt={"text": "again"})
+    with anyio.fail_after(40):
+        await client.session.wait(sid)
+    log = [e async for e in client.session.log(sid, follow=False) if e.type != "log.synced"]
+    assert _types(log)[-1] == "session.execution.succeeded" and len(provider.requests) == 2

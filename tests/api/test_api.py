@@ -91,6 +91,20 @@ async def test_switch_agent_and_model(api):
         await api.session.switch_model(sid, model={"id": "a"})
 
 
+async def test_unknown_models_are_rejected_when_selected(api):
+    sid = (await api.session.create()).id
+    with pytest.raises(InvalidRequestError) as info:
+        await api.session.switch_model(sid, model={"id": "nope", "providerID": "p"})
+    assert info.value.field == "model" and "p/nope" in info.value.message
+    with pytest.raises(InvalidRequestError):
+        await api.session.switch_model(sid, model={"id": "m", "providerID": "elsewhere"})
+    with pytest.raises(InvalidRequestError) as info:
+        await api.session.create(model={"id": "nope", "providerID": "p"})
+    assert info.value.field == "model"
+    assert (await api.session.get(sid)).model is None
+    assert (await api.session.messages(sid)).items == []  # nothing was switched
+
+
 async def test_prompt_admission_retry_conflict_and_pending(api):
     sid = (await api.session.create()).id
     admitted = await api.session.prompt(sid, id="msg_api_fixed_1", prompt={"text": "hello"}, delivery="queue",

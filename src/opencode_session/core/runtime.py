@@ -33,7 +33,7 @@ class Runtime:
         self.options = options
         self.location: Location = resolve_location(options.directory)
         self.store = Store(options.db_path, project=project, live_queue=options.live_queue)
-        self.sessions = Sessions(self.store, self.location)
+        self.sessions = Sessions(self.store, self.location, env=options.env)
         self.entries = InstructionEntries(self.store)
         self.execution: SessionExecution | None = None
 

@@ -104,6 +104,18 @@ class NoModelConfiguredError(ProviderError):
         self.detail = detail
 
 
+class ModelNotFoundError(ProviderError):
+    """The model is declared neither by the configuration's provider entry nor by the built-in catalog."""
+
+    error_type = "model.not-found"
+
+    def __init__(self, provider_id: str, model_id: str) -> None:
+        super().__init__(
+            f"Model {provider_id}/{model_id} is not known: declare it under provider.{provider_id}.models "
+            "in opencode.json, or choose a model that is declared there"
+        )
+
+
 def parse_retry_after_ms(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
     """Delay the provider asked for, in milliseconds: `retry-after-ms` wins over `retry-after`,
     which may be seconds or an HTTP date. Unparseable or negative values mean "no hint"."""
@@ -145,6 +157,7 @@ __all__ = [
     "ContextOverflowError",
     "InvalidProviderOutputError",
     "InvalidRequestError",
+    "ModelNotFoundError",
     "NoModelConfiguredError",
     "ProviderError",
     "ProviderInternalError",

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any, Literal
 
+import anyio
 from pydantic import TypeAdapter
 
 from ...schema import events as ev
@@ -20,6 +22,9 @@ from ...schema.message import SessionMessage
 from ...schema.page import CursorLinks
 from ...schema.prompt import PromptInput
 from ...schema.session import SessionTime, SessionV2Info
+from ..config import ConfigError, load_config
+from ..llm.catalog import model_declared
+from ..llm.errors import ModelNotFoundError
 from ..location import Location, resolve_location
 from ..store.db import Store, Tx, now_ms
 from . import admission
@@ -55,12 +60,29 @@ def decode_message(data: str) -> Any:
 
 
 class Sessions:
-    """Core operations on durable Sessions. `wake` is the advisory execution doorbell (the runner installs it)."""
+    """Core operations on durable Sessions. `wake` is the advisory execution doorbell (the runner installs it);
+    `env` is what configuration lookups see (the model a session selects must be declared there)."""
 
-    def __init__(self, store: Store, default_location: Location, wake: Callable[[str], None] | None = None) -> None:
+    def __init__(self, store: Store, default_location: Location, wake: Callable[[str], None] | None = None,
+                 env: Mapping[str, str] = os.environ) -> None:
         self.store = store
         self.default_location = default_location
         self.wake: Callable[[str], None] = wake or (lambda _sid: None)
+        self.env = env
+
+    async def _require_declared(self, location: Location, model: ModelRef) -> None:
+        """A model the configuration at `location` does not declare is a bad request, not a later provider call."""
+
+        def _check() -> None:  # config files are read off the event loop
+            try:
+                config = load_config(location.directory, location.project_root, self.env)
+            except ConfigError as bad:
+                raise InvalidRequestError(f"Cannot check the model against the configuration: {bad}",
+                                          field="model") from None
+            if not model_declared(config, model):
+                raise InvalidRequestError(str(ModelNotFoundError(model.providerID, model.id)), field="model")
+
+        await anyio.to_thread.run_sync(_check)
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -75,6 +97,8 @@ class Sessions:
                                                                                 location.workspaceID)
         if location is not None and not loc.directory.is_dir():
             raise InvalidRequestError(f"Location directory does not exist: {location.directory}", field="location")
+        if model is not None:
+            await self._require_declared(loc, model)
         sid = id or new_session_id()
 
         def _create(tx: Tx) -> SessionV2Info:
@@ -108,6 +132,10 @@ class Sessions:
         await self.store.write(_switch)
 
     async def switch_model(self, session_id: str, model: ModelRef) -> None:
+        session = await self.get(session_id)
+        await self._require_declared(resolve_location(session.location.directory, session.location.workspaceID),
+                                     model)
+
         def _switch(tx: Tx) -> None:
             info = require_session(tx, session_id)
             if model.same_as(info.model):
