@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -840,6 +841,21 @@ async def test_a_model_that_became_unknown_fails_the_step_before_any_provider_ca
         assert len(assistant) == 1 and assistant[0]["error"] == error and assistant[0]["finish"] == "error"
         assert assistant[0]["model"] == {"id": "m", "providerID": "local"}
         h.provider.scripts.clear()
+
+
+async def test_provider_text_json_cannot_carry_is_stored_replaced(tmp_path):
+    echo = EchoTool()
+    script = [llm.TextStart("t"), llm.TextDelta("t", "bad \ud800 text"), llm.TextEnd("t"),
+              llm.ToolCall("c1", "echo", {"n": math.nan, "s": "\udfff"}), llm.Finish("tool-calls", USAGE)]
+    async with harness(tmp_path, [script, text("ok")], tools=[echo]) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        records = await h.settled_log(sid)
+        assert types(records)[-1] == "session.execution.succeeded"
+        assert of_type(records, "session.text.ended")[0]["text"] == "bad \ufffd text"
+        assistant = [m for m in await h.messages(sid) if m["type"] == "assistant"][0]
+        assert assistant["content"][0]["text"] == "bad \ufffd text"
+        assert assistant["content"][1]["state"]["input"] == {"n": None, "s": "\ufffd"}
 
 
 # --- 10. usage ----------------------------------------------------------------------------------------------------

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Mapping
@@ -22,6 +21,7 @@ from ..protocol.openapi import render_openapi
 from ..schema.base import wire
 from ..schema.errors import InvalidRequestError, TaggedError, UnknownError
 from .auth import BasicAuthMiddleware
+from .body import JSONAnswer, read_json_body
 from .handlers import HANDLERS, Call
 from .sse import SSEResponse
 
@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 
 def error_response(err: TaggedError, status: int | None = None) -> JSONResponse:
-    return JSONResponse(err.body(), status_code=status or err.status)
+    return JSONAnswer(err.body(), status_code=status or err.status)
 
 
 def _invalid(exc: ValidationError, where: str) -> InvalidRequestError:
@@ -50,13 +50,9 @@ async def _decode(endpoint: Endpoint, request: Request) -> tuple[Any, Any, Any]:
         raise _invalid(exc, "query") from None
     body = None
     if endpoint.body is not None:
-        raw = await request.body()
+        payload = read_json_body(await request.body())
         try:
-            payload = json.loads(raw) if raw.strip() else {}
-        except (ValueError, UnicodeDecodeError):
-            raise InvalidRequestError("Request body is not valid JSON", kind="body") from None
-        try:
-            body = endpoint.body.model_validate(payload)
+            body = endpoint.body.model_validate(payload, strict=True)
         except ValidationError as exc:
             raise _invalid(exc, "body") from None
     return path, query, body
@@ -89,7 +85,7 @@ def _route(runtime: Runtime, endpoint: Endpoint, state: "AppState"):
             return SSEResponse(result, heartbeat=state.heartbeat, shutdown=state.shutdown)  # type: ignore[return-value]
         if endpoint.success_status == 204:
             return Response(status_code=204)
-        return JSONResponse(_encode(endpoint, result), status_code=endpoint.success_status)
+        return JSONAnswer(_encode(endpoint, result), status_code=endpoint.success_status)
 
     return Route(endpoint.path, endpoint_fn, methods=[endpoint.method], name=endpoint.operation_id)
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 from starlette.types import Receive, Scope, Send
+
+from ..schema import jsontext
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ def frame(data: Any, *, id: int | str | None = None, event: str | None = None) -
         out.append(f"id: {id}")
     if event is not None:
         out.append(f"event: {event}")
-    out.append("data: " + json.dumps(data, separators=(",", ":"), ensure_ascii=False))
+    out.append("data: " + jsontext.dumps(data))
     return ("\n".join(out) + "\n\n").encode()
 
 

@@ -13,6 +13,7 @@ import anyio
 from pydantic import TypeAdapter
 
 from ...schema import events as ev
+from ...schema import jsontext
 from ...schema.common import LocationRef, ModelRef
 from ...schema.errors import InvalidCursorError, InvalidRequestError, MessageNotFoundError, SessionNotFoundError
 from ...schema.events import EventRecord, LogSynced
@@ -56,7 +57,10 @@ def require_session(conn: sqlite3.Connection | Tx, session_id: str) -> SessionV2
 
 
 def decode_message(data: str) -> Any:
-    return _MESSAGE.validate_json(data)
+    try:
+        return _MESSAGE.validate_json(data)
+    except ValueError:  # stored before values were cleaned at the door (a lone surrogate escape)
+        return _MESSAGE.validate_python(jsontext.loads(data))
 
 
 class Sessions:

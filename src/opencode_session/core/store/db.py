@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ...schema import jsontext
 from ...schema.base import Struct
 from ...schema.common import LocationRef
 from ...schema.events import BY_STORED_TYPE, EventRecord, definition_of
@@ -66,6 +67,10 @@ class Tx:
         if not definition.durable:
             raise ValueError(f"{definition.type} is live-only; publish it with publish_live")
         aggregate_id = getattr(data, "sessionID")
+        wire = data.wire()
+        clean, text = jsontext.encode(wire)
+        if clean is not wire:  # text from outside (a provider, a tool) that JSON cannot carry is never stored as is
+            data = type(data).model_validate(clean)
         seq = self.latest_seq(aggregate_id) + 1
         record = EventRecord(
             id=id or event_id(), created=created or now_ms(), data=data, aggregate_id=aggregate_id, seq=seq,
@@ -84,7 +89,7 @@ class Tx:
             (
                 record.id, aggregate_id, seq, definition.stored_type, record.created,
                 None if record.location is None else json.dumps(record.location.wire()),
-                json.dumps(data.wire(), separators=(",", ":")),
+                text,
             ),
         )
         self.appended.append(record)
@@ -98,8 +103,12 @@ class Tx:
 def decode_event(row: sqlite3.Row) -> EventRecord:
     definition = BY_STORED_TYPE[row["type"]]
     location = None if row["location"] is None else LocationRef.model_validate_json(row["location"])
+    try:
+        data = definition.data.model_validate_json(row["data"])
+    except ValueError:  # stored before values were cleaned at the door (a lone surrogate escape)
+        data = definition.data.model_validate(jsontext.loads(row["data"]))
     return EventRecord(
-        id=row["id"], created=row["created"], data=definition.data.model_validate_json(row["data"]),
+        id=row["id"], created=row["created"], data=data,
         aggregate_id=row["aggregate_id"], seq=row["seq"], location=location,
     )
 
