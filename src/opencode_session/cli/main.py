@@ -11,6 +11,7 @@ import typer
 
 from ..core.execution.runner import runner_drain_factory
 from ..core.runtime import RuntimeOptions
+from ..core.store import DatabaseInUseError
 from ..server.serve import serve as serve_app
 
 app = typer.Typer(add_completion=False, help="opencode-session: durable OpenCode V2 sessions.")
@@ -38,7 +39,11 @@ def serve(
         typer.echo(f"opencode-session listening on {url}", err=False)
         typer.echo(f"database: {db_path}", err=True)
 
-    asyncio.run(serve_app(options, host, port, on_ready=ready))
+    try:
+        asyncio.run(serve_app(options, host, port, on_ready=ready))
+    except DatabaseInUseError as busy:
+        typer.echo(f"ocs serve: {busy}", err=True)
+        raise typer.Exit(1) from None
 
 
 @app.callback()

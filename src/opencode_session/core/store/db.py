@@ -17,6 +17,7 @@ from ...schema.common import LocationRef
 from ...schema.events import BY_STORED_TYPE, EventRecord, definition_of
 from ...schema.ids import event_id
 from .feed import DurableFeed, LiveBus
+from .lock import DatabaseLock
 from .migrations import migrate
 
 T = TypeVar("T")
@@ -125,24 +126,29 @@ class Store:
         self._rconn: sqlite3.Connection | None = None
         self.durable = DurableFeed()
         self.live = LiveBus(maxsize=live_queue)
+        self._lock = DatabaseLock(self.path) if self.path != ":memory:" else None
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
     async def open(self) -> "Store":
+        """Open (and migrate) the database; raises DatabaseInUseError while another process has it open."""
         loop = asyncio.get_running_loop()
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        if self._lock is not None:
+            self._lock.acquire()
 
         def _open_writer() -> None:
             self._wconn = _connect(self.path)
             migrate(self._wconn)
 
-        await loop.run_in_executor(self._writer, _open_writer)
-
         def _open_reader() -> None:
             self._rconn = self._wconn if self.path == ":memory:" else _connect(self.path)
 
-        await loop.run_in_executor(self._reader, _open_reader)
+        try:
+            await loop.run_in_executor(self._writer, _open_writer)
+            await loop.run_in_executor(self._reader, _open_reader)
+        except BaseException:
+            await self.close()
+            raise
         return self
 
     async def close(self) -> None:
@@ -155,6 +161,8 @@ class Store:
         self._writer.shutdown(wait=True)
         self._reader.shutdown(wait=True)
         self.live.close_all()
+        if self._lock is not None:
+            self._lock.release()
 
     async def __aenter__(self) -> "Store":
         return await self.open()
