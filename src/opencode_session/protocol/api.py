@@ -303,6 +303,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         path_params=SessionPath,
         success_status=204,
         errors=(SessionNotFoundError, ServiceUnavailableError),
+        waits=True,
     ),
     Endpoint(
         operation_id="v2.session.context",

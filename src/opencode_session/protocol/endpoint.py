@@ -68,6 +68,8 @@ class Endpoint:
     stream: StreamSpec | None = None
     client_name: tuple[str, ...] = ()
     tag: str = ""
+    # the answer comes only once something happens (like a stream's next item): clients set no read timeout for it
+    waits: bool = False
 
     def __post_init__(self) -> None:
         if not self.client_name:
