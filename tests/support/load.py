@@ -88,7 +88,8 @@ async def _read(stream: Any, sub: Subscriber, progress: asyncio.Event, connected
 
 
 async def run_load(base_url: str, *, sessions: int = 50, prompts: int = 4, instance_subscribers: int = 20,
-                   session_subscribers: int = 180, settle_timeout: float = 120) -> LoadResult:
+                   session_subscribers: int = 180, prompt_chars: int = 0, settle_timeout: float = 120) -> LoadResult:
+    """`prompt_chars` pads each prompt's text (more bytes through every stream, as pasted code would)."""
     limits = httpx2.Limits(max_connections=None, max_keepalive_connections=None)
     transport = httpx2.AsyncHTTPTransport(limits=limits)
     async with OpenCodeClient(base_url, transport=transport, timeout=60) as client:
@@ -112,7 +113,8 @@ async def run_load(base_url: str, *, sessions: int = 50, prompts: int = 4, insta
 
             async def admit(sid: str, n: int) -> None:
                 start = time.perf_counter()
-                await client.session.prompt(sid, prompt={"text": f"prompt {n}"}, delivery="queue")
+                await client.session.prompt(sid, prompt={"text": f"prompt {n} " + "x" * prompt_chars},
+                                            delivery="queue")
                 admission_ms.append((time.perf_counter() - start) * 1000)
 
             started = time.perf_counter()

@@ -21,6 +21,12 @@ class ServerProcess:
     db: Path
     stderr_lines: list[str]
     pumps: list[threading.Thread]
+    stderr_grew: threading.Condition
+
+    def wait_for_stderr(self, text: str, timeout: float) -> bool:
+        """Whether a line containing `text` appears on the server's stderr within `timeout` seconds."""
+        with self.stderr_grew:
+            return self.stderr_grew.wait_for(lambda: any(text in line for line in self.stderr_lines), timeout)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20) -> int:
         if self.proc.poll() is None:
@@ -44,18 +50,20 @@ def isolated_env(root: Path, **extra: str) -> dict[str, str]:
 
 
 def start_server(root: Path, *, env: dict[str, str] | None = None, db: Path | None = None,
-                 workdir: Path | None = None, timeout: float = 30, default_paths: bool = False) -> ServerProcess:
-    """Run `ocs serve --port 0` and wait (on its output, not a timer) for the printed URL. With `default_paths`
-    the server picks its own database and uses its working directory as the default Location."""
+                 workdir: Path | None = None, timeout: float = 30, default_paths: bool = False,
+                 args: tuple[str, ...] = ()) -> ServerProcess:
+    """Run `ocs serve --port 0 [args]` and wait (on its output, not a timer) for the printed URL. With
+    `default_paths` the server picks its own database and uses its working directory as the default Location."""
     env = env or isolated_env(root)
     db = db or root / "db.sqlite"
     workdir = workdir or root / "work"
     workdir.mkdir(parents=True, exist_ok=True)
-    args = [] if default_paths else ["--db", str(db), "--directory", str(workdir)]
-    proc = subprocess.Popen([OCS, "serve", "--port", "0", *args],
+    paths = [] if default_paths else ["--db", str(db), "--directory", str(workdir)]
+    proc = subprocess.Popen([OCS, "serve", "--port", "0", *paths, *args],
                             cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str | None] = queue.Queue()
     stderr_lines: list[str] = []
+    stderr_grew = threading.Condition()
 
     def pump_out() -> None:
         assert proc.stdout is not None
@@ -66,7 +74,9 @@ def start_server(root: Path, *, env: dict[str, str] | None = None, db: Path | No
     def pump_err() -> None:
         assert proc.stderr is not None
         for line in proc.stderr:
-            stderr_lines.append(line)
+            with stderr_grew:
+                stderr_lines.append(line)
+                stderr_grew.notify_all()
 
     pumps = [threading.Thread(target=pump_out, daemon=True), threading.Thread(target=pump_err, daemon=True)]
     for pump in pumps:
@@ -80,4 +90,4 @@ def start_server(root: Path, *, env: dict[str, str] | None = None, db: Path | No
         if line is None:
             raise RuntimeError("ocs serve exited:\n" + "".join(stderr_lines))
         if "listening on " in line:
-            return ServerProcess(proc, line.rsplit(" ", 1)[-1].strip(), db, stderr_lines, pumps)
+            return ServerProcess(proc, line.rsplit(" ", 1)[-1].strip(), db, stderr_lines, pumps, stderr_grew)

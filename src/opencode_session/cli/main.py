@@ -30,6 +30,8 @@ def serve(
     port: int = typer.Option(4096, help="Port to listen on; 0 picks a free port."),
     db: Path = typer.Option(None, help="SQLite database file (default: under the user data directory)."),
     directory: Path = typer.Option(None, help="Default Location for new sessions (default: current directory)."),
+    stall_timeout: float = typer.Option(15.0, help="Cut off an event stream whose reader accepts nothing for this "
+                                                   "many seconds."),
 ) -> None:
     """Serve the OpenCode V2 API over HTTP until SIGINT/SIGTERM."""
     db_path = db or default_db_path()
@@ -40,7 +42,7 @@ def serve(
         typer.echo(f"database: {db_path}", err=True)
 
     try:
-        asyncio.run(serve_app(options, host, port, on_ready=ready))
+        asyncio.run(serve_app(options, host, port, on_ready=ready, stall_timeout=stall_timeout))
     except DatabaseInUseError as busy:
         typer.echo(f"ocs serve: {busy}", err=True)
         raise typer.Exit(1) from None

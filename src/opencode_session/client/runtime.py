@@ -280,4 +280,8 @@ class BaseClient:
             return response
 
         assert codec.item is not None
-        return EventStream(connect, codec.item)
+        assert ep.stream is not None
+        endless = ep.stream.endless
+        if isinstance(endless, str):
+            endless = bool((query or {}).get(endless))
+        return EventStream(connect, codec.item, endless=endless)

@@ -21,6 +21,7 @@ from opencode_session.schema.errors import (
 from opencode_session.schema.events import (
     Delivery,
     Event,
+    GlobalDisposed,
     LogSynced,
     ServerConnected,
     envelope_model,
@@ -187,8 +188,9 @@ SessionLogItem = Annotated[
 """A durable Session event envelope or the `log.synced` marker (unknown types: the open envelope)."""
 
 # The instance stream carries event types this build may not know; the open envelope keeps them readable.
-InstanceEvent = Annotated[Union[ServerConnected, Event], Field(union_mode="left_to_right")]
-"""The first `server.connected` frame, then any instance-wide event envelope."""
+InstanceEvent = Annotated[Union[ServerConnected, GlobalDisposed, Event], Field(union_mode="left_to_right")]
+"""The first `server.connected` frame, then any instance-wide event envelope; `global.disposed` when the server
+shuts down."""
 
 
 # --- the table ------------------------------------------------------------------------------------
@@ -324,7 +326,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         description="Replay durable events after an aggregate sequence, then continue with new durable events.",
         path_params=SessionPath,
         query=SessionEventsQuery,
-        stream=StreamSpec(item=SessionDurableEvent, name="SessionDurableEvent"),
+        stream=StreamSpec(item=SessionDurableEvent, name="SessionDurableEvent", endless=True),
         errors=_SESSION_404,
     ),
     Endpoint(
@@ -339,7 +341,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         ),
         path_params=SessionPath,
         query=SessionLogQuery,
-        stream=StreamSpec(item=SessionLogItem, name="SessionLogItem"),
+        stream=StreamSpec(item=SessionLogItem, name="SessionLogItem", endless="follow"),
         errors=_SESSION_404,
     ),
     Endpoint(
@@ -421,7 +423,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         path="/api/event",
         summary="Subscribe to events",
         description="Subscribe to native event payloads for the server.",
-        stream=StreamSpec(item=InstanceEvent, name="InstanceEvent"),
+        stream=StreamSpec(item=InstanceEvent, name="InstanceEvent", endless=True),
     ),
 )
 

@@ -26,6 +26,9 @@ class StreamSpec:
 
     item: Any
     name: str
+    # True: the stream never ends by itself (a client takes its end for a lost connection); the name of a boolean
+    # query parameter: endless only when that parameter is true
+    endless: bool | str = False
 
 
 def _snake(word: str) -> str:

@@ -41,6 +41,7 @@ class OpenCode(OpenCodeClient):
         clock: Clock | None = None,
         heartbeat: float = 15.0,
         headers: Mapping[str, str] | None = None,
+        stall_timeout: float = 15.0,
     ) -> None:
         self.tools: ToolRegistry = default_registry()
         for tool in tools:
@@ -50,6 +51,7 @@ class OpenCode(OpenCodeClient):
             drain_factory=make_drain_factory(tools=self.tools, provider=provider, clock=clock),
         )
         self._heartbeat = heartbeat
+        self._stall_timeout = stall_timeout
         self._runtime: Runtime | None = None
         self._transport: ASGIStreamingTransport | None = None
         self._app: Any = None
@@ -67,7 +69,8 @@ class OpenCode(OpenCodeClient):
         runtime = Runtime(self._options)
         await runtime.open()
         self._runtime = runtime
-        self._app = create_app(runtime, env=self._options.env, heartbeat=self._heartbeat)
+        self._app = create_app(runtime, env=self._options.env, heartbeat=self._heartbeat,
+                               stall_timeout=self._stall_timeout)
         self._transport = ASGIStreamingTransport(self._app)
         self._transport_override(self._transport)
         return self

@@ -82,7 +82,8 @@ def _route(runtime: Runtime, endpoint: Endpoint, state: "AppState"):
             log.exception("unexpected failure in %s (ref %s)", endpoint.operation_id, err.values["ref"])
             return error_response(err)
         if endpoint.result_kind == "stream":
-            return SSEResponse(result, heartbeat=state.heartbeat, shutdown=state.shutdown)  # type: ignore[return-value]
+            return SSEResponse(result, heartbeat=state.heartbeat, shutdown=state.shutdown,  # type: ignore[return-value]
+                               stall_timeout=state.stall_timeout)
         if endpoint.success_status == 204:
             return Response(status_code=204)
         return JSONAnswer(_encode(endpoint, result), status_code=endpoint.success_status)
@@ -91,18 +92,21 @@ def _route(runtime: Runtime, endpoint: Endpoint, state: "AppState"):
 
 
 class AppState:
-    def __init__(self, heartbeat: float) -> None:
+    def __init__(self, heartbeat: float, stall_timeout: float) -> None:
         self.heartbeat = heartbeat
+        self.stall_timeout = stall_timeout
         self.shutdown = anyio.Event()
 
 
-def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartbeat: float = 15.0) -> Starlette:
-    """The V2 API app over `runtime`. `app.state.ocs.shutdown` ends every stream when set."""
+def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartbeat: float = 15.0,
+               stall_timeout: float = 15.0) -> Starlette:
+    """The V2 API app over `runtime`. `app.state.ocs.shutdown` ends every stream when set; an event stream whose
+    reader accepts nothing for `stall_timeout` seconds is cut off."""
     env = os.environ if env is None else env
     missing = [e.operation_id for e in ENDPOINTS if e.operation_id not in HANDLERS]
     if missing:
         raise RuntimeError(f"operations without a handler: {missing}")
-    state = AppState(heartbeat)
+    state = AppState(heartbeat, stall_timeout)
     doc = render_openapi()
 
     async def openapi_doc(_request: Request) -> Response:

@@ -15,6 +15,7 @@ import uvicorn
 
 from ..core.runtime import Runtime, RuntimeOptions
 from .app import create_app
+from .sse import STREAM_CUT
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ async def serve(
     stop: asyncio.Event | None = None,
     heartbeat: float = 15.0,
     managed: bool = True,
+    stall_timeout: float = 15.0,
 ) -> None:
     """Run until SIGTERM/SIGINT (or `stop`). `managed` servers suspend active sessions on shutdown and resume
     the suspended ones at start (restart continuation)."""
@@ -66,10 +68,11 @@ async def serve(
     runtime = Runtime(options)
     await runtime.open()
     try:
-        app = create_app(runtime, heartbeat=heartbeat)
+        app = create_app(runtime, heartbeat=heartbeat, stall_timeout=stall_timeout)
         sock = bind(host, port)
         config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False,
                                 timeout_graceful_shutdown=10)
+        logging.getLogger("uvicorn.error").addFilter(STREAM_CUT)  # after Config: it (re)configures uvicorn's logging
         server = _Server(config)
         serving = asyncio.create_task(server.serve(sockets=[sock]))
         ready = asyncio.create_task(server.ready.wait())

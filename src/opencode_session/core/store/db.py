@@ -45,7 +45,7 @@ class Tx:
     def __init__(self, store: "Store", conn: sqlite3.Connection) -> None:
         self.store = store
         self.conn = conn
-        self.appended: list[EventRecord] = []
+        self.appended: list[tuple[int, EventRecord]] = []  # with each event's store position
         self.live: list[EventRecord] = []
 
     def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
@@ -85,7 +85,7 @@ class Tx:
             " ON CONFLICT (aggregate_id) DO UPDATE SET seq = excluded.seq",
             (aggregate_id, seq),
         )
-        self.conn.execute(
+        inserted = self.conn.execute(
             "INSERT INTO event (id, aggregate_id, seq, type, created, location, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
                 record.id, aggregate_id, seq, definition.stored_type, record.created,
@@ -93,7 +93,7 @@ class Tx:
                 text,
             ),
         )
-        self.appended.append(record)
+        self.appended.append((inserted.lastrowid, record))
         return record
 
     def publish_live(self, data: Struct, aggregate_id: str) -> None:
@@ -117,7 +117,7 @@ def decode_event(row: sqlite3.Row) -> EventRecord:
 class Store:
     """Owns the database file. All writes go through one thread and one connection; reads use another."""
 
-    def __init__(self, path: str | Path, project: Projector | None = None, live_queue: int = 256) -> None:
+    def __init__(self, path: str | Path, project: Projector | None = None, live_capacity: int = 4096) -> None:
         self.path = str(path)
         self._projector = project
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ocs-db-writer")
@@ -125,7 +125,7 @@ class Store:
         self._wconn: sqlite3.Connection | None = None
         self._rconn: sqlite3.Connection | None = None
         self.durable = DurableFeed()
-        self.live = LiveBus(maxsize=live_queue)
+        self.live = LiveBus(self._events_from, capacity=live_capacity)
         self._lock = DatabaseLock(self.path) if self.path != ":memory:" else None
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -160,7 +160,7 @@ class Store:
         self._rconn = self._wconn = None
         self._writer.shutdown(wait=True)
         self._reader.shutdown(wait=True)
-        self.live.close_all()
+        self.live.close()
         if self._lock is not None:
             self._lock.release()
 
@@ -179,10 +179,11 @@ class Store:
     # --- transactions ----------------------------------------------------------------------------------
 
     async def write(self, fn: Callable[[Tx], T]) -> T:
-        """Run `fn` inside one BEGIN IMMEDIATE transaction on the writer thread, then notify readers."""
+        """Run `fn` inside one BEGIN IMMEDIATE transaction on the writer thread; readers are notified in commit
+        order (before the caller resumes)."""
         loop = asyncio.get_running_loop()
 
-        def _run() -> tuple[T, Tx]:
+        def _run() -> T:
             conn = self._wconn
             assert conn is not None, "store is not open"
             tx = Tx(self, conn)
@@ -193,27 +194,26 @@ class Store:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            return result, tx
+            # scheduled from the one writer thread, so announcements keep commit order
+            loop.call_soon_threadsafe(self._announce, tx)
+            return result
 
-        # shield: once the transaction is submitted its outcome must be observed and announced, even if the
-        # caller is cancelled meanwhile; the commit itself cannot be interrupted halfway.
+        # shield: once the transaction is submitted it runs to its end (and is announced) even if the caller is
+        # cancelled meanwhile; the commit itself cannot be interrupted halfway.
         future = loop.run_in_executor(self._writer, _run)
         try:
-            result, tx = await asyncio.shield(future)
+            return await asyncio.shield(future)
         except asyncio.CancelledError:
             try:
-                _, tx = await future
-                self._announce(tx)
+                await future
             except Exception:
                 pass
             raise
-        self._announce(tx)
-        return result
 
     def _announce(self, tx: Tx) -> None:
-        for record in tx.appended:
+        for position, record in tx.appended:
             self.durable.ring(record.aggregate_id)
-            self.live.publish(record)
+            self.live.publish(record, position)
         for record in tx.live:
             self.live.publish(record)
 
@@ -237,6 +237,16 @@ class Store:
                 (aggregate_id, after, limit),
             ).fetchall()
             return [decode_event(r) for r in rows]
+
+        return await self.read(_q)
+
+    async def _events_from(self, position: int, limit: int) -> list[tuple[int, EventRecord]]:
+        """Durable events committed after a store position (the event rowid: a global commit order), oldest first."""
+
+        def _q(conn: sqlite3.Connection) -> list[tuple[int, EventRecord]]:
+            rows = conn.execute("SELECT rowid AS position, * FROM event WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                                (position, limit)).fetchall()
+            return [(row["position"], decode_event(row)) for row in rows]
 
         return await self.read(_q)
 
