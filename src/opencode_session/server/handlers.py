@@ -240,4 +240,4 @@ async def event_subscribe(rt: Runtime, call: Call) -> Any:
             # SubscriptionLost (a reader far behind, or the bus closing) escapes: the stream ends as a failure
             yield b"".join(_live_frame(item) for item in await subscription.next())
 
-    return Frames(gen(), farewell=frame(GlobalDisposed(id=event_id(), created=now_ms()).wire()))
+    return Frames(gen(), farewell=lambda: frame(GlobalDisposed(id=event_id(), created=now_ms()).wire()))

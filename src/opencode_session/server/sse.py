@@ -1,9 +1,10 @@
-"""Server-Sent Events: frame encoding and a streaming response that heartbeats and ends on disconnect or shutdown."""
+"""Server-Sent Events: frame encoding and a streaming response that heartbeats, ends on disconnect or shutdown, and
+cuts off a reader that stopped reading."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,10 +39,10 @@ def frame(data: Any, *, id: int | str | None = None, event: str | None = None) -
 
 @dataclass
 class Frames:
-    """A stream's encoded frames, and the frame to send last when the server shuts down."""
+    """A stream's encoded frames, and what makes the frame to send last when the server shuts down."""
 
     source: AsyncIterator[bytes]
-    farewell: bytes | None = None
+    farewell: Callable[[], bytes] | None = None
 
 
 class StreamCut(logging.Filter):
@@ -139,7 +140,7 @@ class SSEResponse:
                             break
                 tg.cancel_scope.cancel()
             if self.shutdown.is_set() and self.farewell is not None and not (disconnected or stalled):
-                stalled = not await write(self.farewell)
+                stalled = not await write(self.farewell())
         except OSError:
             disconnected = True  # the peer went away while we were writing
         finally:
