@@ -18,7 +18,7 @@ from tests.support.server import isolated_env, start_server
 
 pytestmark = pytest.mark.anyio
 
-STALL = 2.0  # seconds the server waits on a reader that accepts nothing before cutting it off
+STALL = 5.0  # seconds the server waits on a reader that accepts nothing before cutting it off
 
 
 def _stalled_reader(url: str) -> socket.socket:
@@ -50,9 +50,9 @@ async def test_every_reader_that_keeps_reading_gets_every_durable_event_in_order
         server = start_server(tmp_path, env=env, args=("--stall-timeout", str(STALL)))
         try:
             stalled = _stalled_reader(server.url)
-            # 16 KB prompts: more than the stalled socket's buffers hold (the kernel grows a loopback send buffer
+            # 32 KB prompts: well more than the stalled socket's buffers hold (the kernel grows a loopback send buffer
             # to megabytes), so its writes block while everyone else keeps reading
-            result = await run_load(server.url, prompt_chars=16_000)
+            result = await run_load(server.url, prompt_chars=32_000)
             assert result.missing() == [], result.missing()[:5]
             assert not any(s.stopped for s in result.subscribers)
             assert len(provider.requests) == 200
