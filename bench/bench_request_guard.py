@@ -18,7 +18,7 @@ from typing import Any
 from _common import emit, median, spread, table, workspace
 
 from opencode_session.core.tools import ToolContext, default_registry
-from opencode_session.server.app import MAX_JSON_DEPTH, _nested_deeper_than
+from opencode_session.server.body import MAX_JSON_DEPTH, _nested_deeper_than
 from opencode_session.server.guard import BodyGuard, OriginGuard
 
 REPS = 5

@@ -21,7 +21,7 @@ from starlette.routing import Route
 from opencode_session.client import CallOptions, ClientError, EventStream, OpenCodeClient, Page
 from opencode_session.client.sse import SSEParser
 from opencode_session.schema.errors import MessageNotFoundError, SessionNotFoundError
-from opencode_session.schema.events import LogSynced, ServerConnected
+from opencode_session.schema.events import GlobalDisposed, LogSynced, ServerConnected
 from opencode_session.schema.session import SessionV2Info
 
 SESSION = {
@@ -427,6 +427,14 @@ async def sse_client(sse_server) -> Any:
         yield c
 
 
+async def _until_cut(stream: EventStream[Any]) -> Any:
+    """The items of an endless stream whose server ends it: every item, then the ClientError that end is."""
+    with pytest.raises(ClientError) as cut:
+        async for item in stream:
+            yield item
+    assert cut.value.reason == "Transport"
+
+
 async def _wait(event: threading.Event) -> bool:
     return await anyio.to_thread.run_sync(event.wait, 10)
 
@@ -443,7 +451,7 @@ async def test_stream_is_lazy():
     async with OpenCodeClient("http://x", transport=httpx2.MockTransport(handler)) as c:
         stream = c.session.events("ses_1", after=0)
         assert isinstance(stream, EventStream) and calls == []
-        items = [item async for item in stream]
+        items = [item async for item in _until_cut(stream)]
         assert [i.durable.seq for i in items] == [1]
         assert calls[0].headers["accept"] == "text/event-stream"
         assert calls[0].url.query == b"after=0"
@@ -452,7 +460,7 @@ async def test_stream_is_lazy():
 @pytest.mark.anyio
 async def test_stream_parses_crlf_comments_and_multiline_data(sse_client, sse_server):
     stream = sse_client.session.events("ses_1", after=5)
-    items = [item async for item in stream]
+    items = [item async for item in _until_cut(stream)]
     assert [(i.type, i.durable.seq, i.data.agent) for i in items] == [
         ("session.agent.selected", 1, "build"),
         ("session.agent.selected", 2, "plan"),
@@ -472,9 +480,22 @@ async def test_log_stream_ends_with_synced_marker_and_sends_booleans(sse_client,
 
 @pytest.mark.anyio
 async def test_instance_stream_starts_with_server_connected(sse_client):
-    items = [item async for item in sse_client.event.subscribe()]
-    assert isinstance(items[0], ServerConnected)
+    items = [item async for item in _until_cut(sse_client.event.subscribe())]
+    assert isinstance(items[0], ServerConnected) and isinstance(items[1], GlobalDisposed)
     assert [i.type for i in items] == ["server.connected", "global.disposed"]
+
+
+@pytest.mark.anyio
+async def test_only_a_stream_that_ends_by_itself_ends_without_an_error(sse_client):
+    # the same clean end of body: the end of a log read without follow, but a lost connection for a followed one
+    assert [i.type async for i in sse_client.session.log("ses_1", follow=False)][-1] == "log.synced"
+    followed = sse_client.session.log("ses_1", follow=True)
+    with pytest.raises(ClientError) as cut:
+        async for _ in followed:
+            pass
+    assert cut.value.reason == "Transport"
+    with pytest.raises(StopAsyncIteration):  # and it stays ended
+        await followed.__anext__()
 
 
 @pytest.mark.anyio

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 
 import anyio
+import httpx2
 import pytest
 
-from opencode_session.client import OpenCodeClient
+from opencode_session.client import CallOptions, ClientError, OpenCodeClient
 from tests.support import fake_openai as fake
 from tests.support.server import isolated_env, start_server
 
@@ -133,3 +134,58 @@ async def test_connection_dropped_after_first_token_fails_without_retry(client, 
     assistant = [m for m in await client.session.context(sid) if m.type == "assistant"][0]
     assert assistant.content[0].text.startswith("partial")  # partial content stays visible
     assert len(provider.requests) == 1
+
+
+async def test_provider_400_is_a_failed_step_in_history_and_the_session_goes_on(client, provider):
+    provider.enqueue(fake.error(400, "Unsupported parameter: 'temperature'", type="invalid_request_error"),
+                     fake.completion(fake.text_deltas("fine now")))
+    sid, log = await _run(client, "hi")
+    assert [t for t in _types(log) if t.startswith(("session.step.", "session.execution.", "session.retry."))] == [
+        "session.execution.started", "session.step.started", "session.step.failed", "session.execution.failed"]
+    step_failed = next(e for e in log if e.type == "session.step.failed")
+    assert step_failed.data.error.type == "provider.invalid-request" and step_failed.data.error.status == 400
+    assert len(provider.requests) == 1
+    messages = (await client.session.messages(sid, order="asc")).items
+    assert [m.type for m in messages] == ["user", "assistant"]
+    assert messages[1].finish == "error" and messages[1].error == step_failed.data.error
+    # the session takes the next prompt normally
+    await client.session.prompt(sid, prompt={"text": "again"})
+    with anyio.fail_after(40):
+        await client.session.wait(sid)
+    log = [e async for e in client.session.log(sid, follow=False) if e.type != "log.synced"]
+    assert _types(log)[-1] == "session.execution.succeeded" and len(provider.requests) == 2
+
+
+async def test_long_waits_and_quiet_streams_outlast_the_default_timeout(ocs, provider):
+    held = fake.completion(fake.text_deltas("late"), hold_after=1)
+    provider.enqueue(held)
+    async with OpenCodeClient(ocs.url, timeout=0.5) as client:
+        sid = (await client.session.create()).id
+        stream = client.event.subscribe()
+        assert (await stream.__anext__()).type == "server.connected"
+        seen: list[str] = []
+
+        async def read_until_idle() -> None:  # reads across the quiet hold, longer than the default timeout
+            async for item in stream:
+                if item.data.get("sessionID") == sid:
+                    seen.append(item.type)
+                    if item.type == "session.execution.succeeded":
+                        return
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_until_idle)
+            await client.session.prompt(sid, prompt={"text": "take your time"})
+            assert await anyio.to_thread.run_sync(held.held.wait, 30)
+            with pytest.raises(ClientError) as cut:  # a caller's own timeout still applies
+                await client.session.wait(sid, options=CallOptions(timeout=0.2))
+            assert cut.value.reason == "Transport" and isinstance(cut.value.cause, httpx2.ReadTimeout)
+
+            async def release_later() -> None:
+                await anyio.sleep(1.5)  # the time that passes is what this test is about
+                held.release.set()
+
+            tg.start_soon(release_later)
+            with anyio.fail_after(30):
+                await client.session.wait(sid)
+        await stream.aclose()
+    assert seen[-1] == "session.execution.succeeded" and "session.text.ended" in seen

@@ -333,6 +333,27 @@ async def test_keyless_server_gets_no_authorization_header(server):
     assert "authorization" not in server.requests[0].headers
 
 
+async def test_only_what_the_provider_entry_names_reaches_the_server(server, monkeypatch):
+    # what the SDK would otherwise pick up from the environment, whatever server it talks to
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-from-env")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-from-env")
+    monkeypatch.setenv("OPENAI_CUSTOM_HEADERS", "X-From-Env: leaked\nAuthorization: Bearer env-secret")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env-secret")
+    monkeypatch.setenv("OPENAI_ADMIN_KEY", "admin-env-secret")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    for key, headers in (("sk-entry", {"X-Team": "core"}), (None, {})):
+        adapter = OpenAIChatProvider(server.base_url, key, headers=headers)
+        server.enqueue(completion(text_deltas("hi")))
+        await collect(adapter, make_request(server.base_url))
+        await adapter.aclose()
+    named, keyless = (r.headers for r in server.requests)
+    assert named["authorization"] == "Bearer sk-entry" and named["x-team"] == "core"
+    assert "authorization" not in keyless
+    for sent in (named, keyless):
+        assert not {"openai-organization", "openai-project", "x-from-env"} & set(sent), sent
+        assert not any("env" in value for value in sent.values()), sent
+
+
 # ---------------------------------------------------------------------------------------------
 # Typed failures. The server must see exactly one request each time: the SDK never retries.
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -470,9 +471,12 @@ async def test_interrupt_during_retry_wait(tmp_path):
             assert await h.execution.interrupt(sid) is True
         records = await h.settled_log(sid)
         assert [d["attempt"] for d in of_type(records, "session.retry.scheduled")] == [2]
-        assert of_type(records, "session.step.failed") == []
+        # the assistant that waited for its retry is closed: no Step is left without its terminal event
+        assert [d["error"]["type"] for d in of_type(records, "session.step.failed")] == ["aborted"]
         assert types(records)[-1] == "session.execution.interrupted"
         assert len(h.provider.requests) == 1
+        assistant = [m for m in await h.messages(sid) if m["type"] == "assistant"]
+        assert len(assistant) == 1 and "retry" not in assistant[0] and "completed" in assistant[0]["time"]
 
 
 async def test_provider_defect_still_settles_tools_and_the_step(tmp_path):
@@ -597,7 +601,7 @@ async def test_two_sessions_drain_in_parallel(tmp_path):
 # --- 6. retries ------------------------------------------------------------------------------------------------
 
 
-async def test_retry_schedule_exhausts_after_four_retries_with_the_original_error(tmp_path):
+async def test_retry_schedule_exhausts_after_four_retries_with_the_last_error(tmp_path):
     scripts = [
         [RateLimitError("slow down", status=429, retry_after_ms=500)],   # shorter than the backoff
         [ProviderInternalError("oops", status=500)],
@@ -616,16 +620,62 @@ async def test_retry_schedule_exhausts_after_four_retries_with_the_original_erro
         assert [d["at"] for d in scheduled] == [NOW + 2000, NOW + 4000, NOW + 8000, NOW + 30_000]
         assert [d["error"]["type"] for d in scheduled] == [
             "provider.rate-limit", "provider.internal", "provider.transport", "provider.rate-limit"]
-        assert len({d["assistantMessageID"] for d in scheduled}) == 1
+        assistant_id = scheduled[0]["assistantMessageID"]
+        assert {d["assistantMessageID"] for d in scheduled} == {assistant_id}
         assert len(h.provider.requests) == 5
+        # every attempt is a Step on the same assistant message; only the last one ends it, with its own error
+        step_types = [r.type for r in records if r.type.startswith(("session.step.", "session.retry."))]
+        assert step_types == ["session.step.started", "session.retry.scheduled"] * 4 + [
+            "session.step.started", "session.step.failed"]
+        assert {d["assistantMessageID"] for d in of_type(records, "session.step.started")} == {assistant_id}
+        last = {"type": "provider.transport", "message": "reset again"}
+        assert of_type(records, "session.step.failed")[0]["error"] == last
         failed = of_type(records, "session.execution.failed")
-        assert len(failed) == 1 and failed[0]["error"]["type"] == "provider.rate-limit"
-        assert failed[0]["error"]["message"] == "slow down"
+        assert len(failed) == 1 and failed[0]["error"] == last
         assert types(records)[-1] == "session.execution.failed"
-        assert not any(r.type == "session.step.started" for r in records)
         # input was promoted once, not again on every attempt
         assert len(of_type(records, "session.input.promoted")) == 1
         assert all(user_texts(r) == ["p1"] for r in h.provider.requests)
+        assistant = [m for m in await h.messages(sid) if m["type"] == "assistant"]
+        assert len(assistant) == 1 and assistant[0]["id"] == assistant_id
+        assert assistant[0]["finish"] == "error" and assistant[0]["error"] == last and "retry" not in assistant[0]
+
+
+async def test_a_retry_is_visible_on_its_assistant_until_the_next_attempt_starts(tmp_path):
+    async with harness(tmp_path, [[RateLimitError("busy", status=429)], text("later")]) as h:
+        h.clock.hold = asyncio.Event()
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        with anyio.fail_after(TIMEOUT):
+            await h.clock.sleeping.wait()
+        waiting = [m for m in await h.messages(sid) if m["type"] == "assistant"]
+        assert len(waiting) == 1 and "completed" not in waiting[0]["time"]
+        assert waiting[0]["retry"] == {"attempt": 2, "at": NOW + 2000,
+                                       "error": {"type": "provider.rate-limit", "message": "busy", "status": 429}}
+        h.clock.hold.set()
+        await h.settled_log(sid)
+        done = [m for m in await h.messages(sid) if m["type"] == "assistant"]
+        assert [m["id"] for m in done] == [waiting[0]["id"]]
+        assert "retry" not in done[0] and done[0]["finish"] == "stop" and done[0]["content"][0]["text"] == "later"
+
+
+async def test_a_provider_retry_after_stretches_only_rate_limits_and_internal_errors(tmp_path):
+    scripts = [[TransportError("reset", retry_after_ms=60_000)], [ProviderInternalError("oops", retry_after_ms=9000)],
+               text("ok")]
+    async with harness(tmp_path, scripts) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        await h.settled_log(sid)
+        assert h.clock.sleeps == [2000, 9000]
+
+
+async def test_a_bare_finish_is_no_output_evidence(tmp_path):
+    async with harness(tmp_path, [[llm.Finish("stop", USAGE), TransportError("cut")], text("second try")]) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        records = await h.settled_log(sid)
+        assert len(of_type(records, "session.retry.scheduled")) == 1 and len(h.provider.requests) == 2
+        assert types(records)[-1] == "session.execution.succeeded"
 
 
 async def test_default_backoff_doubles_from_two_seconds(tmp_path):
@@ -649,7 +699,8 @@ async def test_retry_then_success_reuses_the_assistant_message(tmp_path):
         scheduled = of_type(records, "session.retry.scheduled")
         assert len(scheduled) == 1 and scheduled[0]["attempt"] == 2 and scheduled[0]["at"] == NOW + 2000
         started = of_type(records, "session.step.started")
-        assert [d["assistantMessageID"] for d in started] == [scheduled[0]["assistantMessageID"]]
+        assert [d["assistantMessageID"] for d in started] == [scheduled[0]["assistantMessageID"]] * 2
+        assert of_type(records, "session.step.failed") == []
         assert types(records)[-1] == "session.execution.succeeded"
         assistant = [m for m in await h.messages(sid) if m["type"] == "assistant"]
         assert len(assistant) == 1 and assistant[0]["id"] == scheduled[0]["assistantMessageID"]
@@ -681,8 +732,15 @@ async def test_non_retryable_error_fails_at_once(tmp_path):
 
         assert h.clock.sleeps == [] and of_type(records, "session.retry.scheduled") == []
         assert len(h.provider.requests) == 1
+        error = {"type": "provider.auth", "message": "bad key", "status": 401}
         failed = of_type(records, "session.execution.failed")
-        assert failed == [{"sessionID": sid, "error": {"type": "provider.auth", "message": "bad key", "status": 401}}]
+        assert failed == [{"sessionID": sid, "error": error}]
+        # the failed Step is a Step in history: its assistant message says what went wrong
+        assert [r.type for r in records if r.type.startswith("session.step.")] == [
+            "session.step.started", "session.step.failed"]
+        assistant = [m for m in await h.messages(sid) if m["type"] == "assistant"]
+        assert len(assistant) == 1 and assistant[0]["finish"] == "error" and assistant[0]["error"] == error
+        assert assistant[0]["content"] == [] and "completed" in assistant[0]["time"]
 
 
 async def test_retry_consumes_the_step_allowance(tmp_path):
@@ -695,7 +753,7 @@ async def test_retry_consumes_the_step_allowance(tmp_path):
         records = await h.settled_log(sid)
         assert [r.tool_choice for r in h.provider.requests] == ["auto", "none"]
         assert [d["attempt"] for d in of_type(records, "session.retry.scheduled")] == [2]
-        assert of_type(records, "session.execution.failed")[0]["error"]["message"] == "t1"
+        assert of_type(records, "session.execution.failed")[0]["error"]["message"] == "t2"
 
 
 # --- 7. content filter ---------------------------------------------------------------------------------------------
@@ -761,6 +819,45 @@ async def test_orphaned_tool_calls_fail_stale_and_never_rerun(tmp_path):
         assert [(r.call_id, r.is_error) for r in results] == [("c1", True), ("c2", True)]
 
 
+# --- 9. models ----------------------------------------------------------------------------------------------------
+
+
+async def test_a_model_that_became_unknown_fails_the_step_before_any_provider_call(tmp_path):
+    async with harness(tmp_path, [text("unused")]) as h:
+        sid = await h.session()
+        await h.rt.sessions.switch_model(sid, ModelRef(id="m", providerID="local"))
+        cfg_file = tmp_path / "home" / "config" / "opencode" / "opencode.json"
+        cfg = json.loads(cfg_file.read_text())
+        cfg["provider"]["local"]["models"] = {"other": {}}  # the config is edited: "m" is no longer declared
+        cfg_file.write_text(json.dumps(cfg))
+        await h.admit(sid, "p1")
+        records = await h.settled_log(sid)
+
+        assert h.provider.requests == []
+        error = of_type(records, "session.step.failed")[0]["error"]
+        assert error["type"] == "model.not-found" and "local/m" in error["message"]
+        assert of_type(records, "session.execution.failed")[0]["error"] == error
+        assistant = [m for m in await h.messages(sid) if m["type"] == "assistant"]
+        assert len(assistant) == 1 and assistant[0]["error"] == error and assistant[0]["finish"] == "error"
+        assert assistant[0]["model"] == {"id": "m", "providerID": "local"}
+        h.provider.scripts.clear()
+
+
+async def test_provider_text_json_cannot_carry_is_stored_replaced(tmp_path):
+    echo = EchoTool()
+    script = [llm.TextStart("t"), llm.TextDelta("t", "bad \ud800 text"), llm.TextEnd("t"),
+              llm.ToolCall("c1", "echo", {"n": math.nan, "s": "\udfff"}), llm.Finish("tool-calls", USAGE)]
+    async with harness(tmp_path, [script, text("ok")], tools=[echo]) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        records = await h.settled_log(sid)
+        assert types(records)[-1] == "session.execution.succeeded"
+        assert of_type(records, "session.text.ended")[0]["text"] == "bad \ufffd text"
+        assistant = [m for m in await h.messages(sid) if m["type"] == "assistant"][0]
+        assert assistant["content"][0]["text"] == "bad \ufffd text"
+        assert assistant["content"][1]["state"]["input"] == {"n": None, "s": "\ufffd"}
+
+
 # --- 10. usage ----------------------------------------------------------------------------------------------------
 
 
@@ -769,15 +866,14 @@ async def test_usage_accumulates_across_steps_and_is_published_live(tmp_path):
     scripts = [tool_call("c1", "echo", {}), text("done", usage=llm.Usage(100, 50, reasoning=10))]
     async with harness(tmp_path, scripts, tools=[echo]) as h:
         sid = await h.session()
-        with h.rt.store.live.subscribe() as sub:
-            await h.admit(sid, "p1")
-            records = await h.settled_log(sid)
-            expected_cost = ((10 * 1 + 5 * 2) + (100 * 1 + (50 + 10) * 2)) / 1_000_000
-            updates, deltas = [], []
-            with anyio.fail_after(TIMEOUT):
-                while len(updates) < 2:
-                    item = await sub.get()
-                    assert item is not None, "the live subscription was dropped"
+        sub = h.rt.store.live.subscribe()
+        await h.admit(sid, "p1")
+        records = await h.settled_log(sid)
+        expected_cost = ((10 * 1 + 5 * 2) + (100 * 1 + (50 + 10) * 2)) / 1_000_000
+        updates, deltas = [], []
+        with anyio.fail_after(TIMEOUT):
+            while len(updates) < 2:
+                for item in await sub.next():
                     if item.aggregate_id != sid:
                         continue
                     if item.type == "session.usage.updated":

@@ -211,6 +211,11 @@ def _fuzzed(operation, mode: GenerationMode, existing) -> st.SearchStrategy:
     return st.one_of(generated, st.one_of(real)) if real else generated
 
 
+# Operations whose success needs a value no generated case names: a model must be declared by the configuration, and
+# every generated model is unknown to it (400 is the right answer; the API tests cover the 204).
+NO_GENERATED_SUCCESS = {"v2.session.switchModel"}
+
+
 @pytest.mark.parametrize(("operation_id", "mode"), FUZZED)
 def test_fuzzed_cases(schema, server, http, existing, operation_id, mode):
     operation = schema.find_operation_by_id(operation_id)
@@ -228,7 +233,7 @@ def test_fuzzed_cases(schema, server, http, existing, operation_id, mode):
         _check(case, response, server)
 
     run()
-    if mode is GenerationMode.POSITIVE:
+    if mode is GenerationMode.POSITIVE and operation_id not in NO_GENERATED_SUCCESS:
         assert any(200 <= s < 300 for s in statuses), (
             f"no success among {sorted(statuses)}: does `existing` create a resource for these path parameters?")
 

@@ -1,4 +1,5 @@
-"""The API suite runs twice: against a real `ocs serve` on loopback and against the Embedded host."""
+"""The API suite runs twice: against a real `ocs serve` on loopback and against the Embedded host; both see a
+global config declaring the models of `tests.support.config.DECLARED`."""
 
 from __future__ import annotations
 
@@ -6,12 +7,16 @@ import pytest
 
 from opencode_session.client import OpenCodeClient
 from opencode_session.sdk import OpenCode
-from tests.support.server import start_server
+from tests.support.config import write_global_config
+from tests.support.server import isolated_env, start_server
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    proc = start_server(tmp_path_factory.mktemp("ocs-server"))
+    root = tmp_path_factory.mktemp("ocs-server")
+    env = isolated_env(root)
+    write_global_config(env["XDG_CONFIG_HOME"])
+    proc = start_server(root, env=env)
     yield proc
     assert proc.stop() == 0, "".join(proc.stderr_lines)
 
@@ -24,6 +29,7 @@ async def api(request, tmp_path):
             client.workdir = None
             yield client
     else:
+        write_global_config()
         workdir = tmp_path / "work"
         workdir.mkdir()
         async with OpenCode(db=tmp_path / "db.sqlite", directory=workdir, heartbeat=0.2) as host:

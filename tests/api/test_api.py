@@ -91,6 +91,20 @@ async def test_switch_agent_and_model(api):
         await api.session.switch_model(sid, model={"id": "a"})
 
 
+async def test_unknown_models_are_rejected_when_selected(api):
+    sid = (await api.session.create()).id
+    with pytest.raises(InvalidRequestError) as info:
+        await api.session.switch_model(sid, model={"id": "nope", "providerID": "p"})
+    assert info.value.field == "model" and "p/nope" in info.value.message
+    with pytest.raises(InvalidRequestError):
+        await api.session.switch_model(sid, model={"id": "m", "providerID": "elsewhere"})
+    with pytest.raises(InvalidRequestError) as info:
+        await api.session.create(model={"id": "nope", "providerID": "p"})
+    assert info.value.field == "model"
+    assert (await api.session.get(sid)).model is None
+    assert (await api.session.messages(sid)).items == []  # nothing was switched
+
+
 async def test_prompt_admission_retry_conflict_and_pending(api):
     sid = (await api.session.create()).id
     admitted = await api.session.prompt(sid, id="msg_api_fixed_1", prompt={"text": "hello"}, delivery="queue",
@@ -252,3 +266,26 @@ async def test_unknown_route_and_bad_json_are_tagged_errors(api):
     response = await http.post(api.base_url + "/api/session", content=b"{not json",
                                headers={"content-type": "application/json"})
     assert response.status_code == 400 and response.json()["_tag"] == "InvalidRequestError"
+
+
+async def test_durable_envelopes_say_where_they_happened(api, tmp_path):
+    where = tmp_path / "place"
+    where.mkdir()
+    stream = api.event.subscribe()
+    live = []
+    with anyio.fail_after(10):
+        async for item in stream:
+            if item.type == "server.connected":
+                sid = (await api.session.create(location={"directory": str(where)})).id
+                await api.session.switch_agent(sid, agent="x")
+            elif item.data.get("sessionID") == sid:
+                live.append(item)
+                if item.type == "session.agent.selected":
+                    break
+    await stream.aclose()
+    assert [e.type for e in live] == ["session.created", "session.agent.selected"]
+    logged = [e for e in await _events_until(api.session.log(sid), lambda item, _: item.type == "log.synced")
+              if e.type != "log.synced"]
+    assert logged
+    for event in live + logged:
+        assert event.location is not None and event.location.directory == str(where.resolve())

@@ -1,12 +1,16 @@
-"""Basic auth when OPENCODE_SERVER_PASSWORD is set, SSE heartbeats, and dropping a slow live subscriber alone."""
+"""Basic auth when OPENCODE_SERVER_PASSWORD is set, SSE heartbeats, cutting off a reader that stopped reading, and
+how the instance stream ends."""
 
 from __future__ import annotations
+
+import logging
+import signal
 
 import anyio
 import httpx2
 import pytest
 
-from opencode_session.client import OpenCodeClient
+from opencode_session.client import ClientError, OpenCodeClient
 from opencode_session.schema.errors import UnauthorizedError
 from opencode_session.sdk import OpenCode
 from tests.support.server import isolated_env, start_server
@@ -67,33 +71,77 @@ async def test_instance_stream_sends_comment_heartbeats_when_quiet(tmp_path):
         assert lines[0].startswith("data: ") and '"server.connected"' in lines[0]
 
 
-async def test_slow_subscriber_is_dropped_alone(tmp_path):
+class _Cuts(logging.Handler):
+    """Sets `seen` when the server logs that it cut off a stream."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = anyio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "cut off an event stream" in record.getMessage():
+            self.seen.set()
+
+
+async def test_a_reader_that_stops_reading_is_cut_off_visibly_without_slowing_the_others(tmp_path):
+    cuts = _Cuts()
+    logging.getLogger("opencode_session.server.sse").addHandler(cuts)
+    try:
+        async with OpenCode(db=tmp_path / "db.sqlite", directory=tmp_path, stall_timeout=0.5) as host:
+            stalled = host.event.subscribe()
+            assert (await stalled.__anext__()).type == "server.connected"  # and then it stops reading
+            fast = host.event.subscribe()
+            seen: list[str] = []
+
+            async def read_fast() -> None:
+                async for item in fast:
+                    seen.append(item.type)
+                    if seen.count("session.agent.selected") == 100:
+                        return
+
+            with anyio.fail_after(30):
+                assert (await fast.__anext__()).type == "server.connected"
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(read_fast)
+                    sid = (await host.session.create()).id
+                    for i in range(100):
+                        await host.session.switch_agent(sid, agent=f"a{i}")  # writers never wait on readers
+                await cuts.seen.wait()
+            await fast.aclose()
+            # the stalled reader gets what was already on its way, then an error: never a clean end
+            with pytest.raises(ClientError) as cut:
+                async for _ in stalled:
+                    pass
+            assert cut.value.reason == "Transport"
+            assert seen.count("session.agent.selected") == 100
+    finally:
+        logging.getLogger("opencode_session.server.sse").removeHandler(cuts)
+
+
+async def test_a_lost_subscription_ends_the_stream_as_a_failure(tmp_path):
+    # the bus ends a subscription for a reader too far behind (see test_live_bus); closing it does the same to all
     async with OpenCode(db=tmp_path / "db.sqlite", directory=tmp_path) as host:
-        bus = host.runtime.store.live
-        slow = bus.subscribe(maxsize=4)
-        fast = host.event.subscribe()
-        got_connected = anyio.Event()
-        seen: list[str] = []
+        stream = host.event.subscribe()
+        assert (await stream.__anext__()).type == "server.connected"
+        host.runtime.store.live.close()
+        with anyio.fail_after(10), pytest.raises(ClientError) as lost:
+            async for _ in stream:
+                pass
+        assert lost.value.reason == "Transport"
 
-        async def read_fast():
-            async for item in fast:
-                seen.append(item.type)
-                if item.type == "server.connected":
-                    got_connected.set()
-                if seen.count("session.agent.selected") == 10:
-                    return
 
-        with anyio.fail_after(15):
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(read_fast)
-                await got_connected.wait()
-                sid = (await host.session.create()).id
-                for i in range(10):
-                    await host.session.switch_agent(sid, agent=f"a{i}")  # writers never wait on readers
-        await fast.aclose()
-        assert slow.dropped and await slow.get() is None
-        assert seen.count("session.agent.selected") == 10
-        assert bus.subscriber_count == 0
+async def test_server_shutdown_says_so_before_the_instance_stream_ends(tmp_path):
+    srv = start_server(tmp_path)
+    got: list[str] = []
+    async with OpenCodeClient(srv.url) as client:
+        stream = client.event.subscribe()
+        got.append((await stream.__anext__()).type)
+        srv.proc.send_signal(signal.SIGTERM)
+        with anyio.fail_after(30), pytest.raises(ClientError) as ended:
+            async for item in stream:
+                got.append(item.type)
+    assert srv.stop() == 0, "".join(srv.stderr_lines)
+    assert got == ["server.connected", "global.disposed"] and ended.value.reason == "Transport"
 
 
 async def test_closing_a_stream_releases_the_server_side(tmp_path):

@@ -10,12 +10,15 @@ from opencode_session.core.location import resolve_location
 from opencode_session.core.session import Sessions
 from opencode_session.core.session.projector import PROJECTION_TABLES, project
 from opencode_session.core.store import Store
+from tests.support.config import write_global_config
 
 
 @asynccontextmanager
 async def open_sessions(tmp_path: Path):
+    """Sessions over a fresh store; the global config declares the models of `tests.support.config.DECLARED`."""
     workdir = tmp_path / "work"
     workdir.mkdir(exist_ok=True)
+    write_global_config()
     async with Store(tmp_path / "db.sqlite", project=project) as store:
         yield Sessions(store, resolve_location(workdir))
 

@@ -183,6 +183,8 @@ class FakeOpenAI:
         self._server: _Uvicorn | None = None
         self._failure: BaseException | None = None
         self.base_url = ""
+        # the answer to a request when nothing is scripted (None: a 500 that says so)
+        self.fallback: Script | None = None
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
@@ -271,7 +273,7 @@ class FakeOpenAI:
                     request.method, request.url.path, {k.lower(): v for k, v in request.headers.items()}, payload
                 )
             )
-            script = self._script.popleft() if self._script else None
+            script = self._script.popleft() if self._script else self.fallback
         if script is None:
             return _JSONAnswer(500, {"error": {"message": "FakeOpenAI has no scripted response left", "type": "fake"}})
         if isinstance(script, ErrorScript):

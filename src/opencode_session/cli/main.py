@@ -11,6 +11,7 @@ import typer
 
 from ..core.execution.runner import runner_drain_factory
 from ..core.runtime import RuntimeOptions
+from ..core.store import DatabaseInUseError
 from ..server.guard import DEFAULT_MAX_BODY_BYTES, GuardOptions
 from ..server.serve import ConnectionLimits, ServeRefused
 from ..server.serve import serve as serve_app
@@ -45,6 +46,8 @@ def serve(
         ConnectionLimits.max_concurrency, min=1, help="Open connections and requests before new requests get 503."),
     insecure_no_password: bool = typer.Option(
         False, help="Listen beyond loopback even without OPENCODE_SERVER_PASSWORD."),
+    stall_timeout: float = typer.Option(15.0, help="Cut off an event stream whose reader accepts nothing for this "
+                                                   "many seconds."),
 ) -> None:
     """Serve the OpenCode V2 API over HTTP until SIGINT/SIGTERM."""
     db_path = db or default_db_path()
@@ -59,10 +62,13 @@ def serve(
 
     try:
         asyncio.run(serve_app(options, host, port, on_ready=ready, guard=guard, limits=limits,
-                              insecure_no_password=insecure_no_password))
+                              insecure_no_password=insecure_no_password, stall_timeout=stall_timeout))
     except ServeRefused as refused:
         typer.echo(f"ocs serve: {refused}", err=True)
         raise typer.Exit(2) from None
+    except DatabaseInUseError as busy:
+        typer.echo(f"ocs serve: {busy}", err=True)
+        raise typer.Exit(1) from None
 
 
 @app.callback()

@@ -30,7 +30,8 @@ T = TypeVar("T")
 class CallOptions:
     """Per-call transport options; never part of an operation's domain input.
 
-    `headers` override the client's headers for this call; `timeout` (seconds) overrides its timeout.
+    `headers` override the client's headers for this call; `timeout` (seconds) overrides its timeout. Waiting and
+    streaming operations (`session.wait`, every event stream) have no read timeout unless this sets one.
     """
 
     headers: Mapping[str, str] | None = None
@@ -112,7 +113,8 @@ class BaseClient:
 
     `headers` go on every request (per-call `CallOptions.headers` win), `auth` is HTTP basic
     `(username, password)`, `transport` replaces the network (e.g. `httpx2.ASGITransport(app)`), and
-    `timeout` is in seconds. Use `async with` or `await aclose()` to release connections.
+    `timeout` is in seconds (for reads, only of operations that answer at once). Use `async with` or
+    `await aclose()` to release connections.
     """
 
     def __init__(
@@ -187,6 +189,9 @@ class BaseClient:
             }
         if options is not None and options.timeout is not None:
             kwargs["timeout"] = options.timeout
+        elif ep.waits or ep.stream is not None:
+            # their answer takes as long as the session does: only connecting and sending stay bounded
+            kwargs["timeout"] = httpx2.Timeout(self._timeout, read=None)
         return self._client().build_request(
             ep.method,
             self.base_url + ep.wire_path(encoded),
@@ -275,4 +280,8 @@ class BaseClient:
             return response
 
         assert codec.item is not None
-        return EventStream(connect, codec.item)
+        assert ep.stream is not None
+        endless = ep.stream.endless
+        if isinstance(endless, str):
+            endless = bool((query or {}).get(endless))
+        return EventStream(connect, codec.item, endless=endless)

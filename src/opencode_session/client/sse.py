@@ -98,12 +98,15 @@ class EventStream(Generic[T]):
     Nothing is sent until the first `__anext__`; the HTTP failure of the request (a declared TaggedError
     or a ClientError) surfaces there. Use `async with stream:` or call `aclose()` when stopping early:
     that closes the HTTP response, which the server sees as a disconnect. A broken connection raises
-    ClientError("Transport"); there is no automatic reconnect (resume a durable stream with `after=`).
+    ClientError("Transport"), and so does the end of an `endless` stream (one that never ends by itself, like the
+    instance stream or a followed log); there is no automatic reconnect (resume a durable stream with `after=`).
     Cancelling the task that awaits `__anext__` closes the stream.
     """
 
-    def __init__(self, connect: Connect, item: Any, *, max_event_chars: int = MAX_EVENT_CHARS) -> None:
+    def __init__(self, connect: Connect, item: Any, *, max_event_chars: int = MAX_EVENT_CHARS,
+                 endless: bool = False) -> None:
         self._connect = connect
+        self._endless = endless
         self._adapter: TypeAdapter[T] = item if isinstance(item, TypeAdapter) else TypeAdapter(item)
         self._parser = SSEParser(max_event_chars)
         self._ready: deque[SSEMessage] = deque()
@@ -126,6 +129,8 @@ class EventStream(Generic[T]):
             message = await self._next_message()
             if message is None:
                 await self._close()
+                if self._endless:
+                    raise ClientError("Transport", "the server ended a stream that does not end by itself")
                 raise StopAsyncIteration
             if message.id is not None:
                 self.last_event_id = message.id

@@ -23,7 +23,7 @@ class RuntimeOptions:
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     # builds the drain function from the runtime (the runner installs itself here); None runs nothing
     drain_factory: Callable[["Runtime"], Drain] | None = None
-    live_queue: int = 256
+    live_capacity: int = 4096  # the live ring: how far a reader may lag before it catches up from the store
 
 
 class Runtime:
@@ -32,7 +32,7 @@ class Runtime:
     def __init__(self, options: RuntimeOptions) -> None:
         self.options = options
         self.location: Location = resolve_location(options.directory)
-        self.store = Store(options.db_path, project=project, live_queue=options.live_queue)
+        self.store = Store(options.db_path, project=project, live_capacity=options.live_capacity)
         self.sessions = Sessions(self.store, self.location, env=options.env)
         self.entries = InstructionEntries(self.store)
         self.execution: SessionExecution | None = None

@@ -21,6 +21,7 @@ from opencode_session.schema.errors import (
 from opencode_session.schema.events import (
     Delivery,
     Event,
+    GlobalDisposed,
     LogSynced,
     ServerConnected,
     envelope_model,
@@ -189,8 +190,9 @@ SessionLogItem = Annotated[
 """A durable Session event envelope or the `log.synced` marker (unknown types: the open envelope)."""
 
 # The instance stream carries event types this build may not know; the open envelope keeps them readable.
-InstanceEvent = Annotated[Union[ServerConnected, Event], Field(union_mode="left_to_right")]
-"""The first `server.connected` frame, then any instance-wide event envelope."""
+InstanceEvent = Annotated[Union[ServerConnected, GlobalDisposed, Event], Field(union_mode="left_to_right")]
+"""The first `server.connected` frame, then any instance-wide event envelope; `global.disposed` when the server
+shuts down."""
 
 
 # --- the table ------------------------------------------------------------------------------------
@@ -305,6 +307,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         path_params=SessionPath,
         success_status=204,
         errors=(SessionNotFoundError, ServiceUnavailableError),
+        waits=True,
     ),
     Endpoint(
         operation_id="v2.session.context",
@@ -325,7 +328,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         description="Replay durable events after an aggregate sequence, then continue with new durable events.",
         path_params=SessionPath,
         query=SessionEventsQuery,
-        stream=StreamSpec(item=SessionDurableEvent, name="SessionDurableEvent"),
+        stream=StreamSpec(item=SessionDurableEvent, name="SessionDurableEvent", endless=True),
         errors=_SESSION_404,
     ),
     Endpoint(
@@ -340,7 +343,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         ),
         path_params=SessionPath,
         query=SessionLogQuery,
-        stream=StreamSpec(item=SessionLogItem, name="SessionLogItem"),
+        stream=StreamSpec(item=SessionLogItem, name="SessionLogItem", endless="follow"),
         errors=_SESSION_404,
     ),
     Endpoint(
@@ -422,7 +425,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         path="/api/event",
         summary="Subscribe to events",
         description="Subscribe to native event payloads for the server.",
-        stream=StreamSpec(item=InstanceEvent, name="InstanceEvent"),
+        stream=StreamSpec(item=InstanceEvent, name="InstanceEvent", endless=True),
     ),
 )
 

@@ -41,6 +41,9 @@ class StreamSpec:
 
     item: Any
     name: str
+    # True: the stream never ends by itself (a client takes its end for a lost connection); the name of a boolean
+    # query parameter: endless only when that parameter is true
+    endless: bool | str = False
 
 
 def _snake(word: str) -> str:
@@ -83,6 +86,8 @@ class Endpoint:
     stream: StreamSpec | None = None
     client_name: tuple[str, ...] = ()
     tag: str = ""
+    # the answer comes only once something happens (like a stream's next item): clients set no read timeout for it
+    waits: bool = False
 
     def __post_init__(self) -> None:
         if not self.client_name:

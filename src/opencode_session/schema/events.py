@@ -339,6 +339,15 @@ class ServerConnected(Struct):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+class GlobalDisposed(Struct):
+    """The instance stream's last frame when the server shuts down: the stream ends next, nothing more will come."""
+
+    id: EventID
+    created: Millis
+    type: Literal["global.disposed"] = "global.disposed"
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
 @dataclass
 class EventRecord:
     """A committed or live event with typed data; `seq` is None for live-only events."""

@@ -43,6 +43,7 @@ class OpenCode(OpenCodeClient):
         clock: Clock | None = None,
         heartbeat: float = 15.0,
         headers: Mapping[str, str] | None = None,
+        stall_timeout: float = 15.0,
     ) -> None:
         self.tools: ToolRegistry = default_registry()
         for tool in tools:
@@ -52,6 +53,7 @@ class OpenCode(OpenCodeClient):
             drain_factory=make_drain_factory(tools=self.tools, provider=provider, clock=clock),
         )
         self._heartbeat = heartbeat
+        self._stall_timeout = stall_timeout
         self._runtime: Runtime | None = None
         self._transport: ASGIStreamingTransport | None = None
         self._app: Any = None
@@ -71,7 +73,8 @@ class OpenCode(OpenCodeClient):
         self._runtime = runtime
         # The in-memory transport's requests name EMBEDDED_BASE_URL's host; nothing else can reach this app.
         guard = GuardOptions(allowed_hosts=(EMBEDDED_HOST,))
-        self._app = create_app(runtime, env=self._options.env, heartbeat=self._heartbeat, guard=guard)
+        self._app = create_app(runtime, env=self._options.env, heartbeat=self._heartbeat, guard=guard,
+                               stall_timeout=self._stall_timeout)
         self._transport = ASGIStreamingTransport(self._app)
         self._transport_override(self._transport)
         return self

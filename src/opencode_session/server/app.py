@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Mapping
@@ -23,6 +22,7 @@ from ..protocol.openapi import render_openapi
 from ..schema.base import wire
 from ..schema.errors import InvalidRequestError, TaggedError, UnknownError
 from .auth import BasicAuthMiddleware
+from .body import JSONAnswer, read_json_body
 from .guard import BodyGuard, GuardOptions, OriginGuard
 from .handlers import HANDLERS, Call
 from .sse import SSEResponse
@@ -30,24 +30,8 @@ from .sse import SSEResponse
 log = logging.getLogger(__name__)
 
 
-# Deeper request JSON is refused: real payloads nest a few levels, and pydantic cannot serialize values nested past
-# about 250 levels, so a deeper stored value would break every later read of it.
-MAX_JSON_DEPTH = 128
-
-
-def _nested_deeper_than(value: dict | list, limit: int) -> bool:
-    # Level by level, in comprehensions: about as fast as json.loads on the same body, however wide it is.
-    level: list[Any] = [value]
-    for _ in range(limit):
-        level = [child for item in level for child in (item.values() if type(item) is dict else item)
-                 if type(child) is dict or type(child) is list]
-        if not level:
-            return False
-    return True
-
-
 def error_response(err: TaggedError, status: int | None = None) -> JSONResponse:
-    return JSONResponse(err.body(), status_code=status or err.status)
+    return JSONAnswer(err.body(), status_code=status or err.status)
 
 
 def _invalid(exc: ValidationError, where: str) -> InvalidRequestError:
@@ -68,15 +52,9 @@ async def _decode(endpoint: Endpoint, request: Request) -> tuple[Any, Any, Any]:
         raise _invalid(exc, "query") from None
     body = None
     if endpoint.body is not None:
-        raw = await request.body()
+        payload = read_json_body(await request.body())
         try:
-            payload = json.loads(raw) if raw.strip() else {}
-        except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: nested too deeply
-            raise InvalidRequestError("Request body is not valid JSON", kind="body") from None
-        if isinstance(payload, (dict, list)) and _nested_deeper_than(payload, MAX_JSON_DEPTH):
-            raise InvalidRequestError(f"Request body is nested more than {MAX_JSON_DEPTH} levels deep", kind="body")
-        try:
-            body = endpoint.body.model_validate(payload)
+            body = endpoint.body.model_validate(payload, strict=True)
         except ValidationError as exc:
             raise _invalid(exc, "body") from None
     return path, query, body
@@ -106,29 +84,32 @@ def _route(runtime: Runtime, endpoint: Endpoint, state: "AppState"):
             log.exception("unexpected failure in %s (ref %s)", endpoint.operation_id, err.values["ref"])
             return error_response(err)
         if endpoint.result_kind == "stream":
-            return SSEResponse(result, heartbeat=state.heartbeat, shutdown=state.shutdown)  # type: ignore[return-value]
+            return SSEResponse(result, heartbeat=state.heartbeat, shutdown=state.shutdown,  # type: ignore[return-value]
+                               stall_timeout=state.stall_timeout)
         if endpoint.success_status == 204:
             return Response(status_code=204)
-        return JSONResponse(_encode(endpoint, result), status_code=endpoint.success_status)
+        return JSONAnswer(_encode(endpoint, result), status_code=endpoint.success_status)
 
     return Route(endpoint.path, endpoint_fn, methods=[endpoint.method], name=endpoint.operation_id)
 
 
 class AppState:
-    def __init__(self, heartbeat: float) -> None:
+    def __init__(self, heartbeat: float, stall_timeout: float) -> None:
         self.heartbeat = heartbeat
+        self.stall_timeout = stall_timeout
         self.shutdown = anyio.Event()
 
 
 def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartbeat: float = 15.0,
-               guard: GuardOptions | None = None) -> Starlette:
-    """The V2 API app over `runtime`. `app.state.ocs.shutdown` ends every stream when set."""
+               guard: GuardOptions | None = None, stall_timeout: float = 15.0) -> Starlette:
+    """The V2 API app over `runtime`. `app.state.ocs.shutdown` ends every stream when set; an event stream whose
+    reader accepts nothing for `stall_timeout` seconds is cut off."""
     guard = guard or GuardOptions()
     env = os.environ if env is None else env
     missing = [e.operation_id for e in ENDPOINTS if e.operation_id not in HANDLERS]
     if missing:
         raise RuntimeError(f"operations without a handler: {missing}")
-    state = AppState(heartbeat)
+    state = AppState(heartbeat, stall_timeout)
     doc = render_openapi()
 
     async def openapi_doc(_request: Request) -> Response:

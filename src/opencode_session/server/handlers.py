@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -12,11 +13,11 @@ from pydantic import TypeAdapter, ValidationError
 from ..core.location import resolve_location
 from ..core.runtime import Runtime
 from ..schema.errors import InvalidRequestError, ServiceUnavailableError
-from ..schema.events import EventRecord, LogSynced, ServerConnected
+from ..schema.events import EventRecord, GlobalDisposed, LogSynced, ServerConnected
 from ..schema.ids import WorkspaceID, event_id
 from ..schema.session import SessionActive
 from ..core.store.db import now_ms
-from .sse import frame
+from .sse import Frames, frame
 
 
 @dataclass
@@ -217,17 +218,26 @@ async def session_log(rt: Runtime, call: Call) -> Any:
     return _durable_frames(await rt.sessions.log_batches(call.path.sessionID, after, follow=follow, synced=True))
 
 
+_LIVE_FRAMES: OrderedDict[str, bytes] = OrderedDict()  # by event ID: one encoding per event, however many readers
+
+
+def _live_frame(item: EventRecord) -> bytes:
+    encoded = _LIVE_FRAMES.get(item.id)
+    if encoded is None:
+        encoded = _LIVE_FRAMES[item.id] = frame(item.wire())
+        if len(_LIVE_FRAMES) > 4096:
+            _LIVE_FRAMES.popitem(last=False)
+    return encoded
+
+
 @op("v2.event.subscribe")
 async def event_subscribe(rt: Runtime, call: Call) -> Any:
     subscription = rt.store.live.subscribe()
 
     async def gen() -> AsyncIterator[bytes]:
-        with subscription:
-            yield frame(ServerConnected(id=event_id(), created=now_ms()).wire())
-            while True:
-                item = await subscription.get()
-                if item is None:
-                    return  # dropped for falling behind, or the bus closed
-                yield frame(item.wire())
+        yield frame(ServerConnected(id=event_id(), created=now_ms()).wire())
+        while True:
+            # SubscriptionLost (a reader far behind, or the bus closing) escapes: the stream ends as a failure
+            yield b"".join(_live_frame(item) for item in await subscription.next())
 
-    return gen()
+    return Frames(gen(), farewell=lambda: frame(GlobalDisposed(id=event_id(), created=now_ms()).wire()))

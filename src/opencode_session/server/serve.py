@@ -18,6 +18,7 @@ from ..core.runtime import Runtime, RuntimeOptions
 from .app import create_app
 from .connections import ResourceExhaustionLog, read_deadline_protocol
 from .guard import GuardOptions, is_loopback
+from .sse import STREAM_CUT
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,7 @@ async def serve(
     guard: GuardOptions | None = None,
     limits: ConnectionLimits | None = None,
     insecure_no_password: bool = False,
+    stall_timeout: float = 15.0,
 ) -> None:
     """Run until SIGTERM/SIGINT (or `stop`). `managed` servers suspend active sessions on shutdown and resume
     the suspended ones at start (restart continuation). Raises ServeRefused before opening anything when `host`
@@ -106,12 +108,13 @@ async def serve(
     previous_handler = loop.get_exception_handler()
     loop.set_exception_handler(ResourceExhaustionLog())
     try:
-        app = create_app(runtime, heartbeat=heartbeat, guard=guard)
+        app = create_app(runtime, heartbeat=heartbeat, guard=guard, stall_timeout=stall_timeout)
         sock = bind(host, port)
         config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False,
                                 timeout_graceful_shutdown=10, http=read_deadline_protocol(limits.read_timeout),
                                 timeout_keep_alive=limits.keep_alive,
                                 limit_concurrency=limits.max_concurrency)
+        logging.getLogger("uvicorn.error").addFilter(STREAM_CUT)  # after Config: it (re)configures uvicorn's logging
         server = _Server(config)
         serving = asyncio.create_task(server.serve(sockets=[sock]))
         ready = asyncio.create_task(server.ready.wait())

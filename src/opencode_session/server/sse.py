@@ -1,14 +1,18 @@
-"""Server-Sent Events: frame encoding and a streaming response that heartbeats and ends on disconnect or shutdown."""
+"""Server-Sent Events: frame encoding and a streaming response that heartbeats, ends on disconnect or shutdown, and
+cuts off a reader that stopped reading."""
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
 from starlette.types import Receive, Scope, Send
+
+from ..core.store.feed import SubscriptionLost
+from ..schema import jsontext
 
 log = logging.getLogger(__name__)
 
@@ -29,29 +33,65 @@ def frame(data: Any, *, id: int | str | None = None, event: str | None = None) -
         out.append(f"id: {id}")
     if event is not None:
         out.append(f"event: {event}")
-    out.append("data: " + json.dumps(data, separators=(",", ":"), ensure_ascii=False))
+    out.append("data: " + jsontext.dumps(data))
     return ("\n".join(out) + "\n\n").encode()
+
+
+@dataclass
+class Frames:
+    """A stream's encoded frames, and what makes the frame to send last when the server shuts down."""
+
+    source: AsyncIterator[bytes]
+    farewell: Callable[[], bytes] | None = None
+
+
+class StreamCut(logging.Filter):
+    """Quiets uvicorn's error about a response left incomplete: SSEResponse does that on purpose, so a reader that
+    stopped reading (or a failed source) sees a broken stream rather than a clean end, and logs why itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != "ASGI callable returned without completing response."
+
+
+STREAM_CUT = StreamCut()
 
 
 class SSEResponse:
     """Streams pre-encoded frames from `source`, with a comment heartbeat whenever it is quiet for `heartbeat`
-    seconds. It stops when the client disconnects, when `shutdown` is set, or when the source ends."""
+    seconds. It ends cleanly when the source ends, or (after sending `farewell`) when `shutdown` is set; it stops
+    when the client disconnects. A source that fails, or a reader that accepts nothing for `stall_timeout` seconds,
+    is cut: the response is left incomplete, which the client sees as a failed stream."""
 
-    def __init__(self, source: AsyncIterator[bytes], *, heartbeat: float, shutdown: anyio.Event) -> None:
-        self.source = source
+    def __init__(self, source: AsyncIterator[bytes] | Frames, *, heartbeat: float, shutdown: anyio.Event,
+                 stall_timeout: float = 15.0) -> None:
+        frames = source if isinstance(source, Frames) else Frames(source)
+        self.source = frames.source
+        self.farewell = frames.farewell
         self.heartbeat = heartbeat
         self.shutdown = shutdown
+        self.stall_timeout = stall_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
-        disconnected = False
+        disconnected = failed = stalled = False
         send_frames, recv_frames = anyio.create_memory_object_stream[bytes | None](256)
 
+        async def write(body: bytes) -> bool:
+            """False when the reader accepted nothing for `stall_timeout` seconds."""
+            with anyio.move_on_after(self.stall_timeout) as waited:
+                await send({"type": "http.response.body", "body": body, "more_body": True})
+            return not waited.cancelled_caught
+
         async def produce() -> None:
+            nonlocal failed
             try:
                 async for chunk in self.source:
                     await send_frames.send(chunk)
+            except SubscriptionLost as lost:
+                failed = True
+                log.warning("cut off an event stream: %s", lost)
             except Exception:
+                failed = True
                 log.exception("SSE source failed")
             finally:
                 await send_frames.send(None)
@@ -95,8 +135,12 @@ class SSEResponse:
                                 break
                             batch.append(more)
                             size += len(more)
-                        await send({"type": "http.response.body", "body": b"".join(batch), "more_body": True})
+                        if not await write(b"".join(batch)):
+                            stalled = True
+                            break
                 tg.cancel_scope.cancel()
+            if self.shutdown.is_set() and self.farewell is not None and not (disconnected or stalled):
+                stalled = not await write(self.farewell())
         except OSError:
             disconnected = True  # the peer went away while we were writing
         finally:
@@ -104,6 +148,10 @@ class SSEResponse:
             if aclose is not None:
                 with anyio.CancelScope(shield=True):
                     await aclose()
+        if stalled:
+            log.warning("cut off an event stream whose reader accepted nothing for %s s", self.stall_timeout)
+        if failed or stalled:
+            return  # incomplete on purpose (see StreamCut): the reader must not take this for the end
         if not disconnected:
             try:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})

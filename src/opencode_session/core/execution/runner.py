@@ -23,12 +23,13 @@ from ..config import Config, ConfigError, load_config
 from ..instructions.checkpoint import CheckpointPreparer, InstructionsBlocked
 from ..instructions.nearby import NearbyInstructions
 from ..llm import model as llm
-from ..llm.catalog import configured_secrets, provider_for, resolve_model
+from ..llm.catalog import configured_secrets, model_ref_from_string, provider_for, resolve_model
 from ..llm.errors import ProviderError
 from ..location import Location, resolve_location
 from ..permission import Ruleset, effective_rules
 from ..session import admission
 from ..session.history import HistoryCache, active_history
+from ..session.projector import load_message
 from ..session.service import require_session
 from ..store.db import Store, Tx
 from ..tools.registry import ToolRegistry, default_registry
@@ -36,7 +37,7 @@ from .clock import Clock
 from .coordinator import DrainFailure
 from .lowering import lower_entries
 from .retry import may_retry, retry_delay_ms
-from .step import Step, StepContext
+from .step import INTERRUPTED_STEP, Step, StepContext, shielded
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,8 @@ class Runner:
         return await anyio.to_thread.run_sync(_sample)
 
     def _model_ref(self, b: Boundary) -> ModelRef | None:
-        return b.session.model or b.agent.model
+        """The model this Step names: the session's, else its agent's, else the configured default."""
+        return b.session.model or b.agent.model or (model_ref_from_string(b.config.model) if b.config.model else None)
 
     # --- the drain --------------------------------------------------------------------------------------
 
@@ -124,47 +126,61 @@ class Runner:
         step = 1
         continuation = False
         first = True
-        retry: tuple[str, int, ProviderError] | None = None  # (assistant id, retries so far, original error)
-        while True:
-            b = await self._boundary(session_id)
-            try:
-                baseline = await self.deps.instructions.prepare(b)
-            except InstructionsBlocked as blocked:
-                raise DrainFailure(SessionErrorInfo(type="instructions.unavailable", message=str(blocked))) from None
-            if retry is None:
-                scope: admission.PromotionScope = "steer" if continuation else "input"
-                promoted = await store.write(lambda tx: admission.promote(tx, session_id, scope))
-                if promoted:
-                    step = 1  # new user input resets the allowance, once per boundary
-                elif not continuation and not (first and force and await self._needs_response(session_id)):
-                    return
-            first = False
-            outcome, assistant_id = await self._step(b, baseline, step, retry[0] if retry else None)
-            step += 1
-            error = outcome.error
-            if error is not None:
+        retry: tuple[str, int] | None = None  # (assistant id, retries so far) while a retry is scheduled
+        try:
+            while True:
+                b = await self._boundary(session_id)
+                try:
+                    baseline = await self.deps.instructions.prepare(b)
+                except InstructionsBlocked as blocked:
+                    raise DrainFailure(SessionErrorInfo(type="instructions.unavailable",
+                                                        message=str(blocked))) from None
+                if retry is None:
+                    scope: admission.PromotionScope = "steer" if continuation else "input"
+                    promoted = await store.write(lambda tx: admission.promote(tx, session_id, scope))
+                    if promoted:
+                        step = 1  # new user input resets the allowance, once per boundary
+                    elif not continuation and not (first and force and await self._needs_response(session_id)):
+                        return
+                first = False
                 retries = retry[1] if retry else 0
-                original = retry[2] if retry else error
-                allowance_left = b.agent.steps is None or step <= b.agent.steps
-                if may_retry(error, retries_so_far=retries, has_evidence=outcome.started,
-                             allowance_left=allowance_left):
-                    delay = retry_delay_ms(retries + 1, error.retry_after_ms)
+                # a retry is the next Step: it needs allowance left after this one
+                allowance_left = b.agent.steps is None or step + 1 <= b.agent.steps
+                outcome, assistant_id = await self._step(
+                    b, baseline, step, retry[0] if retry else None,
+                    lambda error: may_retry(error, retries_so_far=retries, allowance_left=allowance_left))
+                step += 1
+                if outcome.retry:
+                    assert outcome.error is not None
+                    delay = retry_delay_ms(retries + 1, outcome.error)
                     at = self.deps.clock.now_ms() + int(delay)
+                    error = outcome.error.to_session_error()
+                    retry = (assistant_id, retries + 1)
                     await store.write(lambda tx: tx.append(ev.RetryScheduled(
                         sessionID=session_id, assistantMessageID=assistant_id, attempt=retries + 2, at=at,
-                        error=error.to_session_error())))
+                        error=error)))
                     await self.deps.clock.sleep_ms(delay)
-                    retry = (assistant_id, retries + 1, original)
                     continue
-                exhausted = retry is not None and error.retryable and not outcome.started
-                # exhausted retries report the original failure; any other ending reports what actually happened
-                failure = original.to_session_error() if exhausted else (outcome.failure or error.to_session_error())
-                raise DrainFailure(failure)
-            retry = None
-            if outcome.failure is not None:
-                raise DrainFailure(outcome.failure)
-            # a last (tool-less) step never asks for another one, whatever the model did
-            continuation = outcome.needs_continuation and not (b.agent.steps is not None and step > b.agent.steps)
+                retry = None
+                if outcome.failure is not None:
+                    raise DrainFailure(outcome.failure)
+                # a last (tool-less) step never asks for another one, whatever the model did
+                continuation = outcome.needs_continuation and not (b.agent.steps is not None
+                                                                   and step > b.agent.steps)
+        except BaseException as exc:
+            if retry is not None:  # the assistant waiting for its retry never got to run it
+                await shielded(self._close_assistant(session_id, retry[0], _failure_of(exc)))
+            raise
+
+    async def _close_assistant(self, session_id: str, assistant_id: str, error: SessionErrorInfo) -> None:
+        """Fail an assistant message that is still open, so no Step is left without its terminal event."""
+
+        def _close(tx: Tx) -> None:
+            message = load_message(tx, assistant_id)
+            if message is not None and "completed" not in message["time"]:
+                tx.append(ev.StepFailed(sessionID=session_id, assistantMessageID=assistant_id, error=error))
+
+        await self.deps.store.write(_close)
 
     async def _needs_response(self, session_id: str) -> bool:
         """A forced drain with nothing to promote continues only when history awaits an assistant reply."""
@@ -181,7 +197,8 @@ class Runner:
 
         return await self._read(_q)
 
-    async def _step(self, b: Boundary, baseline: str, step: int, assistant_id: str | None):
+    async def _step(self, b: Boundary, baseline: str, step: int, assistant_id: str | None,
+                    retry_policy: Callable[[ProviderError], bool]):
         """Build and stream one Step. Returns its outcome and the assistant message ID it used."""
         session_id = b.session.id
         assistant_id = assistant_id or message_id()
@@ -189,7 +206,14 @@ class Runner:
         try:
             resolved = resolve_model(b.config, ref, self.deps.env)
         except ProviderError as error:
-            raise DrainFailure(error.to_session_error()) from None
+            failure = error.to_session_error()
+            if ref is not None:
+                # the Step cannot call the model it names: its assistant message says why, before any provider call
+                await self.deps.store.write(lambda tx: (
+                    tx.append(ev.StepStarted(sessionID=session_id, assistantMessageID=assistant_id,
+                                             agent=b.agent.name, model=ref)),
+                    tx.append(ev.StepFailed(sessionID=session_id, assistantMessageID=assistant_id, error=failure))))
+            raise DrainFailure(failure) from None
         model_ref = ModelRef(id=resolved.model_id, providerID=resolved.provider_id,
                              variant=ref.variant if ref else None)
         history = await self._read(lambda conn: self.history.load(conn, session_id))
@@ -214,7 +238,7 @@ class Runner:
             model_ref=model_ref, resolved=resolved, provider=self.deps.provider_for(resolved), request=request,
             tools=self.deps.tools, tools_enabled=not last_step, directory=b.location.directory,
             project_root=b.location.project_root, on_read=on_read, env=self.deps.env, rules=rules,
-            secrets=tuple(configured_secrets(b.config, self.deps.env, resolved)),
+            secrets=tuple(configured_secrets(b.config, self.deps.env, resolved)), may_retry=retry_policy,
         )
         return await Step(ctx).run(), assistant_id
 
@@ -271,3 +295,11 @@ def make_drain_factory(
 
 
 runner_drain_factory = make_drain_factory()
+
+
+def _failure_of(exc: BaseException) -> SessionErrorInfo:
+    if isinstance(exc, DrainFailure):
+        return exc.error
+    if isinstance(exc, Exception):
+        return SessionErrorInfo(type="unknown", message=f"{type(exc).__name__}: {exc}")
+    return SessionErrorInfo(type="aborted", message=INTERRUPTED_STEP)

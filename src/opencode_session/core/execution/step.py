@@ -1,5 +1,6 @@
 """One Step's provider stream: lazy step start, durable content and tool events, live deltas, concurrent local
-tools with serialized settlement, and exactly one terminal step event."""
+tools with serialized settlement, and exactly one terminal step event (or, before any output, a retry left to the
+runner)."""
 
 from __future__ import annotations
 
@@ -27,11 +28,13 @@ CONTENT_FILTERED = "The provider blocked the response"
 
 @dataclass
 class StepOutcome:
-    started: bool = False          # durable assistant evidence exists (retry is no longer allowed)
+    started: bool = False          # the assistant message exists (session.step.started was published)
+    evidence: bool = False         # durable assistant output exists: content, tool input or a call (no retry after it)
     finish: str | None = None
     local_calls: int = 0
     error: ProviderError | None = None
-    failure: SessionErrorInfo | None = None   # the recorded step failure, when the step failed
+    failure: SessionErrorInfo | None = None   # why the step failed
+    retry: bool = False            # failed before any output and left open: the runner schedules the retry
 
     @property
     def needs_continuation(self) -> bool:
@@ -56,6 +59,8 @@ class StepContext:
     env: Mapping[str, str] | None = None
     rules: Ruleset = DEFAULT_RULES  # sampled with the agent at the boundary: later switches do not change them
     secrets: tuple[str, ...] = ()  # configured credentials, cut from provider error messages before they are stored
+    # asked once, only when the provider failed before any output: may this failure be retried?
+    may_retry: Callable[[ProviderError], bool] = lambda _error: False
 
 
 @dataclass
@@ -72,7 +77,7 @@ class _Block:
     parts: list[str] = field(default_factory=list)
 
 
-async def _shielded(coro: Awaitable[Any]) -> Any:
+async def shielded(coro: Awaitable[Any]) -> Any:
     """Run a durable write to completion even when the caller is being cancelled."""
     task = asyncio.ensure_future(coro)
     try:
@@ -111,6 +116,11 @@ class Step:
             self.outcome.started = True
             await self._append(ev.StepStarted(**self._ids(), agent=self.ctx.agent, model=self.ctx.model_ref))
 
+    async def _output(self) -> None:
+        """Durable assistant output begins: from here on a failure is the Step's, never retried."""
+        self.outcome.evidence = True
+        await self._ensure_started()
+
     # --- the stream ---------------------------------------------------------------------------------
 
     async def run(self) -> StepOutcome:
@@ -124,24 +134,24 @@ class Step:
             finally:
                 aclose = getattr(stream, "aclose", None)
                 if aclose is not None:
-                    await _shielded(aclose())  # release the provider connection whatever ended the stream
+                    await shielded(aclose())  # release the provider connection whatever ended the stream
             await self._close_open_blocks()
             await self._join_tools()
             await self._settle()
         except asyncio.CancelledError:
-            await _shielded(self._abort())
+            await shielded(self._abort())
             raise
         except Exception as defect:
             # a defect (e.g. an adapter bug) must not leave local tools running or the step without a terminal
             error = SessionErrorInfo(type="unknown", message=f"{type(defect).__name__}: {defect}")
-            await _shielded(self._abort(error))
+            await shielded(self._abort(error))
             raise
         return self.outcome
 
     async def _on_event(self, event: llm.StreamEvent) -> None:
         ids = self._ids()
         if isinstance(event, llm.TextStart):
-            await self._ensure_started()
+            await self._output()
             block = self.text[event.id] = _Block(self._next_ordinal())
             await self._append(ev.TextStarted(**ids, ordinal=block.ordinal))
         elif isinstance(event, llm.TextDelta):
@@ -156,7 +166,7 @@ class Step:
             if block is not None:
                 await self._append(ev.TextEnded(**ids, ordinal=block.ordinal, text="".join(block.parts)))
         elif isinstance(event, llm.ReasoningStart):
-            await self._ensure_started()
+            await self._output()
             block = self.reasoning[event.id] = _Block(self._next_ordinal())
             await self._append(ev.ReasoningStarted(**ids, ordinal=block.ordinal))
         elif isinstance(event, llm.ReasoningDelta):
@@ -172,7 +182,7 @@ class Step:
                 await self._append(ev.ReasoningEnded(**ids, ordinal=block.ordinal, text="".join(block.parts),
                                                      state=event.metadata))
         elif isinstance(event, llm.ToolInputStart):
-            await self._ensure_started()
+            await self._output()
             self.inputs[event.call_id] = []
             self.calls[event.call_id] = _Call(event.call_id, event.name)
             await self._append(ev.ToolInputStarted(**ids, callID=event.call_id, name=event.name))
@@ -187,7 +197,7 @@ class Step:
         elif isinstance(event, llm.ToolCall):
             await self._on_tool_call(event)
         elif isinstance(event, llm.Finish):
-            await self._ensure_started()
+            await self._ensure_started()  # a bare finish makes the assistant exist but is no output evidence
             self.outcome.finish = event.reason
             self.usage = event.usage
 
@@ -206,7 +216,7 @@ class Step:
     # --- tools ----------------------------------------------------------------------------------------
 
     async def _on_tool_call(self, call: llm.ToolCall) -> None:
-        await self._ensure_started()
+        await self._output()
         ids = self._ids()
         if call.call_id in self.inputs:
             await self._on_event(llm.ToolInputEnd(call.call_id))
@@ -233,7 +243,7 @@ class Step:
                                env=c.env, rules=c.rules)
         settlement = await c.tools.settle(record.name, tool_input, tool_ctx)
         # bounding is done; publishing the one settlement must not be torn by an interrupt
-        await _shielded(self._publish_settlement(record, settlement))
+        await shielded(self._publish_settlement(record, settlement))
 
     async def _publish_settlement(self, record: _Call, settlement: ToolSucceeded | ToolErrored) -> None:
         async with self.publish_lock:
@@ -271,8 +281,12 @@ class Step:
             self.outcome.failure = SessionErrorInfo(type="provider.content-filter", message=CONTENT_FILTERED)
         elif error is not None:
             self.outcome.failure = error.to_session_error()
-        if not self.outcome.started:
-            return  # no output at all: a failed provider request leaves no step record
+        if error is not None and not self.outcome.evidence and self.ctx.may_retry(error):
+            # the retry is scheduled on an assistant that exists; its next attempt restarts the same message
+            await self._ensure_started()
+            self.outcome.retry = True
+            return
+        await self._ensure_started()  # a Step that reached its provider call always ends on an assistant message
         u = self.usage
         tokens = Tokens(input=u.input, output=u.output, reasoning=u.reasoning,
                         cache=TokenCache(read=u.cache_read, write=u.cache_write))
@@ -295,6 +309,8 @@ class Step:
         await self._join_tools()
         await self._close_open_blocks()
         await self._fail_unsettled(SessionErrorInfo(type="aborted", message=INTERRUPTED_TOOL))
+        if step_error is not None:
+            await self._ensure_started()  # a defect fails the Step on its assistant, even before any output
         if self.outcome.started and not self.terminal:
             self.outcome.failure = step_error or SessionErrorInfo(type="aborted", message=INTERRUPTED_STEP)
             await self._terminal(ev.StepFailed(**self._ids(), error=self.outcome.failure))

@@ -6,6 +6,7 @@ import json
 import sqlite3
 from typing import Any
 
+from ...schema import jsontext
 from ...schema.instruction_entry import InstructionEntry
 from ..session.service import require_session
 from ..store.db import Store, Tx, now_ms
@@ -14,7 +15,7 @@ from ..store.db import Store, Tx, now_ms
 def load_entries(conn: sqlite3.Connection | Tx, session_id: str) -> list[tuple[str, Any]]:
     rows = conn.execute("SELECT key, value FROM instruction_entry WHERE session_id = ? ORDER BY key",
                         (session_id,)).fetchall()
-    return [(r[0], json.loads(r[1])) for r in rows]
+    return [(r[0], jsontext.loads(r[1])) for r in rows]  # a value stored before the door checked it stays usable
 
 
 class InstructionEntries:

@@ -14,7 +14,7 @@ from typing import Any
 from opencode_session.schema.common import ModelRef
 
 from ..config import Config, ModelConfig, ProviderConfig, parse_model_string
-from .errors import NoModelConfiguredError
+from .errors import ModelNotFoundError, NoModelConfiguredError
 from .model import ModelCost, Provider, ResolvedModel, Usage
 from .openai_chat import DEFAULT_TIMEOUT, OPENAI_BASE_URL, OpenAIChatProvider
 
@@ -27,6 +27,24 @@ _UNSUPPORTED_NPM = {
     "@ai-sdk/google-vertex": "Google Vertex",
     "@ai-sdk/amazon-bedrock": "Amazon Bedrock",
 }
+
+
+# What this runtime knows of OpenAI's chat models without a models.dev snapshot; a config's
+# provider.openai.models declares more.
+OPENAI_MODELS = frozenset({
+    "gpt-3.5-turbo", "gpt-4", "gpt-4-turbo", "gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano",
+    "o1", "o1-mini", "o3", "o3-mini", "o3-pro", "o4-mini", "gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-5-codex",
+    "gpt-5.1", "gpt-5.1-codex", "codex-mini-latest",
+})
+
+
+def model_declared(config: Config, ref: ModelRef) -> bool:
+    """Whether the configuration's provider entry, or the built-in catalog, declares this model."""
+    cfg = config.provider.get(ref.providerID)
+    if cfg is not None and ref.id in cfg.models:
+        return True
+    builtin_openai = ref.providerID == "openai" and (cfg is None or cfg.npm in (None, OPENAI_NPM))
+    return builtin_openai and ref.id in OPENAI_MODELS
 
 
 def api_key_env_var(provider_id: str) -> str:
@@ -135,6 +153,8 @@ def resolve_model(config: Config, ref: ModelRef | None = None, env: Mapping[str,
                 f"Model openai/{model_id} needs an API key: set the {key_var} environment variable "
                 "or provider.openai.options.apiKey"
             )
+        if not model_declared(config, ref):
+            raise ModelNotFoundError(provider_id, model_id)
         return _resolved(provider_id, model_id, cfg, base_url=base_url or OPENAI_BASE_URL, api_key=api_key)
     if cfg is None:
         if provider_id == "anthropic":
@@ -158,6 +178,8 @@ def resolve_model(config: Config, ref: ModelRef | None = None, env: Mapping[str,
             f"Provider {provider_id!r} is not usable: set its npm to {OPENAI_COMPATIBLE_NPM!r} "
             "and options.baseURL"
         )
+    if not model_declared(config, ref):
+        raise ModelNotFoundError(provider_id, model_id)
     return _resolved(provider_id, model_id, cfg, base_url=base_url, api_key=api_key)
 
 
@@ -208,6 +230,7 @@ __all__ = [
     "OPENAI_COMPATIBLE_NPM",
     "ResolvedModel",
     "api_key_env_var",
+    "model_declared",
     "model_ref_from_string",
     "provider_for",
     "resolve_model",

@@ -126,6 +126,16 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     for secret in sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}, key=len, reverse=True):
         text = text.replace(secret, REDACTED)
     return _BEARER.sub(lambda m: f"{m.group(1)} {REDACTED}", text)
+class ModelNotFoundError(ProviderError):
+    """The model is declared neither by the configuration's provider entry nor by the built-in catalog."""
+
+    error_type = "model.not-found"
+
+    def __init__(self, provider_id: str, model_id: str) -> None:
+        super().__init__(
+            f"Model {provider_id}/{model_id} is not known: declare it under provider.{provider_id}.models "
+            "in opencode.json, or choose a model that is declared there"
+        )
 
 
 def parse_retry_after_ms(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
@@ -169,6 +179,7 @@ __all__ = [
     "ContextOverflowError",
     "InvalidProviderOutputError",
     "InvalidRequestError",
+    "ModelNotFoundError",
     "NoModelConfiguredError",
     "ProviderError",
     "ProviderInternalError",

@@ -618,6 +618,13 @@ class OpenAIChatProvider:
             timeout=timeout,
             max_retries=0,  # the runtime owns retries: each retry is its own Step
         )
+        # The SDK also reads OPENAI_ORG_ID, OPENAI_PROJECT_ID, OPENAI_ADMIN_KEY and OPENAI_CUSTOM_HEADERS (whose
+        # Authorization even replaces the key) whatever server it talks to: only what the provider entry names may
+        # reach that server. (A test against a loopback server pins this for the SDK version in the lock file.)
+        self._client.organization = None
+        self._client.project = None
+        self._client.admin_api_key = None
+        self._client._custom_headers = user_headers
 
     def __repr__(self) -> str:
         return f"OpenAIChatProvider(base_url={self.base_url!r})"

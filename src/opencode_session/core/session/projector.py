@@ -1,4 +1,5 @@
-"""The session read model: projects each durable event into session, session_message and session_pending rows."""
+"""The session read model: projects each durable event into session, session_message and session_pending rows,
+and stamps the event's envelope with the Location of its session."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...schema import events as ev
+from ...schema.common import LocationRef
 from ...schema.events import EventRecord
 from ...schema.ids import message_id_from_event
 from ..store.db import Tx
@@ -27,11 +29,21 @@ def handles(*types: type):
 
 def project(tx: Tx, record: EventRecord) -> None:
     data = record.data
+    if record.location is None:
+        record.location = _location_of(tx, record)
     handler = _HANDLERS.get(type(data))
     if handler is not None:
         handler(tx, record, data)
     if not isinstance(data, ev.SessionCreated):
         tx.execute("UPDATE session SET time_updated = ? WHERE id = ?", (record.created, record.aggregate_id))
+
+
+def _location_of(tx: Tx, record: EventRecord) -> LocationRef | None:
+    """Where the event happened: its session's Location before this event applies (a move happens at its source)."""
+    if isinstance(record.data, ev.SessionCreated):
+        return record.data.info.location
+    row = tx.execute("SELECT directory, workspace_id FROM session WHERE id = ?", (record.aggregate_id,)).fetchone()
+    return None if row is None else LocationRef(directory=row[0], workspaceID=row[1])
 
 
 def _dump(value: Any) -> str:

@@ -13,6 +13,7 @@ import anyio
 from pydantic import TypeAdapter
 
 from ...schema import events as ev
+from ...schema import jsontext
 from ...schema.common import LocationRef, ModelRef
 from ...schema.errors import InvalidCursorError, InvalidRequestError, MessageNotFoundError, SessionNotFoundError
 from ...schema.events import EventRecord, LogSynced
@@ -23,6 +24,9 @@ from ...schema.page import CursorLinks
 from ...schema.prompt import PromptInput
 from ...schema.session import SessionTime, SessionV2Info
 from ..attachments import admission_authority, check_prompt_files
+from ..config import ConfigError, load_config
+from ..llm.catalog import model_declared
+from ..llm.errors import ModelNotFoundError
 from ..location import Location, resolve_location
 from ..store.db import Store, Tx, now_ms
 from . import admission
@@ -55,18 +59,36 @@ def require_session(conn: sqlite3.Connection | Tx, session_id: str) -> SessionV2
 
 
 def decode_message(data: str) -> Any:
-    return _MESSAGE.validate_json(data)
+    try:
+        return _MESSAGE.validate_json(data)
+    except ValueError:  # stored before values were cleaned at the door (a lone surrogate escape)
+        return _MESSAGE.validate_python(jsontext.loads(data))
 
 
 class Sessions:
-    """Core operations on durable Sessions. `wake` is the advisory execution doorbell (the runner installs it)."""
+    """Core operations on durable Sessions. `wake` is the advisory execution doorbell (the runner installs it);
+    `env` is what configuration lookups see (the model a session selects must be declared there)."""
 
     def __init__(self, store: Store, default_location: Location, wake: Callable[[str], None] | None = None,
                  env: Mapping[str, str] | None = None) -> None:
         self.store = store
         self.default_location = default_location
-        self.env = os.environ if env is None else env  # config lookups: the rules prompt attachments are read under
+        self.env = os.environ if env is None else env  # config lookups: declared models, attachment rules
         self.wake: Callable[[str], None] = wake or (lambda _sid: None)
+
+    async def _require_declared(self, location: Location, model: ModelRef) -> None:
+        """A model the configuration at `location` does not declare is a bad request, not a later provider call."""
+
+        def _check() -> None:  # config files are read off the event loop
+            try:
+                config = load_config(location.directory, location.project_root, self.env)
+            except ConfigError as bad:
+                raise InvalidRequestError(f"Cannot check the model against the configuration: {bad}",
+                                          field="model") from None
+            if not model_declared(config, model):
+                raise InvalidRequestError(str(ModelNotFoundError(model.providerID, model.id)), field="model")
+
+        await anyio.to_thread.run_sync(_check)
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -81,6 +103,8 @@ class Sessions:
                                                                                 location.workspaceID)
         if location is not None and not loc.directory.is_dir():
             raise InvalidRequestError(f"Location directory does not exist: {location.directory}", field="location")
+        if model is not None:
+            await self._require_declared(loc, model)
         sid = id or new_session_id()
 
         def _create(tx: Tx) -> SessionV2Info:
@@ -114,6 +138,10 @@ class Sessions:
         await self.store.write(_switch)
 
     async def switch_model(self, session_id: str, model: ModelRef) -> None:
+        session = await self.get(session_id)
+        await self._require_declared(resolve_location(session.location.directory, session.location.workspaceID),
+                                     model)
+
         def _switch(tx: Tx) -> None:
             info = require_session(tx, session_id)
             if model.same_as(info.model):

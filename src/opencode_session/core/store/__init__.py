@@ -2,5 +2,6 @@
 
 from .db import Store, Tx
 from .feed import DurableFeed, LiveBus, LiveSubscription
+from .lock import DatabaseInUseError
 
-__all__ = ["Store", "Tx", "DurableFeed", "LiveBus", "LiveSubscription"]
+__all__ = ["Store", "Tx", "DatabaseInUseError", "DurableFeed", "LiveBus", "LiveSubscription"]

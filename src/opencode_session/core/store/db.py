@@ -12,11 +12,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ...schema import jsontext
 from ...schema.base import Struct
 from ...schema.common import LocationRef
 from ...schema.events import BY_STORED_TYPE, EventRecord, definition_of
 from ...schema.ids import event_id
 from .feed import DurableFeed, LiveBus
+from .lock import DatabaseLock
 from .migrations import migrate
 
 T = TypeVar("T")
@@ -62,7 +64,7 @@ class Tx:
     def __init__(self, store: "Store", conn: sqlite3.Connection) -> None:
         self.store = store
         self.conn = conn
-        self.appended: list[EventRecord] = []
+        self.appended: list[tuple[int, EventRecord]] = []  # with each event's store position
         self.live: list[EventRecord] = []
 
     def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
@@ -85,6 +87,10 @@ class Tx:
         if not definition.durable:
             raise ValueError(f"{definition.type} is live-only; publish it with publish_live")
         aggregate_id = getattr(data, "sessionID")
+        wire = data.wire()
+        clean, text = jsontext.encode(wire)
+        if clean is not wire:  # text from outside (a provider, a tool) that JSON cannot carry is never stored as is
+            data = type(data).model_validate(clean)
         seq = self.latest_seq(aggregate_id) + 1
         record = EventRecord(
             id=id or event_id(), created=created or now_ms(), data=data, aggregate_id=aggregate_id, seq=seq,
@@ -98,15 +104,15 @@ class Tx:
             " ON CONFLICT (aggregate_id) DO UPDATE SET seq = excluded.seq",
             (aggregate_id, seq),
         )
-        self.conn.execute(
+        inserted = self.conn.execute(
             "INSERT INTO event (id, aggregate_id, seq, type, created, location, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
                 record.id, aggregate_id, seq, definition.stored_type, record.created,
-                None if location is None else json.dumps(location.wire()),
-                json.dumps(data.wire(), separators=(",", ":")),
+                None if record.location is None else json.dumps(record.location.wire()),
+                text,
             ),
         )
-        self.appended.append(record)
+        self.appended.append((inserted.lastrowid, record))
         return record
 
     def publish_live(self, data: Struct, aggregate_id: str) -> None:
@@ -117,8 +123,12 @@ class Tx:
 def decode_event(row: sqlite3.Row) -> EventRecord:
     definition = BY_STORED_TYPE[row["type"]]
     location = None if row["location"] is None else LocationRef.model_validate_json(row["location"])
+    try:
+        data = definition.data.model_validate_json(row["data"])
+    except ValueError:  # stored before values were cleaned at the door (a lone surrogate escape)
+        data = definition.data.model_validate(jsontext.loads(row["data"]))
     return EventRecord(
-        id=row["id"], created=row["created"], data=definition.data.model_validate_json(row["data"]),
+        id=row["id"], created=row["created"], data=data,
         aggregate_id=row["aggregate_id"], seq=row["seq"], location=location,
     )
 
@@ -126,7 +136,7 @@ def decode_event(row: sqlite3.Row) -> EventRecord:
 class Store:
     """Owns the database file. All writes go through one thread and one connection; reads use another."""
 
-    def __init__(self, path: str | Path, project: Projector | None = None, live_queue: int = 256) -> None:
+    def __init__(self, path: str | Path, project: Projector | None = None, live_capacity: int = 4096) -> None:
         self.path = str(path)
         self._projector = project
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ocs-db-writer")
@@ -134,24 +144,31 @@ class Store:
         self._wconn: sqlite3.Connection | None = None
         self._rconn: sqlite3.Connection | None = None
         self.durable = DurableFeed()
-        self.live = LiveBus(maxsize=live_queue)
+        self.live = LiveBus(self._events_from, capacity=live_capacity)
+        self._lock = DatabaseLock(self.path) if self.path != ":memory:" else None
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
     async def open(self) -> "Store":
+        """Open (and migrate) the database; raises DatabaseInUseError while another process has it open."""
         loop = asyncio.get_running_loop()
+        if self._lock is not None:
+            make_private(Path(self.path))  # first, so the lock file's directory is created private too
+            self._lock.acquire()
+
         def _open_writer() -> None:
-            if self.path != ":memory:":
-                make_private(Path(self.path))
             self._wconn = _connect(self.path)
             migrate(self._wconn)
-
-        await loop.run_in_executor(self._writer, _open_writer)
 
         def _open_reader() -> None:
             self._rconn = self._wconn if self.path == ":memory:" else _connect(self.path)
 
-        await loop.run_in_executor(self._reader, _open_reader)
+        try:
+            await loop.run_in_executor(self._writer, _open_writer)
+            await loop.run_in_executor(self._reader, _open_reader)
+        except BaseException:
+            await self.close()
+            raise
         return self
 
     async def close(self) -> None:
@@ -163,7 +180,9 @@ class Store:
         self._rconn = self._wconn = None
         self._writer.shutdown(wait=True)
         self._reader.shutdown(wait=True)
-        self.live.close_all()
+        self.live.close()
+        if self._lock is not None:
+            self._lock.release()
 
     async def __aenter__(self) -> "Store":
         return await self.open()
@@ -180,10 +199,11 @@ class Store:
     # --- transactions ----------------------------------------------------------------------------------
 
     async def write(self, fn: Callable[[Tx], T]) -> T:
-        """Run `fn` inside one BEGIN IMMEDIATE transaction on the writer thread, then notify readers."""
+        """Run `fn` inside one BEGIN IMMEDIATE transaction on the writer thread; readers are notified in commit
+        order (before the caller resumes)."""
         loop = asyncio.get_running_loop()
 
-        def _run() -> tuple[T, Tx]:
+        def _run() -> T:
             conn = self._wconn
             assert conn is not None, "store is not open"
             tx = Tx(self, conn)
@@ -194,27 +214,26 @@ class Store:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            return result, tx
+            # scheduled from the one writer thread, so announcements keep commit order
+            loop.call_soon_threadsafe(self._announce, tx)
+            return result
 
-        # shield: once the transaction is submitted its outcome must be observed and announced, even if the
-        # caller is cancelled meanwhile; the commit itself cannot be interrupted halfway.
+        # shield: once the transaction is submitted it runs to its end (and is announced) even if the caller is
+        # cancelled meanwhile; the commit itself cannot be interrupted halfway.
         future = loop.run_in_executor(self._writer, _run)
         try:
-            result, tx = await asyncio.shield(future)
+            return await asyncio.shield(future)
         except asyncio.CancelledError:
             try:
-                _, tx = await future
-                self._announce(tx)
+                await future
             except Exception:
                 pass
             raise
-        self._announce(tx)
-        return result
 
     def _announce(self, tx: Tx) -> None:
-        for record in tx.appended:
+        for position, record in tx.appended:
             self.durable.ring(record.aggregate_id)
-            self.live.publish(record)
+            self.live.publish(record, position)
         for record in tx.live:
             self.live.publish(record)
 
@@ -238,6 +257,16 @@ class Store:
                 (aggregate_id, after, limit),
             ).fetchall()
             return [decode_event(r) for r in rows]
+
+        return await self.read(_q)
+
+    async def _events_from(self, position: int, limit: int) -> list[tuple[int, EventRecord]]:
+        """Durable events committed after a store position (the event rowid: a global commit order), oldest first."""
+
+        def _q(conn: sqlite3.Connection) -> list[tuple[int, EventRecord]]:
+            rows = conn.execute("SELECT rowid AS position, * FROM event WHERE rowid > ? ORDER BY rowid LIMIT ?",
+                                (position, limit)).fetchall()
+            return [(row["position"], decode_event(row)) for row in rows]
 
         return await self.read(_q)
 

@@ -1,0 +1,55 @@
+"""One database, one running runtime: an advisory OS lock on `<database>.lock` that names its holder's pid and
+vanishes with the holder's process, so a crash never leaves the database blocked."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+
+
+class DatabaseInUseError(Exception):
+    """Another running process (a server or an embedded host) holds the database; two would execute Sessions twice."""
+
+    def __init__(self, database: str, pid: int | None) -> None:
+        self.database = database
+        self.pid = pid
+        holder = f"process {pid}" if pid is not None else "another process"
+        super().__init__(f"The database {database} is in use by {holder}; stop it first or choose another database")
+
+
+class DatabaseLock:
+    """Held from `acquire` to `release` by an open file description, so the OS drops it when the process dies."""
+
+    def __init__(self, database: str | Path) -> None:
+        self.database = str(database)
+        self.path = Path(self.database + ".lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock or raise DatabaseInUseError naming the holder."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _read_pid(fd)
+            os.close(fd)
+            raise DatabaseInUseError(self.database, holder) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            # the file stays (removing it would let a later opener lock a different inode); only the pid goes
+            os.ftruncate(fd, 0)
+            os.close(fd)
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        return int(os.pread(fd, 32, 0).decode().strip())
+    except (OSError, ValueError):
+        return None  # the holder has not written it yet
