@@ -134,8 +134,8 @@ def show_models(directory: Path) -> None:
         for model in models:
             rows.append([model.ref, str(model.context or ""), str(model.output or ""), key, status])
     _table(["model", "context", "output", "key", "status"], rows)
-    print(f"default model: {config.model or 'none (set \"model\" in opencode.json)'}")
-    print(f"small model:   {config.small_model or 'none (titles use the session model)'}")
+    print("default model:", config.model or 'none (set "model" in opencode.json)')
+    print("small model:  ", config.small_model or "none (titles use the session's model)")
 
 
 def print_openapi() -> None:

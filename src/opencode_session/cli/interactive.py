@@ -126,15 +126,18 @@ class PromptLoop:
             self.submissions.put_nowait((text, delivery))
             return
         self.view.user(text)
-        self.view.info("steering the running turn" if delivery == "steer" else "queued until this turn is done")
         sent = turn.submit(text, delivery)
         self._sent.add(sent)
-        sent.add_done_callback(self._admitted)
+        sent.add_done_callback(lambda done: self._admitted(done, delivery))
 
-    def _admitted(self, sent: asyncio.Future[None]) -> None:
+    def _admitted(self, sent: asyncio.Future[None], delivery: Delivery) -> None:
         self._sent.discard(sent)
-        if not sent.cancelled() and sent.exception() is not None:
+        if sent.cancelled():
+            return
+        if sent.exception() is not None:
             self.view.notice(f"not sent: {sent.exception()}")
+        else:  # said once the session has it, not when the key is pressed
+            self.view.info("↳ steering the running turn" if delivery == "steer" else "↳ queued until the turn is done")
 
     async def run_turn(self, text: str, delivery: Delivery) -> None:
         self.view.user(text)
