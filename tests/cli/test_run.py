@@ -16,20 +16,6 @@ from tests.support.server import OCS, start_server
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def provider(loop_provider):
-    loop_provider.requests.clear()
-    yield loop_provider
-    assert loop_provider.pending == 0, "a scripted provider response was never requested"
-
-
-@pytest.fixture
-def home(tmp_path, provider):
-    h = make_home(tmp_path)
-    h.configure(provider)
-    return h
-
-
 def read_then_answer(answer: str = "The notes say alpha and beta.") -> list[fake.Script]:
     return [fake.completion(fake.text_deltas("Let me look."),
                             fake.tool_call_deltas(0, "call_1", "read", '{"filePath":', ' "notes.txt"}'),

@@ -18,20 +18,6 @@ from tests.support.server import start_server
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def provider(loop_provider):
-    loop_provider.requests.clear()
-    yield loop_provider
-    assert loop_provider.pending == 0, "a scripted provider response was never requested"
-
-
-@pytest.fixture
-def home(tmp_path, provider):
-    h = make_home(tmp_path)
-    h.configure(provider)
-    return h
-
-
 async def held(script: fake.StreamScript) -> None:
     """Until the provider has paused mid-answer (the turn is streaming)."""
     assert await anyio.to_thread.run_sync(script.held.wait, TIMEOUT), "the provider was never called"

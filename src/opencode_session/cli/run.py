@@ -193,7 +193,7 @@ async def _run(request: RunRequest, view: View, interrupts: Interrupts) -> int:
         if outcome.status == "failed":
             interrupts.say(describe_failure(outcome))
         runtime = getattr(client, "runtime", None)
-        if outcome.status == "succeeded" and runtime is not None:
+        if outcome.status != "interrupted" and runtime is not None:
             await runtime.settle_background(TITLE_GRACE)  # the session's title, if it is still being written
         return exit_code(outcome)
 
