@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -173,3 +174,10 @@ async def test_attach_runs_through_a_running_server(tmp_path, provider):
         assert gone.returncode == 1 and "cannot reach ocs serve at http://127.0.0.1:9" in gone.stderr
     finally:
         assert srv.stop() == 0, "".join(srv.stderr_lines)
+
+
+def test_opencode_session_is_the_same_command(tmp_path):
+    home = make_home(tmp_path)
+    alias = subprocess.run([str(Path(OCS).with_name("opencode-session")), "openapi"], capture_output=True,
+                           text=True, timeout=TIMEOUT, env=home.env)
+    assert alias.returncode == 0 and alias.stdout == home.run("openapi").stdout

@@ -109,3 +109,13 @@ async def test_interactive_enter_steers_and_tab_queues(home, provider):
     admitted = [e.data.input.delivery for e in events if e.type == "session.input.admitted"]
     assert admitted == ["steer", "steer", "queue"]
     assert types(events).count("session.execution.started") == 1
+
+
+def test_ocs_alone_is_interactive_and_ctrl_c_at_an_empty_prompt_quits(home):
+    child = home.spawn()
+    child.expect("Enter sends")
+    child.send("half a thought")
+    child.sendintr()  # clears the line
+    child.expect("Enter sends")
+    child.sendintr()  # nothing typed: quit
+    assert finish(child) == 130
