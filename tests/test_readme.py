@@ -16,6 +16,7 @@ from tests.support.server import start_server
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 DOCUMENTED_URL = "http://127.0.0.1:4096"
+pytestmark = pytest.mark.timeout(240)  # a server and a Python process per snippet
 
 
 def snippets() -> list[str]:

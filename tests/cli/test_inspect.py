@@ -13,7 +13,8 @@ from tests.support import fake_openai as fake
 from tests.support.cli import TIMEOUT, make_home
 from tests.support.server import OCS, start_server
 
-pytestmark = pytest.mark.anyio
+# each test starts `ocs` processes (and some a server): slow on a busy machine
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,7 @@ def test_show_prints_the_transcript(two_sessions):
 def test_log_prints_durable_events_after_a_sequence(two_sessions):
     newer = two_sessions.run("sessions").stdout.splitlines()[0].split("\t")[0]
     lines = two_sessions.run("log", newer).stdout.splitlines()
-    assert lines[0].split()[:2] == ["0", "session.agent.selected"] or lines[0].split()[1].startswith("session.")
+    assert all(line.split()[1].startswith("session.") for line in lines)
     failed = [line for line in lines if "session.execution.failed" in line]
     assert failed and "provider.invalid-request: Bad things" in failed[0]
     seqs = [int(line.split()[0]) for line in lines]

@@ -14,7 +14,8 @@ from tests.support import fake_openai as fake
 from tests.support.cli import TIMEOUT, make_home, session_state, types
 from tests.support.server import OCS, start_server
 
-pytestmark = pytest.mark.anyio
+# each test starts `ocs` processes (and some a server): slow on a busy machine
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
 
 def read_then_answer(answer: str = "The notes say alpha and beta.") -> list[fake.Script]:

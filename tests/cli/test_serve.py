@@ -13,7 +13,8 @@ from tests.support import fake_openai as fake
 from tests.support.cli import TIMEOUT, make_home
 from tests.support.server import start_server
 
-pytestmark = pytest.mark.anyio
+# each test starts `ocs` processes (and some a server): slow on a busy machine
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
 
 def one_line_refusal(done, *expected: str) -> None:

@@ -15,7 +15,8 @@ from tests.support import fake_openai as fake
 from tests.support.cli import TIMEOUT, make_home, session_state, types
 from tests.support.server import start_server
 
-pytestmark = pytest.mark.anyio
+# each test starts `ocs` processes (and some a server): slow on a busy machine
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
 
 async def held(script: fake.StreamScript) -> None:
@@ -90,9 +91,11 @@ async def test_interactive_enter_steers_and_tab_queues(home, provider):
     child.send("read the notes\r")
     await held(first)
     child.send("also this")
+    child.expect("also this")
     child.send("\r")
     child.expect("steering the running turn")  # admitted while the first Step streams
     child.send("later please")
+    child.expect("later please")
     child.send("\t")
     child.expect("queued until the turn is done")
     first.release.set()
@@ -115,6 +118,7 @@ def test_ocs_alone_is_interactive_and_ctrl_c_at_an_empty_prompt_quits(home):
     child = home.spawn()
     child.expect("Enter sends")
     child.send("half a thought")
+    child.expect("half a thought")  # read by ocs: a Ctrl-C flushes whatever the terminal has not handed over yet
     child.sendintr()  # clears the line
     child.expect("Enter sends")
     child.sendintr()  # nothing typed: quit

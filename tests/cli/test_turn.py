@@ -11,7 +11,8 @@ from opencode_session.sdk import OpenCode
 from tests.support import fake_openai as fake
 from tests.support.cli import TIMEOUT, make_home
 
-pytestmark = pytest.mark.anyio
+# each test starts `ocs` processes (and some a server): slow on a busy machine
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
 
 async def test_a_dropped_live_stream_falls_back_to_the_durable_log(tmp_path, provider):

@@ -12,7 +12,7 @@ from pathlib import Path
 from .demo_model import DEMO_PROMPT, MODEL_ID, DemoModel
 from .hosts import open_host
 from .render import View
-from .run import EXIT_OK, Interrupts, RunRequest, exit_code, make_view, run_command, run_turn
+from .run import EXIT_OK, Interrupts, exit_code, make_view, run_command, run_turn
 
 PROJECT = {
     "README.md": "# greeter\n\nA tiny greeting library.\n\n- `greet.py` greets people by name.\n\n## To do\n\n"
@@ -84,8 +84,7 @@ async def _demo(view: View, interrupts: Interrupts, scratch: Path, pace: float) 
 
 
 def run_demo(keep: bool = False, pace: float | None = None) -> int:
-    request = RunRequest(directory=Path.cwd())
-    view = make_view(request)
+    view = make_view()
     scratch = Path(tempfile.mkdtemp(prefix="ocs-demo-"))
     pace = pace if pace is not None else (0.04 if sys.stdout.isatty() else 0.0)
     try:

@@ -3,10 +3,9 @@ runs, so `ocs --help` and `ocs serve` load no more than they use."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -23,26 +22,16 @@ def _cwd() -> Path:
     return Path(os.getcwd())
 
 
-def _finish(work: Coroutine[Any, Any, Any]) -> None:
-    """Run a reading command, turning what a user can get wrong into one line on stderr."""
-    from ..client.errors import ClientError
-    from ..core.config import ConfigError
-    from ..schema.errors import TaggedError
-    from .startup import StartupError
+def _finish(work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run a reading command with the same Ctrl-C and error handling as `ocs run`."""
+    from .render import PlainView
+    from .run import EXIT_OK, run_command
 
-    try:
-        asyncio.run(work)
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
-    except (StartupError, ConfigError) as cannot:
-        typer.echo(f"ocs: {cannot}", err=True)
-        raise typer.Exit(1) from None
-    except TaggedError as declined:
-        typer.echo(f"error: {declined.tag}: {declined.message}", err=True)
-        raise typer.Exit(1) from None
-    except ClientError as broken:
-        typer.echo(f"error: ClientError ({broken.reason}): {broken}", err=True)
-        raise typer.Exit(1) from None
+    async def body(_view: Any, _interrupts: Any) -> int:
+        await work()
+        return EXIT_OK
+
+    raise typer.Exit(run_command(PlainView(), body))
 
 
 @app.command()
@@ -136,7 +125,7 @@ def sessions(
     """List sessions, most recently updated first."""
     from .inspect import list_sessions
 
-    _finish(list_sessions(attach, db, _cwd(), limit, output == "json"))
+    _finish(lambda: list_sessions(attach, db, _cwd(), limit, output == "json"))
 
 
 @app.command()
@@ -147,9 +136,9 @@ def show(
 ) -> None:
     """Show a session's transcript: prompts, answers, tool calls and their results."""
     from .inspect import show_session
-    from .run import RunRequest, make_view
+    from .run import make_view
 
-    _finish(show_session(attach, db, _cwd(), session, make_view(RunRequest(directory=_cwd()))))
+    _finish(lambda: show_session(attach, db, _cwd(), session, make_view()))
 
 
 @app.command()
@@ -164,7 +153,7 @@ def log(
     """Print a session's durable events."""
     from .inspect import show_log
 
-    _finish(show_log(attach, db, _cwd(), session, after, follow, output == "json"))
+    _finish(lambda: show_log(attach, db, _cwd(), session, after, follow, output == "json"))
 
 
 @app.command()

@@ -14,14 +14,15 @@ from typing import Any, Literal
 
 from ..client.errors import ClientError
 from ..client.generated import OpenCodeClient
+from ..core.config import ConfigError, parse_model_string
 from ..schema.errors import TaggedError
 from ..schema.session import SessionV2Info
 from .hosts import open_host
 from .render import EventAdapter, JsonView, PlainView, View
-from .startup import StartupError, report_config, survey
+from .startup import StartupError, report_config, say_stderr, survey
 from .turn import Outcome, Turn
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 INTERRUPT_GRACE = 10.0  # seconds an interrupt may take before a Ctrl-C'd command leaves anyway
 TITLE_GRACE = 5.0  # seconds a one-shot run waits for its session's title before closing the embedded host
 
@@ -46,14 +47,15 @@ class RunRequest:
 
 
 def model_ref(value: str) -> dict[str, str]:
-    provider, sep, model = value.partition("/")
-    if not sep or not provider or not model:
+    parsed = parse_model_string(value)
+    if parsed is None:
         raise StartupError(f"--model takes provider/model, not {value!r}")
-    return {"providerID": provider, "id": model}
+    return {"providerID": parsed[0], "id": parsed[1]}
 
 
-def make_view(request: RunRequest) -> View:
-    if request.json:
+def make_view(as_json: bool = False) -> View:
+    """JSON lines, the terminal view when stdout is a terminal, else plain text."""
+    if as_json:
         return JsonView()
     if sys.stdout.isatty() and os.environ.get("TERM") != "dumb":
         from .terminal import TerminalView
@@ -80,14 +82,16 @@ class Interrupts:
     def __call__(self) -> None:
         if self.interrupting:
             self.leave()
+        loop = asyncio.get_running_loop()
         if self.turn is None:
             if self.idle is None or not self.idle():
+                self.interrupting = True
                 self.main.cancel()
+                loop.call_later(INTERRUPT_GRACE, self._overdue)
             return
         self.interrupting = True
         self.say("interrupting… (Ctrl-C again to quit at once)")
         client, session_id = self.turn
-        loop = asyncio.get_running_loop()
         loop.create_task(self._interrupt(client, session_id))
         loop.call_later(INTERRUPT_GRACE, self._overdue)
 
@@ -100,7 +104,7 @@ class Interrupts:
 
     def _overdue(self) -> None:
         if self.interrupting:
-            self.say("the session did not confirm the interrupt in time; leaving")
+            self.say("stopping took too long; leaving")
             self.leave()
 
     def settled(self) -> None:
@@ -198,14 +202,9 @@ async def _run(request: RunRequest, view: View, interrupts: Interrupts) -> int:
         return exit_code(outcome)
 
 
-def say_stderr(text: str) -> None:
-    sys.stderr.write(text + "\n")
-    sys.stderr.flush()
-
-
 def execute(request: RunRequest) -> int:
     """`ocs run` to its exit code."""
-    return run_command(make_view(request), lambda view, interrupts: _run(request, view, interrupts))
+    return run_command(make_view(request.json), lambda view, interrupts: _run(request, view, interrupts))
 
 
 def run_command(view: View, body: Callable[[View, Interrupts], Awaitable[int]]) -> int:
@@ -230,7 +229,7 @@ def run_command(view: View, body: Callable[[View, Interrupts], Awaitable[int]]) 
         return asyncio.run(main())
     except (KeyboardInterrupt, asyncio.CancelledError):
         return EXIT_INTERRUPTED
-    except StartupError as cannot:
+    except (StartupError, ConfigError) as cannot:
         say_stderr(f"ocs: {cannot}")
         return EXIT_FAILED
     except TaggedError as declined:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,13 +15,9 @@ from ..schema import events as ev
 from ..server.guard import GuardOptions
 from ..server.serve import ConnectionLimits, ServeRefused
 from ..server.serve import serve as serve_app
-from .startup import StartupError, auth_line, report_config, require_directory, survey
+from .startup import StartupError, auth_line, report_config, require_directory, say_stderr, survey
 
 Say = Callable[[str], None]
-
-
-def say_stderr(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 @dataclass

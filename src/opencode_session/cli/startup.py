@@ -3,6 +3,7 @@ will answer, whether the server asks for a password, and the one-line reasons it
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,10 @@ if TYPE_CHECKING:
     from ..core.config import ConfigReport
 
 APP_NAME = "opencode-session"
+
+
+def say_stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
 class StartupError(Exception):
