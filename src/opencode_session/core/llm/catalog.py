@@ -15,7 +15,7 @@ from typing import Any
 from opencode_session.schema.common import ModelRef
 
 from ..config import Config, ModelConfig, ProviderConfig, parse_model_string
-from .errors import NoModelConfiguredError
+from .errors import NoModelConfiguredError, ProviderError
 from .model import ModelCost, Provider, ResolvedModel, Usage
 from .openai_chat import DEFAULT_TIMEOUT, OPENAI_BASE_URL, OpenAIChatProvider
 
@@ -208,8 +208,8 @@ def catalog(config: Config, env: Mapping[str, str] = os.environ) -> list[Catalog
         try:
             model_id = models[0].ref.split("/", 1)[1] if models else "<model>"
             resolve_model(config, ModelRef(providerID=provider_id, id=model_id), env)
-        except NoModelConfiguredError as unusable:
-            problem = unusable.detail
+        except ProviderError as unusable:
+            problem = getattr(unusable, "detail", None) or unusable.message
         out.append(CatalogProvider(
             id=provider_id, npm=cfg.npm if cfg else None,
             base_url=(cfg.options.base_url if cfg else None) or (OPENAI_BASE_URL if provider_id == "openai" else None),
