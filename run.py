@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Project bootstrap: creates .venv from requirements.lock, then runs the server, the tests or a benchmark.
+"""Project bootstrap: creates .venv from requirements.lock, then runs the demo, the server, the tests or a benchmark.
 
-Usage: python3 run.py serve [ocs serve options] | test [pytest args] | bench [name] | lock | ocs [args]
+Usage: python3 run.py demo | serve [ocs serve options] | test [pytest args] | bench [name] | lock | ocs [args]
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ def main(argv: list[str]) -> int:
         ensure_venv()
         return 0
     ensure_venv()
-    if cmd == "serve":
-        return subprocess.call([str(BIN / "ocs"), "serve", *rest])
+    if cmd in ("demo", "serve"):
+        return subprocess.call([str(BIN / "ocs"), cmd, *rest])
     if cmd == "ocs":
         return subprocess.call([str(BIN / "ocs"), *rest])
     if cmd == "test":

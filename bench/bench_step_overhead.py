@@ -269,7 +269,7 @@ async def main() -> None:
     with workspace("ocs-bench-step-") as ws:
         provider = InstantProvider()
         options = RuntimeOptions(db_path=ws["db"], directory=ws["workdir"], env=ws["env"],
-                                 drain_factory=make_drain_factory(provider=lambda _model: provider))
+                                 drain_factory=make_drain_factory(provider=lambda _model: provider, titles=False))
         async with Runtime(options) as rt:
             bench = Bench(rt, provider)
             await bench.make_template()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support import fake_openai as fake
+
 
 @pytest.fixture
 def anyio_backend() -> str:
@@ -23,3 +25,12 @@ def isolated_env(tmp_path, monkeypatch):
                 "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENCODE_CONFIG"):
         monkeypatch.delenv(var, raising=False)
     return home
+
+
+@pytest.fixture(scope="module")
+def loop_provider():
+    """One loopback Chat Completions server for a test module."""
+    server = fake.FakeOpenAI()
+    server.start()
+    yield server
+    server.stop()

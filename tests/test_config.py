@@ -15,10 +15,13 @@ from opencode_session.core.config import (
     ConfigError,
     find_project_root,
     global_config_dir,
+    inspect_config,
+    key_offsets,
     load_config,
     parse_jsonc,
 )
 from opencode_session.core.llm import ModelCost, NoModelConfiguredError, Usage, resolve_model, step_cost
+from opencode_session.core.llm.catalog import CatalogModel, catalog
 from opencode_session.schema.common import ModelRef
 
 
@@ -297,3 +300,78 @@ def test_default_agent_falls_back_to_build_for_unknown_or_subagent():
     assert resolve_agent(config).name == "build"
     config = Config.model_validate({"default_agent": "missing"})
     assert resolve_agent(config).name == "build"
+
+
+# ---------------------------------------------------------------------------------------------
+# Diagnostics: what a user is told about a config that is wrong or probably wrong.
+
+
+def test_wrong_type_names_file_line_and_field(project: Path):
+    bad = write(project / "opencode.jsonc", '{\n  "model": "a/b",\n  "provider": {\n    "x": {"models": {\n'
+                                             '      "m": {"limit": {"context": "big"}}}}}\n}\n')
+    report = inspect_config(project, project)
+    assert report.config is None and report.files == [bad]
+    err = report.error
+    assert err is not None and err.path == bad and err.line == 5
+    assert f"{bad}:5: provider.x.models.m.limit.context" in str(err)
+
+
+def test_unknown_top_level_keys_are_flagged_with_a_suggestion(project: Path):
+    path = write(project / "opencode.json", '{\n  "modle": "a/b",\n  "provders": {},\n  "$schema": "x",\n'
+                                            '  "zzz_custom": 1\n}\n')
+    report = inspect_config(project, project)
+    assert report.error is None and report.config is not None
+    assert [str(w) for w in report.warnings] == [
+        f"{path}:2: unknown key 'modle' (did you mean 'model'?)",
+        f"{path}:3: unknown key 'provders' (did you mean 'provider'?)",
+        f"{path}:5: unknown key 'zzz_custom' (ignored)",
+    ]
+
+
+def test_unset_env_variable_is_said_not_silently_empty(project: Path):
+    path = write(project / "opencode.json", '{\n  "provider": {"x": {"options": {\n'
+                                            '    "apiKey": "{env:NOT_SET_ANYWHERE}"}}}\n}\n')
+    report = inspect_config(project, project, env())
+    assert report.config is not None and report.config.provider["x"].options.api_key == ""
+    assert [str(w) for w in report.warnings] == [
+        f"{path}:3: {{env:NOT_SET_ANYWHERE}} names an unset environment variable (it reads as an empty string)"]
+    assert inspect_config(project, project, env(NOT_SET_ANYWHERE="k")).warnings == []
+
+
+def test_key_offsets_locate_nested_keys_and_items():
+    text = '{"a": {"b": [1, {"c": "x,}"}]}, "d": true}'
+    offsets = key_offsets(text)
+    assert text[offsets[("a",)]:].startswith('"a"')
+    assert text[offsets[("a", "b", 1, "c")]:].startswith('"c"')
+    assert text[offsets[("d",)]:].startswith('"d"')
+
+
+def test_custom_provider_key_sources_follow_opencode():
+    config = Config.model_validate({"provider": {"local": {
+        "npm": "@ai-sdk/openai-compatible", "env": ["LOCAL_TOKEN", "OTHER_TOKEN"],
+        "options": {"baseURL": "http://127.0.0.1:1/v1"}, "models": {"m": {}}}}})
+    ref = ModelRef(providerID="local", id="m")
+    # OPENAI_API_KEY belongs to the `openai` provider only, as in OpenCode
+    assert resolve_model(config, ref, {"OPENAI_API_KEY": "sk-openai"}).api_key is None
+    assert resolve_model(config, ref, {"OTHER_TOKEN": "o", "LOCAL_API_KEY": "p"}).api_key == "o"
+    assert resolve_model(config, ref, {"LOCAL_TOKEN": "t", "OTHER_TOKEN": "o"}).api_key == "t"
+    assert resolve_model(config, ref, {"LOCAL_API_KEY": "p"}).api_key == "p"
+    config.provider["local"].options.api_key = "in-config"
+    assert resolve_model(config, ref, {"LOCAL_TOKEN": "t"}).api_key == "in-config"
+
+
+def test_catalog_lists_configured_models_and_where_keys_come_from():
+    config = Config.model_validate({"provider": {
+        "local": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": "http://127.0.0.1:1/v1"},
+                  "models": {"qwen": {"name": "Qwen", "limit": {"context": 32768, "output": 8192}}}},
+        "broken": {"npm": "@ai-sdk/openai-compatible", "models": {"m": {}}},
+    }})
+    listing = {p.id: p for p in catalog(config, {"LOCAL_API_KEY": "k"})}
+    assert list(listing) == ["broken", "local", "openai"]
+    local = listing["local"]
+    assert local.credentials == "LOCAL_API_KEY" and local.problem is None
+    assert local.models == (CatalogModel("local/qwen", "Qwen", 32768, 8192),)
+    assert "options.baseURL" in (listing["broken"].problem or "")
+    assert listing["openai"].credentials is None and "OPENAI_API_KEY" in (listing["openai"].problem or "")
+    with_key = {p.id: p for p in catalog(config, {"OPENAI_API_KEY": "sk"})}["openai"]
+    assert with_key.credentials == "OPENAI_API_KEY" and with_key.problem is None

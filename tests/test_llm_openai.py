@@ -484,6 +484,8 @@ async def test_unreachable_server_is_a_transport_failure(server):
     _, err = await collect_until_error(gone, make_request(server.base_url))
     await gone.aclose()
     assert isinstance(err, TransportError)
+    # the user learns which address failed and why
+    assert f"Could not reach the provider at {server.base_url}" in err.message and "Connect" in err.message
 
 
 async def test_model_ref_overrides_the_configured_default(server):

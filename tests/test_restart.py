@@ -59,8 +59,10 @@ async def _start_held_prompt(root, provider):
 
 
 async def _log(url: str, sid: str):
+    """The session's execution history: without the sync marker and the background title, which lands any time."""
     async with OpenCodeClient(url) as client:
-        return [e async for e in client.session.log(sid, follow=False) if e.type != "log.synced"]
+        return [e async for e in client.session.log(sid, follow=False)
+                if e.type not in ("log.synced", "session.renamed")]
 
 
 async def test_graceful_restart_resumes_the_session_once(root, provider):

@@ -1,5 +1,6 @@
 """A loopback HTTP server speaking the Chat Completions streaming wire protocol (Starlette on uvicorn in
-a background thread) that replays scripted responses and records every request it receives."""
+a background thread) that replays scripted responses and records every request it receives. Session title
+requests are answered apart (with `title`) so that scripts stay in step with the Session's own Steps."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
+
+from opencode_session.core.execution.title import TITLE_SYSTEM
 
 DEFAULT_MODEL = "fake-model"
 
@@ -176,6 +179,8 @@ class FakeOpenAI:
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
+        self.title = "Scripted title"
+        self.title_requests: list[RecordedRequest] = []
         self._script: collections.deque[Script] = collections.deque()
         self._lock = threading.Lock()
         self._ready = threading.Event()
@@ -267,12 +272,14 @@ class FakeOpenAI:
             payload: Any = json.loads(raw)
         except ValueError:
             payload = raw.decode("utf-8", errors="replace")
+        recorded = RecordedRequest(request.method, request.url.path,
+                                   {k.lower(): v for k, v in request.headers.items()}, payload)
+        if _is_title_request(payload):
+            with self._lock:
+                self.title_requests.append(recorded)
+            return _ScriptedAnswer(self, completion(text_deltas(self.title)))
         with self._lock:
-            self.requests.append(
-                RecordedRequest(
-                    request.method, request.url.path, {k.lower(): v for k, v in request.headers.items()}, payload
-                )
-            )
+            self.requests.append(recorded)
             script = self._script.popleft() if self._script else self.fallback
         if script is None:
             return _JSONAnswer(500, {"error": {"message": "FakeOpenAI has no scripted response left", "type": "fake"}})
@@ -287,6 +294,11 @@ class FakeOpenAI:
             if getattr(connection, "client", None) == client:
                 return connection
         raise RuntimeError(f"no live connection for client {client}")
+
+
+def _is_title_request(payload: Any) -> bool:
+    messages = payload.get("messages") if isinstance(payload, dict) else None
+    return bool(messages) and isinstance(messages[0], dict) and messages[0].get("content") == TITLE_SYSTEM
 
 
 class _JSONAnswer:

@@ -1,12 +1,16 @@
 """OpenCode's own configuration (`opencode.json` / `opencode.jsonc`): where the files are, how they are
-parsed (JSONC, `{env:...}` / `{file:...}` substitution) and merged, and the typed, lenient result."""
+parsed (JSONC, `{env:...}` / `{file:...}` substitution) and merged, the typed, lenient result, and what is
+suspicious in them (unknown keys, unset variables), each located by file and line."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from json.decoder import scanstring
 from pathlib import Path
 from typing import Any, Literal
 
@@ -55,6 +59,7 @@ class ProviderOptions(_Lenient):
 class ProviderConfig(_Lenient):
     npm: str | None = None
     name: str | None = None
+    env: list[str] = Field(default_factory=list)  # variables that may hold the key, first set one wins
     options: ProviderOptions = Field(default_factory=ProviderOptions)
     models: dict[str, ModelConfig] = Field(default_factory=dict)
 
@@ -95,7 +100,7 @@ class ConfigError(Exception):
         self.line = line
         self.column = column
         self.detail = message
-        where = f"{self.path}:{line}:{column}" if line is not None else str(self.path)
+        where = ":".join(str(part) for part in (self.path, line, column) if part is not None)
         super().__init__(f"Invalid config {where}: {message}")
 
 
@@ -157,10 +162,15 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
 
 
 def parse_jsonc(text: str, path: Path | str = "<string>") -> dict[str, Any]:
+    return _parse_jsonc(text, path)[0]
+
+
+def _parse_jsonc(text: str, path: Path | str) -> tuple[dict[str, Any], str]:
+    """The object and the JSON text it was read from (same lines and columns as `text`)."""
     if text.startswith("\ufeff"):
-        text = text[1:]
+        text = " " + text[1:]
     if not text.strip():
-        return {}
+        return {}, text
     try:
         cleaned = strip_jsonc(text)
     except ValueError as exc:
@@ -173,7 +183,57 @@ def parse_jsonc(text: str, path: Path | str = "<string>") -> dict[str, Any]:
         raise ConfigError(path, exc.msg, line=exc.lineno, column=exc.colno) from None
     if not isinstance(data, dict):
         raise ConfigError(path, f"the top level must be an object, not {type(data).__name__}", line=1, column=1)
-    return data
+    return data, cleaned
+
+
+_SPACE = re.compile(r"\s*")
+_SCALAR = re.compile(r"[^\s,\]}]+")
+Key = tuple[str | int, ...]
+
+
+def key_offsets(cleaned: str) -> dict[Key, int]:
+    """Where each object key (by its path) and array item starts in valid JSON text, for pointing at lines."""
+    positions: dict[Key, int] = {}
+
+    def value(i: int, where: Key) -> int:
+        i = _SPACE.match(cleaned, i).end()  # type: ignore[union-attr]
+        opener = cleaned[i]
+        if opener == '"':
+            return scanstring(cleaned, i + 1)[1]
+        if opener not in "{[":
+            return _SCALAR.match(cleaned, i).end()  # type: ignore[union-attr]
+        closer, index = ("}" if opener == "{" else "]"), 0
+        i += 1
+        while True:
+            i = _SPACE.match(cleaned, i).end()  # type: ignore[union-attr]
+            if cleaned[i] == closer:
+                return i + 1
+            if opener == "{":
+                key, end = scanstring(cleaned, i + 1)
+                positions[(*where, key)] = i
+                i = value(_SPACE.match(cleaned, end).end() + 1, (*where, key))  # type: ignore[union-attr]
+            else:
+                positions[(*where, index)] = i
+                i = value(i, (*where, index))
+                index += 1
+            i = _SPACE.match(cleaned, i).end()  # type: ignore[union-attr]
+            if cleaned[i] == ",":
+                i += 1
+
+    try:
+        value(0, ())
+    except (IndexError, ValueError, AttributeError):  # only ever given text json.loads accepted
+        pass
+    return positions
+
+
+def _line_of(cleaned: str, positions: Mapping[Key, int], where: Key) -> int | None:
+    """The line of the deepest located prefix of `where`."""
+    for depth in range(len(where), 0, -1):
+        offset = positions.get(where[:depth])
+        if offset is not None:
+            return _line_col(cleaned, offset)[0]
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,13 +242,17 @@ def parse_jsonc(text: str, path: Path | str = "<string>") -> dict[str, Any]:
 _PLACEHOLDER = re.compile(r"\{(env|file):([^}]+)\}")
 
 
-def _substitute(value: Any, env: Mapping[str, str], base_dir: Path, path: Path) -> Any:
-    """`{env:NAME}` becomes the variable's value ("" if unset); `{file:path}` the file's text (relative
-    to the config file, `~` expanded). Only string values are touched, never keys."""
+def _substitute(value: Any, env: Mapping[str, str], base_dir: Path, path: Path,
+                unset: Callable[[str], None] = lambda _name: None) -> Any:
+    """`{env:NAME}` becomes the variable's value ("" if unset, as in OpenCode, and `unset(NAME)` is told);
+    `{file:path}` the file's text (relative to the config file, `~` expanded). Only string values are touched,
+    never keys."""
     if isinstance(value, str):
         def replace(match: re.Match[str]) -> str:
             kind, arg = match.group(1), match.group(2).strip()
             if kind == "env":
+                if arg not in env:
+                    unset(arg)
                 return env.get(arg, "")
             target = Path(os.path.expanduser(arg))
             if not target.is_absolute():
@@ -200,9 +264,9 @@ def _substitute(value: Any, env: Mapping[str, str], base_dir: Path, path: Path) 
 
         return _PLACEHOLDER.sub(replace, value)
     if isinstance(value, list):
-        return [_substitute(v, env, base_dir, path) for v in value]
+        return [_substitute(v, env, base_dir, path, unset) for v in value]
     if isinstance(value, dict):
-        return {k: _substitute(v, env, base_dir, path) for k, v in value.items()}
+        return {k: _substitute(v, env, base_dir, path, unset) for k, v in value.items()}
     return value
 
 
@@ -285,6 +349,41 @@ def config_files(directory: Path, project_root: Path, env: Mapping[str, str] = o
     return ordered
 
 
+# OpenCode's own top-level keys (its config schema is strict), and this runtime's `tool_output`. Anything else
+# is kept (it may be newer than this list) but flagged: most often it is a typo.
+KNOWN_TOP_LEVEL_KEYS = frozenset({
+    "$schema", "theme", "keybinds", "logLevel", "tui", "server", "command", "skills", "watcher", "plugin",
+    "snapshot", "share", "autoshare", "autoupdate", "disabled_providers", "enabled_providers", "model",
+    "small_model", "default_agent", "username", "mode", "agent", "provider", "mcp", "formatter", "lsp",
+    "instructions", "layout", "permission", "tools", "enterprise", "compaction", "experimental", "tool_output",
+})
+# Deprecated keys are never suggested for a typo: "modle" means "model", not the old "mode".
+_SUGGESTED_KEYS = sorted(KNOWN_TOP_LEVEL_KEYS - {"mode", "autoshare", "layout", "tools"})
+
+
+@dataclass(frozen=True)
+class ConfigWarning:
+    """Something in a config file that loads but is probably not what its author meant."""
+
+    path: Path
+    line: int | None
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}" if self.line else f"{self.path}: {self.message}"
+
+
+@dataclass
+class ConfigReport:
+    """What the configuration of one directory is made of: its files in merge order, the merged config (None
+    when a file is unusable, then `error` says why), and warnings about keys and variables."""
+
+    files: list[Path]
+    config: Config | None = None
+    error: ConfigError | None = None
+    warnings: list[ConfigWarning] = field(default_factory=list)
+
+
 def _format_validation(exc: ValidationError) -> str:
     problems = []
     for err in exc.errors()[:5]:
@@ -293,32 +392,68 @@ def _format_validation(exc: ValidationError) -> str:
     return "; ".join(problems)
 
 
-def load_file(path: Path, env: Mapping[str, str] = os.environ) -> dict[str, Any]:
-    """One config file, parsed, substituted and checked against the typed model."""
+def _read_file(path: Path, env: Mapping[str, str], warnings: list[ConfigWarning]) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(path, f"cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(path, f"not UTF-8 text: {exc}") from None
-    data = _substitute(parse_jsonc(text, path), env, path.parent, path)
+    raw, cleaned = _parse_jsonc(text, path)
+
+    def line_of(where: Key) -> int | None:  # the scan runs only for a file that has something to point at
+        return _line_of(cleaned, key_offsets(cleaned), where)
+
+    for key in raw:
+        if key not in KNOWN_TOP_LEVEL_KEYS:
+            close = difflib.get_close_matches(key, _SUGGESTED_KEYS, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else " (ignored)"
+            warnings.append(ConfigWarning(path, line_of((key,)), f"unknown key {key!r}{hint}"))
+
+    def unset(name: str) -> None:
+        placeholder = text.find("{env:" + name)
+        line = _line_col(text, placeholder)[0] if placeholder >= 0 else None
+        warnings.append(ConfigWarning(path, line, f"{{env:{name}}} names an unset environment variable"
+                                                  " (it reads as an empty string)"))
+
+    data = _substitute(raw, env, path.parent, path, unset)
     try:
         Config.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(path, _format_validation(exc)) from None
+        first = exc.errors()[0].get("loc", ()) if exc.errors() else ()
+        raise ConfigError(path, _format_validation(exc), line=line_of(tuple(first))) from None
     return data
+
+
+def load_file(path: Path, env: Mapping[str, str] = os.environ) -> dict[str, Any]:
+    """One config file, parsed, substituted and checked against the typed model."""
+    return _read_file(path, env, [])
+
+
+def inspect_config(directory: Path, project_root: Path, env: Mapping[str, str] = os.environ) -> ConfigReport:
+    """The configuration `load_config` would give, with its files and warnings; a bad file is reported in the
+    result instead of raised."""
+    report = ConfigReport(files=config_files(directory, project_root, env))
+    merged: dict[str, Any] = {}
+    try:
+        for path in report.files:
+            merged = merge_config(merged, _read_file(path, env, report.warnings))
+        report.config = Config.model_validate(merged)
+    except ConfigError as bad:
+        report.error = bad
+    except ValidationError as exc:  # pragma: no cover - each file already validated
+        report.error = ConfigError("<merged config>", _format_validation(exc))
+    return report
 
 
 def load_config(directory: Path, project_root: Path, env: Mapping[str, str] = os.environ) -> Config:
     """Global files, then `OPENCODE_CONFIG`, then project files from the root down to `directory`;
     nearer files override farther ones."""
-    merged: dict[str, Any] = {}
-    for path in config_files(directory, project_root, env):
-        merged = merge_config(merged, load_file(path, env))
-    try:
-        return Config.model_validate(merged)
-    except ValidationError as exc:  # pragma: no cover - each file already validated
-        raise ConfigError("<merged config>", _format_validation(exc)) from None
+    report = inspect_config(directory, project_root, env)
+    if report.error is not None:
+        raise report.error
+    assert report.config is not None
+    return report.config
 
 
 def parse_model_string(value: str) -> tuple[str, str] | None:
@@ -333,6 +468,9 @@ __all__ = [
     "AgentConfig",
     "Config",
     "ConfigError",
+    "ConfigReport",
+    "ConfigWarning",
+    "KNOWN_TOP_LEVEL_KEYS",
     "ModelConfig",
     "ModelCostConfig",
     "ModelLimit",
@@ -342,6 +480,8 @@ __all__ = [
     "config_files",
     "find_project_root",
     "global_config_dir",
+    "inspect_config",
+    "key_offsets",
     "load_config",
     "load_file",
     "merge_config",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .execution.coordinator import Drain, SessionExecution
 from .instructions.entries import InstructionEntries
@@ -36,6 +38,18 @@ class Runtime:
         self.sessions = Sessions(self.store, self.location, env=options.env)
         self.entries = InstructionEntries(self.store)
         self.execution: SessionExecution | None = None
+        self._background: set[asyncio.Task[None]] = set()
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` (a session title, say) beside the drains; closing the runtime cancels what is left of it."""
+        task = asyncio.create_task(work, name="runtime-background")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def settle_background(self, timeout: float) -> None:
+        """Give background work up to `timeout` seconds to finish (before a short-lived host closes)."""
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=timeout)
 
     async def open(self) -> "Runtime":
         await self.store.open()
@@ -72,6 +86,10 @@ class Runtime:
     async def close(self) -> None:
         if self.execution is not None:
             await self.execution.shutdown()
+        background = list(self._background)
+        for task in background:
+            task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
         await self.store.close()
 
     async def __aenter__(self) -> "Runtime":

@@ -69,7 +69,11 @@ class OpenCode(OpenCodeClient):
 
     async def open(self) -> "OpenCode":
         runtime = Runtime(self._options)
-        await runtime.open()
+        try:
+            await runtime.open()
+        except BaseException:
+            await runtime.close()  # release what opened before the failure (the store's threads)
+            raise
         self._runtime = runtime
         # The in-memory transport's requests name EMBEDDED_BASE_URL's host; nothing else can reach this app.
         guard = GuardOptions(allowed_hosts=(EMBEDDED_HOST,))

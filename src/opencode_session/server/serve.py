@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
 import socket
+import sqlite3
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -23,7 +25,9 @@ from .sse import STREAM_CUT
 log = logging.getLogger(__name__)
 
 
-class _Server(uvicorn.Server):
+class ReadyServer(uvicorn.Server):
+    """A uvicorn server that leaves signals to its owner and says (`ready`) when its startup is over."""
+
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
         self.ready = asyncio.Event()
@@ -66,12 +70,20 @@ def check_exposure(host: str, env: Mapping[str, str], insecure_no_password: bool
 
 
 def bind(host: str, port: int) -> socket.socket:
+    """A listening socket; ServeRefused, with the fix, when the address is taken or not ours to use."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # an explicit IPPROTO_TCP lets asyncio set TCP_NODELAY on accepted connections (no 40 ms keep-alive stalls)
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ServeRefused(f"port {port} on {host} is already in use (another ocs serve?); choose another"
+                               " with --port, or --port 0 for any free port") from None
+        raise ServeRefused(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     sock.setblocking(False)
     return sock
 
@@ -104,7 +116,12 @@ async def serve(
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     runtime = Runtime(options)
-    await runtime.open()
+    try:
+        await runtime.open()
+    except (OSError, sqlite3.Error) as unusable:
+        await runtime.close()
+        reason = unusable.strerror if isinstance(unusable, OSError) and unusable.strerror else unusable
+        raise ServeRefused(f"cannot open the database {options.db_path}: {reason} (choose another with --db)") from None
     previous_handler = loop.get_exception_handler()
     loop.set_exception_handler(ResourceExhaustionLog())
     try:
@@ -115,7 +132,7 @@ async def serve(
                                 timeout_keep_alive=limits.keep_alive,
                                 limit_concurrency=limits.max_concurrency)
         logging.getLogger("uvicorn.error").addFilter(STREAM_CUT)  # after Config: it (re)configures uvicorn's logging
-        server = _Server(config)
+        server = ReadyServer(config)
         serving = asyncio.create_task(server.serve(sockets=[sock]))
         ready = asyncio.create_task(server.ready.wait())
         await asyncio.wait({serving, ready}, return_when=asyncio.FIRST_COMPLETED)

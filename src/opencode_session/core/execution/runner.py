@@ -38,6 +38,7 @@ from .coordinator import DrainFailure
 from .lowering import lower_entries
 from .retry import may_retry, retry_delay_ms
 from .step import INTERRUPTED_STEP, Step, StepContext, shielded
+from .title import SessionTitles
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ class RunnerDeps:
     provider_for: Callable[[llm.ResolvedModel], llm.Provider] = provider_for
     instructions: InstructionPreparer = field(default_factory=NoInstructions)
     on_read: Callable[[Boundary, str], Callable[[Path], Any]] | None = None
+    titles: SessionTitles | None = None
 
 
 class Runner:
@@ -240,7 +242,10 @@ class Runner:
             project_root=b.location.project_root, on_read=on_read, env=self.deps.env, rules=rules,
             secrets=tuple(configured_secrets(b.config, self.deps.env, resolved)), may_retry=retry_policy,
         )
-        return await Step(ctx).run(), assistant_id
+        outcome = await Step(ctx).run()
+        if self.deps.titles is not None:
+            self.deps.titles.after_step(b.session, b.config, resolved)
+        return outcome, assistant_id
 
     # --- orphan reconciliation ---------------------------------------------------------------------------
 
@@ -275,9 +280,10 @@ def make_drain_factory(
     tools: ToolRegistry | None = None,
     provider: Callable[[llm.ResolvedModel], llm.Provider] | None = None,
     clock: Clock | None = None,
+    titles: bool = True,
 ) -> Callable[[Any], Callable[[str, bool], Any]]:
     """A `RuntimeOptions.drain_factory` running this runner over the runtime's store; defaults are the real
-    providers, the built-in tools and the wall clock."""
+    providers, the built-in tools, the wall clock and background session titles."""
 
     def factory(runtime: Any) -> Callable[[str, bool], Any]:
         deps = RunnerDeps(store=runtime.store, env=runtime.options.env,
@@ -289,6 +295,8 @@ def make_drain_factory(
             deps.provider_for = provider
         if clock is not None:
             deps.clock = clock
+        if titles:
+            deps.titles = SessionTitles(runtime.store, runtime.options.env, deps.provider_for, runtime.spawn)
         return Runner(deps).drain
 
     return factory

@@ -1,5 +1,5 @@
 """The model catalog: resolves a `ModelRef` (or the configured default) to a callable `ResolvedModel`,
-hands out the protocol adapter for it, and prices one Step's usage."""
+lists what the configuration knows, hands out the protocol adapter for a model, and prices one Step's usage."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ import re
 import threading
 import weakref
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from opencode_session.schema.common import ModelRef
 
 from ..config import Config, ModelConfig, ProviderConfig, parse_model_string
-from .errors import ModelNotFoundError, NoModelConfiguredError
+from .errors import ModelNotFoundError, NoModelConfiguredError, ProviderError
 from .model import ModelCost, Provider, ResolvedModel, Usage
 from .openai_chat import DEFAULT_TIMEOUT, OPENAI_BASE_URL, OpenAIChatProvider
 
@@ -50,6 +51,17 @@ def model_declared(config: Config, ref: ModelRef) -> bool:
 def api_key_env_var(provider_id: str) -> str:
     """`my-llm` -> `MY_LLM_API_KEY`."""
     return re.sub(r"[^A-Za-z0-9]", "_", provider_id).upper() + "_API_KEY"
+
+
+def api_key(provider_id: str, cfg: ProviderConfig | None, env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """The provider's key and where it came from: `options.apiKey`, else the first set variable of the provider's
+    `env` list (as in OpenCode), else `<PROVIDER_ID>_API_KEY` (so `OPENAI_API_KEY` for `openai`, and only there)."""
+    if cfg is not None and cfg.options.api_key:
+        return cfg.options.api_key, "options.apiKey"
+    for name in [*(cfg.env if cfg is not None else []), api_key_env_var(provider_id)]:
+        if env.get(name):
+            return env[name], name
+    return None, None
 
 
 _CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|cookie", re.I)
@@ -140,7 +152,7 @@ def resolve_model(config: Config, ref: ModelRef | None = None, env: Mapping[str,
     npm = cfg.npm if cfg is not None else None
     base_url = cfg.options.base_url if cfg is not None else None
     key_var = api_key_env_var(provider_id)
-    api_key = (cfg.options.api_key if cfg is not None else None) or env.get(key_var) or None
+    key = api_key(provider_id, cfg, env)[0]
 
     if npm in _UNSUPPORTED_NPM:
         raise NoModelConfiguredError(
@@ -148,14 +160,14 @@ def resolve_model(config: Config, ref: ModelRef | None = None, env: Mapping[str,
             "use an OpenAI-compatible endpoint instead"
         )
     if provider_id == "openai" and (npm is None or npm == OPENAI_NPM):
-        if not api_key:
+        if not key:
             raise NoModelConfiguredError(
                 f"Model openai/{model_id} needs an API key: set the {key_var} environment variable "
                 "or provider.openai.options.apiKey"
             )
         if not model_declared(config, ref):
             raise ModelNotFoundError(provider_id, model_id)
-        return _resolved(provider_id, model_id, cfg, base_url=base_url or OPENAI_BASE_URL, api_key=api_key)
+        return _resolved(provider_id, model_id, cfg, base_url=base_url or OPENAI_BASE_URL, api_key=key)
     if cfg is None:
         if provider_id == "anthropic":
             raise NoModelConfiguredError(
@@ -180,7 +192,54 @@ def resolve_model(config: Config, ref: ModelRef | None = None, env: Mapping[str,
         )
     if not model_declared(config, ref):
         raise ModelNotFoundError(provider_id, model_id)
-    return _resolved(provider_id, model_id, cfg, base_url=base_url, api_key=api_key)
+    return _resolved(provider_id, model_id, cfg, base_url=base_url, api_key=key)
+
+
+@dataclass(frozen=True)
+class CatalogModel:
+    ref: str  # "provider/model"
+    name: str | None = None
+    context: int | None = None
+    output: int | None = None
+
+
+@dataclass(frozen=True)
+class CatalogProvider:
+    """One provider as the configuration declares it: its models, and where its key comes from (None: no key
+    found, which a local server may not need)."""
+
+    id: str
+    npm: str | None
+    base_url: str | None
+    credentials: str | None
+    models: tuple[CatalogModel, ...]
+    problem: str | None = None  # why it cannot be called, if it cannot
+
+
+def catalog(config: Config, env: Mapping[str, str] = os.environ) -> list[CatalogProvider]:
+    """Every provider the configuration declares, plus the built-in `openai`, in name order."""
+    ids = sorted({*config.provider, "openai"})
+    out = []
+    for provider_id in ids:
+        cfg = config.provider.get(provider_id)
+        declared = cfg.models if cfg else {}
+        models = tuple(
+            CatalogModel(f"{provider_id}/{model_id}", entry.name, entry.limit.context if entry.limit else None,
+                         entry.limit.output if entry.limit else None)
+            for model_id, entry in sorted(declared.items()))
+        if provider_id == "openai":  # the built-in provider also knows OpenAI's own models
+            models += tuple(CatalogModel(f"openai/{m}") for m in sorted(OPENAI_MODELS - set(declared)))
+        problem = None
+        try:
+            model_id = models[0].ref.split("/", 1)[1] if models else "<model>"
+            resolve_model(config, ModelRef(providerID=provider_id, id=model_id), env)
+        except ProviderError as unusable:
+            problem = getattr(unusable, "detail", None) or unusable.message
+        out.append(CatalogProvider(
+            id=provider_id, npm=cfg.npm if cfg else None,
+            base_url=(cfg.options.base_url if cfg else None) or (OPENAI_BASE_URL if provider_id == "openai" else None),
+            credentials=api_key(provider_id, cfg, env)[1], models=models, problem=problem))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,10 +285,14 @@ def step_cost(usage: Usage, cost: ModelCost | None) -> float:
 
 
 __all__ = [
+    "CatalogModel",
+    "CatalogProvider",
     "ModelCost",
     "OPENAI_COMPATIBLE_NPM",
     "ResolvedModel",
+    "api_key",
     "api_key_env_var",
+    "catalog",
     "model_declared",
     "model_ref_from_string",
     "provider_for",

@@ -328,17 +328,18 @@ def _describe_cause(exc: BaseException) -> str:
     return f"{type(cause).__name__}: {detail}" if detail else type(cause).__name__
 
 
-def map_exception(exc: BaseException, *, started: bool = False) -> ProviderError:
+def map_exception(exc: BaseException, *, started: bool = False, base_url: str | None = None) -> ProviderError:
     """Translate anything the SDK or transport raises into a `ProviderError`. `started` says the
     response stream was being read (so a broken connection dropped mid-stream and a parse failure
-    is bad provider output rather than a bad request)."""
+    is bad provider output rather than a bad request); `base_url` names the provider in connection failures."""
     if isinstance(exc, ProviderError):
         return exc
+    at = f" at {base_url}" if base_url else ""
     if isinstance(exc, openai.APITimeoutError):
-        return TransportError("The provider request timed out" + (" mid-stream" if started else ""))
+        return TransportError(f"The provider request{at} timed out" + (" mid-stream" if started else ""))
     if isinstance(exc, openai.APIConnectionError):
         cause = _describe_cause(exc)
-        what = "The provider connection dropped mid-stream" if started else "Could not reach the provider"
+        what = "The provider connection dropped mid-stream" if started else f"Could not reach the provider{at}"
         return TransportError(what + (f" ({cause})" if cause else ""))
     if isinstance(exc, openai.APIStatusError):
         message, code, kind, _ = _body_fields(exc.body)
@@ -643,7 +644,7 @@ class OpenAIChatProvider:
         try:
             chunks = await self._client.chat.completions.create(**body, **extra)
         except _SDK_FAILURES as exc:
-            raise map_exception(exc) from exc
+            raise map_exception(exc, base_url=self.base_url) from exc
 
         decoder = ChatStreamDecoder()
         iterator = chunks.__aiter__()

@@ -37,6 +37,7 @@ Order = Literal["asc", "desc"]
 _MESSAGE = TypeAdapter(SessionMessage)
 _INT64 = range(-(2**63), 2**63)  # what SQLite can compare a cursor's keys with
 SESSION_PAGE_DEFAULT = 50
+DEFAULT_TITLE_PREFIX = "New session - "  # followed by the creation time; a generated title replaces it
 MESSAGE_PAGE_DEFAULT, MESSAGE_PAGE_MAX = 50, 200
 
 
@@ -115,7 +116,7 @@ class Sessions:
             info = SessionV2Info(
                 id=sid, projectID=loc.project_id, agent=agent, model=model,
                 time=SessionTime(created=now, updated=now),
-                title="New session - " + datetime.fromtimestamp(now / 1000, timezone.utc).isoformat(
+                title=DEFAULT_TITLE_PREFIX + datetime.fromtimestamp(now / 1000, timezone.utc).isoformat(
                     timespec="milliseconds").replace("+00:00", "Z"),
                 location=LocationRef(directory=str(loc.directory), workspaceID=loc.workspace_id),
             )

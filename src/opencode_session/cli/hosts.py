@@ -1,0 +1,50 @@
+"""Where a command's sessions live: the embedded host on a local database, or a running `ocs serve` reached
+through the network client (`--attach URL`). Both are the same client API."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from ..client.errors import ClientError
+from ..client.generated import OpenCodeClient
+from .startup import StartupError, default_db_path
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
+
+
+@asynccontextmanager
+async def open_host(attach: str | None, db: Path | None, directory: Path,
+                    env: Mapping[str, str] | None = None) -> AsyncIterator[OpenCodeClient]:
+    """The client for this command; raises StartupError when the server cannot be reached or the database opened."""
+    env = os.environ if env is None else env
+    if attach:
+        password = env.get("OPENCODE_SERVER_PASSWORD")
+        auth = (env.get("OPENCODE_SERVER_USERNAME") or "opencode", password) if password else None
+        async with OpenCodeClient(attach, auth=auth) as client:
+            try:
+                await client.health.get()
+            except ClientError as unreachable:
+                raise StartupError(f"cannot reach ocs serve at {attach}: {unreachable}") from None
+            yield client
+        return
+    from ..sdk import OpenCode  # the embedded host brings the whole runtime: only when it is used
+
+    path = db or default_db_path()
+    host = OpenCode(db=path, directory=directory, env=env)
+    try:
+        await host.open()
+    except (OSError, sqlite3.Error) as unusable:
+        await host.aclose()
+        raise StartupError(f"cannot open the database {path}: {_reason(unusable)} (choose another with --db)") from None
+    try:
+        yield host
+    finally:
+        await host.aclose()

@@ -1,0 +1,144 @@
+"""The reading commands: `ocs sessions` (a table, newest first), `ocs show` (a session's transcript), `ocs log`
+(its durable events), `ocs models` (what the catalog knows, and which providers have keys), `ocs openapi`."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..client.generated import OpenCodeClient
+from ..schema.base import wire
+from .hosts import open_host
+from .render import View, show_transcript, tool_summary
+
+PAGE = 200
+
+
+def _json_line(value: Any) -> None:
+    sys.stdout.write(json.dumps(wire(value), ensure_ascii=False, separators=(",", ":")) + "\n")
+
+
+def _when(millis: int) -> str:
+    return datetime.fromtimestamp(millis / 1000).strftime("%Y-%m-%d %H:%M")
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> None:
+    """A rich table on a terminal; tab-separated lines (no header) in a pipe."""
+    if not sys.stdout.isatty():
+        for row in rows:
+            sys.stdout.write("\t".join(row) + "\n")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(*headers, box=None, header_style="bold")
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)
+
+
+async def list_sessions(attach: str | None, db: Path | None, directory: Path, limit: int, as_json: bool) -> None:
+    async with open_host(attach, db, directory) as client:
+        sessions: list[Any] = []
+        cursor: str | None = None
+        while True:
+            page = await (client.session.list(cursor=cursor) if cursor else client.session.list(limit=PAGE))
+            sessions += page.items
+            if page.next is None:
+                break
+            cursor = page.next
+    sessions.sort(key=lambda s: s.time.updated, reverse=True)
+    sessions = sessions[:limit]
+    if as_json:
+        for session in sessions:
+            _json_line(session)
+        return
+    _table(["id", "title", "directory", "updated", "cost", "tokens"],
+           [[s.id, s.title, s.location.directory, _when(s.time.updated), f"${s.cost:.4f}",
+             str(s.tokens.input + s.tokens.output + s.tokens.reasoning)] for s in sessions])
+
+
+async def _messages(client: OpenCodeClient, session_id: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    page = await client.session.messages(session_id, order="asc", limit=PAGE)
+    while True:
+        out += [wire(m) for m in page.items]
+        if page.next is None:
+            return out
+        page = await client.session.messages(session_id, cursor=page.next)
+
+
+async def show_session(attach: str | None, db: Path | None, directory: Path, session_id: str, view: View) -> None:
+    async with open_host(attach, db, directory) as client:
+        session = await client.session.get(session_id)
+        messages = await _messages(client, session_id)
+    view.info(f"{session.title}  ({session.id}, {session.location.directory})")
+    show_transcript(view, messages)
+    view.close()
+
+
+def describe_event(event: dict[str, Any]) -> str:
+    """One readable line for a durable event: its sequence, type and the gist of its data."""
+    data = event.get("data") or {}
+    seq = (event.get("durable") or {}).get("seq", "")
+    gist = ""
+    if "error" in data:
+        gist = f"{data['error'].get('type')}: {data['error'].get('message')}"
+    elif event.get("type") == "session.input.admitted":
+        gist = f"{data['input'].get('delivery')}: {(data['input'].get('data') or {}).get('text', '')}"
+    elif event.get("type") == "session.tool.called":
+        gist = f"{data.get('name')} {tool_summary(data.get('input'))}"
+    elif isinstance(data.get("text"), str):
+        gist = data["text"]
+    elif isinstance(data.get("title"), str):
+        gist = data["title"]
+    gist = " ".join(gist.split())
+    return f"{seq:>6}  {event.get('type')}" + (f"  {gist[:100]}" if gist else "")
+
+
+async def show_log(attach: str | None, db: Path | None, directory: Path, session_id: str, after: int | None,
+                   follow: bool, as_json: bool) -> None:
+    async with open_host(attach, db, directory) as client:
+        async with client.session.log(session_id, after=after, follow=follow) as events:
+            async for item in events:
+                if item.type == "log.synced":
+                    continue
+                event = item.wire()
+                sys.stdout.write((json.dumps(event, ensure_ascii=False, separators=(",", ":")) if as_json
+                                  else describe_event(event)) + "\n")
+                sys.stdout.flush()
+
+
+def show_models(directory: Path) -> None:
+    from ..core.config import find_project_root, inspect_config
+    from ..core.llm.catalog import catalog
+
+    report = inspect_config(directory, find_project_root(directory), os.environ)
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if report.error is not None:
+        raise report.error
+    config = report.config
+    assert config is not None
+    rows = []
+    for provider in catalog(config, os.environ):
+        key = provider.credentials or "none found"
+        status = provider.problem or "ready"
+        models = provider.models or ()
+        if not models:
+            rows.append([f"{provider.id}/<model>", "", "", key, status])
+        for model in models:
+            rows.append([model.ref, str(model.context or ""), str(model.output or ""), key, status])
+    _table(["model", "context", "output", "key", "status"], rows)
+    print("default model:", config.model or 'none (set "model" in opencode.json)')
+    print("small model:  ", config.small_model or "none (titles use the session's model)")
+
+
+def print_openapi() -> None:
+    from ..protocol.openapi import render_openapi
+
+    sys.stdout.write(json.dumps(render_openapi(), indent=2) + "\n")

@@ -1,0 +1,181 @@
+"""Interactive `ocs`: a prompt loop on a terminal. What is typed while a turn streams is sent when the user
+presses Enter (steering the running turn) or Tab (queued until the session would otherwise go idle)."""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import os
+import re
+import sys
+import termios
+import tty
+from collections.abc import Callable
+from typing import Literal
+
+from rich.text import Text
+
+from ..client.generated import OpenCodeClient
+from .run import EXIT_OK, Interrupts, RunRequest, describe_failure
+from .render import EventAdapter, View
+from .startup import StartupError
+from .terminal import TerminalView
+from .turn import Turn
+
+Delivery = Literal["steer", "queue"]
+# Escape sequences (arrows, function keys) are read and ignored: this line editor only appends and erases.
+_ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.|.)?", re.S)
+
+
+class KeyReader:
+    """A terminal's keys, one call each, with the terminal in cbreak mode: no echo, no line buffering, and
+    Ctrl-C still raising SIGINT. `stop()` puts the terminal back as it was."""
+
+    def __init__(self, fd: int, on_key: Callable[[str], None]) -> None:
+        self.fd = fd
+        self.on_key = on_key
+        self._saved = termios.tcgetattr(fd)
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._pending = ""
+
+    def start(self) -> None:
+        tty.setcbreak(self.fd)
+        asyncio.get_running_loop().add_reader(self.fd, self._readable)
+
+    def stop(self) -> None:
+        try:
+            asyncio.get_running_loop().remove_reader(self.fd)
+        except RuntimeError:
+            pass  # no running loop: called on the way out
+        termios.tcsetattr(self.fd, termios.TCSADRAIN, self._saved)
+
+    def _readable(self) -> None:
+        try:
+            data = os.read(self.fd, 1024)
+        except BlockingIOError:
+            return
+        if not data:
+            self.on_key("\x04")  # end of input reads as Ctrl-D
+            return
+        text = self._pending + self._decoder.decode(data)
+        self._pending = ""
+        position = 0
+        while position < len(text):
+            if text[position] == "\x1b":
+                match = _ESCAPE.match(text, position)
+                if match is None or match.end() == len(text) and match.group(1) is None:
+                    self._pending = text[position:]  # the rest of the sequence has not arrived yet
+                    return
+                position = match.end()
+                continue
+            self.on_key(text[position])
+            position += 1
+
+
+class PromptLoop:
+    """The line being typed, what Enter and Tab do with it, and the turns it starts."""
+
+    def __init__(self, client: OpenCodeClient, session_id: str, view: TerminalView, interrupts: Interrupts) -> None:
+        self.client = client
+        self.session_id = session_id
+        self.view = view
+        self.interrupts = interrupts
+        self.buffer = ""
+        self.submissions: asyncio.Queue[tuple[str, Delivery] | None] = asyncio.Queue()
+        self.turn: Turn | None = None
+        self._sent: set[asyncio.Future[None]] = set()
+
+    def draw(self) -> None:
+        running = self.turn is not None
+        hint = "  Enter steers · Tab queues" if running else "  Enter sends · Ctrl-D quits"
+        self.view.prompt = Text.assemble(("› ", "bold magenta"), self.buffer, ("▏", "dim"),
+                                         (hint if not self.buffer else "", "dim"))
+        self.view.refresh()
+
+    def key(self, key: str) -> None:
+        if key in ("\r", "\n"):
+            self.send("steer")
+        elif key == "\t":
+            self.send("queue")
+        elif key in ("\x7f", "\x08"):
+            self.buffer = self.buffer[:-1]
+        elif key == "\x15":  # Ctrl-U
+            self.buffer = ""
+        elif key == "\x04":  # Ctrl-D
+            if not self.buffer and self.turn is None:
+                self.submissions.put_nowait(None)
+        elif key.isprintable():
+            self.buffer += key
+        self.draw()
+
+    def ctrl_c_at_prompt(self) -> bool:
+        """A Ctrl-C with no turn running clears the line, or (with nothing typed) ends the loop."""
+        if not self.buffer:
+            return False
+        self.buffer = ""
+        self.draw()
+        return True
+
+    def send(self, delivery: Delivery) -> None:
+        text = self.buffer.strip()
+        self.buffer = ""
+        if not text:
+            return
+        turn = self.turn
+        if turn is None or turn.done:
+            self.submissions.put_nowait((text, delivery))
+            return
+        self.view.user(text)
+        sent = turn.submit(text, delivery)
+        self._sent.add(sent)
+        sent.add_done_callback(lambda done: self._admitted(done, delivery))
+
+    def _admitted(self, sent: asyncio.Future[None], delivery: Delivery) -> None:
+        self._sent.discard(sent)
+        if sent.cancelled():
+            return
+        if sent.exception() is not None:
+            self.view.notice(f"not sent: {sent.exception()}")
+        else:  # said once the session has it, not when the key is pressed
+            self.view.info("↳ steering the running turn" if delivery == "steer" else "↳ queued until the turn is done")
+
+    async def run_turn(self, text: str, delivery: Delivery) -> None:
+        self.view.user(text)
+        self.view.busy = True
+        async with Turn(self.client, self.session_id, EventAdapter(self.view)) as turn:
+            self.turn = turn
+            self.interrupts.turn = (self.client, self.session_id)
+            self.draw()
+            try:
+                await turn.prompt(text, delivery)
+                outcome = await turn.settled()
+            finally:
+                self.turn = None
+                self.interrupts.settled()
+                self.view.busy = False
+        if outcome.status == "failed":
+            self.view.notice(describe_failure(outcome))
+        elif outcome.status == "interrupted":
+            self.view.notice("interrupted: send a message to carry on")
+        self.draw()
+
+
+async def interact(client: OpenCodeClient, session_id: str, request: RunRequest, view: View,
+                   interrupts: Interrupts) -> int:
+    if not isinstance(view, TerminalView) or not sys.stdin.isatty():
+        raise StartupError("interactive mode needs a terminal; pass the message as an argument instead")
+    loop = PromptLoop(client, session_id, view, interrupts)
+    reader = KeyReader(sys.stdin.fileno(), loop.key)
+    interrupts.restore.append(reader.stop)
+    interrupts.idle = loop.ctrl_c_at_prompt
+    reader.start()
+    try:
+        if request.message:
+            loop.submissions.put_nowait((request.message, request.delivery))
+        loop.draw()
+        while (item := await loop.submissions.get()) is not None:
+            await loop.run_turn(*item)
+    finally:
+        reader.stop()
+        view.close()
+    return EXIT_OK

@@ -1,0 +1,246 @@
+"""`ocs run`: one prompt (or, interactively, many) in a session of this directory, shown as it happens, with
+Ctrl-C interrupting the session cleanly and a second Ctrl-C leaving at once."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..client.errors import ClientError
+from ..client.generated import OpenCodeClient
+from ..core.config import ConfigError, parse_model_string
+from ..core.store import DatabaseInUseError
+from ..schema.errors import TaggedError
+from ..schema.session import SessionV2Info
+from .hosts import open_host
+from .render import EventAdapter, JsonView, PlainView, View
+from .startup import StartupError, report_config, say_stderr, survey
+from .turn import Outcome, Turn
+
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+INTERRUPT_GRACE = 10.0  # seconds an interrupt may take before a Ctrl-C'd command leaves anyway
+TITLE_GRACE = 5.0  # seconds a one-shot run waits for its session's title before closing the embedded host
+
+
+@dataclass
+class RunRequest:
+    directory: Path
+    message: str | None = None
+    model: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    continue_last: bool = False
+    attach: str | None = None
+    json: bool = False
+    queue: bool = False
+    interactive: bool = False
+    db: Path | None = None
+
+    @property
+    def delivery(self) -> Literal["steer", "queue"]:
+        return "queue" if self.queue else "steer"
+
+
+def model_ref(value: str) -> dict[str, str]:
+    parsed = parse_model_string(value)
+    if parsed is None:
+        raise StartupError(f"--model takes provider/model, not {value!r}")
+    return {"providerID": parsed[0], "id": parsed[1]}
+
+
+def make_view(as_json: bool = False) -> View:
+    """JSON lines, the terminal view when stdout is a terminal, else plain text."""
+    if as_json:
+        return JsonView()
+    if sys.stdout.isatty() and os.environ.get("TERM") != "dumb":
+        from .terminal import TerminalView
+
+        return TerminalView()
+    return PlainView()
+
+
+# --- Ctrl-C ---------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Interrupts:
+    """The first Ctrl-C interrupts the running turn (or ends the command when none runs); a Ctrl-C while that
+    interrupt is under way, or one that takes longer than INTERRUPT_GRACE, leaves at once with 130."""
+
+    main: asyncio.Task[Any]
+    say: Callable[[str], None]
+    restore: list[Callable[[], None]] = field(default_factory=list)
+    turn: tuple[OpenCodeClient, str] | None = None  # set while a turn runs
+    idle: Callable[[], bool] | None = None  # interactive: handles a Ctrl-C at the prompt, False to end
+    interrupting: bool = False
+
+    def __call__(self) -> None:
+        if self.interrupting:
+            self.leave()
+        loop = asyncio.get_running_loop()
+        if self.turn is None:
+            if self.idle is None or not self.idle():
+                self.interrupting = True
+                self.main.cancel()
+                loop.call_later(INTERRUPT_GRACE, self._overdue)
+            return
+        self.interrupting = True
+        self.say("interrupting… (Ctrl-C again to quit at once)")
+        client, session_id = self.turn
+        loop.create_task(self._interrupt(client, session_id))
+        loop.call_later(INTERRUPT_GRACE, self._overdue)
+
+    async def _interrupt(self, client: OpenCodeClient, session_id: str) -> None:
+        try:
+            await client.session.interrupt(session_id)
+        except (ClientError, TaggedError) as failed:
+            self.say(f"could not interrupt the session: {failed}")
+            self.leave()
+
+    def _overdue(self) -> None:
+        if self.interrupting:
+            self.say("stopping took too long; leaving")
+            self.leave()
+
+    def settled(self) -> None:
+        self.turn = None
+        self.interrupting = False
+
+    def leave(self) -> None:
+        for undo in reversed(self.restore):
+            try:
+                undo()
+            except Exception:  # noqa: BLE001 - best effort on the way out
+                pass
+        sys.stdout.flush()
+        os._exit(EXIT_INTERRUPTED)
+
+
+# --- sessions -------------------------------------------------------------------------------------------------
+
+
+async def find_session(client: OpenCodeClient, request: RunRequest) -> SessionV2Info | None:
+    """The session `--session` names, or for `--continue` the most recently updated one of this directory."""
+    if request.session:
+        return await client.session.get(request.session)
+    if request.continue_last:
+        page = await client.session.list(directory=str(request.directory), limit=200)
+        mine = [s for s in page.items if s.parentID is None]
+        return max(mine, key=lambda s: s.time.updated, default=None)
+    return None
+
+
+async def prepare_session(client: OpenCodeClient, request: RunRequest, say: Callable[[str], None]) -> SessionV2Info:
+    """Find or create the session, switch its model and agent as asked, and (embedded) check a model will answer."""
+    session = await find_session(client, request)
+    if session is None and request.continue_last:
+        say("no earlier session in this directory: starting a new one")
+    if not request.attach:
+        current = f"{session.model.providerID}/{session.model.id}" if session and session.model else None
+        found = survey(request.directory, os.environ, model=request.model or current,
+                       agent=request.agent or (session.agent if session else None))
+        report_config(found, say)
+        if found.model_problem:
+            raise StartupError(found.model_problem)
+    model = model_ref(request.model) if request.model else None
+    if session is None:
+        return await client.session.create(agent=request.agent, model=model,
+                                           location={"directory": str(request.directory)})
+    if model is not None:
+        await client.session.switch_model(session.id, model=model)
+    if request.agent:
+        await client.session.switch_agent(session.id, agent=request.agent)
+    return session
+
+
+async def run_turn(client: OpenCodeClient, session_id: str, text: str, delivery: Literal["steer", "queue"],
+                   view: View, interrupts: Interrupts | None) -> Outcome:
+    """One prompt shown from admission until the execution that ran it ends."""
+    async with Turn(client, session_id, EventAdapter(view)) as turn:
+        if interrupts is not None:
+            interrupts.turn = (client, session_id)
+        try:
+            await turn.prompt(text, delivery)
+            return await turn.settled()
+        finally:
+            if interrupts is not None:
+                interrupts.settled()
+
+
+def describe_failure(outcome: Outcome) -> str:
+    return f"error: {outcome.error_type}: {outcome.message}"
+
+
+def exit_code(outcome: Outcome) -> int:
+    return {"succeeded": EXIT_OK, "failed": EXIT_FAILED, "interrupted": EXIT_INTERRUPTED}[outcome.status]
+
+
+# --- the command ----------------------------------------------------------------------------------------------
+
+
+async def _run(request: RunRequest, view: View, interrupts: Interrupts) -> int:
+    async with open_host(request.attach, request.db, request.directory) as client:
+        session = await prepare_session(client, request, interrupts.say)
+        view.info(f"session {session.id}")
+        if request.interactive:
+            from .interactive import interact
+
+            return await interact(client, session.id, request, view, interrupts)
+        assert request.message is not None
+        outcome = await run_turn(client, session.id, request.message, request.delivery, view, interrupts)
+        view.close()
+        if outcome.status == "failed":
+            interrupts.say(describe_failure(outcome))
+        runtime = getattr(client, "runtime", None)
+        if outcome.status != "interrupted" and runtime is not None:
+            await runtime.settle_background(TITLE_GRACE)  # the session's title, if it is still being written
+        return exit_code(outcome)
+
+
+def execute(request: RunRequest) -> int:
+    """`ocs run` to its exit code."""
+    return run_command(make_view(request.json), lambda view, interrupts: _run(request, view, interrupts))
+
+
+def run_command(view: View, body: Callable[[View, Interrupts], Awaitable[int]]) -> int:
+    """Run a command that shows a session, with Ctrl-C handled; every failure a user can cause ends in one line
+    on stderr."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="replace")  # a terminal that cannot show a character shows "?" instead of failing
+
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        interrupts = Interrupts(asyncio.current_task(), say_stderr)  # type: ignore[arg-type]
+        interrupts.restore.append(view.close)
+        loop.add_signal_handler(signal.SIGINT, interrupts)
+        try:
+            return await body(view, interrupts)
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+
+    try:
+        return asyncio.run(main())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        return EXIT_INTERRUPTED
+    except (StartupError, ConfigError) as cannot:
+        say_stderr(f"ocs: {cannot}")
+        return EXIT_FAILED
+    except DatabaseInUseError as busy:
+        say_stderr(f"ocs: {busy}; talk to that server with --attach URL instead")
+        return EXIT_FAILED
+    except TaggedError as declined:
+        say_stderr(f"error: {declined.tag}: {declined.message}")
+        return EXIT_FAILED
+    except ClientError as broken:
+        say_stderr(f"error: ClientError ({broken.reason}): {broken}")
+        return EXIT_FAILED
+    finally:
+        view.close()

@@ -1,0 +1,81 @@
+"""`ocs serve` as a user meets it: what it says at start (URL, API document, database, config, model, auth),
+a line on stderr for every failed execution, and one line with the fix when it cannot start."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.execution.runner import runner_drain_factory
+from ..core.runtime import Runtime, RuntimeOptions
+from ..core.store import DatabaseInUseError
+from ..core.store.feed import SubscriptionLost
+from ..schema import events as ev
+from ..server.guard import GuardOptions
+from ..server.serve import ConnectionLimits, ServeRefused
+from ..server.serve import serve as serve_app
+from .startup import StartupError, auth_line, report_config, require_directory, say_stderr, survey
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class ServeRequest:
+    host: str
+    port: int
+    db: Path
+    directory: Path
+    guard: GuardOptions
+    limits: ConnectionLimits
+    insecure_no_password: bool = False
+    stall_timeout: float = 15.0
+
+
+async def log_failed_executions(runtime: Runtime, say: Say) -> None:
+    """One stderr line per failed execution, so a server that answers every prompt with a failure says why."""
+    subscription = runtime.store.live.subscribe()
+    with contextlib.suppress(SubscriptionLost):  # the bus closes when the server shuts down
+        while True:
+            for record in await subscription.next():
+                if isinstance(record.data, ev.ExecutionFailed):
+                    error = record.data.error
+                    say(f"session {record.data.sessionID} failed: {error.type}: {error.message}")
+
+
+def serve(request: ServeRequest, say: Say = say_stderr) -> int:
+    env = os.environ
+    try:
+        directory = require_directory(request.directory)
+        found = survey(directory, env)
+        report_config(found, say)
+    except StartupError as cannot:
+        say(f"ocs serve: {cannot}")
+        return 2
+    options = RuntimeOptions(db_path=request.db, directory=directory, drain_factory=runner_drain_factory)
+    watchers: list[asyncio.Task[None]] = []
+
+    def ready(url: str, runtime: Runtime) -> None:
+        print(f"opencode-session listening on {url}", flush=True)
+        say(f"  API document  {url}/doc")
+        say(f"  database      {request.db}")
+        say(f"  directory     {directory}")
+        say(f"  config        {found.config_files}")
+        say(f"  model         {found.model or 'none: ' + (found.model_problem or '')}")
+        say(f"  auth          {auth_line(env)}")
+        watchers.append(asyncio.create_task(log_failed_executions(runtime, say)))
+
+    try:
+        asyncio.run(serve_app(options, request.host, request.port, on_ready=ready, guard=request.guard,
+                              limits=request.limits, insecure_no_password=request.insecure_no_password,
+                              stall_timeout=request.stall_timeout))
+    except ServeRefused as refused:
+        say(f"ocs serve: {refused}")
+        return 2
+    except DatabaseInUseError as busy:
+        say(f"ocs serve: {busy}")
+        return 1
+    return 0

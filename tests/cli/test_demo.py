@@ -1,0 +1,50 @@
+"""`ocs demo` with no configuration at all (and through `python3 run.py demo`, the README's first command): the
+scripted model lists and reads files, answers from what it read, and the end says how to use a real provider."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.cli import TIMEOUT, make_home
+
+# `ocs demo` and run.py start processes: slow on a busy machine
+pytestmark = pytest.mark.timeout(240)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def check_demo(done: subprocess.CompletedProcess[str]) -> None:
+    assert done.returncode == 0, done.stderr
+    assert "> What is this project, and what is left to do in it?" in done.stderr
+    assert "✓ glob **/*" in done.stderr and "✓ read README.md" in done.stderr and "✓ read greet.py" in done.stderr
+    assert "00001| def greet(name: str) -> str:" in done.stderr  # the tools really ran on the scratch project
+    answer = done.stdout
+    assert "`greet.py` defines `greet()`" in answer and "1. greet in French too" in answer
+    assert "OPENAI_API_KEY" in answer and "ocs run" in answer and '"baseURL"' in answer  # then: a real provider
+    assert "\x1b" not in done.stdout + done.stderr and "Traceback" not in done.stderr
+
+
+def test_demo_needs_no_configuration_and_leaves_nothing_behind(tmp_path):
+    home = make_home(tmp_path)
+    (tmp_path / "config" / "opencode").mkdir(parents=True)
+    (tmp_path / "config" / "opencode" / "opencode.json").write_text('{"model": "broken/none"}')  # ignored
+    home.env["TMPDIR"] = str(tmp_path / "tmp")
+    (tmp_path / "tmp").mkdir()
+    check_demo(home.run("demo"))
+    assert list((tmp_path / "tmp").iterdir()) == []  # the scratch project is gone
+    assert not home.db.exists()  # the user's own database is untouched
+
+
+def test_readme_first_command_runs_the_demo(tmp_path):
+    env = make_home(tmp_path).env
+    done = subprocess.run([sys.executable, str(ROOT / "run.py"), "demo"], cwd=tmp_path, env=env, text=True,
+                          capture_output=True, timeout=TIMEOUT * 3, stdin=subprocess.DEVNULL)
+    check_demo(done)
+    readme = (ROOT / "README.md").read_text()
+    quick = readme[readme.index("## Quick start"):]
+    commands = [line.split("#")[0].strip() for line in quick[quick.index("```sh"):].splitlines()[1:3]]
+    assert commands == ["python3 run.py demo", "python3 run.py test"]

@@ -1,0 +1,114 @@
+"""The reading commands as a user runs them: `ocs sessions`, `ocs show`, `ocs log` (also following), `ocs models`,
+`ocs openapi`."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+
+import pytest
+
+from tests.support import fake_openai as fake
+from tests.support.cli import TIMEOUT, make_home
+from tests.support.server import OCS, start_server
+
+# each test starts `ocs` processes (and some a server): slow on a busy machine
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
+
+
+@pytest.fixture(scope="module")
+def two_sessions(tmp_path_factory, loop_provider):
+    """An older session that read a file, then a newer one whose turn failed (shared by this module's tests)."""
+    home = make_home(tmp_path_factory.mktemp("inspect"))
+    home.configure(loop_provider)
+    loop_provider.title = "Reading the notes"
+    loop_provider.enqueue(fake.completion(fake.tool_call_deltas(0, "c1", "read", '{"filePath": "notes.txt"}'),
+                                          finish_reason="tool_calls", usage=fake.usage_block(100, 20)),
+                          fake.completion(fake.text_deltas("They say **alpha**."), usage=fake.usage_block(150, 5)))
+    assert home.run("run", "what do the notes say?").returncode == 0
+    loop_provider.title = "Broken"
+    loop_provider.enqueue(fake.error(400, "Bad things", type="invalid_request_error"))
+    assert home.run("run", "second").returncode == 1
+    loop_provider.title = "Scripted title"
+    return home
+
+
+def test_sessions_lists_newest_first_with_title_directory_cost_and_tokens(two_sessions):
+    done = two_sessions.run("sessions")
+    assert done.returncode == 0, done.stderr
+    rows = [line.split("\t") for line in done.stdout.splitlines()]
+    assert [r[1] for r in rows] == ["Broken", "Reading the notes"]
+    assert all(r[2] == str(two_sessions.work.resolve()) for r in rows)
+    assert rows[1][5] == "275" and rows[1][4].startswith("$")
+    as_json = [json.loads(line) for line in two_sessions.run("sessions", "--format", "json").stdout.splitlines()]
+    assert [s["id"] for s in as_json] == [r[0] for r in rows]
+
+
+def test_show_prints_the_transcript(two_sessions):
+    older = two_sessions.run("sessions").stdout.splitlines()[1].split("\t")[0]
+    done = two_sessions.run("show", older)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "They say **alpha**.\n"  # a pipe gets the text as written
+    assert "> what do the notes say?" in done.stderr
+    assert "✓ read notes.txt" in done.stderr and "00001| alpha" in done.stderr
+    missing = two_sessions.run("show", "ses_nope")
+    assert missing.returncode == 1 and "SessionNotFoundError" in missing.stderr
+
+
+def test_log_prints_durable_events_after_a_sequence(two_sessions):
+    newer = two_sessions.run("sessions").stdout.splitlines()[0].split("\t")[0]
+    lines = two_sessions.run("log", newer).stdout.splitlines()
+    assert all(line.split()[1].startswith("session.") for line in lines)
+    failed = [line for line in lines if "session.execution.failed" in line]
+    assert failed and "provider.invalid-request: Bad things" in failed[0]
+    seqs = [int(line.split()[0]) for line in lines]
+    assert seqs == sorted(seqs)
+    later = two_sessions.run("log", newer, "--after", str(seqs[2]), "--format", "json").stdout.splitlines()
+    assert [json.loads(line)["durable"]["seq"] for line in later] == seqs[3:]
+
+
+def test_log_follow_prints_new_events_until_ctrl_c(tmp_path, home, provider):
+    srv = start_server(tmp_path, env=home.env)
+    try:
+        provider.enqueue(fake.completion(fake.text_deltas("one")), fake.completion(fake.text_deltas("two")))
+        assert home.run("run", "--attach", srv.url, "first").returncode == 0
+        sid = home.run("sessions", "--attach", srv.url).stdout.split("\t")[0]
+        follower = subprocess.Popen([OCS, "log", sid, "--follow", "--attach", srv.url], cwd=home.work,
+                                    env=home.env, text=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE)
+        try:
+            assert follower.stdout is not None
+            while "session.execution.succeeded" not in follower.stdout.readline():
+                pass  # the replay of the first turn
+            assert home.run("run", "--attach", srv.url, "--session", sid, "second").returncode == 0
+            while "session.input.admitted" not in (line := follower.stdout.readline()):
+                pass
+            assert "steer: second" in line  # printed live, as another client prompted
+            follower.send_signal(signal.SIGINT)
+            assert follower.wait(timeout=TIMEOUT) == 130
+            assert "Traceback" not in follower.communicate()[1]
+        finally:
+            follower.kill()
+    finally:
+        assert srv.stop() == 0, "".join(srv.stderr_lines)
+
+
+def test_models_lists_the_catalog_and_which_providers_have_keys(tmp_path):
+    home = make_home(tmp_path, LOCAL_API_KEY="k")
+    home.configure(None, model="local/qwen", small_model="local/qwen", provider={
+        "local": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": "http://127.0.0.1:1/v1"},
+                  "models": {"qwen": {"limit": {"context": 32768, "output": 8192}}}}})
+    done = home.run("models")
+    assert done.returncode == 0, done.stderr
+    rows = [line.split("\t") for line in done.stdout.splitlines() if "\t" in line]
+    assert ["local/qwen", "32768", "8192", "LOCAL_API_KEY", "ready"] in rows
+    openai = [r for r in rows if r[0] == "openai/gpt-4.1"][0]  # the built-in provider lists its own models
+    assert openai[3] == "none found" and "OPENAI_API_KEY" in openai[4]
+    assert "default model: local/qwen" in done.stdout
+
+
+def test_openapi_prints_the_document(tmp_path):
+    done = make_home(tmp_path).run("openapi")
+    document = json.loads(done.stdout)
+    assert document["openapi"].startswith("3.1") and "/api/session/{sessionID}/log" in document["paths"]

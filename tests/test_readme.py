@@ -1,0 +1,50 @@
+"""The README's Python snippets run as written (only the server's address is the test server's) against a
+loopback provider, and print the answer."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support import fake_openai as fake
+from tests.support.cli import TIMEOUT, make_home
+from tests.support.server import start_server
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+DOCUMENTED_URL = "http://127.0.0.1:4096"
+pytestmark = pytest.mark.timeout(240)  # a server and a Python process per snippet
+
+
+def snippets() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+
+
+def test_the_readme_has_an_embedded_and_a_client_snippet():
+    found = snippets()
+    assert len(found) == 2
+    assert "OpenCode(" in found[0] and "OpenCodeClient(" in found[1] and DOCUMENTED_URL in found[1]
+
+
+@pytest.mark.parametrize("index", [0, 1], ids=["embedded", "client"])
+def test_readme_snippet_runs_and_prints_the_answer(tmp_path, loop_provider, index):
+    home = make_home(tmp_path)
+    home.configure(loop_provider)
+    code = snippets()[index]
+    server = None
+    if DOCUMENTED_URL in code:
+        server = start_server(tmp_path, env=home.env, workdir=home.work)
+        code = code.replace(DOCUMENTED_URL, server.url)
+    loop_provider.enqueue(fake.completion(fake.text_deltas("The README ", "is short.")))
+    try:
+        done = subprocess.run([sys.executable, "-c", code], cwd=home.work, env=home.env, capture_output=True,
+                              text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+    finally:
+        if server is not None:
+            assert server.stop() == 0, "".join(server.stderr_lines)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "The README is short.\n"
+    assert loop_provider.requests[-1].json["messages"][-1]["content"] == "Summarise README.md"
