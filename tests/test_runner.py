@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from opencode_session.core.execution.clock import Clock
+from opencode_session.core.execution.retry import base_delay_ms, retry_delay_ms
 from opencode_session.core.execution.runner import MAX_STEPS_NOTICE, Runner, RunnerDeps
 from opencode_session.core.execution.step import TOOLS_DISABLED
 from opencode_session.core.instructions.checkpoint import CheckpointPreparer
@@ -687,6 +688,13 @@ async def test_default_backoff_doubles_from_two_seconds(tmp_path):
         assert h.clock.sleeps == [2000, 4000, 8000, 16000]
         assert [d["at"] - NOW for d in of_type(records, "session.retry.scheduled")] == [2000, 4000, 8000, 16000]
         assert of_type(records, "session.execution.failed")[0]["error"]["type"] == "provider.transport"
+
+
+def test_the_retry_base_delay_comes_from_the_environment_when_it_is_a_usable_number():
+    assert base_delay_ms({}) == 2000
+    assert base_delay_ms({"OCS_RETRY_BASE_DELAY_MS": "25"}) == 25
+    assert [base_delay_ms({"OCS_RETRY_BASE_DELAY_MS": bad}) for bad in ("-1", "soon", "nan", "inf")] == [2000] * 4
+    assert retry_delay_ms(3, TransportError("t"), base_ms=25) == 100
 
 
 async def test_retry_then_success_reuses_the_assistant_message(tmp_path):

@@ -24,6 +24,8 @@ class RuntimeOptions:
     # builds the drain function from the runtime (the runner installs itself here); None runs nothing
     drain_factory: Callable[["Runtime"], Drain] | None = None
     live_capacity: int = 4096  # the live ring: how far a reader may lag before it catches up from the store
+    # the first provider retry's delay (later ones double it); None: $OCS_RETRY_BASE_DELAY_MS, else 2 s
+    retry_base_delay_ms: float | None = None
 
 
 class Runtime:

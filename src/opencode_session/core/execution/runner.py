@@ -36,7 +36,7 @@ from ..tools.registry import ToolRegistry, default_registry
 from .clock import Clock
 from .coordinator import DrainFailure
 from .lowering import lower_entries
-from .retry import may_retry, retry_delay_ms
+from .retry import BASE_DELAY_MS, base_delay_ms, may_retry, retry_delay_ms
 from .step import INTERRUPTED_STEP, Step, StepContext, shielded
 
 log = logging.getLogger(__name__)
@@ -83,6 +83,7 @@ class RunnerDeps:
     provider_for: Callable[[llm.ResolvedModel], llm.Provider] = provider_for
     instructions: InstructionPreparer = field(default_factory=NoInstructions)
     on_read: Callable[[Boundary, str], Callable[[Path], Any]] | None = None
+    retry_base_delay_ms: float = BASE_DELAY_MS
 
 
 class Runner:
@@ -152,7 +153,7 @@ class Runner:
                 step += 1
                 if outcome.retry:
                     assert outcome.error is not None
-                    delay = retry_delay_ms(retries + 1, outcome.error)
+                    delay = retry_delay_ms(retries + 1, outcome.error, self.deps.retry_base_delay_ms)
                     at = self.deps.clock.now_ms() + int(delay)
                     error = outcome.error.to_session_error()
                     retry = (assistant_id, retries + 1)
@@ -280,9 +281,12 @@ def make_drain_factory(
     providers, the built-in tools and the wall clock."""
 
     def factory(runtime: Any) -> Callable[[str, bool], Any]:
-        deps = RunnerDeps(store=runtime.store, env=runtime.options.env,
-                          instructions=CheckpointPreparer(runtime.store, runtime.options.env),
-                          on_read=NearbyInstructions(runtime.store).hook)
+        options = runtime.options
+        retry_base = options.retry_base_delay_ms
+        deps = RunnerDeps(store=runtime.store, env=options.env,
+                          instructions=CheckpointPreparer(runtime.store, options.env),
+                          on_read=NearbyInstructions(runtime.store).hook,
+                          retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base)
         if tools is not None:
             deps.tools = tools
         if provider is not None:
