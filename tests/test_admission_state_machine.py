@@ -18,7 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from opencode_session.core.location import resolve_location
 from opencode_session.core.session import Sessions
-from opencode_session.core.session.projector import PROJECTION_TABLES, project
+from opencode_session.core.session.projector import project
 from opencode_session.core.store import Store
 from opencode_session.schema.errors import ConflictError
 from opencode_session.schema.prompt import PromptInput
@@ -48,7 +48,7 @@ class AdmissionMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         try:
             before = snapshot_projections(self.dir / "db.sqlite")
-            self.run(self.store.rebuild_projections(PROJECTION_TABLES))
+            self.run(self.store.rebuild_projections())
             assert snapshot_projections(self.dir / "db.sqlite") == before, "replay diverged from the live projections"
         finally:
             self.run(self.store.close())

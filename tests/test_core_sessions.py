@@ -5,7 +5,6 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from opencode_session.core.session.projector import PROJECTION_TABLES
 from opencode_session.schema.common import ModelRef
 from opencode_session.schema.errors import (
     ConflictError,
@@ -212,7 +211,7 @@ async def test_replay_rebuilds_identical_projections(tmp_path):
         await s.promote(sid, "input")
         await s.promote(sid, "input")
         before = snapshot_projections(tmp_path / "db.sqlite")
-        await s.store.rebuild_projections(PROJECTION_TABLES)
+        await s.store.rebuild_projections()
         assert snapshot_projections(tmp_path / "db.sqlite") == before
         assert len(before["session_pending"]) == 1 and len(before["session_message"]) == 3
 

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from opencode_session.core.session.history import HistoryCache, active_history
+from opencode_session.core.store import instructions
 from opencode_session.schema import events as ev
 from opencode_session.schema.common import ModelRef
 from opencode_session.schema.prompt import PromptInput
@@ -44,9 +45,8 @@ async def test_cache_tracks_appends_updates_cutoffs_and_deletions(tmp_path):
         await s.store.write(lambda tx: tx.append(ev.InstructionsUpdated(sessionID=sid, text="update")))
         assert history != await _check(s, cache, sid)
         # a new baseline folds the update in: the cutoff moves and the system message leaves the history
-        await s.store.write(lambda tx: tx.execute(
-            "INSERT INTO instruction_checkpoint (session_id, baseline, snapshot, baseline_seq) VALUES (?, '', '{}', ?)",
-            (sid, tx.latest_seq(sid))))
+        await s.store.write(lambda tx: instructions.initialize(tx, sid, instructions.Checkpoint(
+            "", "{}", tx.latest_seq(sid))))
         assert "system" not in [m["type"] for m in await _check(s, cache, sid)]
         await s.store.write(lambda tx: tx.execute("DELETE FROM session_message WHERE id = ?", (aid,)))
         assert [m["type"] for m in await _check(s, cache, sid)] == ["user"]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from opencode_session.core.location import resolve_location
 from opencode_session.core.session import Sessions
-from opencode_session.core.session.projector import PROJECTION_TABLES, project
+from opencode_session.core.session.projector import project
+from opencode_session.core.store import PROJECTION_TABLES
 from opencode_session.core.store import Store
 from tests.support.config import write_global_config
 

@@ -34,6 +34,7 @@ class EventDef:
 
 DEFINITIONS: dict[str, EventDef] = {}
 BY_STORED_TYPE: dict[str, EventDef] = {}
+_BY_CLASS: dict[type[Struct], EventDef] = {}
 
 
 def _register(type_: str, version: int, durable: bool, public: bool):
@@ -42,7 +43,7 @@ def _register(type_: str, version: int, durable: bool, public: bool):
         DEFINITIONS[type_] = definition
         if durable:
             BY_STORED_TYPE[definition.stored_type] = definition
-        cls.definition = definition  # type: ignore[attr-defined]
+        _BY_CLASS[cls] = definition
         return cls
 
     return deco
@@ -57,7 +58,12 @@ def live(type_: str):
 
 
 def definition_of(data: Struct) -> EventDef:
-    return type(data).definition  # type: ignore[attr-defined]
+    return definition_for(type(data))
+
+
+def definition_for(cls: type[Struct]) -> EventDef:
+    """The catalogue entry of an event data class."""
+    return _BY_CLASS[cls]
 
 
 class DurableRef(Struct):

@@ -81,11 +81,6 @@ async def location_get(rt: Runtime, call: Call) -> Any:
     return loc.info()
 
 
-# The session page size has no upper bound on the wire, but SQLite counts in signed 64 bits; no store holds this
-# many sessions, so any larger limit means the same page and is clamped instead of overflowing into a 500.
-_MAX_SESSION_LIMIT = 1 << 62
-
-
 @op("v2.session.list")
 async def session_list(rt: Runtime, call: Call) -> Any:
     q = call.query
@@ -94,7 +89,7 @@ async def session_list(rt: Runtime, call: Call) -> Any:
         _require_usable_path(q.directory, "query", "directory")
     return await rt.sessions.list(
         cursor=q.cursor,
-        limit=min(q.limit, _MAX_SESSION_LIMIT) if "limit" in fields else None,
+        limit=q.limit if "limit" in fields else None,
         order=q.order, search=q.search, directory=q.directory, project=q.project, subpath=q.subpath,
         workspace=q.workspace,
     )

@@ -29,9 +29,9 @@ from ..location import Location, resolve_location
 from ..permission import Ruleset, effective_rules
 from ..session import admission
 from ..session.history import HistoryCache, active_history
-from ..session.projector import load_message
 from ..session.service import require_session
-from ..store.db import Store, Tx
+from ..store import messages, pending
+from ..store.db import Reader, Store, Tx
 from ..tools.registry import ToolRegistry, default_registry
 from .clock import Clock
 from .coordinator import DrainFailure
@@ -97,7 +97,7 @@ class Runner:
         return await self.deps.store.read(fn)
 
     async def _boundary(self, session_id: str) -> Boundary:
-        session = await self._read(lambda conn: require_session(conn, session_id))
+        session = await self._read(lambda reader: require_session(reader, session_id))
 
         def _sample() -> Boundary:  # filesystem work (git root, config files) stays off the event loop
             location = resolve_location(session.location.directory, session.location.workspaceID)
@@ -121,7 +121,7 @@ class Runner:
 
     async def drain(self, session_id: str, force: bool) -> None:
         store = self.deps.store
-        if not force and not await self._read(lambda conn: admission.has_pending(conn, session_id)):
+        if not force and not await self._read(lambda reader: pending.any_promotable(reader, session_id)):
             return
         await self.reconcile_orphans(session_id)
         step = 1
@@ -177,7 +177,7 @@ class Runner:
         """Fail an assistant message that is still open, so no Step is left without its terminal event."""
 
         def _close(tx: Tx) -> None:
-            message = load_message(tx, assistant_id)
+            message = messages.load(tx, assistant_id)
             if message is not None and "completed" not in message["time"]:
                 tx.append(ev.StepFailed(sessionID=session_id, assistantMessageID=assistant_id, error=error))
 
@@ -186,8 +186,8 @@ class Runner:
     async def _needs_response(self, session_id: str) -> bool:
         """A forced drain with nothing to promote continues only when history awaits an assistant reply."""
 
-        def _q(conn) -> bool:
-            for data in reversed(active_history(conn, session_id)):
+        def _q(reader: Reader) -> bool:
+            for data in reversed(active_history(reader, session_id)):
                 m = json.loads(data)
                 if m["type"] in ("user", "synthetic"):
                     return True
@@ -217,7 +217,7 @@ class Runner:
             raise DrainFailure(failure) from None
         model_ref = ModelRef(id=resolved.model_id, providerID=resolved.provider_id,
                              variant=ref.variant if ref else None)
-        history = await self._read(lambda conn: self.history.load(conn, session_id))
+        history = await self._read(lambda reader: self.history.load(reader, session_id))
         last_step = b.agent.steps is not None and step >= b.agent.steps
         rules = b.rules(self.deps.env)
         messages = lower_entries(history, model_ref)
@@ -250,13 +250,8 @@ class Runner:
         re-run them. Returns how many tool calls were failed."""
 
         def _reconcile(tx: Tx) -> int:
-            rows = tx.execute(
-                "SELECT data FROM session_message INDEXED BY session_message_open_assistant_idx"
-                " WHERE session_id = ? AND type = 'assistant'"
-                " AND json_extract(data, '$.time.completed') IS NULL ORDER BY seq", (session_id,)).fetchall()
             failed = 0
-            for row in rows:
-                message = json.loads(row[0])
+            for message in messages.open_assistants(tx, session_id):
                 for part in message["content"]:
                     if part["type"] == "tool" and part["state"]["status"] in ("streaming", "running"):
                         tx.append(ev.ToolFailed(

@@ -234,9 +234,9 @@ class Step:
             await self._publish_settlement(record, ToolErrored(SessionErrorInfo(
                 type="tool.execution", message=TOOLS_DISABLED)))
         else:
-            record.task = asyncio.create_task(self._execute(record, call.input))
+            record.task = asyncio.create_task(self._run_tool(record, call.input))
 
-    async def _execute(self, record: _Call, tool_input: dict[str, Any]) -> None:
+    async def _run_tool(self, record: _Call, tool_input: dict[str, Any]) -> None:
         c = self.ctx
         tool_ctx = ToolContext(session_id=c.session_id, message_id=c.assistant_id, call_id=record.call_id,
                                agent=c.agent, directory=c.directory, project_root=c.project_root, on_read=c.on_read,

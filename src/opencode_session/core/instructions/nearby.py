@@ -3,7 +3,6 @@ and the Location root are shown to the model once per Session as a durable synth
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import anyio
 
 from ...schema import events as ev
+from ..store import messages
 from ..store.db import Store, Tx
 from .discovery import AGENTS_FILE
 
@@ -31,14 +31,6 @@ def nearby_files(read_path: Path, location_root: Path) -> list[Path]:
             found.append(candidate)
         current = current.parent
     return list(reversed(found))
-
-
-def _already_injected(tx: Tx, session_id: str) -> set[str]:
-    rows = tx.execute(
-        "SELECT json_extract(data, '$.metadata.instruction.paths') FROM session_message"
-        " WHERE session_id = ? AND type = 'synthetic' AND json_extract(data, '$.metadata.instruction') IS NOT NULL",
-        (session_id,)).fetchall()
-    return {p for (paths,) in rows if paths for p in json.loads(paths)}
 
 
 class NearbyInstructions:
@@ -65,7 +57,7 @@ class NearbyInstructions:
                 return
 
             def _inject(tx: Tx) -> None:
-                done = _already_injected(tx, session_id)
+                done = messages.injected_instruction_paths(tx, session_id)
                 todo = [(p, c) for p, c in contents if str(p) not in done]
                 if not todo:
                     return

@@ -1,9 +1,8 @@
-"""The session read model: projects each durable event into session, session_message and session_pending rows,
-and stamps the event's envelope with the Location of its session."""
+"""The session read model: what each durable event changes in the projected session, its messages and its pending
+input (the store's table modules say how that is stored), and the Location stamped on the event's envelope."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -11,9 +10,8 @@ from ...schema import events as ev
 from ...schema.common import LocationRef
 from ...schema.events import EventRecord
 from ...schema.ids import message_id_from_event
+from ..store import instructions, messages, pending, sessions
 from ..store.db import Tx
-
-PROJECTION_TABLES = ["session", "session_message", "session_pending"]
 
 _HANDLERS: dict[type, Callable[[Tx, EventRecord, Any], None]] = {}
 
@@ -35,58 +33,36 @@ def project(tx: Tx, record: EventRecord) -> None:
     if handler is not None:
         handler(tx, record, data)
     if not isinstance(data, ev.SessionCreated):
-        tx.execute("UPDATE session SET time_updated = ? WHERE id = ?", (record.created, record.aggregate_id))
+        sessions.touch(tx, record.aggregate_id, record.created)
 
 
 def _location_of(tx: Tx, record: EventRecord) -> LocationRef | None:
     """Where the event happened: its session's Location before this event applies (a move happens at its source)."""
     if isinstance(record.data, ev.SessionCreated):
         return record.data.info.location
-    row = tx.execute("SELECT directory, workspace_id FROM session WHERE id = ?", (record.aggregate_id,)).fetchone()
-    return None if row is None else LocationRef(directory=row[0], workspaceID=row[1])
-
-
-def _dump(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
+    return sessions.location(tx, record.aggregate_id)
 
 
 # --- session row -------------------------------------------------------------------------------------
 
 
 def _load_session(tx: Tx, session_id: str) -> dict[str, Any]:
-    row = tx.execute("SELECT data FROM session WHERE id = ?", (session_id,)).fetchone()
-    if row is None:
+    info = sessions.load_data(tx, session_id)
+    if info is None:
         raise LookupError(f"projection for unknown session {session_id}")
-    return json.loads(row[0])
-
-
-def _save_session(tx: Tx, session_id: str, info: dict[str, Any]) -> None:
-    tx.execute(
-        "UPDATE session SET data = ?, title = ?, directory = ?, workspace_id = ? WHERE id = ?",
-        (_dump(info), info["title"], info["location"]["directory"], info["location"].get("workspaceID"), session_id),
-    )
+    return info
 
 
 @handles(ev.SessionCreated)
 def _created(tx: Tx, record: EventRecord, data: ev.SessionCreated) -> None:
-    info = data.info.wire()
-    tx.execute(
-        "INSERT INTO session (id, project_id, workspace_id, parent_id, directory, title, time_created, time_updated,"
-        " created_order, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(created_order), 0) + 1"
-        " FROM session), ?)",
-        (
-            info["id"], info["projectID"], info["location"].get("workspaceID"), info.get("parentID"),
-            info["location"]["directory"], info["title"], info["time"]["created"], info["time"]["updated"],
-            _dump(info),
-        ),
-    )
+    sessions.insert(tx, data.info.wire())
 
 
 @handles(ev.AgentSelected)
 def _agent(tx: Tx, record: EventRecord, data: ev.AgentSelected) -> None:
     info = _load_session(tx, data.sessionID)
     info["agent"] = data.agent
-    _save_session(tx, data.sessionID, info)
+    sessions.save_data(tx, data.sessionID, info)
     _insert_message(tx, record, {"type": "agent-switched", "agent": data.agent})
 
 
@@ -94,7 +70,7 @@ def _agent(tx: Tx, record: EventRecord, data: ev.AgentSelected) -> None:
 def _model(tx: Tx, record: EventRecord, data: ev.ModelSelected) -> None:
     info = _load_session(tx, data.sessionID)
     info["model"] = data.model.wire()
-    _save_session(tx, data.sessionID, info)
+    sessions.save_data(tx, data.sessionID, info)
     message: dict[str, Any] = {"type": "model-switched", "model": data.model.wire()}
     if data.previous is not None:
         message["previous"] = data.previous.wire()
@@ -105,7 +81,7 @@ def _model(tx: Tx, record: EventRecord, data: ev.ModelSelected) -> None:
 def _renamed(tx: Tx, record: EventRecord, data: ev.Renamed) -> None:
     info = _load_session(tx, data.sessionID)
     info["title"] = data.title
-    _save_session(tx, data.sessionID, info)
+    sessions.save_data(tx, data.sessionID, info)
 
 
 @handles(ev.Moved)
@@ -116,9 +92,9 @@ def _moved(tx: Tx, record: EventRecord, data: ev.Moved) -> None:
         info["subpath"] = data.subpath
     else:
         info.pop("subpath", None)
-    _save_session(tx, data.sessionID, info)
+    sessions.save_data(tx, data.sessionID, info)
     # a moved session re-initializes its instruction baseline in the destination before input promotes
-    tx.execute("DELETE FROM instruction_checkpoint WHERE session_id = ?", (data.sessionID,))
+    instructions.reset(tx, data.sessionID)
 
 
 def _add_usage(tx: Tx, session_id: str, cost: float | None, tokens: Any) -> None:
@@ -133,7 +109,7 @@ def _add_usage(tx: Tx, session_id: str, cost: float | None, tokens: Any) -> None
         t["reasoning"] += tokens.reasoning
         t["cache"]["read"] += tokens.cache.read
         t["cache"]["write"] += tokens.cache.write
-    _save_session(tx, session_id, info)
+    sessions.save_data(tx, session_id, info)
     tx.publish_live(ev.UsageUpdated.model_validate({"sessionID": session_id, "cost": info["cost"],
                                                      "tokens": info["tokens"]}), session_id)
 
@@ -143,50 +119,29 @@ def _add_usage(tx: Tx, session_id: str, cost: float | None, tokens: Any) -> None
 
 def _insert_message(tx: Tx, record: EventRecord, body: dict[str, Any], message_id: str | None = None) -> str:
     mid = message_id or message_id_from_event(record.id)
-    body = {"id": mid, "time": {"created": record.created}, **body}
-    tx.execute(
-        "INSERT INTO session_message (id, session_id, type, seq, time_created, time_updated, data)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (mid, record.aggregate_id, body["type"], record.seq, record.created, record.created, _dump(body)),
-    )
+    messages.insert(tx, record.aggregate_id, _seq(record), {"id": mid, "time": {"created": record.created}, **body})
     return mid
 
 
-def load_message(tx: Tx, message_id: str) -> dict[str, Any] | None:
-    row = tx.execute("SELECT data FROM session_message WHERE id = ?", (message_id,)).fetchone()
-    return None if row is None else json.loads(row[0])
-
-
-def _save_message(tx: Tx, message: dict[str, Any], updated: int) -> None:
-    tx.execute(
-        "UPDATE session_message SET data = ?, time_updated = ?, rev = rev + 1 WHERE id = ?",
-        (_dump(message), updated, message["id"]),
-    )
+def _seq(record: EventRecord) -> int:
+    if record.seq is None:
+        raise ValueError(f"live-only event {record.type} cannot be projected")
+    return record.seq
 
 
 @handles(ev.InputAdmitted)
 def _admitted(tx: Tx, record: EventRecord, data: ev.InputAdmitted) -> None:
-    tx.execute(
-        "INSERT INTO session_pending (id, session_id, type, data, delivery, admitted_seq, time_created)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (data.inputID, data.sessionID, data.input.type, _dump(data.input.data.wire()), data.input.delivery,
-         record.seq, record.created),
-    )
+    pending.insert(tx, pending.PendingInput(data.inputID, data.sessionID, data.input.type, data.input.data.wire(),
+                                            data.input.delivery, _seq(record), record.created))
 
 
 @handles(ev.InputPromoted)
 def _promoted(tx: Tx, record: EventRecord, data: ev.InputPromoted) -> None:
-    row = tx.execute(
-        "SELECT type, data FROM session_pending WHERE id = ? AND session_id = ?", (data.inputID, data.sessionID)
-    ).fetchone()
-    if row is None:
-        raise LookupError(f"promotion of input {data.inputID} that is not pending")
-    tx.execute("DELETE FROM session_pending WHERE id = ?", (data.inputID,))
-    body = json.loads(row["data"])
-    if row["type"] == "user":
-        _insert_message(tx, record, {"type": "user", **body}, message_id=data.inputID)
+    taken = pending.take(tx, data.sessionID, data.inputID)
+    if taken.type == "user":
+        _insert_message(tx, record, {"type": "user", **taken.data}, message_id=data.inputID)
     else:
-        _insert_message(tx, record, {"type": "synthetic", "sessionID": data.sessionID, **body},
+        _insert_message(tx, record, {"type": "synthetic", "sessionID": data.sessionID, **taken.data},
                         message_id=data.inputID)
 
 
@@ -209,7 +164,7 @@ def _synthetic(tx: Tx, record: EventRecord, data: ev.Synthetic) -> None:
 
 
 def _assistant(tx: Tx, data: Any) -> dict[str, Any]:
-    message = load_message(tx, data.assistantMessageID)
+    message = messages.load(tx, data.assistantMessageID)
     if message is None or message.get("type") != "assistant":
         raise LookupError(f"no assistant message {data.assistantMessageID}")
     return message
@@ -218,15 +173,10 @@ def _assistant(tx: Tx, data: Any) -> dict[str, Any]:
 @handles(ev.StepStarted)
 def _step_started(tx: Tx, record: EventRecord, data: ev.StepStarted) -> None:
     # an older incomplete assistant (an interrupted step) is closed when a new one starts
-    for row in tx.execute(
-        "SELECT data FROM session_message INDEXED BY session_message_open_assistant_idx"
-        " WHERE session_id = ? AND type = 'assistant' AND json_extract(data, '$.time.completed') IS NULL AND id != ?",
-        (data.sessionID, data.assistantMessageID),
-    ).fetchall():
-        older = json.loads(row[0])
+    for older in messages.open_assistants(tx, data.sessionID, excluding=data.assistantMessageID):
         older["time"]["completed"] = record.created
-        _save_message(tx, older, record.created)
-    existing = load_message(tx, data.assistantMessageID)
+        messages.save(tx, older, record.created)
+    existing = messages.load(tx, data.assistantMessageID)
     if existing is None:
         body: dict[str, Any] = {"type": "assistant", "agent": data.agent, "model": data.model.wire(), "content": []}
         if data.snapshot:
@@ -238,7 +188,7 @@ def _step_started(tx: Tx, record: EventRecord, data: ev.StepStarted) -> None:
         existing.pop(key, None)
     existing["time"].pop("completed", None)
     existing["agent"], existing["model"] = data.agent, data.model.wire()
-    _save_message(tx, existing, record.created)
+    messages.save(tx, existing, record.created)
 
 
 @handles(ev.StepEnded)
@@ -255,13 +205,13 @@ def _step_ended(tx: Tx, record: EventRecord, data: ev.StepEnded) -> None:
         if data.files:
             snap["files"] = data.files
     message.pop("retry", None)
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
     _add_usage(tx, data.sessionID, data.cost, data.tokens)
 
 
 @handles(ev.StepFailed)
 def _step_failed(tx: Tx, record: EventRecord, data: ev.StepFailed) -> None:
-    message = load_message(tx, data.assistantMessageID)
+    message = messages.load(tx, data.assistantMessageID)
     if message is None:
         # a step can fail before any output (e.g. exhausted retries): the assistant still records the failure
         return
@@ -273,7 +223,7 @@ def _step_failed(tx: Tx, record: EventRecord, data: ev.StepFailed) -> None:
         message["cost"] = data.cost
     if data.tokens is not None:
         message["tokens"] = data.tokens.wire()
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
     _add_usage(tx, data.sessionID, data.cost, data.tokens)
 
 
@@ -288,14 +238,14 @@ def _part(message: dict[str, Any], kind: str, ident: str) -> dict[str, Any]:
 def _text_started(tx: Tx, record: EventRecord, data: ev.TextStarted) -> None:
     message = _assistant(tx, data)
     message["content"].append({"type": "text", "id": f"text-{data.ordinal}", "text": ""})
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
 
 
 @handles(ev.TextEnded)
 def _text_ended(tx: Tx, record: EventRecord, data: ev.TextEnded) -> None:
     message = _assistant(tx, data)
     _part(message, "text", f"text-{data.ordinal}")["text"] = data.text
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
 
 
 @handles(ev.ReasoningStarted)
@@ -306,7 +256,7 @@ def _reasoning_started(tx: Tx, record: EventRecord, data: ev.ReasoningStarted) -
     if data.state is not None:
         part["providerMetadata"] = data.state
     message["content"].append(part)
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
 
 
 @handles(ev.ReasoningEnded)
@@ -317,7 +267,7 @@ def _reasoning_ended(tx: Tx, record: EventRecord, data: ev.ReasoningEnded) -> No
     part.setdefault("time", {"created": record.created})["completed"] = record.created
     if data.state is not None:
         part["providerMetadata"] = data.state
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
 
 
 @handles(ev.ToolInputStarted)
@@ -327,7 +277,7 @@ def _tool_input_started(tx: Tx, record: EventRecord, data: ev.ToolInputStarted) 
         "type": "tool", "id": data.callID, "name": data.name, "state": {"status": "streaming", "input": ""},
         "time": {"created": record.created},
     })
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
 
 
 @handles(ev.ToolInputEnded)
@@ -336,7 +286,7 @@ def _tool_input_ended(tx: Tx, record: EventRecord, data: ev.ToolInputEnded) -> N
     part = _part(message, "tool", data.callID)
     if part["state"]["status"] == "streaming":
         part["state"]["input"] = data.text
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
 
 
 @handles(ev.ToolCalled)
@@ -354,7 +304,7 @@ def _tool_called(tx: Tx, record: EventRecord, data: ev.ToolCalled) -> None:
         provider["metadata"] = data.state
     part["provider"] = provider
     part["time"]["ran"] = record.created
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
 
 
 def _settle_tool(tx: Tx, record: EventRecord, data: Any, state: dict[str, Any]) -> None:
@@ -367,7 +317,7 @@ def _settle_tool(tx: Tx, record: EventRecord, data: Any, state: dict[str, Any]) 
     if data.resultState is not None:
         part.setdefault("provider", {"executed": data.executed})["resultMetadata"] = data.resultState
     part["time"]["completed"] = record.created
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
 
 
 @handles(ev.ToolSuccess)
@@ -391,20 +341,15 @@ def _tool_failed(tx: Tx, record: EventRecord, data: ev.ToolFailed) -> None:
 
 @handles(ev.RetryScheduled)
 def _retry(tx: Tx, record: EventRecord, data: ev.RetryScheduled) -> None:
-    message = load_message(tx, data.assistantMessageID)
+    message = messages.load(tx, data.assistantMessageID)
     if message is None:
         return
     message["retry"] = {"attempt": data.attempt, "at": data.at, "error": data.error.wire()}
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
 
 
 @handles(ev.ExecutionSucceeded, ev.ExecutionFailed, ev.ExecutionInterrupted)
 def _execution_settled(tx: Tx, record: EventRecord, data: Any) -> None:
-    for row in tx.execute(
-        "SELECT data FROM session_message INDEXED BY session_message_retry_idx"
-        " WHERE session_id = ? AND type = 'assistant' AND json_extract(data, '$.retry') IS NOT NULL",
-        (data.sessionID,),
-    ).fetchall():
-        message = json.loads(row[0])
+    for message in messages.retrying_assistants(tx, data.sessionID):
         message.pop("retry", None)
-        _save_message(tx, message, record.created)
+        messages.save(tx, message, record.created)
