@@ -201,20 +201,22 @@ class Synthetic(Struct):
 # --- steps ---------------------------------------------------------------------------------------
 
 
-class _StepEvent(Struct):
+class StepEvent(Struct):
+    """What every event of one Step carries: its session and its assistant message."""
+
     sessionID: SessionID
     assistantMessageID: MessageID
 
 
 @durable("session.step.started")
-class StepStarted(_StepEvent):
+class StepStarted(StepEvent):
     agent: str
     model: ModelRef
     snapshot: str | None = None
 
 
 @durable("session.step.ended")
-class StepEnded(_StepEvent):
+class StepEnded(StepEvent):
     finish: str
     cost: float = 0
     tokens: Tokens = Field(default_factory=Tokens)
@@ -223,7 +225,7 @@ class StepEnded(_StepEvent):
 
 
 @durable("session.step.failed")
-class StepFailed(_StepEvent):
+class StepFailed(StepEvent):
     error: SessionErrorInfo
     cost: float | None = None
     tokens: Tokens | None = None
@@ -231,61 +233,61 @@ class StepFailed(_StepEvent):
 
 
 @durable("session.text.started")
-class TextStarted(_StepEvent):
+class TextStarted(StepEvent):
     ordinal: int = Field(ge=0)
 
 
 @live("session.text.delta")
-class TextDelta(_StepEvent):
+class TextDelta(StepEvent):
     ordinal: int = Field(ge=0)
     delta: str
 
 
 @durable("session.text.ended")
-class TextEnded(_StepEvent):
+class TextEnded(StepEvent):
     ordinal: int = Field(ge=0)
     text: str
 
 
 @durable("session.reasoning.started")
-class ReasoningStarted(_StepEvent):
+class ReasoningStarted(StepEvent):
     ordinal: int = Field(ge=0)
     state: dict[str, Any] | None = None
 
 
 @live("session.reasoning.delta")
-class ReasoningDelta(_StepEvent):
+class ReasoningDelta(StepEvent):
     ordinal: int = Field(ge=0)
     delta: str
 
 
 @durable("session.reasoning.ended")
-class ReasoningEnded(_StepEvent):
+class ReasoningEnded(StepEvent):
     ordinal: int = Field(ge=0)
     text: str
     state: dict[str, Any] | None = None
 
 
 @durable("session.tool.input.started")
-class ToolInputStarted(_StepEvent):
+class ToolInputStarted(StepEvent):
     callID: str
     name: str
 
 
 @live("session.tool.input.delta")
-class ToolInputDelta(_StepEvent):
+class ToolInputDelta(StepEvent):
     callID: str
     delta: str
 
 
 @durable("session.tool.input.ended")
-class ToolInputEnded(_StepEvent):
+class ToolInputEnded(StepEvent):
     callID: str
     text: str
 
 
 @durable("session.tool.called")
-class ToolCalled(_StepEvent):
+class ToolCalled(StepEvent):
     callID: str
     name: str
     input: dict[str, Any]
@@ -294,7 +296,7 @@ class ToolCalled(_StepEvent):
 
 
 @durable("session.tool.success")
-class ToolSuccess(_StepEvent):
+class ToolSuccess(StepEvent):
     callID: str
     structured: dict[str, Any] = Field(default_factory=dict)
     content: list[ToolContent] = Field(default_factory=list)
@@ -305,7 +307,7 @@ class ToolSuccess(_StepEvent):
 
 
 @durable("session.tool.failed")
-class ToolFailed(_StepEvent):
+class ToolFailed(StepEvent):
     callID: str
     error: SessionErrorInfo
     result: Any = None
@@ -314,7 +316,7 @@ class ToolFailed(_StepEvent):
 
 
 @durable("session.retry.scheduled")
-class RetryScheduled(_StepEvent):
+class RetryScheduled(StepEvent):
     attempt: int = Field(ge=1)
     at: Millis
     error: SessionErrorInfo

@@ -3,7 +3,6 @@ immediate continuation remains; it owns retries, the step allowance and orphan r
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -15,24 +14,28 @@ import anyio
 from ...schema import events as ev
 from ...schema.common import ModelRef, SessionErrorInfo
 from ...schema.ids import message_id
-from ...schema.session import SessionV2Info
-from ..agents import BUILD_PROMPT, Agent, AgentNotFoundError, resolve_agent
+from ..agents import BUILD_PROMPT, AgentNotFoundError, resolve_agent
 from ..attachments import load_attachments, needs_loading
 from ..authority import Authority
-from ..config import Config, ConfigError, load_config
+from ..config import ConfigError, load_config
 from ..instructions.checkpoint import CheckpointPreparer, InstructionsBlocked
 from ..instructions.nearby import NearbyInstructions
 from ..llm import model as llm
-from ..llm.catalog import configured_secrets, model_ref_from_string, provider_for, resolve_model
+from ..llm.catalog import (
+    configured_secrets,
+    model_ref_from_string,
+    provider_for,
+    resolve_model,
+)
 from ..llm.errors import ProviderError
-from ..location import Location, resolve_location
-from ..permission import Ruleset, effective_rules
+from ..location import resolve_location
 from ..session import admission
-from ..session.history import HistoryCache, active_history
+from ..session.history import HistoryCache
 from ..session.service import require_session
 from ..store import messages, pending
 from ..store.db import Reader, Store, Tx
 from ..tools.registry import ToolRegistry, default_registry
+from .boundary import Boundary
 from .clock import Clock
 from .coordinator import DrainFailure
 from .lowering import lower_entries
@@ -46,20 +49,6 @@ MAX_STEPS_NOTICE = (
     "Reply with text only: say that the step limit was reached, summarise what has been done, list what "
     "remains, and recommend how to continue."
 )
-
-
-@dataclass
-class Boundary:
-    """What a Safe Step Boundary sampled: the session, its agent and config, and where it runs."""
-
-    session: SessionV2Info
-    agent: Agent
-    config: Config
-    location: Location
-
-    def rules(self, env: Mapping[str, str]) -> Ruleset:
-        """The permission rules this boundary's tools and attachments run under: global config, then the agent."""
-        return effective_rules(self.config.permission, self.agent.permission, env)
 
 
 class InstructionPreparer(Protocol):
@@ -187,13 +176,14 @@ class Runner:
         """A forced drain with nothing to promote continues only when history awaits an assistant reply."""
 
         def _q(reader: Reader) -> bool:
-            for data in reversed(active_history(reader, session_id)):
-                m = json.loads(data)
+            for entry in reversed(self.history.load(reader, session_id)):
+                m = entry.message
                 if m["type"] in ("user", "synthetic"):
                     return True
                 if m["type"] == "assistant":
                     # unanswered tool results, or a step an interruption cut short
-                    return m.get("finish") == "tool-calls" or (m.get("error") or {}).get("type") == "aborted"
+                    error = m.get("error")
+                    return m.get("finish") == "tool-calls" or (error is not None and error["type"] == "aborted")
             return False
 
         return await self._read(_q)

@@ -13,12 +13,13 @@ import anyio
 
 from ...schema import events as ev
 from ..config import global_config_dir
+from ..execution.boundary import Boundary
+from ..skills import discover_skills, permitted_skills, skill_roots
 from ..store import instructions as stored
 from ..store import messages
 from ..store.db import Store, Tx
 from . import algebra
 from .discovery import discovery_source, project_config_disabled
-from ..skills import discover_skills, permitted_skills, skill_roots
 from .sources import (
     SkillInfo,
     config_instructions_source,
@@ -37,7 +38,7 @@ class InstructionsBlocked(Exception):
         self.keys = keys
 
 
-async def compose(boundary: Any, store: Store, env: Mapping[str, str], today: Callable[[], date],
+async def compose(boundary: Boundary, store: Store, env: Mapping[str, str], today: Callable[[], date],
                   platform: str) -> algebra.Instructions:
     """The runner's fixed source order: environment, date, ambient AGENTS.md, configured instruction files,
     selected-agent skill guidance, API-managed entries. Producers load concurrently."""
@@ -49,7 +50,7 @@ async def compose(boundary: Any, store: Store, env: Mapping[str, str], today: Ca
                                                       project_config_disabled(env))
 
     async def _configured() -> None:
-        patterns = list(getattr(boundary.config, "instructions", None) or [])
+        patterns = list(boundary.config.instructions)
         results["config"] = await config_instructions_source(patterns, loc.project_root) if patterns \
             else algebra.EMPTY
 
@@ -88,7 +89,7 @@ class CheckpointPreparer:
         self.today = today
         self.platform = platform or _platform.system().lower()
 
-    async def prepare(self, boundary: Any) -> str:
+    async def prepare(self, boundary: Boundary) -> str:
         session_id = boundary.session.id
         instr = await compose(boundary, self.store, self.env, self.today, self.platform)
         checkpoint = await self.store.read(lambda reader: stored.checkpoint(reader, session_id))

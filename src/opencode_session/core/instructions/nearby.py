@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 
 from ...schema import events as ev
+from ..execution.boundary import Boundary
 from ..store import messages
 from ..store.db import Store, Tx
 from .discovery import AGENTS_FILE
@@ -40,7 +40,7 @@ class NearbyInstructions:
         self.store = store
         self._claimed: dict[str, set[str]] = {}
 
-    def hook(self, boundary: Any, _assistant_id: str) -> Callable[[Path], Awaitable[None]]:
+    def hook(self, boundary: Boundary, _assistant_id: str) -> Callable[[Path], Awaitable[None]]:
         session_id = boundary.session.id
         root = boundary.location.directory
         project_root = boundary.location.project_root

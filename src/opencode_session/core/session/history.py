@@ -3,11 +3,11 @@ plus an incremental per-session cache so a Step decodes only messages that chang
 
 from __future__ import annotations
 
-import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...schema.message_data import SessionMessageData
 from ..store import instructions, messages
 from ..store.db import Reader
 from ..store.messages import HistoryRow
@@ -33,12 +33,12 @@ class HistoryEntry:
     id: str
     seq: int
     rev: int
-    message: dict[str, Any]
+    message: SessionMessageData
     derived: dict[Any, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, row: HistoryRow) -> HistoryEntry:
-        return cls(row.id, row.seq, row.rev, json.loads(row.data))
+        return cls(row.id, row.seq, row.rev, messages.as_data(row.data))
 
 
 @dataclass

@@ -4,10 +4,11 @@ input (the store's table modules say how that is stored), and the Location stamp
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ...schema import events as ev
-from ...schema.common import LocationRef
+from ...schema import message_data as md
+from ...schema.common import LocationRef, ModelRef, SessionErrorInfo, Tokens
 from ...schema.events import EventRecord
 from ...schema.ids import message_id_from_event
 from ..store import instructions, messages, pending, sessions
@@ -54,26 +55,28 @@ def _load_session(tx: Tx, session_id: str) -> dict[str, Any]:
 
 
 @handles(ev.SessionCreated)
-def _created(tx: Tx, record: EventRecord, data: ev.SessionCreated) -> None:
+def _session_created(tx: Tx, record: EventRecord, data: ev.SessionCreated) -> None:
     sessions.insert(tx, data.info.wire())
 
 
 @handles(ev.AgentSelected)
-def _agent(tx: Tx, record: EventRecord, data: ev.AgentSelected) -> None:
+def _agent_selected(tx: Tx, record: EventRecord, data: ev.AgentSelected) -> None:
     info = _load_session(tx, data.sessionID)
     info["agent"] = data.agent
     sessions.save_data(tx, data.sessionID, info)
-    _insert_message(tx, record, {"type": "agent-switched", "agent": data.agent})
+    _insert_message(tx, record, {"id": _message_id(record), "time": _created(record), "type": "agent-switched",
+                                 "agent": data.agent})
 
 
 @handles(ev.ModelSelected)
-def _model(tx: Tx, record: EventRecord, data: ev.ModelSelected) -> None:
+def _model_selected(tx: Tx, record: EventRecord, data: ev.ModelSelected) -> None:
     info = _load_session(tx, data.sessionID)
     info["model"] = data.model.wire()
     sessions.save_data(tx, data.sessionID, info)
-    message: dict[str, Any] = {"type": "model-switched", "model": data.model.wire()}
+    message: md.SessionMessageModelSwitchedData = {"id": _message_id(record), "time": _created(record),
+                                                   "type": "model-switched", "model": _model(data.model)}
     if data.previous is not None:
-        message["previous"] = data.previous.wire()
+        message["previous"] = _model(data.previous)
     _insert_message(tx, record, message)
 
 
@@ -97,7 +100,7 @@ def _moved(tx: Tx, record: EventRecord, data: ev.Moved) -> None:
     instructions.reset(tx, data.sessionID)
 
 
-def _add_usage(tx: Tx, session_id: str, cost: float | None, tokens: Any) -> None:
+def _add_usage(tx: Tx, session_id: str, cost: float | None, tokens: Tokens | None) -> None:
     if cost is None and tokens is None:
         return
     info = _load_session(tx, session_id)
@@ -115,18 +118,37 @@ def _add_usage(tx: Tx, session_id: str, cost: float | None, tokens: Any) -> None
 
 
 # --- messages --------------------------------------------------------------------------------------
+# Event data is a pydantic model; its wire form is, by construction, the mirrored TypedDict of message_data.py.
 
 
-def _insert_message(tx: Tx, record: EventRecord, body: dict[str, Any], message_id: str | None = None) -> str:
-    mid = message_id or message_id_from_event(record.id)
-    messages.insert(tx, record.aggregate_id, _seq(record), {"id": mid, "time": {"created": record.created}, **body})
-    return mid
+def _model(ref: ModelRef) -> md.ModelRefData:
+    return cast(md.ModelRefData, ref.wire())
+
+
+def _error(error: SessionErrorInfo) -> md.SessionErrorInfoData:
+    return cast(md.SessionErrorInfoData, error.wire())
+
+
+def _tokens(tokens: Tokens) -> md.TokensData:
+    return cast(md.TokensData, tokens.wire())
+
+
+def _message_id(record: EventRecord) -> str:
+    return message_id_from_event(record.id)
+
+
+def _created(record: EventRecord) -> md.CreatedTimeData:
+    return {"created": record.created}
 
 
 def _seq(record: EventRecord) -> int:
     if record.seq is None:
         raise ValueError(f"live-only event {record.type} cannot be projected")
     return record.seq
+
+
+def _insert_message(tx: Tx, record: EventRecord, message: md.SessionMessageData) -> None:
+    messages.insert(tx, record.aggregate_id, _seq(record), message)
 
 
 @handles(ev.InputAdmitted)
@@ -138,34 +160,43 @@ def _admitted(tx: Tx, record: EventRecord, data: ev.InputAdmitted) -> None:
 @handles(ev.InputPromoted)
 def _promoted(tx: Tx, record: EventRecord, data: ev.InputPromoted) -> None:
     taken = pending.take(tx, data.sessionID, data.inputID)
+    head = {"id": data.inputID, "time": _created(record)}
+    # the pending row holds the admitted input's wire form: a Prompt, or synthetic input
     if taken.type == "user":
-        _insert_message(tx, record, {"type": "user", **taken.data}, message_id=data.inputID)
+        _insert_message(tx, record, cast(md.SessionMessageUserData, {**head, "type": "user", **taken.data}))
     else:
-        _insert_message(tx, record, {"type": "synthetic", "sessionID": data.sessionID, **taken.data},
-                        message_id=data.inputID)
+        _insert_message(tx, record, cast(md.SessionMessageSyntheticData, {
+            **head, "type": "synthetic", "sessionID": data.sessionID, **taken.data}))
 
 
 @handles(ev.InstructionsUpdated)
 def _instructions(tx: Tx, record: EventRecord, data: ev.InstructionsUpdated) -> None:
-    _insert_message(tx, record, {"type": "system", "text": data.text})
+    _insert_message(tx, record, {"id": _message_id(record), "time": _created(record), "type": "system",
+                                 "text": data.text})
 
 
 @handles(ev.Synthetic)
 def _synthetic(tx: Tx, record: EventRecord, data: ev.Synthetic) -> None:
-    body: dict[str, Any] = {"type": "synthetic", "sessionID": data.sessionID, "text": data.text}
+    message: md.SessionMessageSyntheticData = {"id": _message_id(record), "time": _created(record),
+                                               "type": "synthetic", "sessionID": data.sessionID, "text": data.text}
     if data.description is not None:
-        body["description"] = data.description
+        message["description"] = data.description
     if data.metadata is not None:
-        body["metadata"] = data.metadata
-    _insert_message(tx, record, body)
+        message["metadata"] = data.metadata
+    _insert_message(tx, record, message)
 
 
 # --- assistant steps ---------------------------------------------------------------------------------
 
 
-def _assistant(tx: Tx, data: Any) -> dict[str, Any]:
-    message = messages.load(tx, data.assistantMessageID)
-    if message is None or message.get("type") != "assistant":
+def _load_assistant(tx: Tx, message_id: str) -> md.SessionMessageAssistantData | None:
+    message = messages.load(tx, message_id)
+    return message if message is not None and message["type"] == "assistant" else None
+
+
+def _assistant(tx: Tx, data: ev.StepEvent) -> md.SessionMessageAssistantData:
+    message = _load_assistant(tx, data.assistantMessageID)
+    if message is None:
         raise LookupError(f"no assistant message {data.assistantMessageID}")
     return message
 
@@ -176,18 +207,23 @@ def _step_started(tx: Tx, record: EventRecord, data: ev.StepStarted) -> None:
     for older in messages.open_assistants(tx, data.sessionID, excluding=data.assistantMessageID):
         older["time"]["completed"] = record.created
         messages.save(tx, older, record.created)
-    existing = messages.load(tx, data.assistantMessageID)
+    existing = _load_assistant(tx, data.assistantMessageID)
     if existing is None:
-        body: dict[str, Any] = {"type": "assistant", "agent": data.agent, "model": data.model.wire(), "content": []}
+        message: md.SessionMessageAssistantData = {
+            "id": data.assistantMessageID, "time": {"created": record.created}, "type": "assistant", "agent": data.agent,
+            "model": _model(data.model), "content": []}
         if data.snapshot:
-            body["snapshot"] = {"start": data.snapshot}
-        _insert_message(tx, record, body, message_id=data.assistantMessageID)
+            message["snapshot"] = {"start": data.snapshot}
+        _insert_message(tx, record, message)
         return
     # a retry reuses the assistant message: reset it to a fresh start
-    for key in ("retry", "error", "finish", "cost", "tokens"):
-        existing.pop(key, None)
+    existing.pop("retry", None)
+    existing.pop("error", None)
+    existing.pop("finish", None)
+    existing.pop("cost", None)
+    existing.pop("tokens", None)
     existing["time"].pop("completed", None)
-    existing["agent"], existing["model"] = data.agent, data.model.wire()
+    existing["agent"], existing["model"] = data.agent, _model(data.model)
     messages.save(tx, existing, record.created)
 
 
@@ -196,7 +232,7 @@ def _step_ended(tx: Tx, record: EventRecord, data: ev.StepEnded) -> None:
     message = _assistant(tx, data)
     message["finish"] = data.finish
     message["cost"] = data.cost
-    message["tokens"] = data.tokens.wire()
+    message["tokens"] = _tokens(data.tokens)
     message["time"]["completed"] = record.created
     if data.snapshot or data.files:
         snap = message.setdefault("snapshot", {})
@@ -211,27 +247,50 @@ def _step_ended(tx: Tx, record: EventRecord, data: ev.StepEnded) -> None:
 
 @handles(ev.StepFailed)
 def _step_failed(tx: Tx, record: EventRecord, data: ev.StepFailed) -> None:
-    message = messages.load(tx, data.assistantMessageID)
+    message = _load_assistant(tx, data.assistantMessageID)
     if message is None:
         # a step can fail before any output (e.g. exhausted retries): the assistant still records the failure
         return
     message["finish"] = "error"
-    message["error"] = data.error.wire()
+    message["error"] = _error(data.error)
     message["time"]["completed"] = record.created
     message.pop("retry", None)
     if data.cost is not None:
         message["cost"] = data.cost
     if data.tokens is not None:
-        message["tokens"] = data.tokens.wire()
+        message["tokens"] = _tokens(data.tokens)
     messages.save(tx, message, record.created)
     _add_usage(tx, data.sessionID, data.cost, data.tokens)
 
 
-def _part(message: dict[str, Any], kind: str, ident: str) -> dict[str, Any]:
+def _text_part(message: md.SessionMessageAssistantData, ordinal: int) -> md.SessionMessageAssistantTextData:
     for part in message["content"]:
-        if part["type"] == kind and part["id"] == ident:
+        if part["type"] == "text" and part["id"] == f"text-{ordinal}":
             return part
-    raise LookupError(f"no {kind} part {ident} in {message['id']}")
+    raise LookupError(f"no text part {ordinal} in {message['id']}")
+
+
+def _reasoning_part(message: md.SessionMessageAssistantData,
+                    ordinal: int) -> md.SessionMessageAssistantReasoningData:
+    for part in message["content"]:
+        if part["type"] == "reasoning" and part["id"] == f"reasoning-{ordinal}":
+            return part
+    raise LookupError(f"no reasoning part {ordinal} in {message['id']}")
+
+
+def _tool_part(message: md.SessionMessageAssistantData, call_id: str) -> md.SessionMessageAssistantToolData | None:
+    for part in message["content"]:
+        if part["type"] == "tool" and part["id"] == call_id:
+            return part
+    return None
+
+
+def _require_tool_part(message: md.SessionMessageAssistantData,
+                       call_id: str) -> md.SessionMessageAssistantToolData:
+    part = _tool_part(message, call_id)
+    if part is None:
+        raise LookupError(f"no tool part {call_id} in {message['id']}")
+    return part
 
 
 @handles(ev.TextStarted)
@@ -244,15 +303,15 @@ def _text_started(tx: Tx, record: EventRecord, data: ev.TextStarted) -> None:
 @handles(ev.TextEnded)
 def _text_ended(tx: Tx, record: EventRecord, data: ev.TextEnded) -> None:
     message = _assistant(tx, data)
-    _part(message, "text", f"text-{data.ordinal}")["text"] = data.text
+    _text_part(message, data.ordinal)["text"] = data.text
     messages.save(tx, message, record.created)
 
 
 @handles(ev.ReasoningStarted)
 def _reasoning_started(tx: Tx, record: EventRecord, data: ev.ReasoningStarted) -> None:
     message = _assistant(tx, data)
-    part: dict[str, Any] = {"type": "reasoning", "id": f"reasoning-{data.ordinal}", "text": "",
-                            "time": {"created": record.created}}
+    part: md.SessionMessageAssistantReasoningData = {"type": "reasoning", "id": f"reasoning-{data.ordinal}",
+                                                     "text": "", "time": {"created": record.created}}
     if data.state is not None:
         part["providerMetadata"] = data.state
     message["content"].append(part)
@@ -262,7 +321,7 @@ def _reasoning_started(tx: Tx, record: EventRecord, data: ev.ReasoningStarted) -
 @handles(ev.ReasoningEnded)
 def _reasoning_ended(tx: Tx, record: EventRecord, data: ev.ReasoningEnded) -> None:
     message = _assistant(tx, data)
-    part = _part(message, "reasoning", f"reasoning-{data.ordinal}")
+    part = _reasoning_part(message, data.ordinal)
     part["text"] = data.text
     part.setdefault("time", {"created": record.created})["completed"] = record.created
     if data.state is not None:
@@ -283,23 +342,24 @@ def _tool_input_started(tx: Tx, record: EventRecord, data: ev.ToolInputStarted) 
 @handles(ev.ToolInputEnded)
 def _tool_input_ended(tx: Tx, record: EventRecord, data: ev.ToolInputEnded) -> None:
     message = _assistant(tx, data)
-    part = _part(message, "tool", data.callID)
-    if part["state"]["status"] == "streaming":
-        part["state"]["input"] = data.text
+    state = _require_tool_part(message, data.callID)["state"]
+    if state["status"] == "streaming":
+        state["input"] = data.text
     messages.save(tx, message, record.created)
 
 
 @handles(ev.ToolCalled)
 def _tool_called(tx: Tx, record: EventRecord, data: ev.ToolCalled) -> None:
     message = _assistant(tx, data)
-    try:
-        part = _part(message, "tool", data.callID)
-    except LookupError:
-        part = {"type": "tool", "id": data.callID, "name": data.name, "time": {"created": record.created}}
+    running: md.ToolStateRunningData = {"status": "running", "input": data.input, "structured": {}, "content": []}
+    part = _tool_part(message, data.callID)
+    if part is None:
+        part = {"type": "tool", "id": data.callID, "name": data.name, "state": running,
+                "time": {"created": record.created}}
         message["content"].append(part)
     part["name"] = data.name
-    part["state"] = {"status": "running", "input": data.input, "structured": {}, "content": []}
-    provider: dict[str, Any] = {"executed": data.executed}
+    part["state"] = running
+    provider: md.ToolProviderData = {"executed": data.executed}
     if data.state is not None:
         provider["metadata"] = data.state
     part["provider"] = provider
@@ -307,11 +367,11 @@ def _tool_called(tx: Tx, record: EventRecord, data: ev.ToolCalled) -> None:
     messages.save(tx, message, record.created)
 
 
-def _settle_tool(tx: Tx, record: EventRecord, data: Any, state: dict[str, Any]) -> None:
+def _settle_tool(tx: Tx, record: EventRecord, data: ev.ToolSuccess | ev.ToolFailed,
+                 state: md.ToolStateCompletedData | md.ToolStateErrorData) -> None:
     message = _assistant(tx, data)
-    part = _part(message, "tool", data.callID)
-    previous = part.get("state", {})
-    raw_input = previous.get("input")
+    part = _require_tool_part(message, data.callID)
+    raw_input = part["state"].get("input")
     state["input"] = raw_input if isinstance(raw_input, dict) else {}
     part["state"] = state
     if data.resultState is not None:
@@ -322,8 +382,9 @@ def _settle_tool(tx: Tx, record: EventRecord, data: Any, state: dict[str, Any]) 
 
 @handles(ev.ToolSuccess)
 def _tool_success(tx: Tx, record: EventRecord, data: ev.ToolSuccess) -> None:
-    state: dict[str, Any] = {"status": "completed", "content": [c.wire() for c in data.content],
-                             "structured": data.structured}
+    state: md.ToolStateCompletedData = {"status": "completed", "input": {},
+                                        "content": [cast(md.ToolContentData, c.wire()) for c in data.content],
+                                        "structured": data.structured}
     if data.outputPaths:
         state["outputPaths"] = data.outputPaths
     if data.executed and data.result is not None:
@@ -333,7 +394,8 @@ def _tool_success(tx: Tx, record: EventRecord, data: ev.ToolSuccess) -> None:
 
 @handles(ev.ToolFailed)
 def _tool_failed(tx: Tx, record: EventRecord, data: ev.ToolFailed) -> None:
-    state: dict[str, Any] = {"status": "error", "content": [], "structured": {}, "error": data.error.wire()}
+    state: md.ToolStateErrorData = {"status": "error", "input": {}, "content": [], "structured": {},
+                                    "error": _error(data.error)}
     if data.result is not None:
         state["result"] = data.result
     _settle_tool(tx, record, data, state)
@@ -341,15 +403,16 @@ def _tool_failed(tx: Tx, record: EventRecord, data: ev.ToolFailed) -> None:
 
 @handles(ev.RetryScheduled)
 def _retry(tx: Tx, record: EventRecord, data: ev.RetryScheduled) -> None:
-    message = messages.load(tx, data.assistantMessageID)
+    message = _load_assistant(tx, data.assistantMessageID)
     if message is None:
         return
-    message["retry"] = {"attempt": data.attempt, "at": data.at, "error": data.error.wire()}
+    message["retry"] = {"attempt": data.attempt, "at": data.at, "error": _error(data.error)}
     messages.save(tx, message, record.created)
 
 
 @handles(ev.ExecutionSucceeded, ev.ExecutionFailed, ev.ExecutionInterrupted)
-def _execution_settled(tx: Tx, record: EventRecord, data: Any) -> None:
+def _execution_settled(tx: Tx, record: EventRecord,
+                       data: ev.ExecutionSucceeded | ev.ExecutionFailed | ev.ExecutionInterrupted) -> None:
     for message in messages.retrying_assistants(tx, data.sessionID):
         message.pop("retry", None)
         messages.save(tx, message, record.created)

@@ -5,15 +5,20 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime, timezone
-from typing import Any
 
 import anyio
 
 from ...schema import events as ev
 from ...schema.common import LocationRef, ModelRef
-from ...schema.errors import InvalidCursorError, InvalidRequestError, MessageNotFoundError, SessionNotFoundError
+from ...schema.errors import (
+    InvalidCursorError,
+    InvalidRequestError,
+    MessageNotFoundError,
+    SessionNotFoundError,
+)
 from ...schema.events import EventRecord, LogSynced
-from ...schema.ids import message_id, session_id as new_session_id
+from ...schema.ids import message_id
+from ...schema.ids import session_id as new_session_id
 from ...schema.input import SessionInputAdmitted
 from ...schema.message import SessionMessage
 from ...schema.page import CursorLinks
@@ -29,7 +34,14 @@ from ..store import pending, sessions
 from ..store.db import Reader, Store, Tx, now_ms
 from ..store.keyset import Direction, Key, Order, PageRequest
 from . import admission
-from .cursor import MESSAGE_PAGE_MAX, SESSION_PAGE_MAX, MessageCursor, SessionCursor, SessionQuery, page_links
+from .cursor import (
+    MESSAGE_PAGE_MAX,
+    SESSION_PAGE_MAX,
+    MessageCursor,
+    SessionCursor,
+    SessionQuery,
+    page_links,
+)
 from .history import active_history
 
 SESSION_PAGE_DEFAULT = 50

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from pydantic import TypeAdapter
 
 from ...schema import jsontext
 from ...schema.message import SessionMessage
+from ...schema.message_data import SessionMessageAssistantData, SessionMessageData
 from .keyset import Keyset, KeysetPage, PageRequest, keyset_page
 
 if TYPE_CHECKING:
@@ -31,7 +32,12 @@ def decode(data: str) -> SessionMessage:
         return _MESSAGE.validate_python(jsontext.loads(data))
 
 
-def insert(tx: Tx, session_id: str, seq: int, message: dict[str, Any]) -> None:
+def as_data(text: str) -> SessionMessageData:
+    """A stored message as plain data (written by the projector in the shape message_data.py declares)."""
+    return cast(SessionMessageData, json.loads(text))
+
+
+def insert(tx: Tx, session_id: str, seq: int, message: SessionMessageData) -> None:
     """A new message at `seq` (the sequence of the event that created it); created and updated at its time."""
     created = message["time"]["created"]
     tx.execute(
@@ -41,13 +47,13 @@ def insert(tx: Tx, session_id: str, seq: int, message: dict[str, Any]) -> None:
     )
 
 
-def load(reader: Reader, message_id: str) -> dict[str, Any] | None:
+def load(reader: Reader, message_id: str) -> SessionMessageData | None:
     """The stored JSON of a message, for a projection to change and save."""
     row = reader.execute("SELECT data FROM session_message WHERE id = ?", (message_id,)).fetchone()
-    return None if row is None else json.loads(row[0])
+    return None if row is None else as_data(row[0])
 
 
-def save(tx: Tx, message: dict[str, Any], updated: int) -> None:
+def save(tx: Tx, message: SessionMessageData, updated: int) -> None:
     """Store a changed message: a new revision, updated at `updated`."""
     tx.execute(
         "UPDATE session_message SET data = ?, time_updated = ?, rev = rev + 1 WHERE id = ?",
@@ -80,7 +86,8 @@ def page(reader: Reader, session_id: str, request: PageRequest) -> KeysetPage[Se
     return keyset_page(reader, keyset, request, lambda row: decode(row["data"]))
 
 
-def open_assistants(reader: Reader, session_id: str, *, excluding: str | None = None) -> list[dict[str, Any]]:
+def open_assistants(reader: Reader, session_id: str, *,
+                    excluding: str | None = None) -> list[SessionMessageAssistantData]:
     """Assistant messages not yet completed (at most a few: an interrupted or running Step), in sequence order."""
     rows = reader.execute(
         "SELECT data FROM session_message INDEXED BY session_message_open_assistant_idx"
@@ -88,17 +95,17 @@ def open_assistants(reader: Reader, session_id: str, *, excluding: str | None = 
         " AND id IS NOT ? ORDER BY seq",
         (session_id, excluding),
     ).fetchall()
-    return [json.loads(row[0]) for row in rows]
+    return [cast(SessionMessageAssistantData, as_data(row[0])) for row in rows]
 
 
-def retrying_assistants(reader: Reader, session_id: str) -> list[dict[str, Any]]:
+def retrying_assistants(reader: Reader, session_id: str) -> list[SessionMessageAssistantData]:
     """Assistant messages that show a scheduled retry."""
     rows = reader.execute(
         "SELECT data FROM session_message INDEXED BY session_message_retry_idx"
         " WHERE session_id = ? AND type = 'assistant' AND json_extract(data, '$.retry') IS NOT NULL",
         (session_id,),
     ).fetchall()
-    return [json.loads(row[0]) for row in rows]
+    return [cast(SessionMessageAssistantData, as_data(row[0])) for row in rows]
 
 
 def latest_completed_compaction(reader: Reader, session_id: str) -> int | None:
