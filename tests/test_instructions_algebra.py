@@ -19,7 +19,7 @@ from opencode_session.core.instructions import (
     Baseline,
     DuplicateKeyError,
     EmptyRenderError,
-    InitializationBlocked,
+    InstructionsBlocked,
     Instructions,
     Source,
     Unchanged,
@@ -177,7 +177,7 @@ async def test_initialize_is_blocked_by_any_unavailable_source(pool, data) -> No
     instr = build(world, keys, removable)
     blocked = [k for k in keys if k in world and world[k][0] != OK]
     if blocked:
-        with pytest.raises(InitializationBlocked) as err:
+        with pytest.raises(InstructionsBlocked) as err:
             await initialize(instr)
         assert err.value.keys == tuple(blocked)
     else:
@@ -346,7 +346,7 @@ async def test_loader_exception_counts_as_unavailable() -> None:
         raise OSError("disk on fire")
 
     failing = Source("t/boom", lambda v: v, lambda v: v, boom, str, lambda p, v: str(v))
-    with pytest.raises(InitializationBlocked) as err:
+    with pytest.raises(InstructionsBlocked) as err:
         await initialize(combine(const_source("t/ok", 1), failing))
     assert err.value.keys == ("t/boom",)
     assert "t/boom" in str(err.value)

@@ -20,7 +20,7 @@ from opencode_session.core.llm import (
     FilePart,
     Finish,
     InvalidProviderOutputError,
-    InvalidRequestError,
+    InvalidProviderRequestError,
     LLMRequest,
     ModelCost,
     ProviderError,
@@ -412,12 +412,12 @@ async def test_context_length_exceeded_is_an_overflow(server, provider):
         error(400, "Invalid value for 'tool_choice'.", type="invalid_request_error"),
     )
     _, err = await collect_until_error(provider, make_request(server.base_url))
-    assert isinstance(err, ContextOverflowError) and isinstance(err, InvalidRequestError)
+    assert isinstance(err, ContextOverflowError) and isinstance(err, InvalidProviderRequestError)
     assert err.status == 400 and not err.retryable
     assert err.to_session_error().type == "provider.context-overflow"
 
     _, err = await collect_until_error(provider, make_request(server.base_url))
-    assert type(err) is InvalidRequestError
+    assert type(err) is InvalidProviderRequestError
     assert err.to_session_error().type == "provider.invalid-request"
     assert len(server.requests) == 2
 

@@ -14,11 +14,13 @@ import anyio
 from ...schema import events as ev
 from ...schema.common import ModelRef, SessionErrorInfo
 from ...schema.ids import message_id
+from ...schema import session_errors
 from ..agents import BUILD_PROMPT, AgentNotFoundError, resolve_agent
 from ..attachments import load_attachments, needs_loading
 from ..authority import Authority
 from ..config import ConfigError, load_config
-from ..instructions.checkpoint import CheckpointPreparer, InstructionsBlocked
+from ..instructions.algebra import InstructionsBlocked
+from ..instructions.checkpoint import CheckpointPreparer
 from ..instructions.nearby import NearbyInstructions
 from ..llm import model as llm
 from ..llm.catalog import (
@@ -49,6 +51,24 @@ MAX_STEPS_NOTICE = (
     "Reply with text only: say that the step limit was reached, summarise what has been done, list what "
     "remains, and recommend how to continue."
 )
+
+
+@dataclass(frozen=True)
+class PhysicalAttempt:
+    """One provider request on the wire, numbered from 1 while failures before any output are retried. Each retry is
+    its own Step, whose attempt reuses the assistant message of the one that failed (no durable output exists)."""
+
+    number: int = 1
+    assistant_id: str | None = None  # None: the first attempt's Step makes a new assistant message
+
+    @property
+    def retries(self) -> int:
+        """Retries made before this attempt."""
+        return self.number - 1
+
+    def retry(self, assistant_id: str) -> PhysicalAttempt:
+        """The next attempt, on the assistant message this one used."""
+        return PhysicalAttempt(self.number + 1, assistant_id)
 
 
 class InstructionPreparer(Protocol):
@@ -93,11 +113,11 @@ class Runner:
             try:
                 config = load_config(location.directory, location.project_root, self.deps.env)
             except ConfigError as bad:
-                raise DrainFailure(SessionErrorInfo(type="config.invalid", message=str(bad))) from None
+                raise DrainFailure(SessionErrorInfo(type=session_errors.CONFIG_INVALID, message=str(bad))) from None
             try:
                 agent = resolve_agent(config, session.agent)
             except AgentNotFoundError as missing:
-                raise DrainFailure(SessionErrorInfo(type="agent.not-found", message=str(missing))) from None
+                raise DrainFailure(SessionErrorInfo(type=session_errors.AGENT_NOT_FOUND, message=str(missing))) from None
             return Boundary(session, agent, config, location)
 
         return await anyio.to_thread.run_sync(_sample)
@@ -116,16 +136,16 @@ class Runner:
         step = 1
         continuation = False
         first = True
-        retry: tuple[str, int] | None = None  # (assistant id, retries so far) while a retry is scheduled
+        attempt = PhysicalAttempt()
         try:
             while True:
                 b = await self._boundary(session_id)
                 try:
                     baseline = await self.deps.instructions.prepare(b)
                 except InstructionsBlocked as blocked:
-                    raise DrainFailure(SessionErrorInfo(type="instructions.unavailable",
+                    raise DrainFailure(SessionErrorInfo(type=session_errors.INSTRUCTIONS_UNAVAILABLE,
                                                         message=str(blocked))) from None
-                if retry is None:
+                if attempt.retries == 0:  # a retry repeats its Step's request: nothing new joins it
                     scope: admission.PromotionScope = "steer" if continuation else "input"
                     promoted = await store.write(lambda tx: admission.promote(tx, session_id, scope))
                     if promoted:
@@ -133,33 +153,31 @@ class Runner:
                     elif not continuation and not (first and force and await self._needs_response(session_id)):
                         return
                 first = False
-                retries = retry[1] if retry else 0
+                retries = attempt.retries
                 # a retry is the next Step: it needs allowance left after this one
                 allowance_left = b.agent.steps is None or step + 1 <= b.agent.steps
                 outcome, assistant_id = await self._step(
-                    b, baseline, step, retry[0] if retry else None,
+                    b, baseline, step, attempt.assistant_id,
                     lambda error: may_retry(error, retries_so_far=retries, allowance_left=allowance_left))
                 step += 1
-                if outcome.retry:
-                    assert outcome.error is not None
-                    delay = retry_delay_ms(retries + 1, outcome.error, self.deps.retry_base_delay_ms)
-                    at = self.deps.clock.now_ms() + int(delay)
-                    error = outcome.error.to_session_error()
-                    retry = (assistant_id, retries + 1)
-                    await store.write(lambda tx: tx.append(ev.RetryScheduled(
-                        sessionID=session_id, assistantMessageID=assistant_id, attempt=retries + 2, at=at,
-                        error=error)))
+                if outcome.retry and outcome.error is not None:
+                    attempt = attempt.retry(assistant_id)
+                    delay = retry_delay_ms(attempt.retries, outcome.error, self.deps.retry_base_delay_ms)
+                    scheduled = ev.RetryScheduled(sessionID=session_id, assistantMessageID=assistant_id,
+                                                  attempt=attempt.number, at=self.deps.clock.now_ms() + int(delay),
+                                                  error=outcome.error.to_session_error())
+                    await store.write(lambda tx: tx.append(scheduled))
                     await self.deps.clock.sleep_ms(delay)
                     continue
-                retry = None
+                attempt = PhysicalAttempt()
                 if outcome.failure is not None:
                     raise DrainFailure(outcome.failure)
                 # a last (tool-less) step never asks for another one, whatever the model did
                 continuation = outcome.needs_continuation and not (b.agent.steps is not None
                                                                    and step > b.agent.steps)
         except BaseException as exc:
-            if retry is not None:  # the assistant waiting for its retry never got to run it
-                await shielded(self._close_assistant(session_id, retry[0], _failure_of(exc)))
+            if attempt.assistant_id is not None:  # the assistant waiting for its retry never got to run it
+                await shielded(self._close_assistant(session_id, attempt.assistant_id, _failure_of(exc)))
             raise
 
     async def _close_assistant(self, session_id: str, assistant_id: str, error: SessionErrorInfo) -> None:
@@ -183,7 +201,7 @@ class Runner:
                 if m["type"] == "assistant":
                     # unanswered tool results, or a step an interruption cut short
                     error = m.get("error")
-                    return m.get("finish") == "tool-calls" or (error is not None and error["type"] == "aborted")
+                    return m.get("finish") == "tool-calls" or (error is not None and error["type"] == session_errors.ABORTED)
             return False
 
         return await self._read(_q)
@@ -246,11 +264,11 @@ class Runner:
                     if part["type"] == "tool" and part["state"]["status"] in ("streaming", "running"):
                         tx.append(ev.ToolFailed(
                             sessionID=session_id, assistantMessageID=message["id"], callID=part["id"],
-                            error=SessionErrorInfo(type="tool.stale",
+                            error=SessionErrorInfo(type=session_errors.TOOL_STALE,
                                                    message=f"Tool execution interrupted: {part['name']}")))
                         failed += 1
                 tx.append(ev.StepFailed(sessionID=session_id, assistantMessageID=message["id"],
-                                        error=SessionErrorInfo(type="aborted", message="Step interrupted")))
+                                        error=SessionErrorInfo(type=session_errors.ABORTED, message="Step interrupted")))
             return failed
 
         return await self.deps.store.write(_reconcile)
@@ -290,5 +308,5 @@ def _failure_of(exc: BaseException) -> SessionErrorInfo:
     if isinstance(exc, DrainFailure):
         return exc.error
     if isinstance(exc, Exception):
-        return SessionErrorInfo(type="unknown", message=f"{type(exc).__name__}: {exc}")
-    return SessionErrorInfo(type="aborted", message=INTERRUPTED_STEP)
+        return SessionErrorInfo(type=session_errors.UNKNOWN, message=f"{type(exc).__name__}: {exc}")
+    return SessionErrorInfo(type=session_errors.ABORTED, message=INTERRUPTED_STEP)

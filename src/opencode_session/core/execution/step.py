@@ -12,6 +12,7 @@ from typing import Any
 
 from ...schema import events as ev
 from ...schema.common import ModelRef, SessionErrorInfo, TokenCache, Tokens
+from ...schema import session_errors
 from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ProviderError
@@ -143,7 +144,7 @@ class Step:
             raise
         except Exception as defect:
             # a defect (e.g. an adapter bug) must not leave local tools running or the step without a terminal
-            error = SessionErrorInfo(type="unknown", message=f"{type(defect).__name__}: {defect}")
+            error = SessionErrorInfo(type=session_errors.UNKNOWN, message=f"{type(defect).__name__}: {defect}")
             await shielded(self._abort(error))
             raise
         return self.outcome
@@ -229,10 +230,10 @@ class Step:
         self.outcome.local_calls += 1
         if call.input_error is not None:
             await self._publish_settlement(record, ToolErrored(SessionErrorInfo(
-                type="tool.invalid-input", message=call.input_error)))
+                type=session_errors.TOOL_INVALID_INPUT, message=call.input_error)))
         elif not self.ctx.tools_enabled:
             await self._publish_settlement(record, ToolErrored(SessionErrorInfo(
-                type="tool.execution", message=TOOLS_DISABLED)))
+                type=session_errors.TOOL_EXECUTION, message=TOOLS_DISABLED)))
         else:
             record.task = asyncio.create_task(self._run_tool(record, call.input))
 
@@ -274,11 +275,11 @@ class Step:
     async def _settle(self) -> None:
         error = self.outcome.error
         missing = "The provider did not return a result for this tool call" if error is None else str(error)
-        await self._fail_unsettled(SessionErrorInfo(type="tool.result-missing" if error is None else "aborted",
+        await self._fail_unsettled(SessionErrorInfo(type=session_errors.TOOL_RESULT_MISSING if error is None else session_errors.ABORTED,
                                                     message=missing))
         ids = self._ids()
         if error is None and self.outcome.finish == "content-filter":
-            self.outcome.failure = SessionErrorInfo(type="provider.content-filter", message=CONTENT_FILTERED)
+            self.outcome.failure = SessionErrorInfo(type=session_errors.PROVIDER_CONTENT_FILTER, message=CONTENT_FILTERED)
         elif error is not None:
             self.outcome.failure = error.to_session_error()
         if error is not None and not self.outcome.evidence and self.ctx.may_retry(error):
@@ -308,9 +309,9 @@ class Step:
                 record.task.cancel()
         await self._join_tools()
         await self._close_open_blocks()
-        await self._fail_unsettled(SessionErrorInfo(type="aborted", message=INTERRUPTED_TOOL))
+        await self._fail_unsettled(SessionErrorInfo(type=session_errors.ABORTED, message=INTERRUPTED_TOOL))
         if step_error is not None:
             await self._ensure_started()  # a defect fails the Step on its assistant, even before any output
         if self.outcome.started and not self.terminal:
-            self.outcome.failure = step_error or SessionErrorInfo(type="aborted", message=INTERRUPTED_STEP)
+            self.outcome.failure = step_error or SessionErrorInfo(type=session_errors.ABORTED, message=INTERRUPTED_STEP)
             await self._terminal(ev.StepFailed(**self._ids(), error=self.outcome.failure))

@@ -21,7 +21,7 @@ __all__ = [
     "Baseline",
     "DuplicateKeyError",
     "EmptyRenderError",
-    "InitializationBlocked",
+    "InstructionsBlocked",
     "Instructions",
     "Observation",
     "ReconcileResult",
@@ -84,12 +84,13 @@ class DuplicateKeyError(ValueError):
         self.key = key
 
 
-class InitializationBlocked(Exception):
-    """The first complete baseline cannot be built because some sources are unavailable."""
+class InstructionsBlocked(Exception):
+    """The first complete Instruction Baseline cannot be built yet: these sources are unavailable. It blocks the Step
+    (and so input promotion) instead of persisting an incomplete baseline."""
 
     def __init__(self, keys: Iterable[str]) -> None:
         self.keys: tuple[str, ...] = tuple(keys)
-        super().__init__("instruction baseline blocked by unavailable sources: " + ", ".join(self.keys))
+        super().__init__("Instructions unavailable: " + ", ".join(self.keys))
 
 
 class EmptyRenderError(ValueError):
@@ -361,7 +362,7 @@ async def initialize(instr: Instructions) -> Baseline:
     observations = await instr.observe()
     blocked = [o.key for o in observations if not o.available]
     if blocked:
-        raise InitializationBlocked(blocked)
+        raise InstructionsBlocked(blocked)
     parts: list[str] = []
     applied: Applied = {}
     for o in observations:

@@ -12,14 +12,14 @@ from typing import Any
 import anyio
 
 from ...schema import events as ev
-from ..config import global_config_dir
+from ..config import global_config_dir, project_config_disabled
 from ..execution.boundary import Boundary
 from ..skills import discover_skills, permitted_skills, skill_roots
 from ..store import instructions as stored
 from ..store import messages
 from ..store.db import Store, Tx
 from . import algebra
-from .discovery import discovery_source, project_config_disabled
+from .discovery import discovery_source
 from .sources import (
     SkillInfo,
     config_instructions_source,
@@ -28,14 +28,6 @@ from .sources import (
     environment_source,
     skill_guidance_source,
 )
-
-
-class InstructionsBlocked(Exception):
-    """The first complete Instruction Baseline cannot be established yet (an unavailable source)."""
-
-    def __init__(self, keys: list[str]) -> None:
-        super().__init__(f"Instructions unavailable: {', '.join(keys)}")
-        self.keys = keys
 
 
 async def compose(boundary: Boundary, store: Store, env: Mapping[str, str], today: Callable[[], date],
@@ -94,10 +86,7 @@ class CheckpointPreparer:
         instr = await compose(boundary, self.store, self.env, self.today, self.platform)
         checkpoint = await self.store.read(lambda reader: stored.checkpoint(reader, session_id))
         if checkpoint is None:
-            try:
-                base = await algebra.initialize(instr)
-            except algebra.InitializationBlocked as blocked:
-                raise InstructionsBlocked(list(blocked.keys)) from None
+            base = await algebra.initialize(instr)  # raises InstructionsBlocked while a source is unavailable
             applied = json.dumps(algebra.applied_to_json(base.applied))
             return await self.store.write(lambda tx: stored.initialize(
                 tx, session_id, stored.Checkpoint(base.text, applied, tx.latest_seq(session_id))))

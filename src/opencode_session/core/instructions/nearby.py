@@ -10,6 +10,7 @@ import anyio
 
 from ...schema import events as ev
 from ..execution.boundary import Boundary
+from ..location import dirs_from_root
 from ..store import messages
 from ..store.db import Store, Tx
 from .discovery import AGENTS_FILE
@@ -19,18 +20,8 @@ def nearby_files(read_path: Path, location_root: Path) -> list[Path]:
     """AGENTS.md files in the directories from `location_root` (exclusive: its files are ambient) down to the
     read path's directory, outermost first."""
     start = read_path if read_path.is_dir() else read_path.parent
-    try:
-        start.relative_to(location_root)
-    except ValueError:
-        return []
-    found: list[Path] = []
-    current = start
-    while current != location_root:
-        candidate = current / AGENTS_FILE
-        if candidate.is_file():
-            found.append(candidate)
-        current = current.parent
-    return list(reversed(found))
+    below = dirs_from_root(location_root, start)[1:]
+    return [folder / AGENTS_FILE for folder in below if (folder / AGENTS_FILE).is_file()]
 
 
 class NearbyInstructions:

@@ -19,7 +19,7 @@ from .errors import (
     ContentPolicyError,
     ContextOverflowError,
     InvalidProviderOutputError,
-    InvalidRequestError,
+    InvalidProviderRequestError,
     ProviderError,
     ProviderInternalError,
     QuotaExceededError,
@@ -315,7 +315,7 @@ def classify_failure(
         # OpenAI answers 409 for transient lock contention; its own SDK retries it.
         return ProviderInternalError(message, **args)
     if status is not None and 400 <= status < 500:
-        return InvalidRequestError(message, **args)
+        return InvalidProviderRequestError(message, **args)
     # An error event inside an otherwise healthy stream without a usable status: the server failed.
     return ProviderInternalError(message, **args)
 
@@ -365,7 +365,7 @@ def map_exception(exc: BaseException, *, started: bool = False) -> ProviderError
         # json.JSONDecodeError and pydantic.ValidationError both land here: a malformed chunk.
         return InvalidProviderOutputError(f"The provider sent a malformed stream chunk: {exc}")
     if isinstance(exc, (openai.OpenAIError, ValueError)):
-        return InvalidRequestError(f"The provider request could not be made: {exc}")
+        return InvalidProviderRequestError(f"The provider request could not be made: {exc}")
     return InvalidProviderOutputError(
         f"Unexpected failure while reading the provider stream: {type(exc).__name__}: {exc}"
     )
