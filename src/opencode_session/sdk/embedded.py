@@ -9,6 +9,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import httpx2
+
 from ..client.generated import OpenCodeClient
 from ..core.execution.clock import Clock
 from ..core.execution.runner import make_drain_factory
@@ -55,11 +57,22 @@ class OpenCode(OpenCodeClient):
         self._heartbeat = heartbeat
         self._stall_timeout = stall_timeout
         self._runtime: Runtime | None = None
-        self._transport: ASGIStreamingTransport | None = None
         self._app: Any = None
+        self._in_memory = ASGIStreamingTransport(self._serve)
         password = self._options.env.get("OPENCODE_SERVER_PASSWORD")
         auth = (self._options.env.get("OPENCODE_SERVER_USERNAME") or "opencode", password) if password else None
-        super().__init__(EMBEDDED_BASE_URL, headers=headers, auth=auth, transport=None)
+        super().__init__(EMBEDDED_BASE_URL, headers=headers, auth=auth, transport=self._in_memory)
+
+    @property
+    def transport(self) -> ASGIStreamingTransport:
+        """The in-memory transport into this host's app: another client built with it (and EMBEDDED_BASE_URL) talks
+        to this same host, e.g. with other credentials."""
+        return self._in_memory
+
+    async def _serve(self, scope: Any, receive: Any, send: Any) -> None:
+        if self._app is None:  # a call before `open` or after `aclose`: the client reports a Transport failure
+            raise httpx2.ConnectError("the embedded host is not open: use `async with OpenCode(...)`")
+        await self._app(scope, receive, send)
 
     @property
     def runtime(self) -> Runtime:
@@ -75,20 +88,14 @@ class OpenCode(OpenCodeClient):
         guard = GuardOptions(allowed_hosts=(EMBEDDED_HOST,))
         self._app = create_app(runtime, env=self._options.env, heartbeat=self._heartbeat, guard=guard,
                                stall_timeout=self._stall_timeout)
-        self._transport = ASGIStreamingTransport(self._app)
-        self._transport_override(self._transport)
         return self
-
-    def _transport_override(self, transport: ASGIStreamingTransport) -> None:
-        self._transport = transport
-        self._http = None  # the lazily built HTTP client picks up the in-memory transport
 
     async def aclose(self) -> None:
         if self._app is not None:
             self._app.state.ocs.shutdown.set()  # end streams before the transport waits for their tasks
         await super().aclose()
-        if self._transport is not None:
-            await self._transport.aclose()
+        await self._in_memory.aclose()
+        self._app = None
         if self._runtime is not None:
             await self._runtime.close()
             self._runtime = None
