@@ -354,3 +354,20 @@ async def test_builtins_compose_in_runner_order(tree) -> None:
     assert base.text.startswith("Facts about the environment")
     assert base.text.endswith('<context key="k">\nv\n</context>')
     assert await reconcile(instr, base.applied) is UNCHANGED
+
+
+@pytest.mark.parametrize("corrupt", [
+    lambda v: {**v, "is_git": 0},                    # a 0 is not the false it looks like
+    lambda v: {**v, "written_by": "another version"},  # a field this version does not know
+    lambda v: [v],
+], ids=["loose-type", "extra-field", "wrong-shape"])
+async def test_a_stored_value_of_another_shape_is_shown_afresh_not_misread(tmp_path, corrupt) -> None:
+    env = environment_source(tmp_path, tmp_path, False, "linux")
+    stored = (await initialize(env)).applied["core/environment"]
+    result = await reconcile(env, {"core/environment": AppliedSource(corrupt(stored.value), stored.removed)})
+    assert isinstance(result, Updated) and result.text.startswith("Facts about the environment you are working in:")
+    skills = skill_guidance_source([SkillInfo("lint", "Lints code")])
+    stored = (await initialize(skills)).applied["core/skill-guidance"]
+    result = await reconcile(skills, {"core/skill-guidance": AppliedSource([{"name": "lint", "description": None}],
+                                                                           stored.removed)})
+    assert isinstance(result, Updated) and result.text.startswith("Skills bundle specialised instructions")

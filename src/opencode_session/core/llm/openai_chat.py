@@ -10,6 +10,7 @@ import urllib.parse
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from xml.sax.saxutils import escape as xml_escape
 
 import httpx2
 import openai
@@ -92,13 +93,9 @@ _CONTENT_POLICY_MARKERS = ("content_filter", "content_policy", "content policy",
 # Lowering: provider-neutral request -> Chat Completions body.
 
 
-def xml_escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def wrap_system_update(text: str) -> str:
     """Chat Completions has no chronological system role, so updates travel as tagged user text."""
-    return "<system-update>\n" + xml_escape(text) + "\n</system-update>"
+    return "<system-update>\n" + xml_escape(text) + "\n</system-update>"  # escapes &, < and >
 
 
 def _is_openai_host(base_url: str) -> bool:
@@ -684,5 +681,4 @@ __all__ = [
     "map_exception",
     "usage_from_chunk",
     "wrap_system_update",
-    "xml_escape",
 ]
