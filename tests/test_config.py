@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from opencode_session.core.agents import AgentNotFoundError, BUILD_PROMPT, list_agents, resolve_agent
+from opencode_session.core.agents import BUILD_PROMPT, AgentNotFoundError, list_agents, resolve_agent
 from opencode_session.core.config import (
     Config,
     ConfigError,

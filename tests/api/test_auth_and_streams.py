@@ -177,7 +177,7 @@ async def test_closing_the_embedded_host_releases_the_database_and_every_task(tm
     conn.rollback()
     conn.close()
     with pytest.raises(RuntimeError):
-        host.runtime
+        _ = host.runtime
 
 
 async def test_the_embedded_host_answers_only_while_it_is_open(tmp_path):

@@ -9,8 +9,7 @@ from pathlib import Path
 from opencode_session.core.location import resolve_location
 from opencode_session.core.session import Sessions
 from opencode_session.core.session.projector import project
-from opencode_session.core.store import PROJECTION_TABLES
-from opencode_session.core.store import Store
+from opencode_session.core.store import PROJECTION_TABLES, Store
 from tests.support.config import write_global_config
 
 

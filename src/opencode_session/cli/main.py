@@ -51,7 +51,8 @@ def serve(
 ) -> None:
     """Serve the OpenCode V2 API over HTTP until SIGINT/SIGTERM."""
     db_path = db or default_db_path()
-    options = RuntimeOptions(db_path=db_path, directory=directory or Path(os.getcwd()), drain_factory=runner_drain_factory)
+    options = RuntimeOptions(db_path=db_path, directory=directory or Path(os.getcwd()),
+                             drain_factory=runner_drain_factory)
     guard = GuardOptions(allowed_hosts=tuple(allow_host), allowed_origins=tuple(allow_origin),
                          max_body_bytes=max_body_bytes)
     limits = ConnectionLimits(read_timeout=read_timeout, max_concurrency=max_concurrency)

@@ -22,7 +22,7 @@ class RuntimeOptions:
     directory: str | Path = field(default_factory=os.getcwd)
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     # builds the drain function from the runtime (the runner installs itself here); None runs nothing
-    drain_factory: Callable[["Runtime"], Drain] | None = None
+    drain_factory: Callable[[Runtime], Drain] | None = None
     live_capacity: int = 4096  # the live ring: how far a reader may lag before it catches up from the store
     # the first provider retry's delay (later ones double it); None: $OCS_RETRY_BASE_DELAY_MS, else 2 s
     retry_base_delay_ms: float | None = None
@@ -39,7 +39,7 @@ class Runtime:
         self.entries = InstructionEntries(self.store)
         self.execution: SessionExecution | None = None
 
-    async def open(self) -> "Runtime":
+    async def open(self) -> Runtime:
         await self.store.open()
         drain = self.options.drain_factory(self) if self.options.drain_factory else _idle_drain
         self.execution = SessionExecution(self.store, drain, on_started=suspension.on_started,
@@ -64,7 +64,7 @@ class Runtime:
             await self.execution.shutdown()
         await self.store.close()
 
-    async def __aenter__(self) -> "Runtime":
+    async def __aenter__(self) -> Runtime:
         return await self.open()
 
     async def __aexit__(self, *exc: object) -> None:

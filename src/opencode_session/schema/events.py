@@ -1,29 +1,32 @@
-"""The event catalogue: durable Session events (stored as "<type>.<version>") and live-only events, plus the envelope."""
+"""The event catalogue: durable Session events (stored as "<type>.<version>") and live-only events, plus the
+envelope."""
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Literal, Union
+from functools import cache
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, create_model
 
 from .base import Struct
-from .common import Millis
-from .common import LocationRef, ModelRef, SessionErrorInfo, Tokens
+from .common import LocationRef, Millis, ModelRef, SessionErrorInfo, Tokens
 from .ids import EventID, MessageID, SessionID
-from .message import AssistantSnapshot, ToolContent
+from .message import ToolContent
 from .prompt import Prompt
 from .session import SessionV2Info
 
 Delivery = Literal["steer", "queue"]
+S = TypeVar("S", bound=Struct)
 
 
 @dataclass(frozen=True)
 class EventDef:
     type: str
     version: int
-    data: type[Struct]
+    data: builtins.type[Struct]  # `type` is the field above in here
     durable: bool
     public: bool = True
 
@@ -37,8 +40,8 @@ BY_STORED_TYPE: dict[str, EventDef] = {}
 _BY_CLASS: dict[type[Struct], EventDef] = {}
 
 
-def _register(type_: str, version: int, durable: bool, public: bool):
-    def deco(cls: type[Struct]) -> type[Struct]:
+def _register(type_: str, version: int, durable: bool, public: bool) -> Callable[[type[S]], type[S]]:
+    def deco(cls: type[S]) -> type[S]:
         definition = EventDef(type_, version, cls, durable, public)
         DEFINITIONS[type_] = definition
         if durable:
@@ -49,11 +52,11 @@ def _register(type_: str, version: int, durable: bool, public: bool):
     return deco
 
 
-def durable(type_: str, version: int = 1, public: bool = True):
+def durable(type_: str, version: int = 1, public: bool = True) -> Callable[[type[S]], type[S]]:
     return _register(type_, version, True, public)
 
 
-def live(type_: str):
+def live(type_: str) -> Callable[[type[S]], type[S]]:
     return _register(type_, 1, False, True)
 
 
@@ -140,7 +143,7 @@ class SyntheticInput(Struct):
     delivery: Delivery = "steer"
 
 
-AdmittedInput = Union[UserInput, SyntheticInput]
+AdmittedInput = UserInput | SyntheticInput
 
 
 @durable("session.input.admitted")
@@ -368,6 +371,13 @@ class EventRecord:
     location: LocationRef | None = None
 
     @property
+    def sequence(self) -> int:
+        """The durable sequence; a live-only event has none (ValueError)."""
+        if self.seq is None:
+            raise ValueError(f"the live-only event {self.type} has no sequence")
+        return self.seq
+
+    @property
     def definition(self) -> EventDef:
         return definition_of(self.data)
 
@@ -390,7 +400,7 @@ def _camel(type_: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in type_.replace("-", ".").split("."))
 
 
-@lru_cache(maxsize=None)
+@cache
 def envelope_model(type_: str) -> type[Struct]:
     """A typed envelope model for one event type, named after it (for OpenAPI and typed clients)."""
     d = DEFINITIONS[type_]
@@ -398,13 +408,13 @@ def envelope_model(type_: str) -> type[Struct]:
         "id": (EventID, ...),
         "created": (Millis, ...),
         "metadata": (dict[str, Any] | None, None),
-        "type": (Literal[d.type], ...),  # type: ignore[valid-type]
+        "type": (Literal[d.type], ...),
         "location": (LocationRef | None, None),
         "data": (d.data, ...),
     }
     if d.durable:
         fields["durable"] = (DurableRef, ...)
-    return create_model(_camel(d.type) + "Event", __base__=Struct, **fields)  # type: ignore[call-overload]
+    return create_model(_camel(d.type) + "Event", __base__=Struct, **fields)
 
 
 def public_durable_types() -> list[str]:

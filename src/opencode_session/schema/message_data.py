@@ -4,7 +4,7 @@ runner). A key is NotRequired exactly where the model's field may be None (omitt
 files in step, so a renamed field fails the type checker instead of a later read."""
 
 # No postponed annotations here: a TypedDict reads NotRequired when its class is created.
-from typing import Any, Literal, NotRequired, TypedDict, Union
+from typing import Any, Literal, NotRequired, TypedDict
 
 # --- shared records (common.py, prompt.py) ---------------------------------------------------------------------
 
@@ -148,7 +148,7 @@ class ToolFileContentData(TypedDict):
     name: NotRequired[str]
 
 
-ToolContentData = Union[ToolTextContentData, ToolFileContentData]
+ToolContentData = ToolTextContentData | ToolFileContentData
 
 
 class ToolStateStreamingData(TypedDict):
@@ -181,7 +181,7 @@ class ToolStateErrorData(TypedDict):
     result: NotRequired[Any]
 
 
-ToolStateData = Union[ToolStateStreamingData, ToolStateRunningData, ToolStateCompletedData, ToolStateErrorData]
+ToolStateData = ToolStateStreamingData | ToolStateRunningData | ToolStateCompletedData | ToolStateErrorData
 
 
 class ToolProviderData(TypedDict):
@@ -219,9 +219,9 @@ class SessionMessageAssistantToolData(TypedDict):
     time: ToolTimeData
 
 
-AssistantContentData = Union[
-    SessionMessageAssistantTextData, SessionMessageAssistantReasoningData, SessionMessageAssistantToolData
-]
+AssistantContentData = (
+    SessionMessageAssistantTextData | SessionMessageAssistantReasoningData | SessionMessageAssistantToolData
+)
 
 
 class RetryStateData(TypedDict):
@@ -252,13 +252,13 @@ class SessionMessageAssistantData(TypedDict):
     retry: NotRequired[RetryStateData]
 
 
-SessionMessageData = Union[
-    SessionMessageAgentSwitchedData,
-    SessionMessageModelSwitchedData,
-    SessionMessageUserData,
-    SessionMessageSyntheticData,
-    SessionMessageSystemData,
-    SessionMessageShellData,
-    SessionMessageAssistantData,
-    SessionMessageCompactionData,
-]
+SessionMessageData = (
+    SessionMessageAgentSwitchedData
+    | SessionMessageModelSwitchedData
+    | SessionMessageUserData
+    | SessionMessageSyntheticData
+    | SessionMessageSystemData
+    | SessionMessageShellData
+    | SessionMessageAssistantData
+    | SessionMessageCompactionData
+)

@@ -80,7 +80,7 @@ class OpenCode(OpenCodeClient):
             raise RuntimeError("the embedded host is not open: use `async with OpenCode(...)`")
         return self._runtime
 
-    async def open(self) -> "OpenCode":
+    async def open(self) -> OpenCode:
         runtime = Runtime(self._options)
         await runtime.open()
         self._runtime = runtime
@@ -100,7 +100,7 @@ class OpenCode(OpenCodeClient):
             await self._runtime.close()
             self._runtime = None
 
-    async def __aenter__(self) -> "OpenCode":
+    async def __aenter__(self) -> OpenCode:
         return await self.open()
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,11 +12,11 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..core.location import resolve_location
 from ..core.runtime import Runtime
+from ..core.store.db import now_ms
 from ..schema.errors import InvalidRequestError, ServiceUnavailableError
 from ..schema.events import EventRecord, GlobalDisposed, LogSynced, ServerConnected
 from ..schema.ids import WorkspaceID, event_id
 from ..schema.session import SessionActive
-from ..core.store.db import now_ms
 from .sse import Frames, frame
 
 
@@ -189,13 +189,13 @@ async def entry_remove(rt: Runtime, call: Call) -> Any:
     await rt.entries.remove(call.path.sessionID, call.path.key)
 
 
-def _durable_frames(batches: AsyncIterator[list[EventRecord | LogSynced]]) -> AsyncIterator[bytes]:
+def _durable_frames(batches: AsyncGenerator[list[EventRecord | LogSynced], None]) -> AsyncIterator[bytes]:
     async def gen() -> AsyncIterator[bytes]:
         try:
             async for batch in batches:
                 yield b"".join(frame(item.wire(), id=item.seq) for item in batch)
         finally:
-            await batches.aclose()  # type: ignore[attr-defined]
+            await batches.aclose()
 
     return gen()
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ...schema import events as ev
-from ...schema.common import SessionErrorInfo
 from ...schema import session_errors
+from ...schema.common import SessionErrorInfo
 from ..store.db import Store, Tx
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ...schema import message_data as md
 from ...schema.common import ModelRef
-from ..session.history import HistoryEntry
 from ..llm.model import (
     AssistantMessage,
     FilePart,
@@ -16,6 +15,7 @@ from ..llm.model import (
     ToolResultMessage,
     UserMessage,
 )
+from ..session.history import HistoryEntry
 
 
 def _user_parts(message: md.SessionMessageUserData) -> list[TextPart | FilePart]:

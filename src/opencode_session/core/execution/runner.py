@@ -6,15 +6,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
 import anyio
 
 from ...schema import events as ev
+from ...schema import session_errors
 from ...schema.common import ModelRef, SessionErrorInfo
 from ...schema.ids import message_id
-from ...schema import session_errors
 from ..agents import BUILD_PROMPT, AgentNotFoundError, resolve_agent
 from ..attachments import load_attachments, needs_loading
 from ..authority import Authority
@@ -117,7 +118,8 @@ class Runner:
             try:
                 agent = resolve_agent(config, session.agent)
             except AgentNotFoundError as missing:
-                raise DrainFailure(SessionErrorInfo(type=session_errors.AGENT_NOT_FOUND, message=str(missing))) from None
+                raise DrainFailure(SessionErrorInfo(type=session_errors.AGENT_NOT_FOUND,
+                                                    message=str(missing))) from None
             return Boundary(session, agent, config, location)
 
         return await anyio.to_thread.run_sync(_sample)
@@ -147,7 +149,7 @@ class Runner:
                                                         message=str(blocked))) from None
                 if attempt.retries == 0:  # a retry repeats its Step's request: nothing new joins it
                     scope: admission.PromotionScope = "steer" if continuation else "input"
-                    promoted = await store.write(lambda tx: admission.promote(tx, session_id, scope))
+                    promoted = await store.write(partial(admission.promote, session_id=session_id, scope=scope))
                     if promoted:
                         step = 1  # new user input resets the allowance, once per boundary
                     elif not continuation and not (first and force and await self._needs_response(session_id)):
@@ -158,7 +160,7 @@ class Runner:
                 allowance_left = b.agent.steps is None or step + 1 <= b.agent.steps
                 outcome, assistant_id = await self._step(
                     b, baseline, step, attempt.assistant_id,
-                    lambda error: may_retry(error, retries_so_far=retries, allowance_left=allowance_left))
+                    partial(may_retry, retries_so_far=retries, allowance_left=allowance_left))
                 step += 1
                 if outcome.retry and outcome.error is not None:
                     attempt = attempt.retry(assistant_id)
@@ -166,7 +168,7 @@ class Runner:
                     scheduled = ev.RetryScheduled(sessionID=session_id, assistantMessageID=assistant_id,
                                                   attempt=attempt.number, at=self.deps.clock.now_ms() + int(delay),
                                                   error=outcome.error.to_session_error())
-                    await store.write(lambda tx: tx.append(scheduled))
+                    await store.append(scheduled)
                     await self.deps.clock.sleep_ms(delay)
                     continue
                 attempt = PhysicalAttempt()
@@ -201,7 +203,8 @@ class Runner:
                 if m["type"] == "assistant":
                     # unanswered tool results, or a step an interruption cut short
                     error = m.get("error")
-                    return m.get("finish") == "tool-calls" or (error is not None and error["type"] == session_errors.ABORTED)
+                    aborted = error is not None and error["type"] == session_errors.ABORTED
+                    return m.get("finish") == "tool-calls" or aborted
             return False
 
         return await self._read(_q)
@@ -268,7 +271,7 @@ class Runner:
                                                    message=f"Tool execution interrupted: {part['name']}")))
                         failed += 1
                 tx.append(ev.StepFailed(sessionID=session_id, assistantMessageID=message["id"],
-                                        error=SessionErrorInfo(type=session_errors.ABORTED, message="Step interrupted")))
+                                        error=SessionErrorInfo(type=session_errors.ABORTED, message=INTERRUPTED_STEP)))
             return failed
 
         return await self.deps.store.write(_reconcile)

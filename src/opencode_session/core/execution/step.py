@@ -8,11 +8,12 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ...schema import events as ev
-from ...schema.common import ModelRef, SessionErrorInfo, TokenCache, Tokens
 from ...schema import session_errors
+from ...schema.base import Struct
+from ...schema.common import ModelRef, SessionErrorInfo, TokenCache, Tokens
 from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ProviderError
@@ -64,6 +65,13 @@ class StepContext:
     may_retry: Callable[[ProviderError], bool] = lambda _error: False
 
 
+class _StepIds(TypedDict):
+    """The fields every event of this Step starts with."""
+
+    sessionID: str
+    assistantMessageID: str
+
+
 @dataclass
 class _Call:
     call_id: str
@@ -103,13 +111,13 @@ class Step:
 
     # --- durable writes ---------------------------------------------------------------------------
 
-    async def _append(self, data) -> None:
-        await self.ctx.store.write(lambda tx: tx.append(data))
+    async def _append(self, data: Struct) -> None:
+        await self.ctx.store.append(data)
 
-    def _live(self, data) -> None:
+    def _live(self, data: Struct) -> None:
         self.ctx.store.publish_live(data, self.ctx.session_id)
 
-    def _ids(self) -> dict[str, str]:
+    def _ids(self) -> _StepIds:
         return {"sessionID": self.ctx.session_id, "assistantMessageID": self.ctx.assistant_id}
 
     async def _ensure_started(self) -> None:
@@ -144,13 +152,14 @@ class Step:
             raise
         except Exception as defect:
             # a defect (e.g. an adapter bug) must not leave local tools running or the step without a terminal
-            error = SessionErrorInfo(type=session_errors.UNKNOWN, message=f"{type(defect).__name__}: {defect}")
-            await shielded(self._abort(error))
+            await shielded(self._abort(SessionErrorInfo(type=session_errors.UNKNOWN,
+                                                        message=f"{type(defect).__name__}: {defect}")))
             raise
         return self.outcome
 
     async def _on_event(self, event: llm.StreamEvent) -> None:
         ids = self._ids()
+        block: _Block | None
         if isinstance(event, llm.TextStart):
             await self._output()
             block = self.text[event.id] = _Block(self._next_ordinal())
@@ -251,6 +260,7 @@ class Step:
             if record.settled:
                 return
             ids = self._ids()
+            data: ev.ToolSuccess | ev.ToolFailed
             if isinstance(settlement, ToolSucceeded):
                 out = settlement.output
                 data = ev.ToolSuccess(**ids, callID=record.call_id, structured=out.structured,
@@ -275,11 +285,12 @@ class Step:
     async def _settle(self) -> None:
         error = self.outcome.error
         missing = "The provider did not return a result for this tool call" if error is None else str(error)
-        await self._fail_unsettled(SessionErrorInfo(type=session_errors.TOOL_RESULT_MISSING if error is None else session_errors.ABORTED,
-                                                    message=missing))
+        unsettled = session_errors.TOOL_RESULT_MISSING if error is None else session_errors.ABORTED
+        await self._fail_unsettled(SessionErrorInfo(type=unsettled, message=missing))
         ids = self._ids()
         if error is None and self.outcome.finish == "content-filter":
-            self.outcome.failure = SessionErrorInfo(type=session_errors.PROVIDER_CONTENT_FILTER, message=CONTENT_FILTERED)
+            self.outcome.failure = SessionErrorInfo(type=session_errors.PROVIDER_CONTENT_FILTER,
+                                                    message=CONTENT_FILTERED)
         elif error is not None:
             self.outcome.failure = error.to_session_error()
         if error is not None and not self.outcome.evidence and self.ctx.may_retry(error):

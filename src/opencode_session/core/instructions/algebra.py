@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Generic, Literal, TypeVar, Union
+from typing import Any, Final, Generic, Literal, TypeVar
 
 import anyio
 
@@ -223,7 +223,7 @@ class Instructions:
         async with anyio.create_task_group() as tg:
             for index, source in enumerate(self._sources):
                 tg.start_soon(run, index, source)
-        return [Observation(source, value) for source, value in zip(self._sources, results)]
+        return [Observation(source, value) for source, value in zip(self._sources, results, strict=True)]
 
 
 EMPTY: Final = Instructions()
@@ -341,7 +341,7 @@ class Updated:
     applied: Applied
 
 
-ReconcileResult = Union[Unchanged, Updated]
+ReconcileResult = Unchanged | Updated
 
 
 # --- operations ------------------------------------------------------------------------------

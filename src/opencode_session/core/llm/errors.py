@@ -10,8 +10,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
-from opencode_session.schema.common import SessionErrorInfo
 from opencode_session.schema import session_errors
+from opencode_session.schema.common import SessionErrorInfo
 
 
 class ProviderError(Exception):
@@ -36,7 +36,7 @@ class ProviderError(Exception):
     def to_session_error(self) -> SessionErrorInfo:
         return SessionErrorInfo(type=self.error_type, message=self.message, status=self.status)
 
-    def redacted(self, secrets: Iterable[str]) -> "ProviderError":
+    def redacted(self, secrets: Iterable[str]) -> ProviderError:
         """The same failure with `secrets` and bearer tokens cut from its message: providers echo the credentials
         they were sent ("Invalid API key: Bearer sk-..."), and the message becomes a durable, streamed event."""
         clean = copy.copy(self)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
-from typing import Literal
+from typing import Literal, cast
 from urllib.parse import unquote, urlparse
 
 from ...schema import events as ev
@@ -52,7 +52,8 @@ def _conflict(input_id: str) -> ConflictError:
                          resource=input_id)
 
 
-def admit(tx: Tx, session_id: str, input_id: str, prompt: Prompt, delivery: ev.Delivery) -> tuple[SessionInputAdmitted, bool]:
+def admit(tx: Tx, session_id: str, input_id: str, prompt: Prompt,
+          delivery: ev.Delivery) -> tuple[SessionInputAdmitted, bool]:
     """Admit one user input in the caller's transaction. Returns the admission and whether it is new."""
     payload = prompt.wire()
     waiting = pending.get(tx, input_id)
@@ -66,24 +67,25 @@ def admit(tx: Tx, session_id: str, input_id: str, prompt: Prompt, delivery: ev.D
         if promoted.session_id != session_id or promoted.type != "user":
             raise _conflict(input_id)
         admitted = events.admission_of(tx, session_id, input_id)
-        if admitted is None or admitted.seq is None or not isinstance(admitted.data, ev.InputAdmitted):
+        if admitted is None or not isinstance(admitted.data, ev.InputAdmitted):
             raise _conflict(input_id)
         data = admitted.data
         if data.input.type != "user" or data.input.delivery != delivery or \
                 _canonical(data.input.data.wire()) != _canonical(payload):
             raise _conflict(input_id)
-        return SessionInputAdmitted(admittedSeq=admitted.seq, id=input_id, sessionID=session_id,
+        return SessionInputAdmitted(admittedSeq=admitted.sequence, id=input_id, sessionID=session_id,
                                     prompt=data.input.data, delivery=delivery, timeCreated=admitted.created,
                                     promotedSeq=promoted.seq), False
     record = tx.append(ev.InputAdmitted(sessionID=session_id, inputID=input_id,
                                         input=ev.UserInput(data=prompt, delivery=delivery)))
-    return SessionInputAdmitted(admittedSeq=record.seq, id=input_id, sessionID=session_id, prompt=prompt,
+    return SessionInputAdmitted(admittedSeq=record.sequence, id=input_id, sessionID=session_id, prompt=prompt,
                                 delivery=delivery, timeCreated=record.created), True
 
 
 def _from_pending(item: pending.PendingInput) -> SessionInputAdmitted:
     return SessionInputAdmitted(admittedSeq=item.admitted_seq, id=item.id, sessionID=item.session_id,
-                                prompt=Prompt.model_validate(item.data), delivery=item.delivery,
+                                prompt=Prompt.model_validate(item.data),
+                                delivery=cast(ev.Delivery, item.delivery),  # a user input always has one
                                 timeCreated=item.time_created)
 
 

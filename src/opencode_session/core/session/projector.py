@@ -141,20 +141,14 @@ def _created(record: EventRecord) -> md.CreatedTimeData:
     return {"created": record.created}
 
 
-def _seq(record: EventRecord) -> int:
-    if record.seq is None:
-        raise ValueError(f"live-only event {record.type} cannot be projected")
-    return record.seq
-
-
 def _insert_message(tx: Tx, record: EventRecord, message: md.SessionMessageData) -> None:
-    messages.insert(tx, record.aggregate_id, _seq(record), message)
+    messages.insert(tx, record.aggregate_id, record.sequence, message)
 
 
 @handles(ev.InputAdmitted)
 def _admitted(tx: Tx, record: EventRecord, data: ev.InputAdmitted) -> None:
     pending.insert(tx, pending.PendingInput(data.inputID, data.sessionID, data.input.type, data.input.data.wire(),
-                                            data.input.delivery, _seq(record), record.created))
+                                            data.input.delivery, record.sequence, record.created))
 
 
 @handles(ev.InputPromoted)
@@ -210,8 +204,8 @@ def _step_started(tx: Tx, record: EventRecord, data: ev.StepStarted) -> None:
     existing = _load_assistant(tx, data.assistantMessageID)
     if existing is None:
         message: md.SessionMessageAssistantData = {
-            "id": data.assistantMessageID, "time": {"created": record.created}, "type": "assistant", "agent": data.agent,
-            "model": _model(data.model), "content": []}
+            "id": data.assistantMessageID, "time": {"created": record.created}, "type": "assistant",
+            "agent": data.agent, "model": _model(data.model), "content": []}
         if data.snapshot:
             message["snapshot"] = {"start": data.snapshot}
         _insert_message(tx, record, message)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import builtins
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
-from datetime import datetime, timezone
+from collections.abc import AsyncGenerator, Callable, Mapping
+from datetime import UTC, datetime
 
 import anyio
 
@@ -32,6 +33,7 @@ from ..location import Location, resolve_location
 from ..store import messages as stored_messages
 from ..store import pending, sessions
 from ..store.db import Reader, Store, Tx, now_ms
+from ..store.feed import Doorbell
 from ..store.keyset import Direction, Key, Order, PageRequest
 from . import admission
 from .cursor import (
@@ -55,7 +57,7 @@ def require_session(reader: Reader, session_id: str) -> SessionV2Info:
     return info
 
 
-class Sessions:
+class Sessions:  # its `list` method shadows the builtin in annotations below it: those say `builtins.list`
     """Core operations on durable Sessions. `wake` is the advisory execution doorbell (the runner installs it);
     `env` is what configuration lookups see (the model a session selects must be declared there)."""
 
@@ -105,7 +107,7 @@ class Sessions:
             info = SessionV2Info(
                 id=sid, projectID=loc.project_id, agent=agent, model=model,
                 time=SessionTime(created=now, updated=now),
-                title="New session - " + datetime.fromtimestamp(now / 1000, timezone.utc).isoformat(
+                title="New session - " + datetime.fromtimestamp(now / 1000, UTC).isoformat(
                     timespec="milliseconds").replace("+00:00", "Z"),
                 location=LocationRef(directory=str(loc.directory), workspaceID=loc.workspace_id),
             )
@@ -172,7 +174,7 @@ class Sessions:
                                  workspace=workspace)
 
         def cursor_at(key: Key, to: Direction) -> str:
-            return SessionCursor(kind="sessions", query=query, anchor=key, direction=to).encode()
+            return SessionCursor(kind="sessions", query=query, anchor=(key[0], key[1]), direction=to).encode()
 
         def _page(reader: Reader) -> tuple[list[SessionV2Info], CursorLinks]:
             where = sessions.SessionFilter(
@@ -221,11 +223,11 @@ class Sessions:
             self.wake(session_id)
         return result
 
-    async def promote(self, session_id: str, scope: admission.PromotionScope) -> list[str]:
+    async def promote(self, session_id: str, scope: admission.PromotionScope) -> builtins.list[str]:
         return await self.store.write(lambda tx: admission.promote(tx, session_id, scope))
 
-    async def pending(self, session_id: str) -> list[SessionInputAdmitted]:
-        def _q(reader: Reader) -> list[SessionInputAdmitted]:
+    async def pending(self, session_id: str) -> builtins.list[SessionInputAdmitted]:
+        def _q(reader: Reader) -> builtins.list[SessionInputAdmitted]:
             require_session(reader, session_id)
             return admission.pending_inputs(reader, session_id)
 
@@ -235,7 +237,7 @@ class Sessions:
 
     async def messages(
         self, session_id: str, *, cursor: str | None = None, limit: int | None = None, order: Order | None = None
-    ) -> tuple[list[SessionMessage], CursorLinks]:
+    ) -> tuple[builtins.list[SessionMessage], CursorLinks]:
         request: PageRequest
         if cursor is not None:
             if order is not None:
@@ -256,7 +258,7 @@ class Sessions:
             return MessageCursor(kind="messages", session_id=session_id, order=request.order, limit=request.limit,
                                  anchor=key[0], direction=to).encode()
 
-        def _page(reader: Reader) -> tuple[list[SessionMessage], CursorLinks]:
+        def _page(reader: Reader) -> tuple[builtins.list[SessionMessage], CursorLinks]:
             require_session(reader, session_id)
             page = stored_messages.page(reader, session_id, request)
             return page.items, page_links(page, cursor_at)
@@ -273,10 +275,10 @@ class Sessions:
 
         return await self.store.read(_q)
 
-    async def context(self, session_id: str) -> list[SessionMessage]:
+    async def context(self, session_id: str) -> builtins.list[SessionMessage]:
         """Projected Session History after the active compaction and instruction-baseline cutoffs."""
 
-        def _q(reader: Reader) -> list[SessionMessage]:
+        def _q(reader: Reader) -> builtins.list[SessionMessage]:
             require_session(reader, session_id)
             return [stored_messages.decode(data) for data in active_history(reader, session_id)]
 
@@ -286,14 +288,14 @@ class Sessions:
 
     async def log(
         self, session_id: str, after: int = -1, *, follow: bool = True, synced: bool = False
-    ) -> AsyncIterator[EventRecord | LogSynced]:
+    ) -> AsyncGenerator[EventRecord | LogSynced, None]:
         """Public durable events after `after` (exclusive). Verifies the session first (raises before the stream).
 
         The doorbell is subscribed before replay, so nothing committed between replay and waiting is lost.
         With `synced`, one `log.synced` marker follows the replay; without `follow` the stream ends there."""
         batches = await self.log_batches(session_id, after, follow=follow, synced=synced)
 
-        async def flatten() -> AsyncIterator[EventRecord | LogSynced]:
+        async def flatten() -> AsyncGenerator[EventRecord | LogSynced, None]:
             try:
                 async for batch in batches:
                     for item in batch:
@@ -305,7 +307,7 @@ class Sessions:
 
     async def log_batches(
         self, session_id: str, after: int = -1, *, follow: bool = True, synced: bool = False
-    ) -> AsyncIterator[list[EventRecord | LogSynced]]:
+    ) -> AsyncGenerator[builtins.list[EventRecord | LogSynced], None]:
         """The same stream as `log`, one list per store page (what a transport can write in one go)."""
         bell = self.store.durable.subscribe(session_id)
         try:
@@ -315,7 +317,8 @@ class Sessions:
             raise
         return self._log_stream(bell, session_id, after, follow, synced)
 
-    async def _log_stream(self, bell, session_id: str, after: int, follow: bool, synced: bool):
+    async def _log_stream(self, bell: Doorbell, session_id: str, after: int, follow: bool,
+                          synced: bool) -> AsyncGenerator[builtins.list[EventRecord | LogSynced], None]:
         last = after
         replaying = True
         with bell:
@@ -323,8 +326,8 @@ class Sessions:
                 bell.clear()
                 batch = await self.store.events_after(session_id, last)
                 if batch:
-                    last = batch[-1].seq
-                    public = [record for record in batch if record.definition.public]
+                    last = batch[-1].sequence
+                    public: builtins.list[EventRecord | LogSynced] = [r for r in batch if r.definition.public]
                     if public:
                         yield public
                 if len(batch) == 100:

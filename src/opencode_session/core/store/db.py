@@ -84,7 +84,7 @@ class Reader:
 class Tx(Reader):
     """One open write transaction. `append` assigns the next seq, runs projections and the optional commit hook."""
 
-    def __init__(self, store: "Store", conn: sqlite3.Connection) -> None:
+    def __init__(self, store: Store, conn: sqlite3.Connection) -> None:
         super().__init__(conn)
         self.store = store
         self.appended: list[tuple[int, EventRecord]] = []  # with each event's store position
@@ -105,8 +105,8 @@ class Tx(Reader):
         definition = definition_of(data)
         if not definition.durable:
             raise ValueError(f"{definition.type} is live-only; publish it with publish_live")
-        aggregate_id = getattr(data, "sessionID")
         wire = data.wire()
+        aggregate_id: str = wire["sessionID"]  # every durable event belongs to a session
         clean, text = jsontext.encode(wire)
         if clean is not wire:  # text from outside (a provider, a tool) that JSON cannot carry is never stored as is
             data = type(data).model_validate(clean)
@@ -143,7 +143,7 @@ class Store:
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
-    async def open(self) -> "Store":
+    async def open(self) -> Store:
         """Open (and migrate) the database; raises DatabaseInUseError while another process has it open."""
         loop = asyncio.get_running_loop()
         if self._lock is not None:
@@ -155,8 +155,11 @@ class Store:
             migrate(self._wconn)
 
         def _open_reader() -> None:
-            self._rconn = self._wconn if self.path == ":memory:" else _connect(self.path)
-            self._read_handle = Reader(self._rconn)
+            conn = self._wconn if self.path == ":memory:" else _connect(self.path)
+            if conn is None:
+                raise RuntimeError("the writer connection opens first")
+            self._rconn = conn
+            self._read_handle = Reader(conn)
 
         try:
             await loop.run_in_executor(self._writer, _open_writer)
@@ -180,7 +183,7 @@ class Store:
         if self._lock is not None:
             self._lock.release()
 
-    async def __aenter__(self) -> "Store":
+    async def __aenter__(self) -> Store:
         return await self.open()
 
     async def __aexit__(self, *exc: object) -> None:
@@ -226,6 +229,10 @@ class Store:
             except Exception:
                 pass
             raise
+
+    async def append(self, data: Struct) -> EventRecord:
+        """Commit one durable event, and what it projects, in a transaction of its own."""
+        return await self.write(lambda tx: tx.append(data))
 
     def _announce(self, tx: Tx) -> None:
         for position, record in tx.appended:

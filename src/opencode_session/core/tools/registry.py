@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from opencode_session.schema import session_errors
 from opencode_session.schema.common import SessionErrorInfo
 from opencode_session.schema.message import ToolTextContent
-from opencode_session.schema import session_errors
 
 from ..llm.model import ToolSpec
 from .builtin import GlobTool, ReadTool, SkillTool
@@ -115,7 +116,8 @@ class ToolRegistry:
             log.exception("tool %s failed unexpectedly (call %s)", name, ctx.call_id)
             return _errored(session_errors.TOOL_EXECUTION, f"{type(defect).__name__}: {defect}")
         if not isinstance(output, ToolOutput):
-            return _errored(session_errors.TOOL_EXECUTION, f"TypeError: tool {name} returned {type(output).__name__}, not ToolOutput")
+            return _errored(session_errors.TOOL_EXECUTION,
+                            f"TypeError: tool {name} returned {type(output).__name__}, not ToolOutput")
         return self._bounded(output)
 
     def _bounded(self, output: ToolOutput) -> ToolSucceeded:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from opencode_session.schema.message import ToolContent, ToolTextContent
 from opencode_session.schema import session_errors
+from opencode_session.schema.message import ToolContent, ToolTextContent
 
 from ..authority import AccessRefused, Authority
 from ..permission import DEFAULT_RULES, Ruleset
@@ -54,7 +54,7 @@ class ToolOutput:
     title: str | None = None
 
     @classmethod
-    def of_text(cls, text: str, structured: dict[str, Any] | None = None, title: str | None = None) -> "ToolOutput":
+    def of_text(cls, text: str, structured: dict[str, Any] | None = None, title: str | None = None) -> ToolOutput:
         return cls(content=[ToolTextContent(text=text)], structured=dict(structured or {}), title=title)
 
     def text(self) -> str:
