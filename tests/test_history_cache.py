@@ -47,5 +47,6 @@ async def test_cache_tracks_appends_updates_cutoffs_and_deletions(tmp_path):
         await s.store.write(lambda tx: instructions.initialize(tx, sid, instructions.Checkpoint(
             "", "{}", tx.latest_seq(sid))))
         assert "system" not in [m["type"] for m in await _check(s, cache, sid)]
+        # no operation removes a message yet (committed revert will); the cache must already notice one that vanished
         await s.store.write(lambda tx: tx.execute("DELETE FROM session_message WHERE id = ?", (aid,)))
         assert [m["type"] for m in await _check(s, cache, sid)] == ["user"]

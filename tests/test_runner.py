@@ -514,19 +514,18 @@ class PeerTool:
 
     parameters: dict[str, Any] = {"type": "object"}
 
-    def __init__(self, name: str, store_of) -> None:
+    def __init__(self, name: str, runtime_of) -> None:
         self.name = name
         self.description = f"peer {name}"
         self.started = asyncio.Event()
         self.peer: PeerTool | None = None
-        self.store_of = store_of
+        self.runtime_of = runtime_of
         self.status_at_start: str | None = None
 
     async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        row = await self.store_of().read(lambda conn: conn.execute(
-            "SELECT data FROM session_message WHERE id = ?", (ctx.message_id,)).fetchone())
-        part = next(p for p in json.loads(row[0])["content"] if p["type"] == "tool" and p["id"] == ctx.call_id)
-        self.status_at_start = part["state"]["status"]
+        message = await self.runtime_of().sessions.message(ctx.session_id, ctx.message_id)
+        part = next(p for p in message.content if p.type == "tool" and p.id == ctx.call_id)
+        self.status_at_start = part.state.status
         self.started.set()
         with anyio.fail_after(TIMEOUT):
             await self.peer.started.wait()
@@ -535,7 +534,7 @@ class PeerTool:
 
 async def test_local_tools_are_durable_before_running_and_run_concurrently(tmp_path):
     holder: dict[str, Runtime] = {}
-    a, b = PeerTool("a", lambda: holder["rt"].store), PeerTool("b", lambda: holder["rt"].store)
+    a, b = PeerTool("a", lambda: holder["rt"]), PeerTool("b", lambda: holder["rt"])
     a.peer, b.peer = b, a
     script = [llm.ToolCall("ca", "a", {}), llm.ToolCall("cb", "b", {}), llm.Finish("tool-calls", USAGE)]
     async with harness(tmp_path, [script, text("both done")], tools=[a, b]) as h:
