@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import cProfile
+import functools
 import io
 import os
 import pstats
@@ -188,7 +189,8 @@ class StoreTimer:
         self.calls[name] += 1
 
     def _wrap(self, kind: str, fn):
-        name = f"{kind} {getattr(fn, '__qualname__', repr(fn))}"
+        target = fn.func if isinstance(fn, functools.partial) else fn  # a partial's repr names its arguments
+        name = f"{kind} {getattr(target, '__qualname__', repr(target))}"
 
         def timed(arg):
             t0 = time.perf_counter()

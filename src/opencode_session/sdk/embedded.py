@@ -30,7 +30,8 @@ class OpenCode(OpenCodeClient):
     """`async with OpenCode(db=...) as oc: await oc.session.create()`.
 
     Shares the networked client's methods, routing, middleware, codecs and errors; only the transport differs.
-    Embedded-only: `tools` (register Python tools the runner may call) and `runtime` (the core objects).
+    Embedded-only: `tools` (register Python tools the runner may call), `runtime` (the core objects) and `transport`
+    (the in-memory transport, for another client of the same host).
     Closing releases the database, ends every stream and stops every drain. The default database is in memory.
     """
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -24,12 +24,7 @@ from ..instructions.algebra import InstructionsBlocked
 from ..instructions.checkpoint import CheckpointPreparer
 from ..instructions.nearby import NearbyInstructions
 from ..llm import model as llm
-from ..llm.catalog import (
-    configured_secrets,
-    model_ref_from_string,
-    provider_for,
-    resolve_model,
-)
+from ..llm.catalog import configured_secrets, model_ref_from_string, provider_for, resolve_model
 from ..llm.errors import ProviderError
 from ..location import resolve_location
 from ..session import admission
@@ -40,10 +35,13 @@ from ..store.db import Reader, Store, Tx
 from ..tools.registry import ToolRegistry, default_registry
 from .boundary import Boundary
 from .clock import Clock
-from .coordinator import DrainFailure
+from .coordinator import Drain, DrainFailure
 from .lowering import lower_entries
 from .retry import BASE_DELAY_MS, base_delay_ms, may_retry, retry_delay_ms
 from .step import INTERRUPTED_STEP, Step, StepContext, shielded
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -282,11 +280,11 @@ def make_drain_factory(
     tools: ToolRegistry | None = None,
     provider: Callable[[llm.ResolvedModel], llm.Provider] | None = None,
     clock: Clock | None = None,
-) -> Callable[[Any], Callable[[str, bool], Any]]:
+) -> Callable[[Runtime], Drain]:
     """A `RuntimeOptions.drain_factory` running this runner over the runtime's store; defaults are the real
     providers, the built-in tools and the wall clock."""
 
-    def factory(runtime: Any) -> Callable[[str, bool], Any]:
+    def factory(runtime: Runtime) -> Drain:
         options = runtime.options
         retry_base = options.retry_base_delay_ms
         deps = RunnerDeps(store=runtime.store, env=options.env,

@@ -11,12 +11,7 @@ import anyio
 
 from ...schema import events as ev
 from ...schema.common import LocationRef, ModelRef
-from ...schema.errors import (
-    InvalidCursorError,
-    InvalidRequestError,
-    MessageNotFoundError,
-    SessionNotFoundError,
-)
+from ...schema.errors import InvalidCursorError, InvalidRequestError, MessageNotFoundError, SessionNotFoundError
 from ...schema.events import EventRecord, LogSynced
 from ...schema.ids import message_id
 from ...schema.ids import session_id as new_session_id
@@ -36,14 +31,7 @@ from ..store.db import Reader, Store, Tx, now_ms
 from ..store.feed import Doorbell
 from ..store.keyset import Direction, Key, Order, PageRequest
 from . import admission
-from .cursor import (
-    MESSAGE_PAGE_MAX,
-    SESSION_PAGE_MAX,
-    MessageCursor,
-    SessionCursor,
-    SessionQuery,
-    page_links,
-)
+from .cursor import MESSAGE_PAGE_MAX, SESSION_PAGE_MAX, MessageCursor, SessionCursor, SessionQuery, page_links
 from .history import active_history
 
 SESSION_PAGE_DEFAULT = 50
