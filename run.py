@@ -2,6 +2,8 @@
 """Project bootstrap: creates .venv from requirements.lock, then runs the demo, the server, the tests or a benchmark.
 
 Usage: python3 run.py demo | serve [ocs serve options] | test [pytest args] | bench [name] | lock | ocs [args]
+
+`test` first runs the linter (ruff) and the type checker (mypy, configured in pyproject.toml); any failure stops it.
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ def main(argv: list[str]) -> int:
     if cmd == "ocs":
         return subprocess.call([str(BIN / "ocs"), *rest])
     if cmd == "test":
+        for check in ([str(BIN / "ruff"), "check", "src", "tests", "bench", "run.py"], [str(BIN / "mypy")]):
+            code = subprocess.call(check, cwd=ROOT)
+            if code != 0:
+                return code
         return subprocess.call([str(PY), "-m", "pytest", *rest], cwd=ROOT)
     if cmd == "bench":
         benches = sorted((ROOT / "bench").glob("bench_*.py"))

@@ -4,7 +4,8 @@
     `Store.write`; each N=2,000 events, 5 repetitions, median events/s. The store runs WAL with synchronous=FULL,
     so every COMMIT fsyncs the WAL: one-per-transaction appends pay one fsync per event, batches one per 100.
 (b) replay: `GET /api/session/{id}/event` (no `after`, i.e. from the start; the API rejects `after=-1` with 400:
-    `after` must be a non-negative Seq, and omitting it means -1) of a 10,000-event session through `serve(...)` on 127.0.0.1,
+    `after` must be a non-negative Seq, and omitting it means -1) of a 10,000-event session through `serve(...)` on
+    127.0.0.1,
     read until the last seq arrives, by the generated client (SSE parse + JSON + pydantic validation per event)
     by raw httpx2 line reading (no SSE parse, no JSON, no pydantic on the client), and by a hand-written HTTP/1.1
     GET on an asyncio socket that only scans bytes (almost pure server cost); plus, without HTTP, the in-process
@@ -22,8 +23,8 @@ import time
 from pathlib import Path
 
 import httpx2
-
 from _common import emit, median, spread, table, workspace
+
 from opencode_session.client.generated import OpenCodeClient
 from opencode_session.core.runtime import Runtime, RuntimeOptions
 from opencode_session.core.session import admission
@@ -128,7 +129,7 @@ async def build_replay_session(db: Path, workdir: Path, env: dict[str, str], n: 
 
         while written < n:
             count = min(1_000, n - written)
-            await rt.store.write(lambda tx: chunk(tx, count))
+            await rt.store.write(lambda tx, count=count: chunk(tx, count))
             written += count
         last = await rt.store.latest_seq(sid)
     return sid, last
@@ -152,7 +153,8 @@ async def read_raw(url: str, sid: str, last: int) -> tuple[float, int]:
     async with httpx2.AsyncClient(timeout=60) as http:
         t0 = time.perf_counter()
         count = 0
-        async with http.stream("GET", f"{url}/api/session/{sid}/event", headers={"Accept": "text/event-stream"}) as response:
+        async with http.stream("GET", f"{url}/api/session/{sid}/event",
+                               headers={"Accept": "text/event-stream"}) as response:
             assert response.status_code == 200, response.status_code
             async for line in response.aiter_lines():
                 if line.startswith("id: "):

@@ -54,7 +54,7 @@ async def _per_request_us(app: Any, body: bytes, n: int) -> float:
     for _ in range(n):
         pending = iter(messages)
 
-        async def receive() -> dict[str, Any]:
+        async def receive(pending: Any = pending) -> dict[str, Any]:
             return next(pending, {"type": "http.disconnect"})
 
         await app(scope, receive, send)

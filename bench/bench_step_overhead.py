@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import cProfile
+import functools
 import io
 import os
 import pstats
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from _common import emit, median, table, workspace
+
 from opencode_session.core.execution.runner import make_drain_factory
 from opencode_session.core.llm import model as llm
 from opencode_session.core.runtime import Runtime, RuntimeOptions
@@ -138,7 +140,7 @@ class Bench:
         done = 0
         while done < rounds:
             count = min(CLONE_ROUNDS_PER_TX, rounds - done)
-            await self.rt.store.write(lambda tx: clone(tx, count))
+            await self.rt.store.write(lambda tx, count=count: clone(tx, count))
             done += count
         await self.prompt(sid)  # real, unmeasured: initializes the instruction checkpoint
         count = await self.rt.store.read(lambda conn: conn.execute(
@@ -187,7 +189,8 @@ class StoreTimer:
         self.calls[name] += 1
 
     def _wrap(self, kind: str, fn):
-        name = f"{kind} {getattr(fn, '__qualname__', repr(fn))}"
+        target = fn.func if isinstance(fn, functools.partial) else fn  # a partial's repr names its arguments
+        name = f"{kind} {getattr(target, '__qualname__', repr(target))}"
 
         def timed(arg):
             t0 = time.perf_counter()
@@ -198,7 +201,7 @@ class StoreTimer:
 
         return timed
 
-    def __enter__(self) -> "StoreTimer":
+    def __enter__(self) -> StoreTimer:
         timer = self
         read, write, project = self._saved
 
@@ -215,11 +218,12 @@ class StoreTimer:
             finally:
                 timer._add(f"  project {record.type}", t0)
 
+        # timing the store's own methods for this run only, by swapping them on the class
         Store.read, Store.write, Store.project = _read, _write, _project  # type: ignore[method-assign]
         return self
 
     def __exit__(self, *exc: object) -> None:
-        Store.read, Store.write, Store.project = self._saved  # type: ignore[method-assign]
+        Store.read, Store.write, Store.project = self._saved  # type: ignore[method-assign]  # put them back
 
 
 async def store_profile(bench: Bench, messages: int) -> dict[str, tuple[int, float]]:
@@ -243,6 +247,7 @@ async def loop_profile(bench: Bench, messages: int) -> tuple[list[list[Any]], fl
     wall = time.perf_counter() - t0
     stats = pstats.Stats(profiler)
     marker = os.sep + "opencode_session" + os.sep
+    # pstats keeps its table in an attribute its stubs do not declare
     ours = [(func, st) for func, st in stats.stats.items() if marker in func[0]]  # type: ignore[attr-defined]
     ours.sort(key=lambda item: -item[1][3])
     rows = []
@@ -283,21 +288,21 @@ async def main() -> None:
             store_large = await store_profile(bench, LARGE)
             prof_rows, prof_per_prompt, prof_raw = await loop_profile(bench, LARGE)
 
-    s, l = summarize(small), summarize(large)
+    s, big = summarize(small), summarize(large)
     print(f"Step overhead with an instant provider: median of {PROMPTS} prompts per size, one Step each; "
           f"times in ms per prompt")
     cols = [("total_ms", "runtime total (excl. provider)"), ("admit_ms", "  admit call"),
             ("before_provider_ms", "  admit -> provider called"), ("streaming_ms", "  provider stream handling"),
             ("after_provider_ms", "  provider done -> wait returns"), ("provider_us", "provider own time (us)")]
     print(table(["", f"{SMALL} msgs", f"{LARGE} msgs", "ratio"],
-                [[label, f"{s[k]:.2f}", f"{l[k]:.2f}", f"{l[k] / s[k]:.2f}" if s[k] else "-"] for k, label in cols]
+                [[label, f"{s[k]:.2f}", f"{big[k]:.2f}", f"{big[k] / s[k]:.2f}" if s[k] else "-"] for k, label in cols]
                 + [["messages in the request (history + prompt)", f"{s['history_min']}..{s['history_max']}",
-                    f"{l['history_min']}..{l['history_max']}", ""]]))
+                    f"{big['history_min']}..{big['history_max']}", ""]]))
     print(f"(history built in {small_build:.1f}s for {PROMPTS} sessions x {SMALL} msgs, {large_build:.1f}s for "
           f"{LARGE_SESSIONS} sessions x {LARGE} msgs)")
-    ratio = l["total_ms"] / s["total_ms"]
+    ratio = big["total_ms"] / s["total_ms"]
     print(f"\nratio {LARGE} vs {SMALL} messages: {ratio:.2f}x  "
-          f"(+{(l['total_ms'] - s['total_ms']) / (LARGE - SMALL) * 1e3:.1f} us per extra history message)")
+          f"(+{(big['total_ms'] - s['total_ms']) / (LARGE - SMALL) * 1e3:.1f} us per extra history message)")
     print(f"\nWhere the time goes, SQLite threads ({PROFILE_PROMPTS} prompts on one session per size; "
           f"'project X' rows are inside the write callbacks above them)")
     keys = sorted(store_large, key=lambda k: -store_large[k][1])
@@ -316,7 +321,7 @@ async def main() -> None:
     print(prof_raw)
     emit("step_overhead", {
         "prompts": PROMPTS, "small_messages": SMALL, "large_messages": LARGE,
-        "small": {k: round(v, 3) for k, v in s.items()}, "large": {k: round(v, 3) for k, v in l.items()},
+        "small": {k: round(v, 3) for k, v in s.items()}, "large": {k: round(v, 3) for k, v in big.items()},
         "ratio_total_large_over_small": round(ratio, 3),
         "store_ms_per_prompt": {k.strip(): {"small": round(store_small.get(k, (0, 0.0))[1], 3),
                                             "large": round(store_large[k][1], 3)} for k in keys},

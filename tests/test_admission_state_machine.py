@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import sqlite3
 import tempfile
 from pathlib import Path
 
@@ -18,11 +17,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from opencode_session.core.location import resolve_location
 from opencode_session.core.session import Sessions
-from opencode_session.core.session.projector import PROJECTION_TABLES, project
+from opencode_session.core.session.projector import project
 from opencode_session.core.store import Store
+from opencode_session.schema import events as ev
 from opencode_session.schema.errors import ConflictError
 from opencode_session.schema.prompt import PromptInput
-from tests.support.core import snapshot_projections
+from tests.support.core import projected_state
 
 TEXTS = st.sampled_from(["a", "b", "hello", "ünïcode", ""])
 DELIVERY = st.sampled_from(["steer", "queue"])
@@ -47,9 +47,9 @@ class AdmissionMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         try:
-            before = snapshot_projections(self.dir / "db.sqlite")
-            self.run(self.store.rebuild_projections(PROJECTION_TABLES))
-            assert snapshot_projections(self.dir / "db.sqlite") == before, "replay diverged from the live projections"
+            before = self.run(projected_state(self.sessions))
+            self.run(self.store.rebuild_projections())
+            assert self.run(projected_state(self.sessions)) == before, "replay diverged from the live projections"
         finally:
             self.run(self.store.close())
             self.loop.close()
@@ -132,25 +132,18 @@ class AdmissionMachine(RuleBasedStateMachine):
 
     @invariant()
     def log_and_projections_agree(self) -> None:
-        conn = sqlite3.connect(self.dir / "db.sqlite")
-        try:
-            for sid in self.pending:
-                seqs = [r[0] for r in conn.execute("SELECT seq FROM event WHERE aggregate_id = ? ORDER BY seq",
-                                                   (sid,))]
-                assert seqs == list(range(len(seqs))), f"gap in {sid}: {seqs}"
-                pending = [r[0] for r in conn.execute(
-                    "SELECT id FROM session_pending WHERE session_id = ? ORDER BY admitted_seq", (sid,))]
-                assert pending == self.pending[sid]
-                users = [r[0] for r in conn.execute(
-                    "SELECT id FROM session_message WHERE session_id = ? AND type = 'user' ORDER BY seq", (sid,))]
-                assert users == self.promoted[sid]
-                promotions = [r[0] for r in conn.execute(
-                    "SELECT json_extract(data, '$.inputID') FROM event WHERE aggregate_id = ? AND type = ?",
-                    (sid, "session.input.promoted.1"))]
-                assert sorted(promotions) == sorted(self.promoted[sid]), "an input was promoted twice or lost"
-                assert not set(pending) & set(users)
-        finally:
-            conn.close()
+        for sid in self.pending:
+            log = self.run(self.store.events_after(sid, -1, limit=10_000))
+            seqs = [record.seq for record in log]
+            assert seqs == list(range(len(seqs))), f"gap in {sid}: {seqs}"
+            pending = [p.id for p in self.run(self.sessions.pending(sid))]
+            assert pending == self.pending[sid]
+            messages, _ = self.run(self.sessions.messages(sid, limit=200, order="asc"))
+            users = [m.id for m in messages if m.type == "user"]
+            assert users == self.promoted[sid]
+            promotions = [r.data.inputID for r in log if isinstance(r.data, ev.InputPromoted)]
+            assert sorted(promotions) == sorted(self.promoted[sid]), "an input was promoted twice or lost"
+            assert not set(pending) & set(users)
 
 
 AdmissionMachine.TestCase.settings = settings(

@@ -18,9 +18,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from opencode_session.client import CallOptions, ClientError, EventStream, OpenCodeClient, Page
+from opencode_session import client as client_package
+from opencode_session.client import (
+    CallOptions,
+    ClientError,
+    EventStream,
+    MessageNotFoundError,
+    OpenCodeClient,
+    Page,
+    SessionNotFoundError,
+)
 from opencode_session.client.sse import SSEParser
-from opencode_session.schema.errors import MessageNotFoundError, SessionNotFoundError
+from opencode_session.schema.errors import REGISTRY
 from opencode_session.schema.events import GlobalDisposed, LogSynced, ServerConnected
 from opencode_session.schema.session import SessionV2Info
 
@@ -208,6 +217,11 @@ async def test_declared_errors_are_raised_as_tagged_errors(client):
     assert (raised_message.value.sessionID, raised_message.value.messageID) == ("ses_1", "msg_2")
 
 
+def test_every_tagged_error_a_call_can_raise_is_importable_from_the_client():
+    for tag, error in REGISTRY.items():
+        assert getattr(client_package, tag) is error, tag
+
+
 @pytest.mark.anyio
 async def test_undeclared_status_or_tag_is_unexpected_status(client):
     with pytest.raises(ClientError) as raised:
@@ -254,7 +268,7 @@ async def test_basic_auth_and_per_call_timeout():
 async def test_construction_is_network_free_and_closing_is_final():
     calls: list[httpx2.Request] = []
     c = OpenCodeClient("http://x", transport=httpx2.MockTransport(lambda r: calls.append(r) or httpx2.Response(204)))
-    assert calls == [] and c._http is None
+    assert calls == []
     await c.session.interrupt("ses_1")
     assert len(calls) == 1
     await c.aclose()

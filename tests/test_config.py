@@ -9,19 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from opencode_session.core.agents import AgentNotFoundError, BUILD_PROMPT, list_agents, resolve_agent
+from opencode_session.core.agents import BUILD_PROMPT, AgentNotFoundError, list_agents, resolve_agent
 from opencode_session.core.config import (
     Config,
     ConfigError,
-    find_project_root,
     global_config_dir,
     inspect_config,
     key_offsets,
     load_config,
     parse_jsonc,
+    project_config_disabled,
 )
+from opencode_session.core.instructions import discover_instruction_paths
 from opencode_session.core.llm import ModelCost, NoModelConfiguredError, Usage, resolve_model, step_cost
 from opencode_session.core.llm.catalog import CatalogModel, catalog
+from opencode_session.core.location import resolve_location
 from opencode_session.schema.common import ModelRef
 
 
@@ -59,7 +61,7 @@ def test_global_then_project_files_nearer_files_win(project: Path):
     write(project / "pkg" / ".opencode" / "opencode.json", {"model": "a/from-pkg-dot-opencode"})
     write(project / "pkg" / "sub" / "opencode.json", {"tool_output": {"max_lines": 10}})
 
-    config = load_config(project / "pkg" / "sub", find_project_root(project / "pkg" / "sub"))
+    config = load_config(project / "pkg" / "sub", resolve_location(project / "pkg" / "sub").project_root)
 
     assert config.model == "a/from-pkg-dot-opencode"
     assert config.small_model == "a/small"  # untouched keys survive from farther files
@@ -77,11 +79,11 @@ def test_files_below_the_location_and_above_the_project_are_ignored(project: Pat
     assert load_config(project / "pkg", project).model == "a/root"
 
 
-def test_find_project_root(project: Path, tmp_path: Path):
-    assert find_project_root(project / "pkg" / "sub") == project.resolve()
+def test_the_project_root_is_the_nearest_git_ancestor_or_the_directory_itself(project: Path, tmp_path: Path):
+    assert resolve_location(project / "pkg" / "sub").project_root == project.resolve()
     lone = tmp_path / "lone"
     lone.mkdir()
-    assert find_project_root(lone) == lone.resolve()
+    assert resolve_location(lone).project_root == lone.resolve()
 
 
 def test_disable_project_config_keeps_global(project: Path):
@@ -89,6 +91,21 @@ def test_disable_project_config_keeps_global(project: Path):
     write(project / "opencode.json", {"model": "a/project"})
     assert load_config(project, project).model == "a/project"
     assert load_config(project, project, env(OPENCODE_DISABLE_PROJECT_CONFIG="1")).model == "a/global"
+    assert load_config(project, project, env(OPENCODE_DISABLE_PROJECT_CONFIG="TRUE")).model == "a/global"
+
+
+@pytest.mark.parametrize("value", ["false", "0", "no", ""])
+def test_only_true_or_1_disables_project_config_and_it_means_the_same_for_agents_md(project: Path, value: str):
+    """OpenCode reads the flag as "true" or "1"; any other value leaves project files on, for the configuration
+    and for ambient AGENTS.md alike."""
+    write(global_config_dir(os.environ) / "opencode.json", {"model": "a/global"})
+    write(project / "opencode.json", {"model": "a/project"})
+    (project / "AGENTS.md").write_text("project rules")
+    flags = env(OPENCODE_DISABLE_PROJECT_CONFIG=value)
+    assert load_config(project, project, flags).model == "a/project"
+    assert not project_config_disabled(flags)
+    paths = discover_instruction_paths(project, project, global_config_dir(flags), project_config_disabled(flags))
+    assert project.resolve() / "AGENTS.md" in paths
 
 
 def test_opencode_config_env_is_merged_after_global_before_project(project: Path, tmp_path: Path):

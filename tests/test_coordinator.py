@@ -7,7 +7,6 @@ import asyncio
 import pytest
 
 from opencode_session.core.execution.coordinator import SessionExecution
-from opencode_session.schema import events as ev
 from tests.support.core import open_sessions
 
 pytestmark = pytest.mark.anyio
@@ -21,20 +20,18 @@ async def test_a_wake_during_the_terminal_write_starts_the_next_busy_period(tmp_
         async def drain(session_id: str, force: bool) -> None:
             drains.append(session_id)
 
-        execution = SessionExecution(s.store, drain)
-        real_write = s.store.write
+        loop = asyncio.get_running_loop()
         woke = False
 
-        async def write(fn):
+        def on_settled(_tx, session_id: str, _outcome: str) -> None:
+            # inside the transaction that records the end of the busy period, on the store's writer thread: a prompt
+            # admitted just as the first busy period was ending
             nonlocal woke
-            result = await real_write(fn)
-            recent = await s.store.events_after(sid, await s.store.latest_seq(sid) - 1)
-            if not woke and recent and isinstance(recent[-1].data, ev.ExecutionSucceeded):
+            if not woke:
                 woke = True
-                execution.wake(sid)  # a prompt admitted just as the first busy period was ending
-            return result
+                loop.call_soon_threadsafe(execution.wake, session_id)
 
-        s.store.write = write
+        execution = SessionExecution(s.store, drain, on_settled=on_settled)
         execution.wake(sid)
         await asyncio.wait_for(execution.wait(sid), 10)  # waits through the successor too
         types = [e.type async for e in await s.log(sid, -1, follow=False)]

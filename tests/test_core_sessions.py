@@ -5,7 +5,6 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from opencode_session.core.session.projector import PROJECTION_TABLES
 from opencode_session.schema.common import ModelRef
 from opencode_session.schema.errors import (
     ConflictError,
@@ -16,7 +15,7 @@ from opencode_session.schema.errors import (
 )
 from opencode_session.schema.events import LogSynced
 from opencode_session.schema.prompt import PromptInput, PromptInputFileAttachment
-from tests.support.core import open_sessions, snapshot_projections
+from tests.support.core import open_sessions, projected_state
 
 pytestmark = pytest.mark.anyio
 
@@ -211,10 +210,10 @@ async def test_replay_rebuilds_identical_projections(tmp_path):
             await s.admit(sid, PromptInput(text=f"p{i}"), delivery="queue" if i else "steer")
         await s.promote(sid, "input")
         await s.promote(sid, "input")
-        before = snapshot_projections(tmp_path / "db.sqlite")
-        await s.store.rebuild_projections(PROJECTION_TABLES)
-        assert snapshot_projections(tmp_path / "db.sqlite") == before
-        assert len(before["session_pending"]) == 1 and len(before["session_message"]) == 3
+        before = await projected_state(s)
+        await s.store.rebuild_projections()
+        assert await projected_state(s) == before
+        assert len(before[sid]["pending"]) == 1 and len(before[sid]["messages"]) == 3
 
 
 async def test_store_is_durable_sqlite_and_event_messages_share_ids(tmp_path):
@@ -227,9 +226,8 @@ async def test_store_is_durable_sqlite_and_event_messages_share_ids(tmp_path):
         [event] = [e async for e in await s.log(sid, -1, follow=False)]
         [message] = (await s.messages(sid))[0]
         assert message.id == "msg_" + event.id.removeprefix("evt_")
-        stored = await s.store.read(lambda conn: conn.execute(
-            "SELECT type FROM event WHERE aggregate_id = ? ORDER BY seq", (sid,)).fetchall())
-        assert [r[0] for r in stored] == ["session.created.1", "session.agent.selected.1"]
+        stored = await s.store.events_after(sid, -1)
+        assert [e.definition.stored_type for e in stored] == ["session.created.1", "session.agent.selected.1"]
         info = await s.get(sid)
         assert info.time.updated == event.created  # activity moves time.updated
 

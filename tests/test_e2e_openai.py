@@ -15,6 +15,8 @@ from tests.support.server import isolated_env, start_server
 
 pytestmark = pytest.mark.anyio
 
+RETRY_BASE_MS = 50
+
 
 @pytest.fixture(scope="module")
 def provider():
@@ -27,7 +29,7 @@ def provider():
 @pytest.fixture(scope="module")
 def ocs(tmp_path_factory, provider):
     root = tmp_path_factory.mktemp("e2e")
-    env = isolated_env(root)
+    env = isolated_env(root, OCS_RETRY_BASE_DELAY_MS=str(RETRY_BASE_MS))  # retries without real backoff
     (root / "config" / "opencode").mkdir(parents=True)
     (root / "config" / "opencode" / "opencode.json").write_text(json.dumps({
         "model": "loop/fake-model",
@@ -98,13 +100,13 @@ async def test_multi_step_tool_loop_with_read(client, provider):
 
 
 async def test_rate_limit_with_retry_after_then_success(client, provider):
-    provider.enqueue(fake.error(429, "slow down", type="rate_limit_error", headers={"retry-after": "3"}),
+    provider.enqueue(fake.error(429, "slow down", type="rate_limit_error", headers={"retry-after-ms": "600"}),
                      fake.completion(fake.text_deltas("ok")))
     sid, log = await _run(client, "hi")
     retry = [e for e in log if e.type == "session.retry.scheduled"]
     assert len(retry) == 1 and retry[0].data.attempt == 2 and retry[0].data.error.type == "provider.rate-limit"
-    # stretched to the provider's 3 s (the default first delay is 2 s); `at` is taken just before the write
-    assert retry[0].data.at - retry[0].created > 2500
+    # stretched to the provider's 600 ms (the configured first delay is 50 ms); `at` is taken just before the write
+    assert retry[0].data.at - retry[0].created > 400
     started = [e for e in log if e.type == "session.step.started"]
     assert started[0].data.assistantMessageID == retry[0].data.assistantMessageID
     assert _types(log)[-1] == "session.execution.succeeded" and len(provider.requests) == 2
@@ -113,7 +115,10 @@ async def test_rate_limit_with_retry_after_then_success(client, provider):
 async def test_provider_500_is_retried(client, provider):
     provider.enqueue(fake.error(500, "boom", type="server_error"), fake.completion(fake.text_deltas("fine")))
     _, log = await _run(client, "hi")
-    assert [e.data.error.type for e in log if e.type == "session.retry.scheduled"] == ["provider.internal"]
+    retry = [e for e in log if e.type == "session.retry.scheduled"]
+    assert [e.data.error.type for e in retry] == ["provider.internal"]
+    # the server's OCS_RETRY_BASE_DELAY_MS, not the default 2 s backoff
+    assert retry[0].data.at - retry[0].created <= RETRY_BASE_MS
     assert _types(log)[-1] == "session.execution.succeeded"
 
 

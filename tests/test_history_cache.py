@@ -8,6 +8,7 @@ import json
 import pytest
 
 from opencode_session.core.session.history import HistoryCache, active_history
+from opencode_session.core.store import instructions
 from opencode_session.schema import events as ev
 from opencode_session.schema.common import ModelRef
 from opencode_session.schema.prompt import PromptInput
@@ -32,21 +33,20 @@ async def test_cache_tracks_appends_updates_cutoffs_and_deletions(tmp_path):
         await s.promote(sid, "steer")
         assert [m["type"] for m in await _check(s, cache, sid)] == ["user"]
         aid = "msg_assistant_1"
-        await s.store.write(lambda tx: tx.append(ev.StepStarted(sessionID=sid, assistantMessageID=aid, agent="build",
-                                                                model=ModelRef(id="m", providerID="p"))))
+        await s.store.append(ev.StepStarted(sessionID=sid, assistantMessageID=aid, agent="build",
+                                             model=ModelRef(id="m", providerID="p")))
         await _check(s, cache, sid)
         for i in range(3):  # several updates of the same row, likely within one millisecond
-            await s.store.write(lambda tx: tx.append(ev.TextStarted(sessionID=sid, assistantMessageID=aid, ordinal=i)))
-            await s.store.write(lambda tx: tx.append(ev.TextEnded(sessionID=sid, assistantMessageID=aid, ordinal=i,
-                                                                  text=f"t{i}")))
+            await s.store.append(ev.TextStarted(sessionID=sid, assistantMessageID=aid, ordinal=i))
+            await s.store.append(ev.TextEnded(sessionID=sid, assistantMessageID=aid, ordinal=i, text=f"t{i}"))
             history = await _check(s, cache, sid)
         assert [p["text"] for p in history[-1]["content"]] == ["t0", "t1", "t2"]
-        await s.store.write(lambda tx: tx.append(ev.InstructionsUpdated(sessionID=sid, text="update")))
+        await s.store.append(ev.InstructionsUpdated(sessionID=sid, text="update"))
         assert history != await _check(s, cache, sid)
         # a new baseline folds the update in: the cutoff moves and the system message leaves the history
-        await s.store.write(lambda tx: tx.execute(
-            "INSERT INTO instruction_checkpoint (session_id, baseline, snapshot, baseline_seq) VALUES (?, '', '{}', ?)",
-            (sid, tx.latest_seq(sid))))
+        await s.store.write(lambda tx: instructions.initialize(tx, sid, instructions.Checkpoint(
+            "", "{}", tx.latest_seq(sid))))
         assert "system" not in [m["type"] for m in await _check(s, cache, sid)]
+        # no operation removes a message yet (committed revert will); the cache must already notice one that vanished
         await s.store.write(lambda tx: tx.execute("DELETE FROM session_message WHERE id = ?", (aid,)))
         assert [m["type"] for m in await _check(s, cache, sid)] == ["user"]

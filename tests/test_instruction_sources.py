@@ -7,14 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from opencode_session.core.config import project_config_disabled
 from opencode_session.core.instructions import (
     EMPTY,
     ENTRY_KEY_PATTERN,
     UNCHANGED,
     AppliedSource,
     DuplicateKeyError,
-    InitializationBlocked,
     Instructions,
+    InstructionsBlocked,
     SkillInfo,
     Updated,
     combine,
@@ -25,7 +26,6 @@ from opencode_session.core.instructions import (
     entry_sources,
     environment_source,
     initialize,
-    project_config_disabled,
     rebaseline,
     reconcile,
     skill_guidance_source,
@@ -190,7 +190,7 @@ async def test_discovery_unreadable_file_makes_source_unavailable(tree) -> None:
     (tree["leaf"] / "AGENTS.md").write_bytes(b"\xff\xfe not utf-8 \xc3")
     instr = await discovery_source(tree["leaf"], tree["root"], tree["global"], False)
     assert instr.keys == ("core/instructions",)
-    with pytest.raises(InitializationBlocked) as err:
+    with pytest.raises(InstructionsBlocked) as err:
         await initialize(instr)
     assert err.value.keys == ("core/instructions",)
     stored = {"core/instructions": AppliedSource([{"path": "/x/AGENTS.md", "content": "old"}], "r")}
@@ -208,7 +208,7 @@ async def test_discovery_permission_error_makes_source_unavailable(tree, monkeyp
 
     monkeypatch.setattr(Path, "read_text", deny)
     instr = await discovery_source(tree["leaf"], tree["root"], tree["global"], False)
-    with pytest.raises(InitializationBlocked):
+    with pytest.raises(InstructionsBlocked):
         await initialize(instr)
 
 
@@ -249,7 +249,7 @@ async def test_config_instructions_paths_globs_home_and_dedup(tmp_path: Path, is
 
 async def test_config_instructions_unreadable_is_unavailable(tmp_path: Path) -> None:
     (tmp_path / "bad.md").write_bytes(b"\xff\xff")
-    with pytest.raises(InitializationBlocked):
+    with pytest.raises(InstructionsBlocked):
         await initialize(await config_instructions_source(["*.md"], tmp_path))
 
 
@@ -354,3 +354,20 @@ async def test_builtins_compose_in_runner_order(tree) -> None:
     assert base.text.startswith("Facts about the environment")
     assert base.text.endswith('<context key="k">\nv\n</context>')
     assert await reconcile(instr, base.applied) is UNCHANGED
+
+
+@pytest.mark.parametrize("corrupt", [
+    lambda v: {**v, "is_git": 0},                    # a 0 is not the false it looks like
+    lambda v: {**v, "written_by": "another version"},  # a field this version does not know
+    lambda v: [v],
+], ids=["loose-type", "extra-field", "wrong-shape"])
+async def test_a_stored_value_of_another_shape_is_shown_afresh_not_misread(tmp_path, corrupt) -> None:
+    env = environment_source(tmp_path, tmp_path, False, "linux")
+    stored = (await initialize(env)).applied["core/environment"]
+    result = await reconcile(env, {"core/environment": AppliedSource(corrupt(stored.value), stored.removed)})
+    assert isinstance(result, Updated) and result.text.startswith("Facts about the environment you are working in:")
+    skills = skill_guidance_source([SkillInfo("lint", "Lints code")])
+    stored = (await initialize(skills)).applied["core/skill-guidance"]
+    result = await reconcile(skills, {"core/skill-guidance": AppliedSource([{"name": "lint", "description": None}],
+                                                                           stored.removed)})
+    assert isinstance(result, Updated) and result.text.startswith("Skills bundle specialised instructions")

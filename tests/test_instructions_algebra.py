@@ -19,8 +19,8 @@ from opencode_session.core.instructions import (
     Baseline,
     DuplicateKeyError,
     EmptyRenderError,
-    InitializationBlocked,
     Instructions,
+    InstructionsBlocked,
     Source,
     Unchanged,
     Updated,
@@ -177,7 +177,7 @@ async def test_initialize_is_blocked_by_any_unavailable_source(pool, data) -> No
     instr = build(world, keys, removable)
     blocked = [k for k in keys if k in world and world[k][0] != OK]
     if blocked:
-        with pytest.raises(InitializationBlocked) as err:
+        with pytest.raises(InstructionsBlocked) as err:
             await initialize(instr)
         assert err.value.keys == tuple(blocked)
     else:
@@ -336,9 +336,12 @@ async def test_rebaseline_recalls_and_drops() -> None:
     def src(key: str) -> Source[Any]:
         return Source(key, lambda v: v, lambda v: int(v), unavailable, lambda v: f"recalled {v}", lambda p, v: "u")
 
-    previous = {"t/known": AppliedSource(4, None), "t/garbage": AppliedSource("zz", None), "t/absent": AppliedSource(1, "r")}
-    base = await rebaseline(combine(const_source("t/live", 1), src("t/known"), src("t/garbage"), src("t/never")), previous)
-    assert base == Baseline("base 1\n\nrecalled 4", {"t/live": AppliedSource(1, "gone 1"), "t/known": AppliedSource(4, None)})
+    previous = {"t/known": AppliedSource(4, None), "t/garbage": AppliedSource("zz", None),
+                "t/absent": AppliedSource(1, "r")}
+    base = await rebaseline(combine(const_source("t/live", 1), src("t/known"), src("t/garbage"), src("t/never")),
+                            previous)
+    assert base == Baseline("base 1\n\nrecalled 4",
+                            {"t/live": AppliedSource(1, "gone 1"), "t/known": AppliedSource(4, None)})
 
 
 async def test_loader_exception_counts_as_unavailable() -> None:
@@ -346,7 +349,7 @@ async def test_loader_exception_counts_as_unavailable() -> None:
         raise OSError("disk on fire")
 
     failing = Source("t/boom", lambda v: v, lambda v: v, boom, str, lambda p, v: str(v))
-    with pytest.raises(InitializationBlocked) as err:
+    with pytest.raises(InstructionsBlocked) as err:
         await initialize(combine(const_source("t/ok", 1), failing))
     assert err.value.keys == ("t/boom",)
     assert "t/boom" in str(err.value)
@@ -391,8 +394,9 @@ async def test_empty_renders_are_errors(which: str) -> None:
 
 @pytest.mark.parametrize(
     "garbage",
-    [None, 3, "not json", "[1]", [], {"Bad Key": {"value": 1}}, {"t/a": 1}, {"t/a": {}}, {"t/a": {"value": 1, "removed": ""}},
-     {"t/a": {"value": 1, "removed": 5}}, {"t/a": {"value": 1, "extra": True}}, b"\xff"],
+    [None, 3, "not json", "[1]", [], {"Bad Key": {"value": 1}}, {"t/a": 1}, {"t/a": {}},
+     {"t/a": {"value": 1, "removed": ""}}, {"t/a": {"value": 1, "removed": 5}}, {"t/a": {"value": 1, "extra": True}},
+     b"\xff"],
 )
 def test_applied_from_json_tolerates_garbage(garbage: Any) -> None:
     assert applied_from_json(garbage) == {}

@@ -255,7 +255,7 @@ async def test_moving_a_session_resets_the_checkpoint_to_a_fresh_baseline(tmp_pa
         sid = (await rt.sessions.create()).id
         rt.provider.push(text("ok"), text("ok"))
         await _prompt(rt, sid, "here")
-        await rt.store.write(lambda tx: tx.append(ev.Moved(sessionID=sid, location=LocationRef(directory=str(other)))))
+        await rt.store.append(ev.Moved(sessionID=sid, location=LocationRef(directory=str(other))))
         await _prompt(rt, sid, "there")
         first, second = rt.provider.requests
         assert _updates(second) == []  # a fresh baseline, not an update on top of the old one

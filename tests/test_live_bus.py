@@ -39,9 +39,7 @@ async def test_a_reader_keeps_pace_and_sees_every_event_in_publish_order(tmp_pat
 
 
 async def test_a_reader_behind_the_ring_catches_up_from_the_store(tmp_path):
-    async with open_sessions(tmp_path) as s:
-        s.store.live.capacity = 8  # a small ring: the slow reader falls out of it at once
-        s.store.live._slots = [None] * 8
+    async with open_sessions(tmp_path, live_capacity=8) as s:  # a small ring: the slow reader falls out of it at once
         slow, fast = s.store.live.subscribe(), s.store.live.subscribe()
         sid = (await s.create()).id
         kept = []

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import base64
 import json
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import pytest
@@ -20,7 +20,7 @@ from opencode_session.core.llm import (
     FilePart,
     Finish,
     InvalidProviderOutputError,
-    InvalidRequestError,
+    InvalidProviderRequestError,
     LLMRequest,
     ModelCost,
     ProviderError,
@@ -51,7 +51,7 @@ from opencode_session.core.llm import (
     resolve_model,
     step_cost,
 )
-from opencode_session.core.llm.errors import AuthenticationError, parse_retry_after_ms, redact
+from opencode_session.core.llm.errors import parse_retry_after_ms, redact
 from opencode_session.core.llm.openai_chat import OpenAIChatProvider, build_body
 from opencode_session.schema.common import ModelRef
 from tests.support.fake_openai import (
@@ -140,10 +140,11 @@ async def test_text_answer_through_the_catalog_reports_usage_and_cost(server, mo
     model = resolve_model(config, None, env={"LOCAL_API_KEY": "sk-from-env"})
     provider = provider_for(model)
     server.enqueue(
-        completion(text_deltas("Hello", ", ", "world"), usage=usage_block(1000, 200, cached_tokens=400, reasoning_tokens=50))
+        completion(text_deltas("Hello", ", ", "world"),
+                   usage=usage_block(1000, 200, cached_tokens=400, reasoning_tokens=50))
     )
     events = await collect(provider, make_request(server.base_url))
-    await provider.aclose()  # type: ignore[attr-defined]
+    await provider.aclose()  # type: ignore[attr-defined]  # the OpenAI adapter, not every Provider, has aclose
 
     assert events[:5] == [
         TextStart("text-0"),
@@ -378,7 +379,7 @@ async def test_retry_after_ms_header_wins(server, provider):
 
 
 def test_retry_after_http_date():
-    now = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    now = datetime(2030, 1, 1, tzinfo=UTC)
     header = format_datetime(now + timedelta(seconds=7), usegmt=True)
     assert parse_retry_after_ms({"Retry-After": header}, now=now.timestamp()) == pytest.approx(7000)
     assert parse_retry_after_ms({"retry-after": "soon"}) is None
@@ -407,17 +408,18 @@ async def test_bad_key_is_an_authentication_failure(server, provider):
 
 async def test_context_length_exceeded_is_an_overflow(server, provider):
     server.enqueue(
-        error(400, "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+        error(400, "This model's maximum context length is 8192 tokens. "
+                   "However, your messages resulted in 9000 tokens.",
               type="invalid_request_error", code="context_length_exceeded"),
         error(400, "Invalid value for 'tool_choice'.", type="invalid_request_error"),
     )
     _, err = await collect_until_error(provider, make_request(server.base_url))
-    assert isinstance(err, ContextOverflowError) and isinstance(err, InvalidRequestError)
+    assert isinstance(err, ContextOverflowError) and isinstance(err, InvalidProviderRequestError)
     assert err.status == 400 and not err.retryable
     assert err.to_session_error().type == "provider.context-overflow"
 
     _, err = await collect_until_error(provider, make_request(server.base_url))
-    assert type(err) is InvalidRequestError
+    assert type(err) is InvalidProviderRequestError
     assert err.to_session_error().type == "provider.invalid-request"
     assert len(server.requests) == 2
 
@@ -490,14 +492,15 @@ async def test_unreachable_server_is_a_transport_failure(server):
 
 async def test_model_ref_overrides_the_configured_default(server):
     config = Config.model_validate(
-        {"model": "local/a", "provider": {"local": {"options": {"baseURL": server.base_url}, "models": {"b": {"id": "real-b"}}}}}
+        {"model": "local/a",
+         "provider": {"local": {"options": {"baseURL": server.base_url}, "models": {"b": {"id": "real-b"}}}}}
     )
     model = resolve_model(config, ModelRef(providerID="local", id="b"), env={})
     assert (model.model_id, model.wire_model, model.api_key) == ("b", "real-b", None)
     server.enqueue(completion(text_deltas("hi")))
     provider = provider_for(model)
     await collect(provider, make_request(server.base_url, model=model))
-    await provider.aclose()  # type: ignore[attr-defined]
+    await provider.aclose()  # type: ignore[attr-defined]  # the OpenAI adapter, not every Provider, has aclose
     assert server.requests[0].json["model"] == "real-b"
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any, Iterator
+import os
+from collections.abc import Iterator
+from typing import Any
 
 import jsonschema
 import pytest
@@ -16,9 +17,7 @@ from opencode_session.protocol.api import LocationQuery, SessionLogQuery, Sessio
 from opencode_session.protocol.endpoint import derive_client_name
 from opencode_session.protocol.openapi import render_openapi
 from opencode_session.schema.errors import InvalidRequestError
-
-ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = ROOT.parent / "shared" / "reference" / "opencode-v2-openapi.json"
+from tests.support.reference import REFERENCE, load_reference
 
 # Operations we declare that the reference (v1.18.33) also has; the rest come from the spec.
 SHARED_WITH_REFERENCE = {
@@ -48,9 +47,14 @@ def doc() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def reference() -> dict[str, Any]:
-    if not REFERENCE.exists():
-        pytest.skip(f"reference document not found at {REFERENCE}")
-    return json.loads(REFERENCE.read_text())
+    return load_reference(REFERENCE, os.environ)
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("true", pytest.fail.Exception), ("1", pytest.fail.Exception),
+                                             ("", pytest.skip.Exception), ("false", pytest.skip.Exception)])
+def test_a_missing_reference_fails_under_ci_and_is_skipped_elsewhere(tmp_path, ci, outcome):
+    with pytest.raises(outcome, match="reference document not found"):
+        load_reference(tmp_path / "missing.json", {"CI": ci})
 
 
 def _operations(document: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:
@@ -234,7 +238,7 @@ def test_every_reference_resolves(doc):
 
 def test_schemas_are_valid_json_schema_2020_12(doc):
     assert doc["openapi"] == "3.1.0"
-    for name, schema in doc["components"]["schemas"].items():
+    for schema in doc["components"]["schemas"].values():
         jsonschema.Draft202012Validator.check_schema(schema)
     for schema in _schemas_in_operations(doc):
         jsonschema.Draft202012Validator.check_schema(schema)

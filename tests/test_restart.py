@@ -21,9 +21,7 @@ def provider():
     server = fake.FakeOpenAI()
     server.start()
     yield server
-    for script in list(server._script):
-        if isinstance(script, fake.StreamScript):
-            script.release.set()
+    server.release_held()
     server.stop()
 
 

@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from opencode_session.core.execution.clock import Clock
+from opencode_session.core.execution.retry import base_delay_ms, retry_delay_ms
 from opencode_session.core.execution.runner import MAX_STEPS_NOTICE, Runner, RunnerDeps
 from opencode_session.core.execution.step import TOOLS_DISABLED
 from opencode_session.core.instructions.checkpoint import CheckpointPreparer
@@ -513,19 +514,18 @@ class PeerTool:
 
     parameters: dict[str, Any] = {"type": "object"}
 
-    def __init__(self, name: str, store_of) -> None:
+    def __init__(self, name: str, runtime_of) -> None:
         self.name = name
         self.description = f"peer {name}"
         self.started = asyncio.Event()
         self.peer: PeerTool | None = None
-        self.store_of = store_of
+        self.runtime_of = runtime_of
         self.status_at_start: str | None = None
 
     async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        row = await self.store_of().read(lambda conn: conn.execute(
-            "SELECT data FROM session_message WHERE id = ?", (ctx.message_id,)).fetchone())
-        part = next(p for p in json.loads(row[0])["content"] if p["type"] == "tool" and p["id"] == ctx.call_id)
-        self.status_at_start = part["state"]["status"]
+        message = await self.runtime_of().sessions.message(ctx.session_id, ctx.message_id)
+        part = next(p for p in message.content if p.type == "tool" and p.id == ctx.call_id)
+        self.status_at_start = part.state.status
         self.started.set()
         with anyio.fail_after(TIMEOUT):
             await self.peer.started.wait()
@@ -534,7 +534,7 @@ class PeerTool:
 
 async def test_local_tools_are_durable_before_running_and_run_concurrently(tmp_path):
     holder: dict[str, Runtime] = {}
-    a, b = PeerTool("a", lambda: holder["rt"].store), PeerTool("b", lambda: holder["rt"].store)
+    a, b = PeerTool("a", lambda: holder["rt"]), PeerTool("b", lambda: holder["rt"])
     a.peer, b.peer = b, a
     script = [llm.ToolCall("ca", "a", {}), llm.ToolCall("cb", "b", {}), llm.Finish("tool-calls", USAGE)]
     async with harness(tmp_path, [script, text("both done")], tools=[a, b]) as h:
@@ -687,6 +687,13 @@ async def test_default_backoff_doubles_from_two_seconds(tmp_path):
         assert h.clock.sleeps == [2000, 4000, 8000, 16000]
         assert [d["at"] - NOW for d in of_type(records, "session.retry.scheduled")] == [2000, 4000, 8000, 16000]
         assert of_type(records, "session.execution.failed")[0]["error"]["type"] == "provider.transport"
+
+
+def test_the_retry_base_delay_comes_from_the_environment_when_it_is_a_usable_number():
+    assert base_delay_ms({}) == 2000
+    assert base_delay_ms({"OCS_RETRY_BASE_DELAY_MS": "25"}) == 25
+    assert [base_delay_ms({"OCS_RETRY_BASE_DELAY_MS": bad}) for bad in ("-1", "soon", "nan", "inf")] == [2000] * 4
+    assert retry_delay_ms(3, TransportError("t"), base_ms=25) == 100
 
 
 async def test_retry_then_success_reuses_the_assistant_message(tmp_path):

@@ -3,6 +3,7 @@ global config declaring the models of `tests.support.config.DECLARED`."""
 
 from __future__ import annotations
 
+import httpx2
 import pytest
 
 from opencode_session.client import OpenCodeClient
@@ -34,3 +35,9 @@ async def api(request, tmp_path):
         workdir.mkdir()
         async with OpenCode(db=tmp_path / "db.sqlite", directory=workdir, heartbeat=0.2) as host:
             yield host
+
+
+def raw_http(api: OpenCodeClient) -> httpx2.AsyncClient:
+    """A plain HTTP client to the same server or embedded host as `api`, for requests the generated client cannot
+    make (unknown routes, broken bodies, the OpenAPI document)."""
+    return httpx2.AsyncClient(base_url=api.base_url, transport=api.transport if isinstance(api, OpenCode) else None)

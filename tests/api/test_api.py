@@ -5,13 +5,14 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from opencode_session.schema.errors import (
+from opencode_session.client import (
     ConflictError,
     InvalidCursorError,
     InvalidRequestError,
     MessageNotFoundError,
     SessionNotFoundError,
 )
+from tests.api.conftest import raw_http
 
 pytestmark = pytest.mark.anyio
 
@@ -37,7 +38,8 @@ async def test_health_location_and_doc(api, tmp_path):
     assert chosen.directory == str(other.resolve())
     with pytest.raises(InvalidRequestError):
         await api.location.get(location={"directory": str(tmp_path / "missing")})
-    doc = (await api._client().get(api.base_url + "/doc")).json()
+    async with raw_http(api) as http:
+        doc = (await http.get("/doc")).json()
     ops = {op["operationId"] for path in doc["paths"].values() for op in path.values()}
     assert {"v2.session.create", "v2.session.log", "v2.event.subscribe"} <= ops
 
@@ -260,11 +262,10 @@ async def test_instruction_entries_put_list_remove(api):
 
 
 async def test_unknown_route_and_bad_json_are_tagged_errors(api):
-    http = api._client()
-    response = await http.get(api.base_url + "/api/nothing-here")
-    assert response.status_code == 404 and response.json()["_tag"]
-    response = await http.post(api.base_url + "/api/session", content=b"{not json",
-                               headers={"content-type": "application/json"})
+    async with raw_http(api) as http:
+        response = await http.get("/api/nothing-here")
+        assert response.status_code == 404 and response.json()["_tag"]
+        response = await http.post("/api/session", content=b"{not json", headers={"content-type": "application/json"})
     assert response.status_code == 400 and response.json()["_tag"] == "InvalidRequestError"
 
 

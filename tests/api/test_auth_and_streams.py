@@ -10,8 +10,7 @@ import anyio
 import httpx2
 import pytest
 
-from opencode_session.client import ClientError, OpenCodeClient
-from opencode_session.schema.errors import UnauthorizedError
+from opencode_session.client import ClientError, OpenCodeClient, UnauthorizedError
 from opencode_session.sdk import OpenCode
 from tests.support.server import isolated_env, start_server
 
@@ -32,7 +31,7 @@ async def secured(request, tmp_path):
         workdir = tmp_path / "work"
         workdir.mkdir()
         async with OpenCode(db=tmp_path / "db.sqlite", directory=workdir, env=env) as host:
-            transport = host._transport
+            transport = host.transport
 
             def make(auth):
                 return OpenCodeClient("http://opencode.local", auth=auth, transport=transport)
@@ -58,8 +57,8 @@ async def test_every_route_requires_basic_auth_when_a_password_is_set(secured):
 
 async def test_instance_stream_sends_comment_heartbeats_when_quiet(tmp_path):
     async with OpenCode(db=tmp_path / "db.sqlite", directory=tmp_path, heartbeat=0.05) as host:
-        http = host._client()
-        async with http.stream("GET", host.base_url + "/api/event") as response:
+        async with httpx2.AsyncClient(transport=host.transport) as http, \
+                http.stream("GET", host.base_url + "/api/event") as response:
             assert response.headers["content-type"].startswith("text/event-stream")
             assert response.headers["cache-control"].startswith("no-cache")
             lines = []
@@ -154,9 +153,9 @@ async def test_closing_a_stream_releases_the_server_side(tmp_path):
                     break
         await stream.aclose()
         with anyio.fail_after(10):
-            while host._transport.running_tasks:
+            while host.transport.running_tasks:
                 await anyio.wait_all_tasks_blocked()
-        assert not host._transport.running_tasks
+        assert not host.transport.running_tasks
 
 
 async def test_closing_the_embedded_host_releases_the_database_and_every_task(tmp_path):
@@ -178,4 +177,17 @@ async def test_closing_the_embedded_host_releases_the_database_and_every_task(tm
     conn.rollback()
     conn.close()
     with pytest.raises(RuntimeError):
-        host.runtime
+        _ = host.runtime
+
+
+async def test_the_embedded_host_answers_only_while_it_is_open(tmp_path):
+    host = OpenCode(db=tmp_path / "db.sqlite", directory=tmp_path)
+    with pytest.raises(ClientError) as early:
+        await host.health.get()
+    assert early.value.reason == "Transport" and "not open" in str(early.value)
+    async with host, OpenCodeClient(host.base_url, transport=host.transport) as other:
+        assert (await other.health.get()).healthy
+        await host.aclose()
+        with pytest.raises(ClientError) as late:
+            await other.health.get()
+        assert late.value.reason == "Transport" and "not open" in str(late.value)

@@ -10,7 +10,7 @@ import os
 import anyio
 import pytest
 
-from opencode_session.schema.errors import InvalidRequestError
+from opencode_session.client import InvalidRequestError
 from tests.security.conftest import TIMEOUT, write_provider_config
 from tests.support import fake_openai as fake
 

@@ -208,6 +208,13 @@ class FakeOpenAI:
         with self._lock:
             return len(self._script)
 
+    def release_held(self) -> None:
+        """Let every still-queued answer that would hold go on at once (teardown: no handler may wait forever)."""
+        with self._lock:
+            for script in self._script:
+                if isinstance(script, StreamScript):
+                    script.release.set()
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:

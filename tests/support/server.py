@@ -88,7 +88,7 @@ def start_server(root: Path, *, env: dict[str, str] | None = None, db: Path | No
             line = lines.get(timeout=timeout)
         except queue.Empty:
             proc.kill()
-            raise RuntimeError("ocs serve printed no URL in time:\n" + "".join(stderr_lines))
+            raise RuntimeError("ocs serve printed no URL in time:\n" + "".join(stderr_lines)) from None
         if line is None:
             raise RuntimeError("ocs serve exited:\n" + "".join(stderr_lines))
         if "listening on " in line:

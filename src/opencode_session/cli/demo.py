@@ -3,6 +3,7 @@ embedded host, shown exactly as `ocs run` shows a session, and then how to use a
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -52,10 +53,11 @@ def demo_env(scratch: Path, base_url: str) -> dict[str, str]:
     """An environment that sees none of the user's own config: only the demo provider."""
     config = scratch / "config" / "opencode"
     config.mkdir(parents=True)
-    (config / "opencode.json").write_text(
-        '{"model": "demo/%s", "provider": {"demo": {"npm": "@ai-sdk/openai-compatible",'
-        ' "options": {"baseURL": "%s"}, "models": {"%s": {"name": "Scripted demo model"}}}}}\n'
-        % (MODEL_ID, base_url, MODEL_ID))
+    (config / "opencode.json").write_text(json.dumps({
+        "model": f"demo/{MODEL_ID}",
+        "provider": {"demo": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": base_url},
+                              "models": {MODEL_ID: {"name": "Scripted demo model"}}}},
+    }) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCODE_")}
     env.update(HOME=str(scratch / "home"), XDG_CONFIG_HOME=str(scratch / "config"),
                XDG_DATA_HOME=str(scratch / "data"))

@@ -86,7 +86,7 @@ class DemoModel:
     _server: ReadyServer | None = field(default=None, repr=False)
     _task: asyncio.Task[None] | None = field(default=None, repr=False)
 
-    async def __aenter__(self) -> "DemoModel":
+    async def __aenter__(self) -> DemoModel:
         app = Starlette(routes=[Route("/v1/chat/completions", self._complete, methods=["POST"])])
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))

@@ -114,10 +114,11 @@ async def show_log(attach: str | None, db: Path | None, directory: Path, session
 
 
 def show_models(directory: Path) -> None:
-    from ..core.config import find_project_root, inspect_config
+    from ..core.config import inspect_config
     from ..core.llm.catalog import catalog
+    from ..core.location import resolve_location
 
-    report = inspect_config(directory, find_project_root(directory), os.environ)
+    report = inspect_config(directory, resolve_location(directory).project_root, os.environ)
     for warning in report.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if report.error is not None:

@@ -16,8 +16,8 @@ from typing import Literal
 from rich.text import Text
 
 from ..client.generated import OpenCodeClient
-from .run import EXIT_OK, Interrupts, RunRequest, describe_failure
 from .render import EventAdapter, View
+from .run import EXIT_OK, Interrupts, RunRequest, describe_failure
 from .startup import StartupError
 from .terminal import TerminalView
 from .turn import Turn

@@ -205,7 +205,8 @@ def show_transcript(view: View, messages: list[dict[str, Any]]) -> None:
                     ok = state.get("status") == "completed"
                     result = content_text(state.get("content")) if ok else (state.get("error") or {}).get(
                         "message", state.get("status", ""))
-                    tool_input = state.get("input") if isinstance(state.get("input"), dict) else {}
+                    given = state.get("input")
+                    tool_input: dict[str, Any] = given if isinstance(given, dict) else {}
                     view.tool_settled(part.get("id", ""), part.get("name", "tool"), tool_input, ok, result)
             if message.get("error"):
                 error = message["error"]

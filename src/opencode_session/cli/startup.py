@@ -44,7 +44,7 @@ def require_directory(directory: Path) -> Path:
 class Survey:
     """The configuration of one directory as a user needs to hear it at start."""
 
-    report: "ConfigReport"
+    report: ConfigReport
     model: str | None = None  # "provider/model" that will answer
     model_problem: str | None = None  # why no model will answer, with how to fix it
 
@@ -60,11 +60,12 @@ def survey(directory: Path, env: Mapping[str, str], *, model: str | None = None,
     overriding it. A config that cannot be read leaves `report.error` set."""
     # core (and the provider SDK under it) loads only for commands that read the config
     from ..core.agents import AgentNotFoundError, resolve_agent
-    from ..core.config import find_project_root, inspect_config
+    from ..core.config import inspect_config
     from ..core.llm.catalog import model_ref_from_string, resolve_model
     from ..core.llm.errors import NoModelConfiguredError
+    from ..core.location import resolve_location
 
-    result = Survey(inspect_config(directory, find_project_root(directory), env))
+    result = Survey(inspect_config(directory, resolve_location(directory).project_root, env))
     config = result.report.config
     if config is None:
         return result

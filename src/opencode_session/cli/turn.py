@@ -52,7 +52,7 @@ class Turn:
         self._reader: asyncio.Task[None] | None = None
         self._live: Any = None
 
-    async def __aenter__(self) -> "Turn":
+    async def __aenter__(self) -> Turn:
         self._outcome = asyncio.get_running_loop().create_future()
         self._live = self.client.event.subscribe()
         await self._live.__anext__()  # the server.connected frame: from here on nothing is missed
@@ -124,9 +124,10 @@ class Turn:
             self._seen_seq = max(self._seen_seq, seq)
         self.sink(event)
         kind = event.get("type")
-        if kind == "session.input.promoted":
-            self._promoted.add(data.get("inputID"))
-            self._waiting.discard(data.get("inputID"))
+        input_id = data.get("inputID")
+        if kind == "session.input.promoted" and isinstance(input_id, str):
+            self._promoted.add(input_id)
+            self._waiting.discard(input_id)
         status = TERMINAL.get(kind or "")
         if status is not None and seq is not None:
             self._terminal = (status, seq, data.get("error") or {})

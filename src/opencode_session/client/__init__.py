@@ -1,9 +1,23 @@
-"""The network client derived from protocol's IR: typed async methods per operation, ClientError, lazy SSE streams."""
+"""The network client derived from protocol's IR: typed async methods per operation, lazy SSE streams, and what a
+call raises: an operation's declared tagged errors (the schema's, re-exported here) or ClientError."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..schema.errors import (
+    ConflictError,
+    ForbiddenError,
+    InvalidCursorError,
+    InvalidRequestError,
+    MessageNotFoundError,
+    ServiceUnavailableError,
+    SessionBusyError,
+    SessionNotFoundError,
+    TaggedError,
+    UnauthorizedError,
+    UnknownError,
+)
 from .errors import ClientError
 from .runtime import BaseClient, CallOptions, Page
 from .sse import EventStream
@@ -11,7 +25,25 @@ from .sse import EventStream
 if TYPE_CHECKING:
     from .generated import OpenCodeClient
 
-__all__ = ["BaseClient", "CallOptions", "ClientError", "EventStream", "OpenCodeClient", "Page"]
+__all__ = [
+    "BaseClient",
+    "CallOptions",
+    "ClientError",
+    "ConflictError",
+    "EventStream",
+    "ForbiddenError",
+    "InvalidCursorError",
+    "InvalidRequestError",
+    "MessageNotFoundError",
+    "OpenCodeClient",
+    "Page",
+    "ServiceUnavailableError",
+    "SessionBusyError",
+    "SessionNotFoundError",
+    "TaggedError",
+    "UnauthorizedError",
+    "UnknownError",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 RUNTIME_IMPORTS = (
     ("functools", "cached_property"),
+    ("typing", "cast"),
     ("opencode_session.client.runtime", "BaseClient"),
     ("opencode_session.client.runtime", "CallOptions"),
 )
@@ -43,9 +44,9 @@ def _imports(names: set[tuple[str, str]]) -> str:
         by_module.setdefault(module, set()).add(name)
     stdlib = sorted(m for m in by_module if not m.startswith("opencode_session"))
     ours = sorted(m for m in by_module if m.startswith("opencode_session"))
-    blocks = []
+    blocks: list[str] = []
     for modules in (stdlib, ours):
-        lines = []
+        lines: list[str] = []
         for module in modules:
             if module == "":
                 lines.extend(f"import {n}" for n in sorted(by_module[module]))
@@ -140,8 +141,14 @@ def _method(op: Operation, shadowed: set[str]) -> tuple[list[str], set[tuple[str
         if group:
             call_args.append(_mapping(keyword_name, group, arg_indent))
     call_args.append("options=options")
-    runner = "self._client._stream" if streaming else "await self._client._call"
-    lines += _call_lines(f"return {runner}", call_args, "", body_indent)
+    if streaming:
+        lines += _call_lines("return self._client._stream", call_args, "", body_indent)
+    elif op.result.kind == "none" or op.result.type is None:
+        lines += _call_lines("await self._client._call", call_args, "", body_indent)
+    else:
+        # the runtime decodes the answer with the operation's own response model: this is its type
+        cast_to = _shadow_builtins(result.expr, shadowed)
+        lines += _call_lines(f'return cast("{cast_to}", await self._client._call', call_args, ")", body_indent)
     return lines, imports
 
 

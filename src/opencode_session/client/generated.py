@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import builtins
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from opencode_session.client.runtime import BaseClient, CallOptions, Page
 from opencode_session.client.sse import EventStream
@@ -62,7 +62,7 @@ class HealthGroup:
         UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
         (415).
         """
-        return await self._client._call("v2.health.get", options=options)
+        return cast("HealthStatus", await self._client._call("v2.health.get", options=options))
 
 
 class LocationGroup:
@@ -74,7 +74,7 @@ class LocationGroup:
     async def get(
         self,
         *,
-        location: LocationSelector | dict | None = None,
+        location: LocationSelector | dict[str, Any] | None = None,
         options: CallOptions | None = None,
     ) -> LocationInfo:
         """Get location.
@@ -85,7 +85,11 @@ class LocationGroup:
         UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
         (415).
         """
-        return await self._client._call("v2.location.get", query={"location": location}, options=options)
+        return cast("LocationInfo", await self._client._call(
+            "v2.location.get",
+            query={"location": location},
+            options=options,
+        ))
 
 
 class SessionGroup:
@@ -104,7 +108,10 @@ class SessionGroup:
         UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
         (415).
         """
-        return await self._client._call("v2.session.active", options=options)
+        return cast("dict[str, SessionActive]", await self._client._call(
+            "v2.session.active",
+            options=options,
+        ))
 
     async def context(
         self,
@@ -120,7 +127,11 @@ class SessionGroup:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
         (404), InvalidRequestError (413), InvalidRequestError (415), UnknownError (500).
         """
-        return await self._client._call("v2.session.context", path={"sessionID": session_id}, options=options)
+        return cast("builtins.list[SessionMessage]", await self._client._call(
+            "v2.session.context",
+            path={"sessionID": session_id},
+            options=options,
+        ))
 
     async def context_entry_list(
         self,
@@ -136,11 +147,11 @@ class SessionGroup:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
         (404), InvalidRequestError (413), InvalidRequestError (415).
         """
-        return await self._client._call(
+        return cast("builtins.list[InstructionEntry]", await self._client._call(
             "v2.session.context.entry.list",
             path={"sessionID": session_id},
             options=options,
-        )
+        ))
 
     async def context_entry_put(
         self,
@@ -159,7 +170,7 @@ class SessionGroup:
         errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
         SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415).
         """
-        return await self._client._call(
+        await self._client._call(
             "v2.session.context.entry.put",
             path={"sessionID": session_id, "key": key},
             body={"value": value},
@@ -182,7 +193,7 @@ class SessionGroup:
         Declared errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
         SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415).
         """
-        return await self._client._call(
+        await self._client._call(
             "v2.session.context.entry.remove",
             path={"sessionID": session_id, "key": key},
             options=options,
@@ -193,8 +204,8 @@ class SessionGroup:
         *,
         id: str | None = None,
         agent: str | None = None,
-        model: ModelRef | dict | None = None,
-        location: LocationRef | dict | None = None,
+        model: ModelRef | dict[str, Any] | None = None,
+        location: LocationRef | dict[str, Any] | None = None,
         options: CallOptions | None = None,
     ) -> SessionV2Info:
         """Create session.
@@ -205,11 +216,11 @@ class SessionGroup:
         UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
         (415).
         """
-        return await self._client._call(
+        return cast("SessionV2Info", await self._client._call(
             "v2.session.create",
             body={"id": id, "agent": agent, "model": model, "location": location},
             options=options,
-        )
+        ))
 
     def events(
         self,
@@ -242,7 +253,11 @@ class SessionGroup:
         UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404), InvalidRequestError
         (413), InvalidRequestError (415).
         """
-        return await self._client._call("v2.session.get", path={"sessionID": session_id}, options=options)
+        return cast("SessionV2Info", await self._client._call(
+            "v2.session.get",
+            path={"sessionID": session_id},
+            options=options,
+        ))
 
     async def interrupt(self, session_id: str, *, options: CallOptions | None = None) -> None:
         """Interrupt session execution.
@@ -253,11 +268,7 @@ class SessionGroup:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
         (404), InvalidRequestError (413), InvalidRequestError (415).
         """
-        return await self._client._call(
-            "v2.session.interrupt",
-            path={"sessionID": session_id},
-            options=options,
-        )
+        await self._client._call("v2.session.interrupt", path={"sessionID": session_id}, options=options)
 
     async def list(
         self,
@@ -281,7 +292,7 @@ class SessionGroup:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
         (413), InvalidRequestError (415).
         """
-        return await self._client._call(
+        return cast("Page[SessionV2Info]", await self._client._call(
             "v2.session.list",
             query={
                 "workspace": workspace,
@@ -294,7 +305,7 @@ class SessionGroup:
                 "cursor": cursor,
             },
             options=options,
-        )
+        ))
 
     def log(
         self,
@@ -336,11 +347,11 @@ class SessionGroup:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), MessageNotFoundError
         (404), SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415).
         """
-        return await self._client._call(
+        return cast("SessionMessage", await self._client._call(
             "v2.session.message",
             path={"sessionID": session_id, "messageID": message_id},
             options=options,
-        )
+        ))
 
     async def messages(
         self,
@@ -361,18 +372,18 @@ class SessionGroup:
         (403), SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415),
         UnknownError (500).
         """
-        return await self._client._call(
+        return cast("Page[SessionMessage]", await self._client._call(
             "v2.session.messages",
             path={"sessionID": session_id},
             query={"limit": limit, "order": order, "cursor": cursor},
             options=options,
-        )
+        ))
 
     async def prompt(
         self,
         session_id: str,
         *,
-        prompt: PromptInput | dict,
+        prompt: PromptInput | dict[str, Any],
         id: str | None = None,
         delivery: Literal["steer", "queue"] | None = None,
         resume: bool | None = None,
@@ -386,12 +397,12 @@ class SessionGroup:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
         (404), ConflictError (409), InvalidRequestError (413), InvalidRequestError (415).
         """
-        return await self._client._call(
+        return cast("SessionInputAdmitted", await self._client._call(
             "v2.session.prompt",
             path={"sessionID": session_id},
             body={"id": id, "prompt": prompt, "delivery": delivery, "resume": resume},
             options=options,
-        )
+        ))
 
     async def switch_agent(self, session_id: str, *, agent: str, options: CallOptions | None = None) -> None:
         """Switch session agent.
@@ -402,7 +413,7 @@ class SessionGroup:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
         (404), InvalidRequestError (413), InvalidRequestError (415).
         """
-        return await self._client._call(
+        await self._client._call(
             "v2.session.switchAgent",
             path={"sessionID": session_id},
             body={"agent": agent},
@@ -413,7 +424,7 @@ class SessionGroup:
         self,
         session_id: str,
         *,
-        model: ModelRef | dict,
+        model: ModelRef | dict[str, Any],
         options: CallOptions | None = None,
     ) -> None:
         """Switch session model.
@@ -424,7 +435,7 @@ class SessionGroup:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
         (404), InvalidRequestError (413), InvalidRequestError (415).
         """
-        return await self._client._call(
+        await self._client._call(
             "v2.session.switchModel",
             path={"sessionID": session_id},
             body={"model": model},
@@ -440,7 +451,7 @@ class SessionGroup:
         (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
         InvalidRequestError (413), InvalidRequestError (415), ServiceUnavailableError (503).
         """
-        return await self._client._call("v2.session.wait", path={"sessionID": session_id}, options=options)
+        await self._client._call("v2.session.wait", path={"sessionID": session_id}, options=options)
 
 
 class OpenCodeClient(BaseClient):

@@ -7,9 +7,10 @@ timeout scope) and the in-flight request is abandoned and its connection release
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Generic, Mapping, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar
 from urllib.parse import quote
 
 import httpx2
@@ -195,7 +196,7 @@ class BaseClient:
         return self._client().build_request(
             ep.method,
             self.base_url + ep.wire_path(encoded),
-            params=encode_query(query or {}),
+            params=tuple(encode_query(query or {})),  # a tuple: httpx2 takes wider item types than ours
             headers=headers,
             **kwargs,
         )

@@ -5,9 +5,10 @@ from __future__ import annotations
 import codecs
 import json
 from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, AsyncIterator, Awaitable, Callable, Generic, Self, TypeVar
+from typing import Any, Generic, Self, TypeVar
 
 import anyio
 import httpx2
@@ -170,8 +171,10 @@ class EventStream(Generic[T]):
         chunks, response = self._chunks, self._response
         self._chunks = self._response = None
         try:
-            if chunks is not None:
-                await chunks.aclose()  # type: ignore[attr-defined]
+            # typed as an iterator, it is httpx2's generator: closing it releases the connection
+            aclose = getattr(chunks, "aclose", None)
+            if aclose is not None:
+                await aclose()
         finally:
             if response is not None:
                 await response.aclose()

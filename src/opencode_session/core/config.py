@@ -10,11 +10,13 @@ import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from json.decoder import scanstring
+from json.decoder import scanstring  # type: ignore[attr-defined]  # exported by the stdlib, absent from typeshed
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .location import dirs_from_root
 
 # ---------------------------------------------------------------------------------------------
 # Typed model. Every model keeps unknown keys: a user's config written for OpenCode must load even
@@ -307,25 +309,19 @@ def global_config_dir(env: Mapping[str, str] = os.environ) -> Path:
     return base / "opencode"
 
 
-def find_project_root(directory: Path) -> Path:
-    """The nearest ancestor (or the directory itself) holding `.git`; the directory when there is none."""
-    start = Path(directory).resolve()
-    for candidate in (start, *start.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return start
+DISABLE_PROJECT_CONFIG_ENV = "OPENCODE_DISABLE_PROJECT_CONFIG"
 
 
-def _project_dirs(directory: Path, project_root: Path) -> list[Path]:
-    """Directories from the project root down to `directory` (farthest first)."""
+def project_config_disabled(env: Mapping[str, str] = os.environ) -> bool:
+    """Whether project configuration (files, AGENTS.md, skills) is off: `OPENCODE_DISABLE_PROJECT_CONFIG` is "true"
+    or "1" in any case, as OpenCode reads its flags; any other value leaves it on."""
+    return env.get(DISABLE_PROJECT_CONFIG_ENV, "").lower() in ("true", "1")
+
+
+def project_dirs(directory: Path, project_root: Path) -> list[Path]:
+    """Directories from the project root down to `directory` (farthest first); only `directory` outside the project."""
     here = Path(directory).resolve()
-    root = Path(project_root).resolve()
-    if here != root and root not in here.parents:
-        return [here]  # outside the project: only the directory itself
-    chain = [here]
-    while chain[-1] != root:
-        chain.append(chain[-1].parent)
-    return list(reversed(chain))
+    return dirs_from_root(Path(project_root).resolve(), here) or [here]
 
 
 def config_files(directory: Path, project_root: Path, env: Mapping[str, str] = os.environ) -> list[Path]:
@@ -336,8 +332,8 @@ def config_files(directory: Path, project_root: Path, env: Mapping[str, str] = o
     extra = env.get("OPENCODE_CONFIG")
     if extra:
         files.append(Path(os.path.expanduser(extra)))
-    if not env.get("OPENCODE_DISABLE_PROJECT_CONFIG"):
-        for folder in _project_dirs(directory, project_root):
+    if not project_config_disabled(env):
+        for folder in project_dirs(directory, project_root):
             files += [folder / name for name in PROJECT_FILES]
     seen: set[Path] = set()
     ordered: list[Path] = []
@@ -478,7 +474,6 @@ __all__ = [
     "ProviderOptions",
     "ToolOutputConfig",
     "config_files",
-    "find_project_root",
     "global_config_dir",
     "inspect_config",
     "key_offsets",
@@ -487,5 +482,7 @@ __all__ = [
     "merge_config",
     "parse_jsonc",
     "parse_model_string",
+    "project_config_disabled",
+    "project_dirs",
     "strip_jsonc",
 ]

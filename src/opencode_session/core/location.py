@@ -10,10 +10,24 @@ from ..schema.location import LocationInfo, LocationProject
 
 
 def find_git_root(directory: Path) -> Path | None:
+    """The nearest ancestor of `directory` (or itself) holding `.git`; None outside any repository."""
     for candidate in (directory, *directory.parents):
         if (candidate / ".git").exists():
             return candidate
     return None
+
+
+def dirs_from_root(root: Path, directory: Path) -> list[Path]:
+    """The directories from `root` down to `directory`, both included, outermost first; empty when `directory` is
+    neither `root` nor below it. Lexical: give it resolved paths."""
+    try:
+        relative = directory.relative_to(root)
+    except ValueError:
+        return []
+    dirs = [root]
+    for part in relative.parts:
+        dirs.append(dirs[-1] / part)
+    return dirs
 
 
 @dataclass(frozen=True)

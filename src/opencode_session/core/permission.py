@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 Effect = Literal["allow", "ask", "deny"]
-EFFECTS: frozenset[str] = frozenset({"allow", "ask", "deny"})
 
 
 @dataclass(frozen=True)
@@ -75,18 +74,26 @@ def parse_rules(value: Any, env: Mapping[str, str] = os.environ) -> Ruleset:
     Entries with an unknown effect are skipped: a config written for a newer OpenCode still loads."""
     home = env.get("HOME") or os.path.expanduser("~")
     if isinstance(value, str):
-        return (Rule("*", "*", value),) if value in EFFECTS else ()  # type: ignore[arg-type]
+        effect = _effect(value)
+        return (Rule("*", "*", effect),) if effect is not None else ()
     if not isinstance(value, Mapping):
         return ()
     rules: list[Rule] = []
     for action, entry in value.items():
-        if isinstance(entry, str):
-            if entry in EFFECTS:
-                rules.append(Rule(str(action), "*", entry))  # type: ignore[arg-type]
-        elif isinstance(entry, Mapping):
-            rules.extend(Rule(str(action), _expand_home(str(pattern), home), effect)  # type: ignore[arg-type]
-                         for pattern, effect in entry.items() if effect in EFFECTS)
+        if isinstance(entry, Mapping):
+            for pattern, raw in entry.items():
+                if (effect := _effect(raw)) is not None:
+                    rules.append(Rule(str(action), _expand_home(str(pattern), home), effect))
+        elif (effect := _effect(entry)) is not None:
+            rules.append(Rule(str(action), "*", effect))
     return tuple(rules)
+
+
+def _effect(value: object) -> Effect | None:
+    """The effect a config value names; None for anything else (a newer OpenCode's value, a typo)."""
+    if value == "allow" or value == "ask" or value == "deny":
+        return value
+    return None
 
 
 def effective_rules(global_permission: Any, agent_permission: Any, env: Mapping[str, str] = os.environ) -> Ruleset:

@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .execution import suspension
 from .execution.coordinator import Drain, SessionExecution
 from .instructions.entries import InstructionEntries
 from .location import Location, resolve_location
 from .session import Sessions
 from .session.projector import project
 from .store import Store
-from .store.db import Tx, now_ms
 
 
 @dataclass
@@ -24,8 +24,10 @@ class RuntimeOptions:
     directory: str | Path = field(default_factory=os.getcwd)
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     # builds the drain function from the runtime (the runner installs itself here); None runs nothing
-    drain_factory: Callable[["Runtime"], Drain] | None = None
+    drain_factory: Callable[[Runtime], Drain] | None = None
     live_capacity: int = 4096  # the live ring: how far a reader may lag before it catches up from the store
+    # the first provider retry's delay (later ones double it); None: $OCS_RETRY_BASE_DELAY_MS, else 2 s
+    retry_base_delay_ms: float | None = None
 
 
 class Runtime:
@@ -51,37 +53,25 @@ class Runtime:
         if self._background:
             await asyncio.wait(set(self._background), timeout=timeout)
 
-    async def open(self) -> "Runtime":
+    async def open(self) -> Runtime:
         await self.store.open()
         drain = self.options.drain_factory(self) if self.options.drain_factory else _idle_drain
-        self.execution = SessionExecution(self.store, drain, on_started=_clear_suspension,
-                                          on_settled=_settled_suspension)
+        self.execution = SessionExecution(self.store, drain, on_started=suspension.on_started,
+                                          on_settled=suspension.on_settled)
         self.sessions.wake = self.execution.wake if self.options.drain_factory else (lambda _sid: None)
         return self
 
     async def suspend_active(self) -> list[str]:
         """Mark every active session suspended (graceful shutdown, before interrupting them)."""
         ids = self.execution.active() if self.execution is not None else []
-        if ids:
-            stamp = now_ms()
-            await self.store.write(lambda tx: tx.conn.executemany(
-                "UPDATE session SET time_suspended = ? WHERE id = ?", [(stamp, sid) for sid in ids]))
+        await suspension.suspend(self.store, ids)
         return ids
 
     async def resume_suspended(self) -> list[str]:
         """Atomically consume each suspension and resume that session at most once."""
-
-        def _consume(tx: Tx) -> list[str]:
-            ids = [r[0] for r in tx.execute("SELECT id FROM session WHERE time_suspended IS NOT NULL")]
-            return [sid for sid in ids if tx.execute(
-                "UPDATE session SET time_suspended = NULL WHERE id = ? AND time_suspended IS NOT NULL RETURNING id",
-                (sid,)).fetchone() is not None]
-
-        resumed = await self.store.write(_consume)
-        assert self.execution is not None
-        for sid in resumed:
-            self.execution.wake(sid, force=True)
-        return resumed
+        if self.execution is None:
+            raise RuntimeError("the runtime is not open")
+        return await suspension.resume(self.store, self.execution)
 
     async def close(self) -> None:
         if self.execution is not None:
@@ -92,21 +82,11 @@ class Runtime:
         await asyncio.gather(*background, return_exceptions=True)
         await self.store.close()
 
-    async def __aenter__(self) -> "Runtime":
+    async def __aenter__(self) -> Runtime:
         return await self.open()
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-
-def _clear_suspension(tx: Tx, session_id: str) -> None:
-    tx.execute("UPDATE session SET time_suspended = NULL WHERE id = ?", (session_id,))
-
-
-def _settled_suspension(tx: Tx, session_id: str, outcome: str) -> None:
-    # an interrupted execution keeps its suspension mark: a graceful shutdown resumes it next start
-    if outcome != "interrupted":
-        _clear_suspension(tx, session_id)
 
 
 async def _idle_drain(_session_id: str, _force: bool) -> None:

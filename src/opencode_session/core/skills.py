@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .agents import Agent
+from .config import project_dirs
 
 SKILL_FILE = "SKILL.md"
 _FRONTMATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n?(.*)\Z", re.S)
@@ -42,16 +43,11 @@ def _parse(path: Path) -> Skill | None:
 
 
 def skill_roots(global_config_dir: Path, project_root: Path, directory: Path, include_project: bool) -> list[Path]:
+    """Where skills are found: the global config directory, then `.opencode/` from the project root down to
+    `directory` (later roots override earlier skills of the same name)."""
     roots = [global_config_dir / "skill", global_config_dir / "skills"]
     if include_project:
-        current = directory
-        chain = []
-        while True:
-            chain.append(current)
-            if current == project_root or current.parent == current:
-                break
-            current = current.parent
-        for folder in reversed(chain):
+        for folder in project_dirs(directory, project_root):
             roots += [folder / ".opencode" / "skill", folder / ".opencode" / "skills"]
     return roots
 

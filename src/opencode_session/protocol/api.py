@@ -174,23 +174,23 @@ class SessionPromptBody(Struct):
 
 DURABLE_EVENT_MODELS = tuple(envelope_model(t) for t in public_durable_types())
 
-_KNOWN_DURABLE = Annotated[Union[DURABLE_EVENT_MODELS], Field(discriminator="type")]  # type: ignore[valid-type]
+# A union over a tuple built at import time: no static type checker can see its members.
+_KNOWN_DURABLE = Annotated[Union[DURABLE_EVENT_MODELS], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007
 
 # Event types a newer server may add still decode, as the open envelope, instead of failing the stream.
-SessionDurableEvent = Annotated[Union[_KNOWN_DURABLE, Event], Field(union_mode="left_to_right")]
+SessionDurableEvent = Annotated[_KNOWN_DURABLE | Event, Field(union_mode="left_to_right")]
 """One public durable Session event envelope, discriminated by `type` (unknown types: the open envelope)."""
 
 SessionLogItem = Annotated[
-    Union[
-        Annotated[Union[(*DURABLE_EVENT_MODELS, LogSynced)], Field(discriminator="type")],  # type: ignore[valid-type]
-        Event,
-    ],
+    # again a union over a tuple built at import time
+    Annotated[Union[(*DURABLE_EVENT_MODELS, LogSynced)], Field(discriminator="type")]  # type: ignore[valid-type]  # noqa: UP007
+    | Event,
     Field(union_mode="left_to_right"),
 ]
 """A durable Session event envelope or the `log.synced` marker (unknown types: the open envelope)."""
 
 # The instance stream carries event types this build may not know; the open envelope keeps them readable.
-InstanceEvent = Annotated[Union[ServerConnected, GlobalDisposed, Event], Field(union_mode="left_to_right")]
+InstanceEvent = Annotated[ServerConnected | GlobalDisposed | Event, Field(union_mode="left_to_right")]
 """The first `server.connected` frame, then any instance-wide event envelope; `global.disposed` when the server
 shuts down."""
 

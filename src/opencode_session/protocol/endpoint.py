@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+import types
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from pydantic import BaseModel, create_model
 
@@ -141,11 +143,10 @@ class Endpoint:
         kind = self.result_kind
         name = _pascal(self.client_name) + "Response"
         if kind == "data":
-            return create_model(name, __base__=Struct, data=(self.success, ...))  # type: ignore[call-overload]
+            return create_model(name, __base__=Struct, data=(self.success, ...))
         if kind == "page":
-            return create_model(  # type: ignore[call-overload]
-                name, __base__=Struct, data=(list[self.success], ...), cursor=(CursorLinks, ...)
-            )
+            items: Any = types.GenericAlias(list, (self.success,))  # list[<the success model>], built at run time
+            return create_model(name, __base__=Struct, data=(items, ...), cursor=(CursorLinks, ...))
         if kind == "raw":
             if not (isinstance(self.success, type) and issubclass(self.success, BaseModel)):
                 raise TypeError(f"{self.operation_id}: a raw success body must be a model")

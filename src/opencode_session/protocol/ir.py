@@ -10,9 +10,10 @@ import keyword
 import sys
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -168,7 +169,7 @@ def render_type(tp: Any, *, accepts_dict: bool = False) -> TypeExpr:
         return TypeExpr(f"{origin.__name__}[{', '.join(e.expr for e in inner_exprs)}]", _merge(*inner_exprs))
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         expr = _class_expr(tp)
-        return TypeExpr(f"{expr.expr} | dict", expr.imports) if accepts_dict else expr
+        return TypeExpr(f"{expr.expr} | dict[str, Any]", (*expr.imports, ("typing", "Any"))) if accepts_dict else expr
     if isinstance(tp, type):
         return _class_expr(tp)
     raise TypeError(f"cannot render type {tp!r}")

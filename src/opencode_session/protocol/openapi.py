@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Iterator
 from importlib import metadata
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from pydantic import BaseModel, RootModel
 from pydantic.json_schema import models_json_schema
@@ -27,7 +28,8 @@ def stream_item_model(spec: StreamSpec) -> type[BaseModel]:
     """A named root model for a stream's item union, so it gets one component schema."""
     model = _stream_models.get(spec.name)
     if model is None:
-        model = type(spec.name, (RootModel[spec.item],), {"__module__": __name__})  # type: ignore[misc]
+        # a RootModel parametrized at run time by the stream's item union, which no static checker can name
+        model = type(spec.name, (RootModel[spec.item],), {"__module__": __name__})  # type: ignore[name-defined]
         _stream_models[spec.name] = model
     return model
 
@@ -117,7 +119,8 @@ def _refs(node: Any) -> Iterator[str]:
 
 
 def _name(ref: dict[str, Any]) -> str:
-    return ref["$ref"][len(REF_PREFIX):]
+    target: str = ref["$ref"]
+    return target[len(REF_PREFIX):]
 
 
 class _Builder:
@@ -148,7 +151,8 @@ class _Builder:
         schema["additionalProperties"] = False
 
     def definition(self, model: type[BaseModel]) -> dict[str, Any]:
-        return self.defs[_name(self.refs[model])]
+        schema: dict[str, Any] = self.defs[_name(self.refs[model])]
+        return schema
 
     def resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
         while "$ref" in schema:

@@ -15,7 +15,7 @@ class ModelRef(Struct):
     providerID: str = Field(min_length=1)
     variant: str | None = None
 
-    def same_as(self, other: "ModelRef | None") -> bool:
+    def same_as(self, other: ModelRef | None) -> bool:
         """Equal models; an omitted variant equals "default"."""
         if other is None:
             return False
@@ -42,7 +42,7 @@ class Tokens(Struct):
     reasoning: NonNegativeInt = 0
     cache: TokenCache = Field(default_factory=TokenCache)
 
-    def plus(self, other: "Tokens") -> "Tokens":
+    def plus(self, other: Tokens) -> Tokens:
         return Tokens(
             input=self.input + other.input,
             output=self.output + other.output,

@@ -20,14 +20,14 @@ class TaggedError(Exception):
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         spec: dict[str, Any] = {
-            "tag_": (Literal[cls.__name__], Field(cls.__name__, alias="_tag")),  # type: ignore[valid-type]
+            "tag_": (Literal[cls.__name__], Field(cls.__name__, alias="_tag")),
             "message": (str, ...),
         }
         for name in cls.fields:
             spec[name] = (str, ...)
         for name in cls.optional:
             spec[name] = (str | None, None)
-        cls.body_model = create_model(  # type: ignore[call-overload]
+        cls.body_model = create_model(
             cls.__name__,
             __config__=ConfigDict(extra="forbid", populate_by_name=True),
             **spec,
@@ -59,7 +59,7 @@ class TaggedError(Exception):
         return {"_tag": self.tag, "message": self.message, **self.values}
 
     @classmethod
-    def from_body(cls, body: dict[str, Any]) -> "TaggedError":
+    def from_body(cls, body: dict[str, Any]) -> TaggedError:
         err = REGISTRY.get(str(body.get("_tag")))
         if err is None:
             raise KeyError(body.get("_tag"))
@@ -158,5 +158,5 @@ class UnknownError(TaggedError):
         return "Unexpected server error. Check server logs for details."
 
     @classmethod
-    def with_ref(cls) -> "UnknownError":
+    def with_ref(cls) -> UnknownError:
         return cls(ref="err_" + secrets.token_hex(4))

@@ -1,29 +1,32 @@
-"""The event catalogue: durable Session events (stored as "<type>.<version>") and live-only events, plus the envelope."""
+"""The event catalogue: durable Session events (stored as "<type>.<version>") and live-only events, plus the
+envelope."""
 
 from __future__ import annotations
 
+import builtins
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Literal, Union
+from functools import cache
+from typing import Any, Literal, TypeVar
 
 from pydantic import Field, create_model
 
 from .base import Struct
-from .common import Millis
-from .common import LocationRef, ModelRef, SessionErrorInfo, Tokens
+from .common import LocationRef, Millis, ModelRef, SessionErrorInfo, Tokens
 from .ids import EventID, MessageID, SessionID
-from .message import AssistantSnapshot, ToolContent
+from .message import ToolContent
 from .prompt import Prompt
 from .session import SessionV2Info
 
 Delivery = Literal["steer", "queue"]
+S = TypeVar("S", bound=Struct)
 
 
 @dataclass(frozen=True)
 class EventDef:
     type: str
     version: int
-    data: type[Struct]
+    data: builtins.type[Struct]  # `type` is the field above in here
     durable: bool
     public: bool = True
 
@@ -34,30 +37,36 @@ class EventDef:
 
 DEFINITIONS: dict[str, EventDef] = {}
 BY_STORED_TYPE: dict[str, EventDef] = {}
+_BY_CLASS: dict[type[Struct], EventDef] = {}
 
 
-def _register(type_: str, version: int, durable: bool, public: bool):
-    def deco(cls: type[Struct]) -> type[Struct]:
+def _register(type_: str, version: int, durable: bool, public: bool) -> Callable[[type[S]], type[S]]:
+    def deco(cls: type[S]) -> type[S]:
         definition = EventDef(type_, version, cls, durable, public)
         DEFINITIONS[type_] = definition
         if durable:
             BY_STORED_TYPE[definition.stored_type] = definition
-        cls.definition = definition  # type: ignore[attr-defined]
+        _BY_CLASS[cls] = definition
         return cls
 
     return deco
 
 
-def durable(type_: str, version: int = 1, public: bool = True):
+def durable(type_: str, version: int = 1, public: bool = True) -> Callable[[type[S]], type[S]]:
     return _register(type_, version, True, public)
 
 
-def live(type_: str):
+def live(type_: str) -> Callable[[type[S]], type[S]]:
     return _register(type_, 1, False, True)
 
 
 def definition_of(data: Struct) -> EventDef:
-    return type(data).definition  # type: ignore[attr-defined]
+    return definition_for(type(data))
+
+
+def definition_for(cls: type[Struct]) -> EventDef:
+    """The catalogue entry of an event data class."""
+    return _BY_CLASS[cls]
 
 
 class DurableRef(Struct):
@@ -134,7 +143,7 @@ class SyntheticInput(Struct):
     delivery: Delivery = "steer"
 
 
-AdmittedInput = Union[UserInput, SyntheticInput]
+AdmittedInput = UserInput | SyntheticInput
 
 
 @durable("session.input.admitted")
@@ -195,20 +204,22 @@ class Synthetic(Struct):
 # --- steps ---------------------------------------------------------------------------------------
 
 
-class _StepEvent(Struct):
+class StepEvent(Struct):
+    """What every event of one Step carries: its session and its assistant message."""
+
     sessionID: SessionID
     assistantMessageID: MessageID
 
 
 @durable("session.step.started")
-class StepStarted(_StepEvent):
+class StepStarted(StepEvent):
     agent: str
     model: ModelRef
     snapshot: str | None = None
 
 
 @durable("session.step.ended")
-class StepEnded(_StepEvent):
+class StepEnded(StepEvent):
     finish: str
     cost: float = 0
     tokens: Tokens = Field(default_factory=Tokens)
@@ -217,7 +228,7 @@ class StepEnded(_StepEvent):
 
 
 @durable("session.step.failed")
-class StepFailed(_StepEvent):
+class StepFailed(StepEvent):
     error: SessionErrorInfo
     cost: float | None = None
     tokens: Tokens | None = None
@@ -225,61 +236,61 @@ class StepFailed(_StepEvent):
 
 
 @durable("session.text.started")
-class TextStarted(_StepEvent):
+class TextStarted(StepEvent):
     ordinal: int = Field(ge=0)
 
 
 @live("session.text.delta")
-class TextDelta(_StepEvent):
+class TextDelta(StepEvent):
     ordinal: int = Field(ge=0)
     delta: str
 
 
 @durable("session.text.ended")
-class TextEnded(_StepEvent):
+class TextEnded(StepEvent):
     ordinal: int = Field(ge=0)
     text: str
 
 
 @durable("session.reasoning.started")
-class ReasoningStarted(_StepEvent):
+class ReasoningStarted(StepEvent):
     ordinal: int = Field(ge=0)
     state: dict[str, Any] | None = None
 
 
 @live("session.reasoning.delta")
-class ReasoningDelta(_StepEvent):
+class ReasoningDelta(StepEvent):
     ordinal: int = Field(ge=0)
     delta: str
 
 
 @durable("session.reasoning.ended")
-class ReasoningEnded(_StepEvent):
+class ReasoningEnded(StepEvent):
     ordinal: int = Field(ge=0)
     text: str
     state: dict[str, Any] | None = None
 
 
 @durable("session.tool.input.started")
-class ToolInputStarted(_StepEvent):
+class ToolInputStarted(StepEvent):
     callID: str
     name: str
 
 
 @live("session.tool.input.delta")
-class ToolInputDelta(_StepEvent):
+class ToolInputDelta(StepEvent):
     callID: str
     delta: str
 
 
 @durable("session.tool.input.ended")
-class ToolInputEnded(_StepEvent):
+class ToolInputEnded(StepEvent):
     callID: str
     text: str
 
 
 @durable("session.tool.called")
-class ToolCalled(_StepEvent):
+class ToolCalled(StepEvent):
     callID: str
     name: str
     input: dict[str, Any]
@@ -288,7 +299,7 @@ class ToolCalled(_StepEvent):
 
 
 @durable("session.tool.success")
-class ToolSuccess(_StepEvent):
+class ToolSuccess(StepEvent):
     callID: str
     structured: dict[str, Any] = Field(default_factory=dict)
     content: list[ToolContent] = Field(default_factory=list)
@@ -299,7 +310,7 @@ class ToolSuccess(_StepEvent):
 
 
 @durable("session.tool.failed")
-class ToolFailed(_StepEvent):
+class ToolFailed(StepEvent):
     callID: str
     error: SessionErrorInfo
     result: Any = None
@@ -308,7 +319,7 @@ class ToolFailed(_StepEvent):
 
 
 @durable("session.retry.scheduled")
-class RetryScheduled(_StepEvent):
+class RetryScheduled(StepEvent):
     attempt: int = Field(ge=1)
     at: Millis
     error: SessionErrorInfo
@@ -360,6 +371,13 @@ class EventRecord:
     location: LocationRef | None = None
 
     @property
+    def sequence(self) -> int:
+        """The durable sequence; a live-only event has none (ValueError)."""
+        if self.seq is None:
+            raise ValueError(f"the live-only event {self.type} has no sequence")
+        return self.seq
+
+    @property
     def definition(self) -> EventDef:
         return definition_of(self.data)
 
@@ -382,7 +400,7 @@ def _camel(type_: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in type_.replace("-", ".").split("."))
 
 
-@lru_cache(maxsize=None)
+@cache
 def envelope_model(type_: str) -> type[Struct]:
     """A typed envelope model for one event type, named after it (for OpenAPI and typed clients)."""
     d = DEFINITIONS[type_]
@@ -390,13 +408,13 @@ def envelope_model(type_: str) -> type[Struct]:
         "id": (EventID, ...),
         "created": (Millis, ...),
         "metadata": (dict[str, Any] | None, None),
-        "type": (Literal[d.type], ...),  # type: ignore[valid-type]
+        "type": (Literal[d.type], ...),
         "location": (LocationRef | None, None),
         "data": (d.data, ...),
     }
     if d.durable:
         fields["durable"] = (DurableRef, ...)
-    return create_model(_camel(d.type) + "Event", __base__=Struct, **fields)  # type: ignore[call-overload]
+    return create_model(_camel(d.type) + "Event", __base__=Struct, **fields)
 
 
 def public_durable_types() -> list[str]:

@@ -65,11 +65,11 @@ def sanitize(value: Any) -> Any:
         item, parent, slot = stack.pop()
         if isinstance(item, dict):
             keys = [_clean_text(k) if isinstance(k, str) else k for k in item]
-            parent[slot] = copy = dict.fromkeys(keys)
-            stack.extend((child, copy, key) for key, child in zip(keys, item.values()))
+            parent[slot] = fresh = dict.fromkeys(keys)
+            stack.extend((child, fresh, key) for key, child in zip(keys, item.values(), strict=True))
         elif isinstance(item, (list, tuple)):
-            parent[slot] = copy = [None] * len(item)
-            stack.extend((child, copy, i) for i, child in enumerate(item))
+            parent[slot] = items = [None] * len(item)
+            stack.extend((child, items, i) for i, child in enumerate(item))
         elif isinstance(item, float) and not math.isfinite(item):
             parent[slot] = None
         elif isinstance(item, str):

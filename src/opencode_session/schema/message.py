@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from .base import Struct
-from .common import Millis
-from .common import ModelRef, SessionErrorInfo, Tokens
+from .common import Millis, ModelRef, SessionErrorInfo, Tokens
 from .ids import MessageID, SessionID
 from .prompt import PromptAgentAttachment, PromptFileAttachment
 
@@ -90,7 +89,7 @@ class ToolFileContent(Struct):
     name: str | None = None
 
 
-ToolContent = Annotated[Union[ToolTextContent, ToolFileContent], Field(discriminator="type")]
+ToolContent = Annotated[ToolTextContent | ToolFileContent, Field(discriminator="type")]
 
 
 class ToolStateStreaming(Struct):
@@ -124,7 +123,7 @@ class ToolStateError(Struct):
 
 
 ToolState = Annotated[
-    Union[ToolStateStreaming, ToolStateRunning, ToolStateCompleted, ToolStateError], Field(discriminator="status")
+    ToolStateStreaming | ToolStateRunning | ToolStateCompleted | ToolStateError, Field(discriminator="status")
 ]
 
 
@@ -164,7 +163,7 @@ class SessionMessageAssistantTool(Struct):
 
 
 AssistantContent = Annotated[
-    Union[SessionMessageAssistantText, SessionMessageAssistantReasoning, SessionMessageAssistantTool],
+    SessionMessageAssistantText | SessionMessageAssistantReasoning | SessionMessageAssistantTool,
     Field(discriminator="type"),
 ]
 
@@ -198,15 +197,13 @@ class SessionMessageAssistant(Struct):
 
 
 SessionMessage = Annotated[
-    Union[
-        SessionMessageAgentSwitched,
-        SessionMessageModelSwitched,
-        SessionMessageUser,
-        SessionMessageSynthetic,
-        SessionMessageSystem,
-        SessionMessageShell,
-        SessionMessageAssistant,
-        SessionMessageCompaction,
-    ],
+    SessionMessageAgentSwitched
+    | SessionMessageModelSwitched
+    | SessionMessageUser
+    | SessionMessageSynthetic
+    | SessionMessageSystem
+    | SessionMessageShell
+    | SessionMessageAssistant
+    | SessionMessageCompaction,
     Field(discriminator="type"),
 ]

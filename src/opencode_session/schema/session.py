@@ -7,8 +7,7 @@ from typing import Literal
 from pydantic import Field
 
 from .base import Struct
-from .common import Millis
-from .common import LocationRef, ModelRef, Tokens
+from .common import LocationRef, Millis, ModelRef, Tokens
 from .ids import SessionID
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import httpx2
+
 from ..client.generated import OpenCodeClient
 from ..core.execution.clock import Clock
 from ..core.execution.runner import make_drain_factory
@@ -28,7 +30,8 @@ class OpenCode(OpenCodeClient):
     """`async with OpenCode(db=...) as oc: await oc.session.create()`.
 
     Shares the networked client's methods, routing, middleware, codecs and errors; only the transport differs.
-    Embedded-only: `tools` (register Python tools the runner may call) and `runtime` (the core objects).
+    Embedded-only: `tools` (register Python tools the runner may call), `runtime` (the core objects) and `transport`
+    (the in-memory transport, for another client of the same host).
     Closing releases the database, ends every stream and stops every drain. The default database is in memory.
     """
 
@@ -55,11 +58,22 @@ class OpenCode(OpenCodeClient):
         self._heartbeat = heartbeat
         self._stall_timeout = stall_timeout
         self._runtime: Runtime | None = None
-        self._transport: ASGIStreamingTransport | None = None
         self._app: Any = None
+        self._in_memory = ASGIStreamingTransport(self._serve)
         password = self._options.env.get("OPENCODE_SERVER_PASSWORD")
         auth = (self._options.env.get("OPENCODE_SERVER_USERNAME") or "opencode", password) if password else None
-        super().__init__(EMBEDDED_BASE_URL, headers=headers, auth=auth, transport=None)
+        super().__init__(EMBEDDED_BASE_URL, headers=headers, auth=auth, transport=self._in_memory)
+
+    @property
+    def transport(self) -> ASGIStreamingTransport:
+        """The in-memory transport into this host's app: another client built with it (and EMBEDDED_BASE_URL) talks
+        to this same host, e.g. with other credentials."""
+        return self._in_memory
+
+    async def _serve(self, scope: Any, receive: Any, send: Any) -> None:
+        if self._app is None:  # a call before `open` or after `aclose`: the client reports a Transport failure
+            raise httpx2.ConnectError("the embedded host is not open: use `async with OpenCode(...)`")
+        await self._app(scope, receive, send)
 
     @property
     def runtime(self) -> Runtime:
@@ -67,7 +81,7 @@ class OpenCode(OpenCodeClient):
             raise RuntimeError("the embedded host is not open: use `async with OpenCode(...)`")
         return self._runtime
 
-    async def open(self) -> "OpenCode":
+    async def open(self) -> OpenCode:
         runtime = Runtime(self._options)
         try:
             await runtime.open()
@@ -79,25 +93,19 @@ class OpenCode(OpenCodeClient):
         guard = GuardOptions(allowed_hosts=(EMBEDDED_HOST,))
         self._app = create_app(runtime, env=self._options.env, heartbeat=self._heartbeat, guard=guard,
                                stall_timeout=self._stall_timeout)
-        self._transport = ASGIStreamingTransport(self._app)
-        self._transport_override(self._transport)
         return self
-
-    def _transport_override(self, transport: ASGIStreamingTransport) -> None:
-        self._transport = transport
-        self._http = None  # the lazily built HTTP client picks up the in-memory transport
 
     async def aclose(self) -> None:
         if self._app is not None:
             self._app.state.ocs.shutdown.set()  # end streams before the transport waits for their tasks
         await super().aclose()
-        if self._transport is not None:
-            await self._transport.aclose()
+        await self._in_memory.aclose()
+        self._app = None
         if self._runtime is not None:
             await self._runtime.close()
             self._runtime = None
 
-    async def __aenter__(self) -> "OpenCode":
+    async def __aenter__(self) -> OpenCode:
         return await self.open()
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,

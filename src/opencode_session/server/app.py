@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
@@ -35,9 +35,9 @@ def error_response(err: TaggedError, status: int | None = None) -> JSONResponse:
 
 
 def _invalid(exc: ValidationError, where: str) -> InvalidRequestError:
-    first = exc.errors()[0] if exc.errors() else {}
-    loc = ".".join(str(p) for p in first.get("loc", ()))
-    message = f"Invalid {where}: {loc + ': ' if loc else ''}{first.get('msg', 'invalid value')}"
+    errors = exc.errors()
+    loc = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+    message = f"Invalid {where}: {loc + ': ' if loc else ''}{errors[0]['msg'] if errors else 'invalid value'}"
     return InvalidRequestError(message, kind=where, field=loc or None)
 
 
@@ -70,7 +70,7 @@ def _encode(endpoint: Endpoint, result: Any) -> Any:
     return wire(result)
 
 
-def _route(runtime: Runtime, endpoint: Endpoint, state: "AppState"):
+def _route(runtime: Runtime, endpoint: Endpoint, state: AppState):
     handler = HANDLERS[endpoint.operation_id]
 
     async def endpoint_fn(request: Request) -> Response:
@@ -80,10 +80,11 @@ def _route(runtime: Runtime, endpoint: Endpoint, state: "AppState"):
         except TaggedError as err:
             return error_response(err)
         except Exception:
-            err = UnknownError.with_ref()
-            log.exception("unexpected failure in %s (ref %s)", endpoint.operation_id, err.values["ref"])
-            return error_response(err)
+            unknown = UnknownError.with_ref()
+            log.exception("unexpected failure in %s (ref %s)", endpoint.operation_id, unknown.values["ref"])
+            return error_response(unknown)
         if endpoint.result_kind == "stream":
+            # an ASGI response of our own, which Starlette awaits exactly like one of its Responses
             return SSEResponse(result, heartbeat=state.heartbeat, shutdown=state.shutdown,  # type: ignore[return-value]
                                stall_timeout=state.stall_timeout)
         if endpoint.success_status == 204:

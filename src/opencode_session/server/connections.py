@@ -28,6 +28,7 @@ class ReadDeadlineH11Protocol(H11Protocol):
     read_timeout: float = 30.0
     _deadline: asyncio.TimerHandle | None = None
 
+    # uvicorn's own signature, narrower than asyncio's BaseTransport
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._arm()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,11 +12,11 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..core.location import resolve_location
 from ..core.runtime import Runtime
+from ..core.store.db import now_ms
 from ..schema.errors import InvalidRequestError, ServiceUnavailableError
 from ..schema.events import EventRecord, GlobalDisposed, LogSynced, ServerConnected
 from ..schema.ids import WorkspaceID, event_id
 from ..schema.session import SessionActive
-from ..core.store.db import now_ms
 from .sse import Frames, frame
 
 
@@ -81,11 +81,6 @@ async def location_get(rt: Runtime, call: Call) -> Any:
     return loc.info()
 
 
-# The session page size has no upper bound on the wire, but SQLite counts in signed 64 bits; no store holds this
-# many sessions, so any larger limit means the same page and is clamped instead of overflowing into a 500.
-_MAX_SESSION_LIMIT = 1 << 62
-
-
 @op("v2.session.list")
 async def session_list(rt: Runtime, call: Call) -> Any:
     q = call.query
@@ -94,7 +89,7 @@ async def session_list(rt: Runtime, call: Call) -> Any:
         _require_usable_path(q.directory, "query", "directory")
     return await rt.sessions.list(
         cursor=q.cursor,
-        limit=min(q.limit, _MAX_SESSION_LIMIT) if "limit" in fields else None,
+        limit=q.limit if "limit" in fields else None,
         order=q.order, search=q.search, directory=q.directory, project=q.project, subpath=q.subpath,
         workspace=q.workspace,
     )
@@ -194,13 +189,13 @@ async def entry_remove(rt: Runtime, call: Call) -> Any:
     await rt.entries.remove(call.path.sessionID, call.path.key)
 
 
-def _durable_frames(batches: AsyncIterator[list[EventRecord | LogSynced]]) -> AsyncIterator[bytes]:
+def _durable_frames(batches: AsyncGenerator[list[EventRecord | LogSynced], None]) -> AsyncIterator[bytes]:
     async def gen() -> AsyncIterator[bytes]:
         try:
             async for batch in batches:
                 yield b"".join(frame(item.wire(), id=item.seq) for item in batch)
         finally:
-            await batches.aclose()  # type: ignore[attr-defined]
+            await batches.aclose()
 
     return gen()
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ...schema import events as ev
+from ...schema import session_errors
 from ...schema.common import SessionErrorInfo
 from ..store.db import Store, Tx
 
@@ -161,7 +162,7 @@ class SessionExecution:
                 log.exception("session %s drain crashed", sid)
                 outcome = "failed"
                 terminal = ev.ExecutionFailed(sessionID=sid, error=SessionErrorInfo(
-                    type="unknown", message=f"{type(exc).__name__}: {exc}"))
+                    type=session_errors.UNKNOWN, message=f"{type(exc).__name__}: {exc}"))
             ex.outcome = outcome
             try:
                 await self._publish(terminal,

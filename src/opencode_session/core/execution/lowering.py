@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from ...schema import message_data as md
 from ...schema.common import ModelRef
-from ..session.history import HistoryEntry
 from ..llm.model import (
     AssistantMessage,
     FilePart,
@@ -17,9 +15,10 @@ from ..llm.model import (
     ToolResultMessage,
     UserMessage,
 )
+from ..session.history import HistoryEntry
 
 
-def _user_parts(message: dict[str, Any]) -> list[TextPart | FilePart]:
+def _user_parts(message: md.SessionMessageUserData) -> list[TextPart | FilePart]:
     parts: list[TextPart | FilePart] = []
     if message.get("text"):
         parts.append(TextPart(message["text"]))
@@ -28,24 +27,22 @@ def _user_parts(message: dict[str, Any]) -> list[TextPart | FilePart]:
     return parts or [TextPart("")]
 
 
-def _tool_result_text(state: dict[str, Any]) -> str:
-    texts = [c["text"] for c in state.get("content", ()) if c.get("type") == "text"]
-    return "\n".join(texts)
+def _tool_result_text(state: md.ToolStateCompletedData) -> str:
+    return "\n".join(c["text"] for c in state.get("content", ()) if c["type"] == "text")
 
 
-def lower_message(message: dict[str, Any], current: ModelRef | None) -> list[LLMMessage]:
+def lower_message(message: md.SessionMessageData, current: ModelRef | None) -> list[LLMMessage]:
     """One projected message as provider-neutral messages; native continuation metadata survives only for an
     error-free assistant of the same provider and model, otherwise reasoning becomes plain text."""
-    kind = message["type"]
-    if kind == "user":
+    if message["type"] == "user":
         return [UserMessage(_user_parts(message))]
-    if kind == "synthetic":
+    if message["type"] == "synthetic":
         return [UserMessage([TextPart(message["text"])])]
-    if kind == "system":
+    if message["type"] == "system":
         return [SystemUpdate(message["text"])]
-    if kind == "shell":
+    if message["type"] == "shell":
         return [UserMessage([TextPart(f"Shell command: {message['command']}\n\n{message['output']}")])]
-    if kind == "assistant":
+    if message["type"] == "assistant":
         return _assistant(message, current)
     return []  # agent/model switches are transcript facts, not model input
 
@@ -62,13 +59,13 @@ def lower_entries(entries: list[HistoryEntry], current: ModelRef | None) -> list
     return out
 
 
-def _assistant(message: dict[str, Any], current: ModelRef | None) -> list[LLMMessage]:
-    model = message.get("model") or {}
-    native = (current is not None and not message.get("error") and model.get("id") == current.id
-              and model.get("providerID") == current.providerID)
+def _assistant(message: md.SessionMessageAssistantData, current: ModelRef | None) -> list[LLMMessage]:
+    model = message["model"]
+    native = (current is not None and not message.get("error") and model["id"] == current.id
+              and model["providerID"] == current.providerID)
     parts: list[TextPart | ReasoningPart | ToolCallPart] = []
     results: list[ToolResultMessage] = []
-    for part in message.get("content", ()):
+    for part in message["content"]:
         if part["type"] == "text":
             if part["text"]:
                 parts.append(TextPart(part["text"]))
@@ -79,7 +76,7 @@ def _assistant(message: dict[str, Any], current: ModelRef | None) -> list[LLMMes
                 parts.append(TextPart(part["text"]))
         elif part["type"] == "tool":
             state = part["state"]
-            if state["status"] not in ("completed", "error"):
+            if state["status"] == "streaming" or state["status"] == "running":
                 continue  # never settled: nothing the provider could pair with a result
             parts.append(ToolCallPart(part["id"], part["name"], state.get("input") or {}))
             if state["status"] == "completed":

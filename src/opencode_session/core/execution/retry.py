@@ -2,19 +2,42 @@
 
 from __future__ import annotations
 
+import logging
+import math
+from collections.abc import Mapping
+
 from ..llm.errors import ProviderError, ProviderInternalError, RateLimitError
+
+log = logging.getLogger(__name__)
 
 MAX_RETRIES = 4
 BASE_DELAY_MS = 2000.0
+# Overrides BASE_DELAY_MS for a whole runtime (tests and local experiments that must not wait out real backoff).
+BASE_DELAY_ENV = "OCS_RETRY_BASE_DELAY_MS"
 
 
-def retry_delay_ms(retry_number: int, error: ProviderError) -> float:
-    """Exponential from 2 s (2, 4, 8, 16 s for retries 1..4); a rate limit or a provider-internal failure
-    stretches it to the provider's own retry delay when that is longer."""
-    backoff = BASE_DELAY_MS * (2 ** (retry_number - 1))
+def retry_delay_ms(retry_number: int, error: ProviderError, base_ms: float = BASE_DELAY_MS) -> float:
+    """Exponential from `base_ms` (2, 4, 8, 16 s for retries 1..4 by default); a rate limit or a provider-internal
+    failure stretches it to the provider's own retry delay when that is longer."""
+    backoff = base_ms * (2 ** (retry_number - 1))
     if isinstance(error, (RateLimitError, ProviderInternalError)) and error.retry_after_ms:
         return max(backoff, error.retry_after_ms)
     return backoff
+
+
+def base_delay_ms(env: Mapping[str, str]) -> float:
+    """The first retry's delay: `$OCS_RETRY_BASE_DELAY_MS` when it is a non-negative number, else BASE_DELAY_MS."""
+    raw = env.get(BASE_DELAY_ENV)
+    if raw is None:
+        return BASE_DELAY_MS
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not (math.isfinite(value) and value >= 0):
+        log.warning("ignoring %s=%r: not a non-negative number of milliseconds", BASE_DELAY_ENV, raw)
+        return BASE_DELAY_MS
+    return value
 
 
 def may_retry(error: BaseException, *, retries_so_far: int, allowance_left: bool) -> bool:

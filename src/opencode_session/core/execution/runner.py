@@ -3,42 +3,46 @@ immediate continuation remains; it owns retries, the step allowance and orphan r
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from ...schema import events as ev
+from ...schema import session_errors
 from ...schema.common import ModelRef, SessionErrorInfo
 from ...schema.ids import message_id
-from ...schema.session import SessionV2Info
-from ..agents import BUILD_PROMPT, Agent, AgentNotFoundError, resolve_agent
+from ..agents import BUILD_PROMPT, AgentNotFoundError, resolve_agent
 from ..attachments import load_attachments, needs_loading
 from ..authority import Authority
-from ..config import Config, ConfigError, load_config
-from ..instructions.checkpoint import CheckpointPreparer, InstructionsBlocked
+from ..config import ConfigError, load_config
+from ..instructions.algebra import InstructionsBlocked
+from ..instructions.checkpoint import CheckpointPreparer
 from ..instructions.nearby import NearbyInstructions
 from ..llm import model as llm
 from ..llm.catalog import configured_secrets, model_ref_from_string, provider_for, resolve_model
 from ..llm.errors import ProviderError
-from ..location import Location, resolve_location
-from ..permission import Ruleset, effective_rules
+from ..location import resolve_location
 from ..session import admission
-from ..session.history import HistoryCache, active_history
-from ..session.projector import load_message
+from ..session.history import HistoryCache
 from ..session.service import require_session
-from ..store.db import Store, Tx
+from ..store import messages, pending
+from ..store.db import Reader, Store, Tx
 from ..tools.registry import ToolRegistry, default_registry
+from .boundary import Boundary
 from .clock import Clock
-from .coordinator import DrainFailure
+from .coordinator import Drain, DrainFailure
 from .lowering import lower_entries
-from .retry import may_retry, retry_delay_ms
+from .retry import BASE_DELAY_MS, base_delay_ms, may_retry, retry_delay_ms
 from .step import INTERRUPTED_STEP, Step, StepContext, shielded
 from .title import SessionTitles
+
+if TYPE_CHECKING:
+    from ..runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -49,18 +53,22 @@ MAX_STEPS_NOTICE = (
 )
 
 
-@dataclass
-class Boundary:
-    """What a Safe Step Boundary sampled: the session, its agent and config, and where it runs."""
+@dataclass(frozen=True)
+class PhysicalAttempt:
+    """One provider request on the wire, numbered from 1 while failures before any output are retried. Each retry is
+    its own Step, whose attempt reuses the assistant message of the one that failed (no durable output exists)."""
 
-    session: SessionV2Info
-    agent: Agent
-    config: Config
-    location: Location
+    number: int = 1
+    assistant_id: str | None = None  # None: the first attempt's Step makes a new assistant message
 
-    def rules(self, env: Mapping[str, str]) -> Ruleset:
-        """The permission rules this boundary's tools and attachments run under: global config, then the agent."""
-        return effective_rules(self.config.permission, self.agent.permission, env)
+    @property
+    def retries(self) -> int:
+        """Retries made before this attempt."""
+        return self.number - 1
+
+    def retry(self, assistant_id: str) -> PhysicalAttempt:
+        """The next attempt, on the assistant message this one used."""
+        return PhysicalAttempt(self.number + 1, assistant_id)
 
 
 class InstructionPreparer(Protocol):
@@ -85,6 +93,7 @@ class RunnerDeps:
     instructions: InstructionPreparer = field(default_factory=NoInstructions)
     on_read: Callable[[Boundary, str], Callable[[Path], Any]] | None = None
     titles: SessionTitles | None = None
+    retry_base_delay_ms: float = BASE_DELAY_MS
 
 
 class Runner:
@@ -98,18 +107,19 @@ class Runner:
         return await self.deps.store.read(fn)
 
     async def _boundary(self, session_id: str) -> Boundary:
-        session = await self._read(lambda conn: require_session(conn, session_id))
+        session = await self._read(lambda reader: require_session(reader, session_id))
 
         def _sample() -> Boundary:  # filesystem work (git root, config files) stays off the event loop
             location = resolve_location(session.location.directory, session.location.workspaceID)
             try:
                 config = load_config(location.directory, location.project_root, self.deps.env)
             except ConfigError as bad:
-                raise DrainFailure(SessionErrorInfo(type="config.invalid", message=str(bad))) from None
+                raise DrainFailure(SessionErrorInfo(type=session_errors.CONFIG_INVALID, message=str(bad))) from None
             try:
                 agent = resolve_agent(config, session.agent)
             except AgentNotFoundError as missing:
-                raise DrainFailure(SessionErrorInfo(type="agent.not-found", message=str(missing))) from None
+                raise DrainFailure(SessionErrorInfo(type=session_errors.AGENT_NOT_FOUND,
+                                                    message=str(missing))) from None
             return Boundary(session, agent, config, location)
 
         return await anyio.to_thread.run_sync(_sample)
@@ -122,63 +132,61 @@ class Runner:
 
     async def drain(self, session_id: str, force: bool) -> None:
         store = self.deps.store
-        if not force and not await self._read(lambda conn: admission.has_pending(conn, session_id)):
+        if not force and not await self._read(lambda reader: pending.any_promotable(reader, session_id)):
             return
         await self.reconcile_orphans(session_id)
         step = 1
         continuation = False
         first = True
-        retry: tuple[str, int] | None = None  # (assistant id, retries so far) while a retry is scheduled
+        attempt = PhysicalAttempt()
         try:
             while True:
                 b = await self._boundary(session_id)
                 try:
                     baseline = await self.deps.instructions.prepare(b)
                 except InstructionsBlocked as blocked:
-                    raise DrainFailure(SessionErrorInfo(type="instructions.unavailable",
+                    raise DrainFailure(SessionErrorInfo(type=session_errors.INSTRUCTIONS_UNAVAILABLE,
                                                         message=str(blocked))) from None
-                if retry is None:
+                if attempt.retries == 0:  # a retry repeats its Step's request: nothing new joins it
                     scope: admission.PromotionScope = "steer" if continuation else "input"
-                    promoted = await store.write(lambda tx: admission.promote(tx, session_id, scope))
+                    promoted = await store.write(partial(admission.promote, session_id=session_id, scope=scope))
                     if promoted:
                         step = 1  # new user input resets the allowance, once per boundary
                     elif not continuation and not (first and force and await self._needs_response(session_id)):
                         return
                 first = False
-                retries = retry[1] if retry else 0
+                retries = attempt.retries
                 # a retry is the next Step: it needs allowance left after this one
                 allowance_left = b.agent.steps is None or step + 1 <= b.agent.steps
                 outcome, assistant_id = await self._step(
-                    b, baseline, step, retry[0] if retry else None,
-                    lambda error: may_retry(error, retries_so_far=retries, allowance_left=allowance_left))
+                    b, baseline, step, attempt.assistant_id,
+                    partial(may_retry, retries_so_far=retries, allowance_left=allowance_left))
                 step += 1
-                if outcome.retry:
-                    assert outcome.error is not None
-                    delay = retry_delay_ms(retries + 1, outcome.error)
-                    at = self.deps.clock.now_ms() + int(delay)
-                    error = outcome.error.to_session_error()
-                    retry = (assistant_id, retries + 1)
-                    await store.write(lambda tx: tx.append(ev.RetryScheduled(
-                        sessionID=session_id, assistantMessageID=assistant_id, attempt=retries + 2, at=at,
-                        error=error)))
+                if outcome.retry and outcome.error is not None:
+                    attempt = attempt.retry(assistant_id)
+                    delay = retry_delay_ms(attempt.retries, outcome.error, self.deps.retry_base_delay_ms)
+                    scheduled = ev.RetryScheduled(sessionID=session_id, assistantMessageID=assistant_id,
+                                                  attempt=attempt.number, at=self.deps.clock.now_ms() + int(delay),
+                                                  error=outcome.error.to_session_error())
+                    await store.append(scheduled)
                     await self.deps.clock.sleep_ms(delay)
                     continue
-                retry = None
+                attempt = PhysicalAttempt()
                 if outcome.failure is not None:
                     raise DrainFailure(outcome.failure)
                 # a last (tool-less) step never asks for another one, whatever the model did
                 continuation = outcome.needs_continuation and not (b.agent.steps is not None
                                                                    and step > b.agent.steps)
         except BaseException as exc:
-            if retry is not None:  # the assistant waiting for its retry never got to run it
-                await shielded(self._close_assistant(session_id, retry[0], _failure_of(exc)))
+            if attempt.assistant_id is not None:  # the assistant waiting for its retry never got to run it
+                await shielded(self._close_assistant(session_id, attempt.assistant_id, _failure_of(exc)))
             raise
 
     async def _close_assistant(self, session_id: str, assistant_id: str, error: SessionErrorInfo) -> None:
         """Fail an assistant message that is still open, so no Step is left without its terminal event."""
 
         def _close(tx: Tx) -> None:
-            message = load_message(tx, assistant_id)
+            message = messages.load(tx, assistant_id)
             if message is not None and "completed" not in message["time"]:
                 tx.append(ev.StepFailed(sessionID=session_id, assistantMessageID=assistant_id, error=error))
 
@@ -187,14 +195,16 @@ class Runner:
     async def _needs_response(self, session_id: str) -> bool:
         """A forced drain with nothing to promote continues only when history awaits an assistant reply."""
 
-        def _q(conn) -> bool:
-            for data in reversed(active_history(conn, session_id)):
-                m = json.loads(data)
+        def _q(reader: Reader) -> bool:
+            for entry in reversed(self.history.load(reader, session_id)):
+                m = entry.message
                 if m["type"] in ("user", "synthetic"):
                     return True
                 if m["type"] == "assistant":
                     # unanswered tool results, or a step an interruption cut short
-                    return m.get("finish") == "tool-calls" or (m.get("error") or {}).get("type") == "aborted"
+                    error = m.get("error")
+                    aborted = error is not None and error["type"] == session_errors.ABORTED
+                    return m.get("finish") == "tool-calls" or aborted
             return False
 
         return await self._read(_q)
@@ -218,7 +228,7 @@ class Runner:
             raise DrainFailure(failure) from None
         model_ref = ModelRef(id=resolved.model_id, providerID=resolved.provider_id,
                              variant=ref.variant if ref else None)
-        history = await self._read(lambda conn: self.history.load(conn, session_id))
+        history = await self._read(lambda reader: self.history.load(reader, session_id))
         last_step = b.agent.steps is not None and step >= b.agent.steps
         rules = b.rules(self.deps.env)
         messages = lower_entries(history, model_ref)
@@ -254,22 +264,17 @@ class Runner:
         re-run them. Returns how many tool calls were failed."""
 
         def _reconcile(tx: Tx) -> int:
-            rows = tx.execute(
-                "SELECT data FROM session_message INDEXED BY session_message_open_assistant_idx"
-                " WHERE session_id = ? AND type = 'assistant'"
-                " AND json_extract(data, '$.time.completed') IS NULL ORDER BY seq", (session_id,)).fetchall()
             failed = 0
-            for row in rows:
-                message = json.loads(row[0])
+            for message in messages.open_assistants(tx, session_id):
                 for part in message["content"]:
                     if part["type"] == "tool" and part["state"]["status"] in ("streaming", "running"):
                         tx.append(ev.ToolFailed(
                             sessionID=session_id, assistantMessageID=message["id"], callID=part["id"],
-                            error=SessionErrorInfo(type="tool.stale",
+                            error=SessionErrorInfo(type=session_errors.TOOL_STALE,
                                                    message=f"Tool execution interrupted: {part['name']}")))
                         failed += 1
                 tx.append(ev.StepFailed(sessionID=session_id, assistantMessageID=message["id"],
-                                        error=SessionErrorInfo(type="aborted", message="Step interrupted")))
+                                        error=SessionErrorInfo(type=session_errors.ABORTED, message=INTERRUPTED_STEP)))
             return failed
 
         return await self.deps.store.write(_reconcile)
@@ -281,14 +286,17 @@ def make_drain_factory(
     provider: Callable[[llm.ResolvedModel], llm.Provider] | None = None,
     clock: Clock | None = None,
     titles: bool = True,
-) -> Callable[[Any], Callable[[str, bool], Any]]:
+) -> Callable[[Runtime], Drain]:
     """A `RuntimeOptions.drain_factory` running this runner over the runtime's store; defaults are the real
     providers, the built-in tools, the wall clock and background session titles."""
 
-    def factory(runtime: Any) -> Callable[[str, bool], Any]:
-        deps = RunnerDeps(store=runtime.store, env=runtime.options.env,
-                          instructions=CheckpointPreparer(runtime.store, runtime.options.env),
-                          on_read=NearbyInstructions(runtime.store).hook)
+    def factory(runtime: Runtime) -> Drain:
+        options = runtime.options
+        retry_base = options.retry_base_delay_ms
+        deps = RunnerDeps(store=runtime.store, env=options.env,
+                          instructions=CheckpointPreparer(runtime.store, options.env),
+                          on_read=NearbyInstructions(runtime.store).hook,
+                          retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base)
         if tools is not None:
             deps.tools = tools
         if provider is not None:
@@ -296,7 +304,7 @@ def make_drain_factory(
         if clock is not None:
             deps.clock = clock
         if titles:
-            deps.titles = SessionTitles(runtime.store, runtime.options.env, deps.provider_for, runtime.spawn)
+            deps.titles = SessionTitles(runtime.store, options.env, deps.provider_for, runtime.spawn)
         return Runner(deps).drain
 
     return factory
@@ -309,5 +317,5 @@ def _failure_of(exc: BaseException) -> SessionErrorInfo:
     if isinstance(exc, DrainFailure):
         return exc.error
     if isinstance(exc, Exception):
-        return SessionErrorInfo(type="unknown", message=f"{type(exc).__name__}: {exc}")
-    return SessionErrorInfo(type="aborted", message=INTERRUPTED_STEP)
+        return SessionErrorInfo(type=session_errors.UNKNOWN, message=f"{type(exc).__name__}: {exc}")
+    return SessionErrorInfo(type=session_errors.ABORTED, message=INTERRUPTED_STEP)

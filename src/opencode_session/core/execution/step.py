@@ -8,9 +8,11 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ...schema import events as ev
+from ...schema import session_errors
+from ...schema.base import Struct
 from ...schema.common import ModelRef, SessionErrorInfo, TokenCache, Tokens
 from ..llm import model as llm
 from ..llm.catalog import step_cost
@@ -63,6 +65,13 @@ class StepContext:
     may_retry: Callable[[ProviderError], bool] = lambda _error: False
 
 
+class _StepIds(TypedDict):
+    """The fields every event of this Step starts with."""
+
+    sessionID: str
+    assistantMessageID: str
+
+
 @dataclass
 class _Call:
     call_id: str
@@ -102,13 +111,13 @@ class Step:
 
     # --- durable writes ---------------------------------------------------------------------------
 
-    async def _append(self, data) -> None:
-        await self.ctx.store.write(lambda tx: tx.append(data))
+    async def _append(self, data: Struct) -> None:
+        await self.ctx.store.append(data)
 
-    def _live(self, data) -> None:
+    def _live(self, data: Struct) -> None:
         self.ctx.store.publish_live(data, self.ctx.session_id)
 
-    def _ids(self) -> dict[str, str]:
+    def _ids(self) -> _StepIds:
         return {"sessionID": self.ctx.session_id, "assistantMessageID": self.ctx.assistant_id}
 
     async def _ensure_started(self) -> None:
@@ -143,13 +152,14 @@ class Step:
             raise
         except Exception as defect:
             # a defect (e.g. an adapter bug) must not leave local tools running or the step without a terminal
-            error = SessionErrorInfo(type="unknown", message=f"{type(defect).__name__}: {defect}")
-            await shielded(self._abort(error))
+            await shielded(self._abort(SessionErrorInfo(type=session_errors.UNKNOWN,
+                                                        message=f"{type(defect).__name__}: {defect}")))
             raise
         return self.outcome
 
     async def _on_event(self, event: llm.StreamEvent) -> None:
         ids = self._ids()
+        block: _Block | None
         if isinstance(event, llm.TextStart):
             await self._output()
             block = self.text[event.id] = _Block(self._next_ordinal())
@@ -229,14 +239,14 @@ class Step:
         self.outcome.local_calls += 1
         if call.input_error is not None:
             await self._publish_settlement(record, ToolErrored(SessionErrorInfo(
-                type="tool.invalid-input", message=call.input_error)))
+                type=session_errors.TOOL_INVALID_INPUT, message=call.input_error)))
         elif not self.ctx.tools_enabled:
             await self._publish_settlement(record, ToolErrored(SessionErrorInfo(
-                type="tool.execution", message=TOOLS_DISABLED)))
+                type=session_errors.TOOL_EXECUTION, message=TOOLS_DISABLED)))
         else:
-            record.task = asyncio.create_task(self._execute(record, call.input))
+            record.task = asyncio.create_task(self._run_tool(record, call.input))
 
-    async def _execute(self, record: _Call, tool_input: dict[str, Any]) -> None:
+    async def _run_tool(self, record: _Call, tool_input: dict[str, Any]) -> None:
         c = self.ctx
         tool_ctx = ToolContext(session_id=c.session_id, message_id=c.assistant_id, call_id=record.call_id,
                                agent=c.agent, directory=c.directory, project_root=c.project_root, on_read=c.on_read,
@@ -250,6 +260,7 @@ class Step:
             if record.settled:
                 return
             ids = self._ids()
+            data: ev.ToolSuccess | ev.ToolFailed
             if isinstance(settlement, ToolSucceeded):
                 out = settlement.output
                 data = ev.ToolSuccess(**ids, callID=record.call_id, structured=out.structured,
@@ -274,11 +285,12 @@ class Step:
     async def _settle(self) -> None:
         error = self.outcome.error
         missing = "The provider did not return a result for this tool call" if error is None else str(error)
-        await self._fail_unsettled(SessionErrorInfo(type="tool.result-missing" if error is None else "aborted",
-                                                    message=missing))
+        unsettled = session_errors.TOOL_RESULT_MISSING if error is None else session_errors.ABORTED
+        await self._fail_unsettled(SessionErrorInfo(type=unsettled, message=missing))
         ids = self._ids()
         if error is None and self.outcome.finish == "content-filter":
-            self.outcome.failure = SessionErrorInfo(type="provider.content-filter", message=CONTENT_FILTERED)
+            self.outcome.failure = SessionErrorInfo(type=session_errors.PROVIDER_CONTENT_FILTER,
+                                                    message=CONTENT_FILTERED)
         elif error is not None:
             self.outcome.failure = error.to_session_error()
         if error is not None and not self.outcome.evidence and self.ctx.may_retry(error):
@@ -308,9 +320,9 @@ class Step:
                 record.task.cancel()
         await self._join_tools()
         await self._close_open_blocks()
-        await self._fail_unsettled(SessionErrorInfo(type="aborted", message=INTERRUPTED_TOOL))
+        await self._fail_unsettled(SessionErrorInfo(type=session_errors.ABORTED, message=INTERRUPTED_TOOL))
         if step_error is not None:
             await self._ensure_started()  # a defect fails the Step on its assistant, even before any output
         if self.outcome.started and not self.terminal:
-            self.outcome.failure = step_error or SessionErrorInfo(type="aborted", message=INTERRUPTED_STEP)
+            self.outcome.failure = step_error or SessionErrorInfo(type=session_errors.ABORTED, message=INTERRUPTED_STEP)
             await self._terminal(ev.StepFailed(**self._ids(), error=self.outcome.failure))

@@ -11,8 +11,8 @@ from .algebra import (
     Baseline,
     DuplicateKeyError,
     EmptyRenderError,
-    InitializationBlocked,
     Instructions,
+    InstructionsBlocked,
     Observation,
     ReconcileResult,
     Source,
@@ -30,11 +30,9 @@ from .algebra import (
     validate_key,
 )
 from .discovery import (
-    DISABLE_PROJECT_CONFIG_ENV,
     DISCOVERY_KEY,
     discover_instruction_paths,
     discovery_source,
-    project_config_disabled,
 )
 from .sources import (
     CONFIG_INSTRUCTIONS_KEY,
@@ -56,7 +54,6 @@ from .sources import (
 __all__ = [
     "CONFIG_INSTRUCTIONS_KEY",
     "DATE_KEY",
-    "DISABLE_PROJECT_CONFIG_ENV",
     "DISCOVERY_KEY",
     "EMPTY",
     "ENTRY_KEY_PATTERN",
@@ -72,7 +69,7 @@ __all__ = [
     "DuplicateKeyError",
     "EmptyRenderError",
     "Environment",
-    "InitializationBlocked",
+    "InstructionsBlocked",
     "InstructionFile",
     "Instructions",
     "Observation",
@@ -95,7 +92,6 @@ __all__ = [
     "environment_source",
     "initialize",
     "make",
-    "project_config_disabled",
     "rebaseline",
     "reconcile",
     "skill_guidance_source",

@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Generic, Literal, TypeVar, Union
+from typing import Any, Final, Generic, Literal, TypeVar
 
 import anyio
 
@@ -21,7 +21,7 @@ __all__ = [
     "Baseline",
     "DuplicateKeyError",
     "EmptyRenderError",
-    "InitializationBlocked",
+    "InstructionsBlocked",
     "Instructions",
     "Observation",
     "ReconcileResult",
@@ -84,12 +84,13 @@ class DuplicateKeyError(ValueError):
         self.key = key
 
 
-class InitializationBlocked(Exception):
-    """The first complete baseline cannot be built because some sources are unavailable."""
+class InstructionsBlocked(Exception):
+    """The first complete Instruction Baseline cannot be built yet: these sources are unavailable. It blocks the Step
+    (and so input promotion) instead of persisting an incomplete baseline."""
 
     def __init__(self, keys: Iterable[str]) -> None:
         self.keys: tuple[str, ...] = tuple(keys)
-        super().__init__("instruction baseline blocked by unavailable sources: " + ", ".join(self.keys))
+        super().__init__("Instructions unavailable: " + ", ".join(self.keys))
 
 
 class EmptyRenderError(ValueError):
@@ -222,7 +223,7 @@ class Instructions:
         async with anyio.create_task_group() as tg:
             for index, source in enumerate(self._sources):
                 tg.start_soon(run, index, source)
-        return [Observation(source, value) for source, value in zip(self._sources, results)]
+        return [Observation(source, value) for source, value in zip(self._sources, results, strict=True)]
 
 
 EMPTY: Final = Instructions()
@@ -340,7 +341,7 @@ class Updated:
     applied: Applied
 
 
-ReconcileResult = Union[Unchanged, Updated]
+ReconcileResult = Unchanged | Updated
 
 
 # --- operations ------------------------------------------------------------------------------
@@ -361,7 +362,7 @@ async def initialize(instr: Instructions) -> Baseline:
     observations = await instr.observe()
     blocked = [o.key for o in observations if not o.available]
     if blocked:
-        raise InitializationBlocked(blocked)
+        raise InstructionsBlocked(blocked)
     parts: list[str] = []
     applied: Applied = {}
     for o in observations:

@@ -12,12 +12,14 @@ from typing import Any
 import anyio
 
 from ...schema import events as ev
-from ..config import global_config_dir
+from ..config import global_config_dir, project_config_disabled
+from ..execution.boundary import Boundary
+from ..skills import discover_skills, permitted_skills, skill_roots
+from ..store import instructions as stored
+from ..store import messages
 from ..store.db import Store, Tx
 from . import algebra
-from .discovery import discovery_source, project_config_disabled
-from .entries import load_entries
-from ..skills import discover_skills, permitted_skills, skill_roots
+from .discovery import discovery_source
 from .sources import (
     SkillInfo,
     config_instructions_source,
@@ -28,15 +30,7 @@ from .sources import (
 )
 
 
-class InstructionsBlocked(Exception):
-    """The first complete Instruction Baseline cannot be established yet (an unavailable source)."""
-
-    def __init__(self, keys: list[str]) -> None:
-        super().__init__(f"Instructions unavailable: {', '.join(keys)}")
-        self.keys = keys
-
-
-async def compose(boundary: Any, store: Store, env: Mapping[str, str], today: Callable[[], date],
+async def compose(boundary: Boundary, store: Store, env: Mapping[str, str], today: Callable[[], date],
                   platform: str) -> algebra.Instructions:
     """The runner's fixed source order: environment, date, ambient AGENTS.md, configured instruction files,
     selected-agent skill guidance, API-managed entries. Producers load concurrently."""
@@ -48,7 +42,7 @@ async def compose(boundary: Any, store: Store, env: Mapping[str, str], today: Ca
                                                       project_config_disabled(env))
 
     async def _configured() -> None:
-        patterns = list(getattr(boundary.config, "instructions", None) or [])
+        patterns = list(boundary.config.instructions)
         results["config"] = await config_instructions_source(patterns, loc.project_root) if patterns \
             else algebra.EMPTY
 
@@ -59,7 +53,7 @@ async def compose(boundary: Any, store: Store, env: Mapping[str, str], today: Ca
         results["skills"] = skill_guidance_source([SkillInfo(s.name, s.description) for s in permitted])
 
     async def _entries() -> None:
-        entries = await store.read(lambda conn: load_entries(conn, boundary.session.id))
+        entries = await store.read(lambda reader: stored.entries(reader, boundary.session.id))
         results["entries"] = entry_sources(entries)
 
     async with anyio.create_task_group() as tg:
@@ -87,60 +81,30 @@ class CheckpointPreparer:
         self.today = today
         self.platform = platform or _platform.system().lower()
 
-    async def prepare(self, boundary: Any) -> str:
+    async def prepare(self, boundary: Boundary) -> str:
         session_id = boundary.session.id
         instr = await compose(boundary, self.store, self.env, self.today, self.platform)
-        row = await self.store.read(lambda conn: conn.execute(
-            "SELECT baseline, snapshot, baseline_seq FROM instruction_checkpoint WHERE session_id = ?",
-            (session_id,)).fetchone())
-        if row is None:
-            try:
-                base = await algebra.initialize(instr)
-            except algebra.InitializationBlocked as blocked:
-                raise InstructionsBlocked(list(blocked.keys)) from None
-
-            def _insert(tx: Tx) -> str:
-                existing = tx.execute("SELECT baseline FROM instruction_checkpoint WHERE session_id = ?",
-                                      (session_id,)).fetchone()
-                if existing is not None:
-                    return existing[0]
-                tx.execute("INSERT INTO instruction_checkpoint (session_id, baseline, snapshot, baseline_seq)"
-                           " VALUES (?, ?, ?, ?)",
-                           (session_id, base.text, json.dumps(algebra.applied_to_json(base.applied)),
-                            tx.latest_seq(session_id)))
-                return base.text
-
-            return await self.store.write(_insert)
-        baseline, snapshot, baseline_seq = row[0], row[1], row[2]
-        compaction_seq = await self.store.read(lambda conn: _latest_compaction_seq(conn, session_id))
-        previous = algebra.applied_from_json(snapshot)
-        if compaction_seq is not None and compaction_seq > baseline_seq:
+        checkpoint = await self.store.read(lambda reader: stored.checkpoint(reader, session_id))
+        if checkpoint is None:
+            base = await algebra.initialize(instr)  # raises InstructionsBlocked while a source is unavailable
+            applied = json.dumps(algebra.applied_to_json(base.applied))
+            return await self.store.write(lambda tx: stored.initialize(
+                tx, session_id, stored.Checkpoint(base.text, applied, tx.latest_seq(session_id))))
+        compaction_seq = await self.store.read(lambda reader: messages.latest_completed_compaction(reader,
+                                                                                                   session_id))
+        previous = algebra.applied_from_json(checkpoint.applied)
+        if compaction_seq is not None and compaction_seq > checkpoint.baseline_seq:
             fresh = await algebra.rebaseline(instr, previous)
-
-            def _rebase(tx: Tx) -> None:
-                tx.execute("UPDATE instruction_checkpoint SET baseline = ?, snapshot = ?, baseline_seq = ?"
-                           " WHERE session_id = ?",
-                           (fresh.text, json.dumps(algebra.applied_to_json(fresh.applied)), compaction_seq,
-                            session_id))
-
-            await self.store.write(_rebase)
+            rebased = stored.Checkpoint(fresh.text, json.dumps(algebra.applied_to_json(fresh.applied)), compaction_seq)
+            await self.store.write(lambda tx: stored.rebaseline(tx, session_id, rebased))
             return fresh.text
         result = await algebra.reconcile(instr, previous)
         if isinstance(result, algebra.Updated):
             snapshot_json = json.dumps(algebra.applied_to_json(result.applied))
 
             def _advance(tx: Tx, _record: Any) -> None:
-                tx.execute("UPDATE instruction_checkpoint SET snapshot = ? WHERE session_id = ?",
-                           (snapshot_json, session_id))
+                stored.advance(tx, session_id, snapshot_json)
 
             await self.store.write(lambda tx: tx.append(
                 ev.InstructionsUpdated(sessionID=session_id, text=result.text), commit_hook=_advance))
-        return baseline
-
-
-def _latest_compaction_seq(conn: Any, session_id: str) -> int | None:
-    row = conn.execute(
-        "SELECT seq FROM session_message WHERE session_id = ? AND type = 'compaction'"
-        " AND coalesce(json_extract(data, '$.status'), 'completed') = 'completed' ORDER BY seq DESC LIMIT 1",
-        (session_id,)).fetchone()
-    return None if row is None else int(row[0])
+        return checkpoint.baseline

@@ -3,34 +3,24 @@ ordered aggregate `core/instructions` source."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
 import anyio
 
+from ..location import dirs_from_root
 from .algebra import UNAVAILABLE, Instructions, Unavailable
 from .sources import InstructionFile, file_list_instructions, read_instruction_files
 
 __all__ = [
     "AGENTS_FILE",
-    "DISABLE_PROJECT_CONFIG_ENV",
     "DISCOVERY_KEY",
     "discover_instruction_paths",
     "discovery_source",
-    "project_config_disabled",
 ]
 
 DISCOVERY_KEY: Final = "core/instructions"
 AGENTS_FILE: Final = "AGENTS.md"
-DISABLE_PROJECT_CONFIG_ENV: Final = "OPENCODE_DISABLE_PROJECT_CONFIG"
-
-
-def project_config_disabled(environ: Mapping[str, str] | None = None) -> bool:
-    """True when `OPENCODE_DISABLE_PROJECT_CONFIG` is set to "1" or "true" (any case)."""
-    env = os.environ if environ is None else environ
-    return env.get(DISABLE_PROJECT_CONFIG_ENV, "").strip().lower() in ("1", "true")
 
 
 def discover_instruction_paths(
@@ -51,14 +41,8 @@ def discover_instruction_paths(
     if global_config_dir is not None:
         candidates.append(Path(global_config_dir).expanduser().resolve() / AGENTS_FILE)
     if not disable_project:
-        root = Path(project_root).resolve()
-        here = Path(directory).resolve()
-        if here == root or root in here.parents:
-            current = root
-            candidates.append(current / AGENTS_FILE)
-            for part in here.relative_to(root).parts:
-                current = current / part
-                candidates.append(current / AGENTS_FILE)
+        for folder in dirs_from_root(Path(project_root).resolve(), Path(directory).resolve()):
+            candidates.append(folder / AGENTS_FILE)
     seen: set[Path] = set()
     found: list[Path] = []
     for candidate in candidates:

@@ -3,14 +3,15 @@ and the Location root are shown to the model once per Session as a durable synth
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import anyio
 
 from ...schema import events as ev
+from ..execution.boundary import Boundary
+from ..location import dirs_from_root
+from ..store import messages
 from ..store.db import Store, Tx
 from .discovery import AGENTS_FILE
 
@@ -19,26 +20,8 @@ def nearby_files(read_path: Path, location_root: Path) -> list[Path]:
     """AGENTS.md files in the directories from `location_root` (exclusive: its files are ambient) down to the
     read path's directory, outermost first."""
     start = read_path if read_path.is_dir() else read_path.parent
-    try:
-        start.relative_to(location_root)
-    except ValueError:
-        return []
-    found: list[Path] = []
-    current = start
-    while current != location_root:
-        candidate = current / AGENTS_FILE
-        if candidate.is_file():
-            found.append(candidate)
-        current = current.parent
-    return list(reversed(found))
-
-
-def _already_injected(tx: Tx, session_id: str) -> set[str]:
-    rows = tx.execute(
-        "SELECT json_extract(data, '$.metadata.instruction.paths') FROM session_message"
-        " WHERE session_id = ? AND type = 'synthetic' AND json_extract(data, '$.metadata.instruction') IS NOT NULL",
-        (session_id,)).fetchall()
-    return {p for (paths,) in rows if paths for p in json.loads(paths)}
+    below = dirs_from_root(location_root, start)[1:]
+    return [folder / AGENTS_FILE for folder in below if (folder / AGENTS_FILE).is_file()]
 
 
 class NearbyInstructions:
@@ -48,7 +31,7 @@ class NearbyInstructions:
         self.store = store
         self._claimed: dict[str, set[str]] = {}
 
-    def hook(self, boundary: Any, _assistant_id: str) -> Callable[[Path], Awaitable[None]]:
+    def hook(self, boundary: Boundary, _assistant_id: str) -> Callable[[Path], Awaitable[None]]:
         session_id = boundary.session.id
         root = boundary.location.directory
         project_root = boundary.location.project_root
@@ -65,7 +48,7 @@ class NearbyInstructions:
                 return
 
             def _inject(tx: Tx) -> None:
-                done = _already_injected(tx, session_id)
+                done = messages.injected_instruction_paths(tx, session_id)
                 todo = [(p, c) for p, c in contents if str(p) not in done]
                 if not todo:
                     return

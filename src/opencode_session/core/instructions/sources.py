@@ -15,6 +15,7 @@ from typing import Any, Final
 from xml.sax.saxutils import escape as _xml_escape
 
 import anyio
+from pydantic import ConfigDict, StrictBool, StrictStr, TypeAdapter, with_config
 
 from .algebra import EMPTY, JSON, UNAVAILABLE, Instructions, Source, Unavailable, combine, make
 
@@ -54,33 +55,21 @@ def _loader(value: Any) -> Callable[[], Any]:
     return lambda: _constant(value)
 
 
+# Stored values are the JSON form of these dataclasses, decoded by TypeAdapters: exactly their fields (extra="forbid"),
+# strictly typed, so a value stored by another version is unusable rather than misread.
+_STORED = ConfigDict(extra="forbid")
+
+
 # --- core/environment ------------------------------------------------------------------------
 
 
+@with_config(_STORED)
 @dataclass(frozen=True)
 class Environment:
-    directory: str
-    project_root: str
-    is_git: bool
-    platform: str
-
-    def encode(self) -> JSON:
-        return {
-            "directory": self.directory,
-            "project_root": self.project_root,
-            "is_git": self.is_git,
-            "platform": self.platform,
-        }
-
-    @staticmethod
-    def decode(data: JSON) -> Environment:
-        if not isinstance(data, dict) or set(data) != {"directory", "project_root", "is_git", "platform"}:
-            raise ValueError("not an environment value")
-        env = Environment(data["directory"], data["project_root"], data["is_git"], data["platform"])
-        if not (isinstance(env.directory, str) and isinstance(env.project_root, str)
-                and isinstance(env.is_git, bool) and isinstance(env.platform, str)):
-            raise ValueError("not an environment value")
-        return env
+    directory: StrictStr
+    project_root: StrictStr
+    is_git: StrictBool
+    platform: StrictStr
 
     def render(self) -> str:
         return "\n".join([
@@ -93,13 +82,16 @@ class Environment:
         ])
 
 
+_ENVIRONMENT = TypeAdapter(Environment)
+
+
 def environment_source(directory: Path, project_root: Path, is_git: bool, platform: str) -> Instructions:
     """`core/environment`: where the agent runs, as an `<env>` block."""
     value = Environment(str(directory), str(project_root), bool(is_git), platform)
     return make(Source(
         key=ENVIRONMENT_KEY,
-        encode=Environment.encode,
-        decode=Environment.decode,
+        encode=_ENVIRONMENT.dump_python,
+        decode=_ENVIRONMENT.validate_python,
         load=_loader(value),
         baseline=lambda env: "Facts about the environment you are working in:\n" + env.render(),
         update=lambda _prev, env: "Your working environment has changed. It is now:\n" + env.render(),
@@ -142,28 +134,16 @@ def date_source(today: Callable[[], date] = date.today) -> Instructions:
 # --- file-list sources (shared with discovery.py) --------------------------------------------
 
 
+@with_config(_STORED)
 @dataclass(frozen=True)
 class InstructionFile:
     """One instruction file as read: its absolute path and full text."""
 
-    path: str
-    content: str
+    path: StrictStr
+    content: StrictStr
 
 
-def _encode_files(files: tuple[InstructionFile, ...]) -> JSON:
-    return [{"path": f.path, "content": f.content} for f in files]
-
-
-def _decode_files(data: JSON) -> tuple[InstructionFile, ...]:
-    if not isinstance(data, list):
-        raise ValueError("not a file list")
-    out: list[InstructionFile] = []
-    for item in data:
-        if (not isinstance(item, dict) or set(item) != {"path", "content"}
-                or not isinstance(item["path"], str) or not isinstance(item["content"], str)):
-            raise ValueError("not a file list")
-        out.append(InstructionFile(item["path"], item["content"]))
-    return tuple(out)
+_FILES = TypeAdapter(tuple[InstructionFile, ...])
 
 
 def _file_block(header: str, content: str) -> str:
@@ -193,8 +173,8 @@ def file_list_instructions(
 
     return make(Source(
         key=key,
-        encode=_encode_files,
-        decode=_decode_files,
+        encode=lambda files: _FILES.dump_python(files, mode="json"),
+        decode=_FILES.validate_python,
         load=_loader(files),
         baseline=render,
         update=lambda _prev, cur: update_intro + "\n\n" + render(cur),
@@ -266,23 +246,19 @@ class SkillInfo:
     description: str | None = None
 
 
-def _encode_skills(skills: tuple[SkillInfo, ...]) -> JSON:
-    return [{"name": s.name, "description": s.description} for s in skills]
+@with_config(_STORED)
+@dataclass(frozen=True)
+class _Guided:
+    """A skill as the guidance lists it: always described."""
+
+    name: StrictStr
+    description: StrictStr
 
 
-def _decode_skills(data: JSON) -> tuple[SkillInfo, ...]:
-    if not isinstance(data, list):
-        raise ValueError("not a skill list")
-    out: list[SkillInfo] = []
-    for item in data:
-        if (not isinstance(item, dict) or set(item) != {"name", "description"}
-                or not isinstance(item["name"], str) or not isinstance(item["description"], str)):
-            raise ValueError("not a skill list")
-        out.append(SkillInfo(item["name"], item["description"]))
-    return tuple(out)
+_GUIDED = TypeAdapter(tuple[_Guided, ...])
 
 
-def _render_skills(skills: tuple[SkillInfo, ...]) -> str:
+def _render_skills(skills: tuple[_Guided, ...]) -> str:
     lines = [
         "Skills bundle specialised instructions and workflows for particular kinds of task. "
         "When a task fits a skill's description, load that skill with the skill tool before starting.",
@@ -292,7 +268,7 @@ def _render_skills(skills: tuple[SkillInfo, ...]) -> str:
         lines += [
             "  <skill>",
             f"    <name>{_xml_escape(skill.name)}</name>",
-            f"    <description>{_xml_escape(skill.description or '')}</description>",
+            f"    <description>{_xml_escape(skill.description)}</description>",
             "  </skill>",
         ]
     lines.append("</available_skills>")
@@ -302,17 +278,17 @@ def _render_skills(skills: tuple[SkillInfo, ...]) -> str:
 def skill_guidance_source(skills: Iterable[SkillInfo]) -> Instructions:
     """`core/skill-guidance`: names and descriptions of the skills the selected agent may load.
     Skills without a description are left out; EMPTY when none remain."""
-    by_name: dict[str, SkillInfo] = {}
+    by_name: dict[str, _Guided] = {}
     for skill in skills:
         if skill.description and skill.description.strip() and skill.name not in by_name:
-            by_name[skill.name] = SkillInfo(skill.name, skill.description)
+            by_name[skill.name] = _Guided(skill.name, skill.description)
     value = tuple(by_name[name] for name in sorted(by_name))
     if not value:
         return EMPTY
     return make(Source(
         key=SKILL_GUIDANCE_KEY,
-        encode=_encode_skills,
-        decode=_decode_skills,
+        encode=lambda skills: _GUIDED.dump_python(skills, mode="json"),
+        decode=_GUIDED.validate_python,
         load=_loader(value),
         baseline=_render_skills,
         update=lambda _prev, cur: (

@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
+from opencode_session.schema import session_errors
 from opencode_session.schema.common import SessionErrorInfo
 
 
@@ -18,7 +19,7 @@ class ProviderError(Exception):
     so the retry policy can decide from the type alone."""
 
     retryable: ClassVar[bool] = False
-    error_type: ClassVar[str] = "provider.unknown"
+    error_type: ClassVar[str] = session_errors.PROVIDER_UNKNOWN
 
     def __init__(
         self,
@@ -35,7 +36,7 @@ class ProviderError(Exception):
     def to_session_error(self) -> SessionErrorInfo:
         return SessionErrorInfo(type=self.error_type, message=self.message, status=self.status)
 
-    def redacted(self, secrets: Iterable[str]) -> "ProviderError":
+    def redacted(self, secrets: Iterable[str]) -> ProviderError:
         """The same failure with `secrets` and bearer tokens cut from its message: providers echo the credentials
         they were sent ("Invalid API key: Bearer sk-..."), and the message becomes a durable, streamed event."""
         clean = copy.copy(self)
@@ -52,43 +53,43 @@ class ProviderError(Exception):
 
 class RateLimitError(ProviderError):
     retryable = True
-    error_type = "provider.rate-limit"
+    error_type = session_errors.PROVIDER_RATE_LIMIT
 
 
 class ProviderInternalError(ProviderError):
     retryable = True
-    error_type = "provider.internal"
+    error_type = session_errors.PROVIDER_INTERNAL
 
 
 class TransportError(ProviderError):
     retryable = True
-    error_type = "provider.transport"
+    error_type = session_errors.PROVIDER_TRANSPORT
 
 
 class AuthenticationError(ProviderError):
-    error_type = "provider.auth"
+    error_type = session_errors.PROVIDER_AUTH
 
 
 class QuotaExceededError(ProviderError):
-    error_type = "provider.quota"
+    error_type = session_errors.PROVIDER_QUOTA
 
 
 class ContentPolicyError(ProviderError):
-    error_type = "provider.content-filter"
+    error_type = session_errors.PROVIDER_CONTENT_FILTER
 
 
-class InvalidRequestError(ProviderError):
-    error_type = "provider.invalid-request"
+class InvalidProviderRequestError(ProviderError):
+    error_type = session_errors.PROVIDER_INVALID_REQUEST
 
 
-class ContextOverflowError(InvalidRequestError):
+class ContextOverflowError(InvalidProviderRequestError):
     """The request did not fit the model's context window; the runner may compact once and rebuild."""
 
-    error_type = "provider.context-overflow"
+    error_type = session_errors.PROVIDER_CONTEXT_OVERFLOW
 
 
 class InvalidProviderOutputError(ProviderError):
-    error_type = "provider.invalid-output"
+    error_type = session_errors.PROVIDER_INVALID_OUTPUT
 
 
 CONFIGURE_MODEL_HELP = (
@@ -106,7 +107,7 @@ CONFIGURE_MODEL_HELP = (
 class NoModelConfiguredError(ProviderError):
     """No usable model could be resolved from configuration; the message says what to set."""
 
-    error_type = "provider.no-model"
+    error_type = session_errors.PROVIDER_NO_MODEL
 
     def __init__(self, detail: str | None = None) -> None:
         prefix = f"{detail.rstrip('.')}. " if detail else "No model is configured. "
@@ -129,7 +130,7 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 class ModelNotFoundError(ProviderError):
     """The model is declared neither by the configuration's provider entry nor by the built-in catalog."""
 
-    error_type = "model.not-found"
+    error_type = session_errors.MODEL_NOT_FOUND
 
     def __init__(self, provider_id: str, model_id: str) -> None:
         super().__init__(
@@ -178,7 +179,7 @@ __all__ = [
     "ContentPolicyError",
     "ContextOverflowError",
     "InvalidProviderOutputError",
-    "InvalidRequestError",
+    "InvalidProviderRequestError",
     "ModelNotFoundError",
     "NoModelConfiguredError",
     "ProviderError",

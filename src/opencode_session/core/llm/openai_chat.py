@@ -10,6 +10,7 @@ import urllib.parse
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+from xml.sax.saxutils import escape as xml_escape
 
 import httpx2
 import openai
@@ -19,7 +20,7 @@ from .errors import (
     ContentPolicyError,
     ContextOverflowError,
     InvalidProviderOutputError,
-    InvalidRequestError,
+    InvalidProviderRequestError,
     ProviderError,
     ProviderInternalError,
     QuotaExceededError,
@@ -92,13 +93,9 @@ _CONTENT_POLICY_MARKERS = ("content_filter", "content_policy", "content policy",
 # Lowering: provider-neutral request -> Chat Completions body.
 
 
-def xml_escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def wrap_system_update(text: str) -> str:
     """Chat Completions has no chronological system role, so updates travel as tagged user text."""
-    return "<system-update>\n" + xml_escape(text) + "\n</system-update>"
+    return "<system-update>\n" + xml_escape(text) + "\n</system-update>"  # escapes &, < and >
 
 
 def _is_openai_host(base_url: str) -> bool:
@@ -315,7 +312,7 @@ def classify_failure(
         # OpenAI answers 409 for transient lock contention; its own SDK retries it.
         return ProviderInternalError(message, **args)
     if status is not None and 400 <= status < 500:
-        return InvalidRequestError(message, **args)
+        return InvalidProviderRequestError(message, **args)
     # An error event inside an otherwise healthy stream without a usable status: the server failed.
     return ProviderInternalError(message, **args)
 
@@ -366,7 +363,7 @@ def map_exception(exc: BaseException, *, started: bool = False, base_url: str | 
         # json.JSONDecodeError and pydantic.ValidationError both land here: a malformed chunk.
         return InvalidProviderOutputError(f"The provider sent a malformed stream chunk: {exc}")
     if isinstance(exc, (openai.OpenAIError, ValueError)):
-        return InvalidRequestError(f"The provider request could not be made: {exc}")
+        return InvalidProviderRequestError(f"The provider request could not be made: {exc}")
     return InvalidProviderOutputError(
         f"Unexpected failure while reading the provider stream: {type(exc).__name__}: {exc}"
     )
@@ -685,5 +682,4 @@ __all__ = [
     "map_exception",
     "usage_from_chunk",
     "wrap_system_update",
-    "xml_escape",
 ]

@@ -3,38 +3,27 @@ plus an incremental per-session cache so a Step decodes only messages that chang
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-_ACTIVE = (
-    " FROM session_message WHERE session_id = ? AND seq > ? AND NOT (type = 'system' AND seq <= ?) ORDER BY seq"
-)
+from ...schema.message_data import SessionMessageData
+from ..store import instructions, messages
+from ..store.db import Reader
+from ..store.messages import HistoryRow
 
 
-def baseline_seq(conn: sqlite3.Connection, session_id: str) -> int:
-    row = conn.execute("SELECT baseline_seq FROM instruction_checkpoint WHERE session_id = ?",
-                       (session_id,)).fetchone()
-    return -1 if row is None else int(row[0])
+def _bounds(reader: Reader, session_id: str) -> tuple[int, int]:
+    """(exclusive start seq, instruction cutoff seq) of the active history: it starts at the latest completed
+    compaction, and Instruction Updates up to the baseline are already in the baseline."""
+    compaction = messages.latest_completed_compaction(reader, session_id)
+    return (-1 if compaction is None else compaction - 1), instructions.baseline_seq(reader, session_id)
 
 
-def _bounds(conn: sqlite3.Connection, session_id: str) -> tuple[int, int]:
-    """(exclusive start seq, instruction cutoff seq) of the active history."""
-    row = conn.execute(
-        "SELECT seq FROM session_message WHERE session_id = ? AND type = 'compaction'"
-        " AND coalesce(json_extract(data, '$.status'), 'completed') = 'completed' ORDER BY seq DESC LIMIT 1",
-        (session_id,),
-    ).fetchone()
-    return (-1 if row is None else int(row[0]) - 1), baseline_seq(conn, session_id)
-
-
-def active_history(conn: sqlite3.Connection, session_id: str) -> list[str]:
+def active_history(reader: Reader, session_id: str) -> list[str]:
     """Message JSON in seq order: from the latest completed compaction on, minus Instruction Updates already
     folded into the stored baseline."""
-    start, cutoff = _bounds(conn, session_id)
-    return [r[0] for r in conn.execute("SELECT data" + _ACTIVE, (session_id, start, cutoff))]
+    return [row.data for row in messages.window(reader, session_id, *_bounds(reader, session_id))]
 
 
 @dataclass(eq=False)
@@ -44,8 +33,12 @@ class HistoryEntry:
     id: str
     seq: int
     rev: int
-    message: dict[str, Any]
+    message: SessionMessageData
     derived: dict[Any, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, row: HistoryRow) -> HistoryEntry:
+        return cls(row.id, row.seq, row.rev, messages.as_data(row.data))
 
 
 @dataclass
@@ -65,48 +58,43 @@ class HistoryCache:
         self.max_sessions = max_sessions
         self._sessions: OrderedDict[str, _SessionHistory] = OrderedDict()
 
-    def load(self, conn: sqlite3.Connection, session_id: str) -> list[HistoryEntry]:
+    def load(self, reader: Reader, session_id: str) -> list[HistoryEntry]:
         """The active history in seq order."""
-        bounds = _bounds(conn, session_id)
+        bounds = _bounds(reader, session_id)
         state = self._sessions.pop(session_id, None)
-        if state is None or state.bounds != bounds or not self._refresh(conn, session_id, state):
-            state = self._full(conn, session_id, bounds)
+        if state is None or state.bounds != bounds or not self._refresh(reader, session_id, state):
+            state = self._full(reader, session_id, bounds)
         self._sessions[session_id] = state
         while len(self._sessions) > self.max_sessions:
             self._sessions.popitem(last=False)
         return state.entries
 
-    def _full(self, conn: sqlite3.Connection, session_id: str, bounds: tuple[int, int]) -> _SessionHistory:
-        rows = conn.execute("SELECT id, seq, rev, data, time_updated" + _ACTIVE, (session_id, *bounds)).fetchall()
-        entries = [HistoryEntry(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
-        watermark = max((r[4] for r in rows), default=0)
+    def _full(self, reader: Reader, session_id: str, bounds: tuple[int, int]) -> _SessionHistory:
+        rows = messages.window(reader, session_id, *bounds)
+        entries = [HistoryEntry.of(row) for row in rows]
+        watermark = max((row.updated for row in rows), default=0)
         return _SessionHistory(bounds, entries, {e.id: e for e in entries}, watermark)
 
-    def _refresh(self, conn: sqlite3.Connection, session_id: str, state: _SessionHistory) -> bool:
+    def _refresh(self, reader: Reader, session_id: str, state: _SessionHistory) -> bool:
         """Apply rows touched since the watermark; False when only a full reload is safe (rows vanished or
         appeared out of order)."""
         start, cutoff = state.bounds
-        rows = conn.execute(
-            "SELECT id, seq, rev, type, data, time_updated FROM session_message"
-            " WHERE session_id = ? AND time_updated >= ? ORDER BY seq", (session_id, state.watermark)).fetchall()
-        for mid, seq, rev, kind, data, updated in rows:
-            if seq <= start or (kind == "system" and seq <= cutoff):
+        for row in messages.touched_since(reader, session_id, state.watermark):
+            if row.seq <= start or (row.type == "system" and row.seq <= cutoff):
                 continue
-            entry = state.by_id.get(mid)
+            entry = state.by_id.get(row.id)
             if entry is not None:
-                if entry.rev != rev:
-                    fresh = HistoryEntry(mid, seq, rev, json.loads(data))
+                if entry.rev != row.rev:
+                    fresh = HistoryEntry.of(row)
                     # updates land near the end (the running assistant): search from there
                     index = next(i for i in range(len(state.entries) - 1, -1, -1) if state.entries[i] is entry)
                     state.entries[index] = fresh
-                    state.by_id[mid] = fresh
+                    state.by_id[row.id] = fresh
             else:
-                if state.entries and seq < state.entries[-1].seq:
+                if state.entries and row.seq < state.entries[-1].seq:
                     return False
-                fresh = HistoryEntry(mid, seq, rev, json.loads(data))
+                fresh = HistoryEntry.of(row)
                 state.entries.append(fresh)
-                state.by_id[mid] = fresh
-            state.watermark = max(state.watermark, updated)
-        count = conn.execute("SELECT count(*)" + _ACTIVE.replace(" ORDER BY seq", ""),
-                             (session_id, start, cutoff)).fetchone()[0]
-        return count == len(state.entries)
+                state.by_id[row.id] = fresh
+            state.watermark = max(state.watermark, row.updated)
+        return messages.window_size(reader, session_id, start, cutoff) == len(state.entries)

@@ -1,19 +1,18 @@
-"""The session read model: projects each durable event into session, session_message and session_pending rows,
-and stamps the event's envelope with the Location of its session."""
+"""The session read model: what each durable event changes in the projected session, its messages and its pending
+input (the store's table modules say how that is stored), and the Location stamped on the event's envelope."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ...schema import events as ev
-from ...schema.common import LocationRef
+from ...schema import message_data as md
+from ...schema.common import LocationRef, ModelRef, SessionErrorInfo, Tokens
 from ...schema.events import EventRecord
 from ...schema.ids import message_id_from_event
+from ..store import instructions, messages, pending, sessions
 from ..store.db import Tx
-
-PROJECTION_TABLES = ["session", "session_message", "session_pending"]
 
 _HANDLERS: dict[type, Callable[[Tx, EventRecord, Any], None]] = {}
 
@@ -35,69 +34,49 @@ def project(tx: Tx, record: EventRecord) -> None:
     if handler is not None:
         handler(tx, record, data)
     if not isinstance(data, ev.SessionCreated):
-        tx.execute("UPDATE session SET time_updated = ? WHERE id = ?", (record.created, record.aggregate_id))
+        sessions.touch(tx, record.aggregate_id, record.created)
 
 
 def _location_of(tx: Tx, record: EventRecord) -> LocationRef | None:
     """Where the event happened: its session's Location before this event applies (a move happens at its source)."""
     if isinstance(record.data, ev.SessionCreated):
         return record.data.info.location
-    row = tx.execute("SELECT directory, workspace_id FROM session WHERE id = ?", (record.aggregate_id,)).fetchone()
-    return None if row is None else LocationRef(directory=row[0], workspaceID=row[1])
-
-
-def _dump(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
+    return sessions.location(tx, record.aggregate_id)
 
 
 # --- session row -------------------------------------------------------------------------------------
 
 
 def _load_session(tx: Tx, session_id: str) -> dict[str, Any]:
-    row = tx.execute("SELECT data FROM session WHERE id = ?", (session_id,)).fetchone()
-    if row is None:
+    info = sessions.load_data(tx, session_id)
+    if info is None:
         raise LookupError(f"projection for unknown session {session_id}")
-    return json.loads(row[0])
-
-
-def _save_session(tx: Tx, session_id: str, info: dict[str, Any]) -> None:
-    tx.execute(
-        "UPDATE session SET data = ?, title = ?, directory = ?, workspace_id = ? WHERE id = ?",
-        (_dump(info), info["title"], info["location"]["directory"], info["location"].get("workspaceID"), session_id),
-    )
+    return info
 
 
 @handles(ev.SessionCreated)
-def _created(tx: Tx, record: EventRecord, data: ev.SessionCreated) -> None:
-    info = data.info.wire()
-    tx.execute(
-        "INSERT INTO session (id, project_id, workspace_id, parent_id, directory, title, time_created, time_updated,"
-        " created_order, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(created_order), 0) + 1"
-        " FROM session), ?)",
-        (
-            info["id"], info["projectID"], info["location"].get("workspaceID"), info.get("parentID"),
-            info["location"]["directory"], info["title"], info["time"]["created"], info["time"]["updated"],
-            _dump(info),
-        ),
-    )
+def _session_created(tx: Tx, record: EventRecord, data: ev.SessionCreated) -> None:
+    sessions.insert(tx, data.info.wire())
 
 
 @handles(ev.AgentSelected)
-def _agent(tx: Tx, record: EventRecord, data: ev.AgentSelected) -> None:
+def _agent_selected(tx: Tx, record: EventRecord, data: ev.AgentSelected) -> None:
     info = _load_session(tx, data.sessionID)
     info["agent"] = data.agent
-    _save_session(tx, data.sessionID, info)
-    _insert_message(tx, record, {"type": "agent-switched", "agent": data.agent})
+    sessions.save_data(tx, data.sessionID, info)
+    _insert_message(tx, record, {"id": _message_id(record), "time": _created(record), "type": "agent-switched",
+                                 "agent": data.agent})
 
 
 @handles(ev.ModelSelected)
-def _model(tx: Tx, record: EventRecord, data: ev.ModelSelected) -> None:
+def _model_selected(tx: Tx, record: EventRecord, data: ev.ModelSelected) -> None:
     info = _load_session(tx, data.sessionID)
     info["model"] = data.model.wire()
-    _save_session(tx, data.sessionID, info)
-    message: dict[str, Any] = {"type": "model-switched", "model": data.model.wire()}
+    sessions.save_data(tx, data.sessionID, info)
+    message: md.SessionMessageModelSwitchedData = {"id": _message_id(record), "time": _created(record),
+                                                   "type": "model-switched", "model": _model(data.model)}
     if data.previous is not None:
-        message["previous"] = data.previous.wire()
+        message["previous"] = _model(data.previous)
     _insert_message(tx, record, message)
 
 
@@ -105,7 +84,7 @@ def _model(tx: Tx, record: EventRecord, data: ev.ModelSelected) -> None:
 def _renamed(tx: Tx, record: EventRecord, data: ev.Renamed) -> None:
     info = _load_session(tx, data.sessionID)
     info["title"] = data.title
-    _save_session(tx, data.sessionID, info)
+    sessions.save_data(tx, data.sessionID, info)
 
 
 @handles(ev.Moved)
@@ -116,12 +95,12 @@ def _moved(tx: Tx, record: EventRecord, data: ev.Moved) -> None:
         info["subpath"] = data.subpath
     else:
         info.pop("subpath", None)
-    _save_session(tx, data.sessionID, info)
+    sessions.save_data(tx, data.sessionID, info)
     # a moved session re-initializes its instruction baseline in the destination before input promotes
-    tx.execute("DELETE FROM instruction_checkpoint WHERE session_id = ?", (data.sessionID,))
+    instructions.reset(tx, data.sessionID)
 
 
-def _add_usage(tx: Tx, session_id: str, cost: float | None, tokens: Any) -> None:
+def _add_usage(tx: Tx, session_id: str, cost: float | None, tokens: Tokens | None) -> None:
     if cost is None and tokens is None:
         return
     info = _load_session(tx, session_id)
@@ -133,84 +112,85 @@ def _add_usage(tx: Tx, session_id: str, cost: float | None, tokens: Any) -> None
         t["reasoning"] += tokens.reasoning
         t["cache"]["read"] += tokens.cache.read
         t["cache"]["write"] += tokens.cache.write
-    _save_session(tx, session_id, info)
+    sessions.save_data(tx, session_id, info)
     tx.publish_live(ev.UsageUpdated.model_validate({"sessionID": session_id, "cost": info["cost"],
                                                      "tokens": info["tokens"]}), session_id)
 
 
 # --- messages --------------------------------------------------------------------------------------
+# Event data is a pydantic model; its wire form is, by construction, the mirrored TypedDict of message_data.py.
 
 
-def _insert_message(tx: Tx, record: EventRecord, body: dict[str, Any], message_id: str | None = None) -> str:
-    mid = message_id or message_id_from_event(record.id)
-    body = {"id": mid, "time": {"created": record.created}, **body}
-    tx.execute(
-        "INSERT INTO session_message (id, session_id, type, seq, time_created, time_updated, data)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (mid, record.aggregate_id, body["type"], record.seq, record.created, record.created, _dump(body)),
-    )
-    return mid
+def _model(ref: ModelRef) -> md.ModelRefData:
+    return cast(md.ModelRefData, ref.wire())
 
 
-def load_message(tx: Tx, message_id: str) -> dict[str, Any] | None:
-    row = tx.execute("SELECT data FROM session_message WHERE id = ?", (message_id,)).fetchone()
-    return None if row is None else json.loads(row[0])
+def _error(error: SessionErrorInfo) -> md.SessionErrorInfoData:
+    return cast(md.SessionErrorInfoData, error.wire())
 
 
-def _save_message(tx: Tx, message: dict[str, Any], updated: int) -> None:
-    tx.execute(
-        "UPDATE session_message SET data = ?, time_updated = ?, rev = rev + 1 WHERE id = ?",
-        (_dump(message), updated, message["id"]),
-    )
+def _tokens(tokens: Tokens) -> md.TokensData:
+    return cast(md.TokensData, tokens.wire())
+
+
+def _message_id(record: EventRecord) -> str:
+    return message_id_from_event(record.id)
+
+
+def _created(record: EventRecord) -> md.CreatedTimeData:
+    return {"created": record.created}
+
+
+def _insert_message(tx: Tx, record: EventRecord, message: md.SessionMessageData) -> None:
+    messages.insert(tx, record.aggregate_id, record.sequence, message)
 
 
 @handles(ev.InputAdmitted)
 def _admitted(tx: Tx, record: EventRecord, data: ev.InputAdmitted) -> None:
-    tx.execute(
-        "INSERT INTO session_pending (id, session_id, type, data, delivery, admitted_seq, time_created)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (data.inputID, data.sessionID, data.input.type, _dump(data.input.data.wire()), data.input.delivery,
-         record.seq, record.created),
-    )
+    pending.insert(tx, pending.PendingInput(data.inputID, data.sessionID, data.input.type, data.input.data.wire(),
+                                            data.input.delivery, record.sequence, record.created))
 
 
 @handles(ev.InputPromoted)
 def _promoted(tx: Tx, record: EventRecord, data: ev.InputPromoted) -> None:
-    row = tx.execute(
-        "SELECT type, data FROM session_pending WHERE id = ? AND session_id = ?", (data.inputID, data.sessionID)
-    ).fetchone()
-    if row is None:
-        raise LookupError(f"promotion of input {data.inputID} that is not pending")
-    tx.execute("DELETE FROM session_pending WHERE id = ?", (data.inputID,))
-    body = json.loads(row["data"])
-    if row["type"] == "user":
-        _insert_message(tx, record, {"type": "user", **body}, message_id=data.inputID)
+    taken = pending.take(tx, data.sessionID, data.inputID)
+    head = {"id": data.inputID, "time": _created(record)}
+    # the pending row holds the admitted input's wire form: a Prompt, or synthetic input
+    if taken.type == "user":
+        _insert_message(tx, record, cast(md.SessionMessageUserData, {**head, "type": "user", **taken.data}))
     else:
-        _insert_message(tx, record, {"type": "synthetic", "sessionID": data.sessionID, **body},
-                        message_id=data.inputID)
+        _insert_message(tx, record, cast(md.SessionMessageSyntheticData, {
+            **head, "type": "synthetic", "sessionID": data.sessionID, **taken.data}))
 
 
 @handles(ev.InstructionsUpdated)
 def _instructions(tx: Tx, record: EventRecord, data: ev.InstructionsUpdated) -> None:
-    _insert_message(tx, record, {"type": "system", "text": data.text})
+    _insert_message(tx, record, {"id": _message_id(record), "time": _created(record), "type": "system",
+                                 "text": data.text})
 
 
 @handles(ev.Synthetic)
 def _synthetic(tx: Tx, record: EventRecord, data: ev.Synthetic) -> None:
-    body: dict[str, Any] = {"type": "synthetic", "sessionID": data.sessionID, "text": data.text}
+    message: md.SessionMessageSyntheticData = {"id": _message_id(record), "time": _created(record),
+                                               "type": "synthetic", "sessionID": data.sessionID, "text": data.text}
     if data.description is not None:
-        body["description"] = data.description
+        message["description"] = data.description
     if data.metadata is not None:
-        body["metadata"] = data.metadata
-    _insert_message(tx, record, body)
+        message["metadata"] = data.metadata
+    _insert_message(tx, record, message)
 
 
 # --- assistant steps ---------------------------------------------------------------------------------
 
 
-def _assistant(tx: Tx, data: Any) -> dict[str, Any]:
-    message = load_message(tx, data.assistantMessageID)
-    if message is None or message.get("type") != "assistant":
+def _load_assistant(tx: Tx, message_id: str) -> md.SessionMessageAssistantData | None:
+    message = messages.load(tx, message_id)
+    return message if message is not None and message["type"] == "assistant" else None
+
+
+def _assistant(tx: Tx, data: ev.StepEvent) -> md.SessionMessageAssistantData:
+    message = _load_assistant(tx, data.assistantMessageID)
+    if message is None:
         raise LookupError(f"no assistant message {data.assistantMessageID}")
     return message
 
@@ -218,27 +198,27 @@ def _assistant(tx: Tx, data: Any) -> dict[str, Any]:
 @handles(ev.StepStarted)
 def _step_started(tx: Tx, record: EventRecord, data: ev.StepStarted) -> None:
     # an older incomplete assistant (an interrupted step) is closed when a new one starts
-    for row in tx.execute(
-        "SELECT data FROM session_message INDEXED BY session_message_open_assistant_idx"
-        " WHERE session_id = ? AND type = 'assistant' AND json_extract(data, '$.time.completed') IS NULL AND id != ?",
-        (data.sessionID, data.assistantMessageID),
-    ).fetchall():
-        older = json.loads(row[0])
+    for older in messages.open_assistants(tx, data.sessionID, excluding=data.assistantMessageID):
         older["time"]["completed"] = record.created
-        _save_message(tx, older, record.created)
-    existing = load_message(tx, data.assistantMessageID)
+        messages.save(tx, older, record.created)
+    existing = _load_assistant(tx, data.assistantMessageID)
     if existing is None:
-        body: dict[str, Any] = {"type": "assistant", "agent": data.agent, "model": data.model.wire(), "content": []}
+        message: md.SessionMessageAssistantData = {
+            "id": data.assistantMessageID, "time": {"created": record.created}, "type": "assistant",
+            "agent": data.agent, "model": _model(data.model), "content": []}
         if data.snapshot:
-            body["snapshot"] = {"start": data.snapshot}
-        _insert_message(tx, record, body, message_id=data.assistantMessageID)
+            message["snapshot"] = {"start": data.snapshot}
+        _insert_message(tx, record, message)
         return
     # a retry reuses the assistant message: reset it to a fresh start
-    for key in ("retry", "error", "finish", "cost", "tokens"):
-        existing.pop(key, None)
+    existing.pop("retry", None)
+    existing.pop("error", None)
+    existing.pop("finish", None)
+    existing.pop("cost", None)
+    existing.pop("tokens", None)
     existing["time"].pop("completed", None)
-    existing["agent"], existing["model"] = data.agent, data.model.wire()
-    _save_message(tx, existing, record.created)
+    existing["agent"], existing["model"] = data.agent, _model(data.model)
+    messages.save(tx, existing, record.created)
 
 
 @handles(ev.StepEnded)
@@ -246,7 +226,7 @@ def _step_ended(tx: Tx, record: EventRecord, data: ev.StepEnded) -> None:
     message = _assistant(tx, data)
     message["finish"] = data.finish
     message["cost"] = data.cost
-    message["tokens"] = data.tokens.wire()
+    message["tokens"] = _tokens(data.tokens)
     message["time"]["completed"] = record.created
     if data.snapshot or data.files:
         snap = message.setdefault("snapshot", {})
@@ -255,69 +235,92 @@ def _step_ended(tx: Tx, record: EventRecord, data: ev.StepEnded) -> None:
         if data.files:
             snap["files"] = data.files
     message.pop("retry", None)
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
     _add_usage(tx, data.sessionID, data.cost, data.tokens)
 
 
 @handles(ev.StepFailed)
 def _step_failed(tx: Tx, record: EventRecord, data: ev.StepFailed) -> None:
-    message = load_message(tx, data.assistantMessageID)
+    message = _load_assistant(tx, data.assistantMessageID)
     if message is None:
         # a step can fail before any output (e.g. exhausted retries): the assistant still records the failure
         return
     message["finish"] = "error"
-    message["error"] = data.error.wire()
+    message["error"] = _error(data.error)
     message["time"]["completed"] = record.created
     message.pop("retry", None)
     if data.cost is not None:
         message["cost"] = data.cost
     if data.tokens is not None:
-        message["tokens"] = data.tokens.wire()
-    _save_message(tx, message, record.created)
+        message["tokens"] = _tokens(data.tokens)
+    messages.save(tx, message, record.created)
     _add_usage(tx, data.sessionID, data.cost, data.tokens)
 
 
-def _part(message: dict[str, Any], kind: str, ident: str) -> dict[str, Any]:
+def _text_part(message: md.SessionMessageAssistantData, ordinal: int) -> md.SessionMessageAssistantTextData:
     for part in message["content"]:
-        if part["type"] == kind and part["id"] == ident:
+        if part["type"] == "text" and part["id"] == f"text-{ordinal}":
             return part
-    raise LookupError(f"no {kind} part {ident} in {message['id']}")
+    raise LookupError(f"no text part {ordinal} in {message['id']}")
+
+
+def _reasoning_part(message: md.SessionMessageAssistantData,
+                    ordinal: int) -> md.SessionMessageAssistantReasoningData:
+    for part in message["content"]:
+        if part["type"] == "reasoning" and part["id"] == f"reasoning-{ordinal}":
+            return part
+    raise LookupError(f"no reasoning part {ordinal} in {message['id']}")
+
+
+def _tool_part(message: md.SessionMessageAssistantData, call_id: str) -> md.SessionMessageAssistantToolData | None:
+    for part in message["content"]:
+        if part["type"] == "tool" and part["id"] == call_id:
+            return part
+    return None
+
+
+def _require_tool_part(message: md.SessionMessageAssistantData,
+                       call_id: str) -> md.SessionMessageAssistantToolData:
+    part = _tool_part(message, call_id)
+    if part is None:
+        raise LookupError(f"no tool part {call_id} in {message['id']}")
+    return part
 
 
 @handles(ev.TextStarted)
 def _text_started(tx: Tx, record: EventRecord, data: ev.TextStarted) -> None:
     message = _assistant(tx, data)
     message["content"].append({"type": "text", "id": f"text-{data.ordinal}", "text": ""})
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
 
 
 @handles(ev.TextEnded)
 def _text_ended(tx: Tx, record: EventRecord, data: ev.TextEnded) -> None:
     message = _assistant(tx, data)
-    _part(message, "text", f"text-{data.ordinal}")["text"] = data.text
-    _save_message(tx, message, record.created)
+    _text_part(message, data.ordinal)["text"] = data.text
+    messages.save(tx, message, record.created)
 
 
 @handles(ev.ReasoningStarted)
 def _reasoning_started(tx: Tx, record: EventRecord, data: ev.ReasoningStarted) -> None:
     message = _assistant(tx, data)
-    part: dict[str, Any] = {"type": "reasoning", "id": f"reasoning-{data.ordinal}", "text": "",
-                            "time": {"created": record.created}}
+    part: md.SessionMessageAssistantReasoningData = {"type": "reasoning", "id": f"reasoning-{data.ordinal}",
+                                                     "text": "", "time": {"created": record.created}}
     if data.state is not None:
         part["providerMetadata"] = data.state
     message["content"].append(part)
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
 
 
 @handles(ev.ReasoningEnded)
 def _reasoning_ended(tx: Tx, record: EventRecord, data: ev.ReasoningEnded) -> None:
     message = _assistant(tx, data)
-    part = _part(message, "reasoning", f"reasoning-{data.ordinal}")
+    part = _reasoning_part(message, data.ordinal)
     part["text"] = data.text
     part.setdefault("time", {"created": record.created})["completed"] = record.created
     if data.state is not None:
         part["providerMetadata"] = data.state
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
 
 
 @handles(ev.ToolInputStarted)
@@ -327,53 +330,55 @@ def _tool_input_started(tx: Tx, record: EventRecord, data: ev.ToolInputStarted) 
         "type": "tool", "id": data.callID, "name": data.name, "state": {"status": "streaming", "input": ""},
         "time": {"created": record.created},
     })
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
 
 
 @handles(ev.ToolInputEnded)
 def _tool_input_ended(tx: Tx, record: EventRecord, data: ev.ToolInputEnded) -> None:
     message = _assistant(tx, data)
-    part = _part(message, "tool", data.callID)
-    if part["state"]["status"] == "streaming":
-        part["state"]["input"] = data.text
-    _save_message(tx, message, record.created)
+    state = _require_tool_part(message, data.callID)["state"]
+    if state["status"] == "streaming":
+        state["input"] = data.text
+    messages.save(tx, message, record.created)
 
 
 @handles(ev.ToolCalled)
 def _tool_called(tx: Tx, record: EventRecord, data: ev.ToolCalled) -> None:
     message = _assistant(tx, data)
-    try:
-        part = _part(message, "tool", data.callID)
-    except LookupError:
-        part = {"type": "tool", "id": data.callID, "name": data.name, "time": {"created": record.created}}
+    running: md.ToolStateRunningData = {"status": "running", "input": data.input, "structured": {}, "content": []}
+    part = _tool_part(message, data.callID)
+    if part is None:
+        part = {"type": "tool", "id": data.callID, "name": data.name, "state": running,
+                "time": {"created": record.created}}
         message["content"].append(part)
     part["name"] = data.name
-    part["state"] = {"status": "running", "input": data.input, "structured": {}, "content": []}
-    provider: dict[str, Any] = {"executed": data.executed}
+    part["state"] = running
+    provider: md.ToolProviderData = {"executed": data.executed}
     if data.state is not None:
         provider["metadata"] = data.state
     part["provider"] = provider
     part["time"]["ran"] = record.created
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
 
 
-def _settle_tool(tx: Tx, record: EventRecord, data: Any, state: dict[str, Any]) -> None:
+def _settle_tool(tx: Tx, record: EventRecord, data: ev.ToolSuccess | ev.ToolFailed,
+                 state: md.ToolStateCompletedData | md.ToolStateErrorData) -> None:
     message = _assistant(tx, data)
-    part = _part(message, "tool", data.callID)
-    previous = part.get("state", {})
-    raw_input = previous.get("input")
+    part = _require_tool_part(message, data.callID)
+    raw_input = part["state"].get("input")
     state["input"] = raw_input if isinstance(raw_input, dict) else {}
     part["state"] = state
     if data.resultState is not None:
         part.setdefault("provider", {"executed": data.executed})["resultMetadata"] = data.resultState
     part["time"]["completed"] = record.created
-    _save_message(tx, message, record.created)
+    messages.save(tx, message, record.created)
 
 
 @handles(ev.ToolSuccess)
 def _tool_success(tx: Tx, record: EventRecord, data: ev.ToolSuccess) -> None:
-    state: dict[str, Any] = {"status": "completed", "content": [c.wire() for c in data.content],
-                             "structured": data.structured}
+    state: md.ToolStateCompletedData = {"status": "completed", "input": {},
+                                        "content": [cast(md.ToolContentData, c.wire()) for c in data.content],
+                                        "structured": data.structured}
     if data.outputPaths:
         state["outputPaths"] = data.outputPaths
     if data.executed and data.result is not None:
@@ -383,7 +388,8 @@ def _tool_success(tx: Tx, record: EventRecord, data: ev.ToolSuccess) -> None:
 
 @handles(ev.ToolFailed)
 def _tool_failed(tx: Tx, record: EventRecord, data: ev.ToolFailed) -> None:
-    state: dict[str, Any] = {"status": "error", "content": [], "structured": {}, "error": data.error.wire()}
+    state: md.ToolStateErrorData = {"status": "error", "input": {}, "content": [], "structured": {},
+                                    "error": _error(data.error)}
     if data.result is not None:
         state["result"] = data.result
     _settle_tool(tx, record, data, state)
@@ -391,20 +397,16 @@ def _tool_failed(tx: Tx, record: EventRecord, data: ev.ToolFailed) -> None:
 
 @handles(ev.RetryScheduled)
 def _retry(tx: Tx, record: EventRecord, data: ev.RetryScheduled) -> None:
-    message = load_message(tx, data.assistantMessageID)
+    message = _load_assistant(tx, data.assistantMessageID)
     if message is None:
         return
-    message["retry"] = {"attempt": data.attempt, "at": data.at, "error": data.error.wire()}
-    _save_message(tx, message, record.created)
+    message["retry"] = {"attempt": data.attempt, "at": data.at, "error": _error(data.error)}
+    messages.save(tx, message, record.created)
 
 
 @handles(ev.ExecutionSucceeded, ev.ExecutionFailed, ev.ExecutionInterrupted)
-def _execution_settled(tx: Tx, record: EventRecord, data: Any) -> None:
-    for row in tx.execute(
-        "SELECT data FROM session_message INDEXED BY session_message_retry_idx"
-        " WHERE session_id = ? AND type = 'assistant' AND json_extract(data, '$.retry') IS NOT NULL",
-        (data.sessionID,),
-    ).fetchall():
-        message = json.loads(row[0])
+def _execution_settled(tx: Tx, record: EventRecord,
+                       data: ev.ExecutionSucceeded | ev.ExecutionFailed | ev.ExecutionInterrupted) -> None:
+    for message in messages.retrying_assistants(tx, data.sessionID):
         message.pop("retry", None)
-        _save_message(tx, message, record.created)
+        messages.save(tx, message, record.created)

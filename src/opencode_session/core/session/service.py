@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import json
+import builtins
 import os
-import sqlite3
-from collections.abc import AsyncIterator, Callable, Mapping
-from datetime import datetime, timezone
-from typing import Any, Literal
+from collections.abc import AsyncGenerator, Callable, Mapping
+from datetime import UTC, datetime
 
 import anyio
-from pydantic import TypeAdapter
 
 from ...schema import events as ev
-from ...schema import jsontext
 from ...schema.common import LocationRef, ModelRef
 from ...schema.errors import InvalidCursorError, InvalidRequestError, MessageNotFoundError, SessionNotFoundError
 from ...schema.events import EventRecord, LogSynced
-from ...schema.ids import message_id, session_id as new_session_id
+from ...schema.ids import message_id
+from ...schema.ids import session_id as new_session_id
 from ...schema.input import SessionInputAdmitted
 from ...schema.message import SessionMessage
 from ...schema.page import CursorLinks
@@ -28,45 +25,28 @@ from ..config import ConfigError, load_config
 from ..llm.catalog import model_declared
 from ..llm.errors import ModelNotFoundError
 from ..location import Location, resolve_location
-from ..store.db import Store, Tx, now_ms
+from ..store import messages as stored_messages
+from ..store import pending, sessions
+from ..store.db import Reader, Store, Tx, now_ms
+from ..store.feed import Doorbell
+from ..store.keyset import Direction, Key, Order, PageRequest
 from . import admission
-from .cursor import decode_cursor, encode_cursor
+from .cursor import MESSAGE_PAGE_MAX, SESSION_PAGE_MAX, MessageCursor, SessionCursor, SessionQuery, page_links
 from .history import active_history
 
-Order = Literal["asc", "desc"]
-_MESSAGE = TypeAdapter(SessionMessage)
-_INT64 = range(-(2**63), 2**63)  # what SQLite can compare a cursor's keys with
 SESSION_PAGE_DEFAULT = 50
 DEFAULT_TITLE_PREFIX = "New session - "  # followed by the creation time; a generated title replaces it
-MESSAGE_PAGE_DEFAULT, MESSAGE_PAGE_MAX = 50, 200
+MESSAGE_PAGE_DEFAULT = 50
 
 
-def load_session(conn: sqlite3.Connection | Tx, session_id: str) -> SessionV2Info | None:
-    row = conn.execute("SELECT data, time_updated FROM session WHERE id = ?", (session_id,)).fetchone()
-    return None if row is None else _session_from_row(row)
-
-
-def _session_from_row(row: Any) -> SessionV2Info:
-    info = json.loads(row["data"])
-    info["time"]["updated"] = row["time_updated"]
-    return SessionV2Info.model_validate(info)
-
-
-def require_session(conn: sqlite3.Connection | Tx, session_id: str) -> SessionV2Info:
-    info = load_session(conn, session_id)
+def require_session(reader: Reader, session_id: str) -> SessionV2Info:
+    info = sessions.load(reader, session_id)
     if info is None:
         raise SessionNotFoundError(sessionID=session_id)
     return info
 
 
-def decode_message(data: str) -> Any:
-    try:
-        return _MESSAGE.validate_json(data)
-    except ValueError:  # stored before values were cleaned at the door (a lone surrogate escape)
-        return _MESSAGE.validate_python(jsontext.loads(data))
-
-
-class Sessions:
+class Sessions:  # its `list` method shadows the builtin in annotations below it: those say `builtins.list`
     """Core operations on durable Sessions. `wake` is the advisory execution doorbell (the runner installs it);
     `env` is what configuration lookups see (the model a session selects must be declared there)."""
 
@@ -109,14 +89,14 @@ class Sessions:
         sid = id or new_session_id()
 
         def _create(tx: Tx) -> SessionV2Info:
-            existing = load_session(tx, sid)
+            existing = sessions.load(tx, sid)
             if existing is not None:
                 return existing
             now = now_ms()
             info = SessionV2Info(
                 id=sid, projectID=loc.project_id, agent=agent, model=model,
                 time=SessionTime(created=now, updated=now),
-                title=DEFAULT_TITLE_PREFIX + datetime.fromtimestamp(now / 1000, timezone.utc).isoformat(
+                title=DEFAULT_TITLE_PREFIX + datetime.fromtimestamp(now / 1000, UTC).isoformat(
                     timespec="milliseconds").replace("+00:00", "Z"),
                 location=LocationRef(directory=str(loc.directory), workspaceID=loc.workspace_id),
             )
@@ -126,7 +106,7 @@ class Sessions:
         return await self.store.write(_create)
 
     async def get(self, session_id: str) -> SessionV2Info:
-        return await self.store.read(lambda conn: require_session(conn, session_id))
+        return await self.store.read(lambda reader: require_session(reader, session_id))
 
     async def require(self, session_id: str) -> None:
         await self.get(session_id)
@@ -165,53 +145,33 @@ class Sessions:
         subpath: str | None = None,
         workspace: str | None = None,
     ) -> tuple[list[SessionV2Info], CursorLinks]:
+        anchor: Key | None = None
+        direction: Direction = "next"
         if cursor is not None:
             extra = {k: v for k, v in dict(limit=limit, order=order, search=search, directory=directory,
                                            project=project, subpath=subpath, workspace=workspace).items()
                      if v is not None}
             if extra:
                 raise InvalidCursorError(f"Cursor cannot be combined with {', '.join(sorted(extra))}")
-            state = decode_cursor(cursor, "sessions")
-            try:
-                query, anchor, direction = dict(state["q"]), state["a"], state["d"]
-                anchor_key = (int(anchor[0]), int(anchor[1]))
-                assert direction in ("next", "previous") and query.get("order") in ("asc", "desc")
-                query["limit"] = int(query["limit"])
-                assert 1 <= query["limit"] < 2**62 and all(k in _INT64 for k in anchor_key)
-                assert all(query.get(k) is None or isinstance(query[k], str)
-                           for k in ("search", "directory", "project", "subpath", "workspace"))
-            except Exception:
-                raise InvalidCursorError() from None
+            state = SessionCursor.decode(cursor)
+            query, anchor, direction = state.query, state.anchor, state.direction
         else:
             if limit is not None and limit < 1:
                 raise InvalidRequestError("limit must be a positive integer", field="limit")
-            query = {"limit": limit or SESSION_PAGE_DEFAULT, "order": order or "desc", "search": search,
-                     "directory": directory, "project": project, "subpath": subpath, "workspace": workspace}
-            anchor_key, direction = None, "next"
+            query = SessionQuery(limit=min(limit or SESSION_PAGE_DEFAULT, SESSION_PAGE_MAX), order=order or "desc",
+                                 search=search, directory=directory, project=project, subpath=subpath,
+                                 workspace=workspace)
 
-        def _page(conn: sqlite3.Connection) -> tuple[list[SessionV2Info], CursorLinks]:
-            where, params = [], []
-            if query.get("search"):
-                where.append("title LIKE ? ESCAPE '\\'")
-                params.append("%" + query["search"].replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-                              + "%")
-            if query.get("directory"):
-                where.append("directory = ?")
-                params.append(_directory_key(query["directory"], from_cursor=cursor is not None))
-            if query.get("project"):
-                where.append("project_id = ?")
-                params.append(query["project"])
-            if query.get("workspace"):
-                where.append("workspace_id = ?")
-                params.append(query["workspace"])
-            if query.get("subpath"):
-                where.append("json_extract(data, '$.subpath') = ?")
-                params.append(query["subpath"])
-            return _keyset_page(conn, "session", "(time_created, created_order)", where, params, query["order"],
-                                int(query["limit"]), anchor_key, direction,
-                                lambda row: (row["time_created"], row["created_order"]), _session_from_row,
-                                lambda key, d: encode_cursor({"kind": "sessions", "q": query, "a": list(key),
-                                                              "d": d}))
+        def cursor_at(key: Key, to: Direction) -> str:
+            return SessionCursor(kind="sessions", query=query, anchor=(key[0], key[1]), direction=to).encode()
+
+        def _page(reader: Reader) -> tuple[list[SessionV2Info], CursorLinks]:
+            where = sessions.SessionFilter(
+                search=query.search, project=query.project, workspace=query.workspace, subpath=query.subpath,
+                directory=_directory_key(query.directory, from_cursor=cursor is not None) if query.directory else None,
+            )
+            page = sessions.page(reader, where, PageRequest(query.order, query.limit, anchor, direction))
+            return page.items, page_links(page, cursor_at)
 
         return await self.store.read(_page)
 
@@ -232,7 +192,7 @@ class Sessions:
         stored = admission.resolve_prompt(prompt)
         input_id = id or message_id()
         if stored.files and not (id is not None and await self.store.read(
-                lambda conn: admission.input_recorded(conn, input_id))):
+                lambda reader: pending.input_recorded(reader, input_id))):
             session = await self.get(session_id)
             files = stored.files
 
@@ -252,13 +212,13 @@ class Sessions:
             self.wake(session_id)
         return result
 
-    async def promote(self, session_id: str, scope: admission.PromotionScope) -> list[str]:
+    async def promote(self, session_id: str, scope: admission.PromotionScope) -> builtins.list[str]:
         return await self.store.write(lambda tx: admission.promote(tx, session_id, scope))
 
-    async def pending(self, session_id: str) -> list[SessionInputAdmitted]:
-        def _q(conn: sqlite3.Connection) -> list[SessionInputAdmitted]:
-            require_session(conn, session_id)
-            return admission.pending_inputs(conn, session_id)
+    async def pending(self, session_id: str) -> builtins.list[SessionInputAdmitted]:
+        def _q(reader: Reader) -> builtins.list[SessionInputAdmitted]:
+            require_session(reader, session_id)
+            return admission.pending_inputs(reader, session_id)
 
         return await self.store.read(_q)
 
@@ -266,55 +226,50 @@ class Sessions:
 
     async def messages(
         self, session_id: str, *, cursor: str | None = None, limit: int | None = None, order: Order | None = None
-    ) -> tuple[list[Any], CursorLinks]:
+    ) -> tuple[builtins.list[SessionMessage], CursorLinks]:
+        request: PageRequest
         if cursor is not None:
             if order is not None:
                 raise InvalidCursorError("Cursor cannot be combined with order")
             if limit is not None:
                 raise InvalidCursorError("Cursor cannot be combined with limit")
-            state = decode_cursor(cursor, "messages")
-            if state.get("s") != session_id:
+            state = MessageCursor.decode(cursor)
+            if state.session_id != session_id:
                 raise InvalidCursorError()
-            try:
-                order_, size, anchor, direction = state["o"], int(state["l"]), int(state["a"]), state["d"]
-                assert order_ in ("asc", "desc") and direction in ("next", "previous")
-                assert 1 <= size <= MESSAGE_PAGE_MAX and anchor in _INT64
-            except Exception:
-                raise InvalidCursorError() from None
-            anchor_key: tuple | None = (anchor,)
+            request = PageRequest(state.order, state.limit, (state.anchor,), state.direction)
         else:
             size = MESSAGE_PAGE_DEFAULT if limit is None else limit
             if not 1 <= size <= MESSAGE_PAGE_MAX:
                 raise InvalidRequestError(f"limit must be between 1 and {MESSAGE_PAGE_MAX}", field="limit")
-            order_, anchor_key, direction = order or "desc", None, "next"
+            request = PageRequest(order or "desc", size)
 
-        def _page(conn: sqlite3.Connection) -> tuple[list[Any], CursorLinks]:
-            require_session(conn, session_id)
-            return _keyset_page(conn, "session_message", "(seq)", ["session_id = ?"], [session_id], order_, size,
-                                anchor_key, direction, lambda row: (row["seq"],),
-                                lambda row: decode_message(row["data"]),
-                                lambda key, d: encode_cursor({"kind": "messages", "s": session_id, "o": order_,
-                                                              "l": size, "a": key[0], "d": d}))
+        def cursor_at(key: Key, to: Direction) -> str:
+            return MessageCursor(kind="messages", session_id=session_id, order=request.order, limit=request.limit,
+                                 anchor=key[0], direction=to).encode()
+
+        def _page(reader: Reader) -> tuple[builtins.list[SessionMessage], CursorLinks]:
+            require_session(reader, session_id)
+            page = stored_messages.page(reader, session_id, request)
+            return page.items, page_links(page, cursor_at)
 
         return await self.store.read(_page)
 
-    async def message(self, session_id: str, message_id_: str) -> Any:
-        def _q(conn: sqlite3.Connection) -> Any:
-            require_session(conn, session_id)
-            row = conn.execute("SELECT data FROM session_message WHERE id = ? AND session_id = ?",
-                               (message_id_, session_id)).fetchone()
-            if row is None:
+    async def message(self, session_id: str, message_id_: str) -> SessionMessage:
+        def _q(reader: Reader) -> SessionMessage:
+            require_session(reader, session_id)
+            message = stored_messages.find(reader, session_id, message_id_)
+            if message is None:
                 raise MessageNotFoundError(sessionID=session_id, messageID=message_id_)
-            return decode_message(row["data"])
+            return message
 
         return await self.store.read(_q)
 
-    async def context(self, session_id: str) -> list[Any]:
+    async def context(self, session_id: str) -> builtins.list[SessionMessage]:
         """Projected Session History after the active compaction and instruction-baseline cutoffs."""
 
-        def _q(conn: sqlite3.Connection) -> list[Any]:
-            require_session(conn, session_id)
-            return [decode_message(data) for data in active_history(conn, session_id)]
+        def _q(reader: Reader) -> builtins.list[SessionMessage]:
+            require_session(reader, session_id)
+            return [stored_messages.decode(data) for data in active_history(reader, session_id)]
 
         return await self.store.read(_q)
 
@@ -322,14 +277,14 @@ class Sessions:
 
     async def log(
         self, session_id: str, after: int = -1, *, follow: bool = True, synced: bool = False
-    ) -> AsyncIterator[EventRecord | LogSynced]:
+    ) -> AsyncGenerator[EventRecord | LogSynced, None]:
         """Public durable events after `after` (exclusive). Verifies the session first (raises before the stream).
 
         The doorbell is subscribed before replay, so nothing committed between replay and waiting is lost.
         With `synced`, one `log.synced` marker follows the replay; without `follow` the stream ends there."""
         batches = await self.log_batches(session_id, after, follow=follow, synced=synced)
 
-        async def flatten() -> AsyncIterator[EventRecord | LogSynced]:
+        async def flatten() -> AsyncGenerator[EventRecord | LogSynced, None]:
             try:
                 async for batch in batches:
                     for item in batch:
@@ -341,7 +296,7 @@ class Sessions:
 
     async def log_batches(
         self, session_id: str, after: int = -1, *, follow: bool = True, synced: bool = False
-    ) -> AsyncIterator[list[EventRecord | LogSynced]]:
+    ) -> AsyncGenerator[builtins.list[EventRecord | LogSynced], None]:
         """The same stream as `log`, one list per store page (what a transport can write in one go)."""
         bell = self.store.durable.subscribe(session_id)
         try:
@@ -351,7 +306,8 @@ class Sessions:
             raise
         return self._log_stream(bell, session_id, after, follow, synced)
 
-    async def _log_stream(self, bell, session_id: str, after: int, follow: bool, synced: bool):
+    async def _log_stream(self, bell: Doorbell, session_id: str, after: int, follow: bool,
+                          synced: bool) -> AsyncGenerator[builtins.list[EventRecord | LogSynced], None]:
         last = after
         replaying = True
         with bell:
@@ -359,8 +315,8 @@ class Sessions:
                 bell.clear()
                 batch = await self.store.events_after(session_id, last)
                 if batch:
-                    last = batch[-1].seq
-                    public = [record for record in batch if record.definition.public]
+                    last = batch[-1].sequence
+                    public: builtins.list[EventRecord | LogSynced] = [r for r in batch if r.definition.public]
                     if public:
                         yield public
                 if len(batch) == 100:
@@ -384,39 +340,3 @@ def _directory_key(directory: str, *, from_cursor: bool) -> str:
             raise InvalidCursorError() from None
         raise InvalidRequestError("Invalid query: directory: unusable directory path", kind="query",
                                   field="directory") from None
-
-
-def _keyset_page(conn, table, key_sql, where, params, order, limit, anchor, direction, key_of, decode, cursor_of):
-    """One page of a keyset-ordered query, with links that exist only when items lie beyond that edge."""
-    forward = (order == "asc") == (direction == "next")
-    cmp, sort = (">", "ASC") if forward else ("<", "DESC")
-    clauses, args = list(where), list(params)
-    if anchor is not None:
-        placeholders = "(" + ", ".join("?" * len(anchor)) + ")"
-        clauses.append(f"{key_sql} {cmp} {placeholders}")
-        args.extend(anchor)
-    cols = key_sql.strip("()").split(", ")
-    order_sql = ", ".join(f"{c} {sort}" for c in cols)
-    sql = f"SELECT * FROM {table} WHERE {' AND '.join(clauses) or '1'} ORDER BY {order_sql} LIMIT ?"
-    rows = conn.execute(sql, (*args, limit + 1)).fetchall()
-    more = len(rows) > limit
-    rows = rows[:limit]
-    if direction == "previous":
-        rows.reverse()
-    items = [decode(r) for r in rows]
-    if not rows:
-        return items, CursorLinks()
-    first, last = key_of(rows[0]), key_of(rows[-1])
-
-    def exists_beyond(key, toward_next: bool) -> bool:
-        fwd = (order == "asc") == toward_next
-        op = ">" if fwd else "<"
-        q = f"SELECT 1 FROM {table} WHERE {' AND '.join([*where, f'{key_sql} {op} (' + ', '.join('?' * len(key)) + ')'])} LIMIT 1"
-        return conn.execute(q, (*params, *key)).fetchone() is not None
-
-    has_next = more if direction == "next" else exists_beyond(last, True)
-    has_prev = more if direction == "previous" else (anchor is not None and exists_beyond(first, False))
-    return items, CursorLinks(
-        previous=cursor_of(first, "previous") if has_prev else None,
-        next=cursor_of(last, "next") if has_next else None,
-    )

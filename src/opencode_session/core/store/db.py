@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sqlite3
 import time
@@ -15,8 +14,9 @@ from typing import Any, TypeVar
 from ...schema import jsontext
 from ...schema.base import Struct
 from ...schema.common import LocationRef
-from ...schema.events import BY_STORED_TYPE, EventRecord, definition_of
+from ...schema.events import EventRecord, definition_of
 from ...schema.ids import event_id
+from . import events
 from .feed import DurableFeed, LiveBus
 from .lock import DatabaseLock
 from .migrations import migrate
@@ -58,21 +58,40 @@ def _connect(path: str) -> sqlite3.Connection:
     return conn
 
 
-class Tx:
+# The tables the projector writes: cleared and rebuilt from the event log by replay.
+PROJECTION_TABLES = ("session", "session_message", "session_pending")
+
+
+def live_event(data: Struct, aggregate_id: str) -> EventRecord:
+    """A live-only event: no sequence, published once and never stored."""
+    return EventRecord(id=event_id(), created=now_ms(), data=data, aggregate_id=aggregate_id)
+
+
+class Reader:
+    """What the store's table modules run SQL on: the reader connection, or (as Tx) the open write transaction.
+    Code above the store only passes it along to those modules."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
+        return self._conn.execute(sql, params)
+
+    def executemany(self, sql: str, params: Any) -> sqlite3.Cursor:
+        return self._conn.executemany(sql, params)
+
+
+class Tx(Reader):
     """One open write transaction. `append` assigns the next seq, runs projections and the optional commit hook."""
 
-    def __init__(self, store: "Store", conn: sqlite3.Connection) -> None:
+    def __init__(self, store: Store, conn: sqlite3.Connection) -> None:
+        super().__init__(conn)
         self.store = store
-        self.conn = conn
         self.appended: list[tuple[int, EventRecord]] = []  # with each event's store position
         self.live: list[EventRecord] = []
 
-    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
-        return self.conn.execute(sql, params)
-
     def latest_seq(self, aggregate_id: str) -> int:
-        row = self.conn.execute("SELECT seq FROM event_sequence WHERE aggregate_id = ?", (aggregate_id,)).fetchone()
-        return -1 if row is None else int(row[0])
+        return events.latest_seq(self, aggregate_id)
 
     def append(
         self,
@@ -86,8 +105,8 @@ class Tx:
         definition = definition_of(data)
         if not definition.durable:
             raise ValueError(f"{definition.type} is live-only; publish it with publish_live")
-        aggregate_id = getattr(data, "sessionID")
         wire = data.wire()
+        aggregate_id: str = wire["sessionID"]  # every durable event belongs to a session
         clean, text = jsontext.encode(wire)
         if clean is not wire:  # text from outside (a provider, a tool) that JSON cannot carry is never stored as is
             data = type(data).model_validate(clean)
@@ -99,38 +118,12 @@ class Tx:
         self.store.project(self, record)
         if commit_hook is not None:
             commit_hook(self, record)
-        self.conn.execute(
-            "INSERT INTO event_sequence (aggregate_id, seq) VALUES (?, ?)"
-            " ON CONFLICT (aggregate_id) DO UPDATE SET seq = excluded.seq",
-            (aggregate_id, seq),
-        )
-        inserted = self.conn.execute(
-            "INSERT INTO event (id, aggregate_id, seq, type, created, location, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                record.id, aggregate_id, seq, definition.stored_type, record.created,
-                None if record.location is None else json.dumps(record.location.wire()),
-                text,
-            ),
-        )
-        self.appended.append((inserted.lastrowid, record))
+        self.appended.append((events.insert(self, record, text), record))
         return record
 
     def publish_live(self, data: Struct, aggregate_id: str) -> None:
         """Queue a live-only event to be published after this transaction commits."""
-        self.live.append(EventRecord(id=event_id(), created=now_ms(), data=data, aggregate_id=aggregate_id))
-
-
-def decode_event(row: sqlite3.Row) -> EventRecord:
-    definition = BY_STORED_TYPE[row["type"]]
-    location = None if row["location"] is None else LocationRef.model_validate_json(row["location"])
-    try:
-        data = definition.data.model_validate_json(row["data"])
-    except ValueError:  # stored before values were cleaned at the door (a lone surrogate escape)
-        data = definition.data.model_validate(jsontext.loads(row["data"]))
-    return EventRecord(
-        id=row["id"], created=row["created"], data=data,
-        aggregate_id=row["aggregate_id"], seq=row["seq"], location=location,
-    )
+        self.live.append(live_event(data, aggregate_id))
 
 
 class Store:
@@ -143,13 +136,14 @@ class Store:
         self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ocs-db-reader")
         self._wconn: sqlite3.Connection | None = None
         self._rconn: sqlite3.Connection | None = None
+        self._read_handle: Reader | None = None
         self.durable = DurableFeed()
         self.live = LiveBus(self._events_from, capacity=live_capacity)
         self._lock = DatabaseLock(self.path) if self.path != ":memory:" else None
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
-    async def open(self) -> "Store":
+    async def open(self) -> Store:
         """Open (and migrate) the database; raises DatabaseInUseError while another process has it open."""
         loop = asyncio.get_running_loop()
         if self._lock is not None:
@@ -161,7 +155,11 @@ class Store:
             migrate(self._wconn)
 
         def _open_reader() -> None:
-            self._rconn = self._wconn if self.path == ":memory:" else _connect(self.path)
+            conn = self._wconn if self.path == ":memory:" else _connect(self.path)
+            if conn is None:
+                raise RuntimeError("the writer connection opens first")
+            self._rconn = conn
+            self._read_handle = Reader(conn)
 
         try:
             await loop.run_in_executor(self._writer, _open_writer)
@@ -178,13 +176,14 @@ class Store:
         if self._wconn is not None:
             await loop.run_in_executor(self._writer, self._wconn.close)
         self._rconn = self._wconn = None
+        self._read_handle = None
         self._writer.shutdown(wait=True)
         self._reader.shutdown(wait=True)
         self.live.close()
         if self._lock is not None:
             self._lock.release()
 
-    async def __aenter__(self) -> "Store":
+    async def __aenter__(self) -> Store:
         return await self.open()
 
     async def __aexit__(self, *exc: object) -> None:
@@ -205,7 +204,8 @@ class Store:
 
         def _run() -> T:
             conn = self._wconn
-            assert conn is not None, "store is not open"
+            if conn is None:
+                raise RuntimeError("store is not open")
             tx = Tx(self, conn)
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -230,6 +230,10 @@ class Store:
                 pass
             raise
 
+    async def append(self, data: Struct) -> EventRecord:
+        """Commit one durable event, and what it projects, in a transaction of its own."""
+        return await self.write(lambda tx: tx.append(data))
+
     def _announce(self, tx: Tx) -> None:
         for position, record in tx.appended:
             self.durable.ring(record.aggregate_id)
@@ -238,53 +242,37 @@ class Store:
             self.live.publish(record)
 
     def publish_live(self, data: Struct, aggregate_id: str) -> None:
-        self.live.publish(EventRecord(id=event_id(), created=now_ms(), data=data, aggregate_id=aggregate_id))
+        self.live.publish(live_event(data, aggregate_id))
 
-    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    async def read(self, fn: Callable[[Reader], T]) -> T:
         """Run a read-only function on the reader connection (WAL: it never blocks the writer)."""
         loop = asyncio.get_running_loop()
-        conn = self._rconn
-        assert conn is not None, "store is not open"
-        executor = self._writer if conn is self._wconn else self._reader
-        return await loop.run_in_executor(executor, fn, conn)
+        handle = self._read_handle
+        if handle is None:
+            raise RuntimeError("store is not open")
+        executor = self._writer if self._rconn is self._wconn else self._reader
+        return await loop.run_in_executor(executor, fn, handle)
 
     # --- the log -------------------------------------------------------------------------------------
 
     async def events_after(self, aggregate_id: str, after: int, limit: int = 100) -> list[EventRecord]:
-        def _q(conn: sqlite3.Connection) -> list[EventRecord]:
-            rows = conn.execute(
-                "SELECT * FROM event WHERE aggregate_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-                (aggregate_id, after, limit),
-            ).fetchall()
-            return [decode_event(r) for r in rows]
-
-        return await self.read(_q)
+        return await self.read(lambda reader: events.after(reader, aggregate_id, after, limit))
 
     async def _events_from(self, position: int, limit: int) -> list[tuple[int, EventRecord]]:
         """Durable events committed after a store position (the event rowid: a global commit order), oldest first."""
-
-        def _q(conn: sqlite3.Connection) -> list[tuple[int, EventRecord]]:
-            rows = conn.execute("SELECT rowid AS position, * FROM event WHERE rowid > ? ORDER BY rowid LIMIT ?",
-                                (position, limit)).fetchall()
-            return [(row["position"], decode_event(row)) for row in rows]
-
-        return await self.read(_q)
+        return await self.read(lambda reader: events.from_position(reader, position, limit))
 
     async def latest_seq(self, aggregate_id: str) -> int:
-        def _q(conn: sqlite3.Connection) -> int:
-            row = conn.execute("SELECT seq FROM event_sequence WHERE aggregate_id = ?", (aggregate_id,)).fetchone()
-            return -1 if row is None else int(row[0])
+        return await self.read(lambda reader: events.latest_seq(reader, aggregate_id))
 
-        return await self.read(_q)
-
-    async def rebuild_projections(self, tables: list[str]) -> None:
+    async def rebuild_projections(self) -> None:
         """Clear the projection tables and replay every stored event through the projector, in one transaction."""
 
         def _rebuild(tx: Tx) -> None:
             tx.execute("PRAGMA defer_foreign_keys = ON")
-            for table in reversed(tables):
+            for table in reversed(PROJECTION_TABLES):
                 tx.execute(f"DELETE FROM {table}")
-            for row in tx.conn.execute("SELECT * FROM event ORDER BY rowid").fetchall():
-                self.project(tx, decode_event(row))
+            for record in events.every(tx):
+                self.project(tx, record)
 
         await self.write(_rebuild)

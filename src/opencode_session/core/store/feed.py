@@ -13,7 +13,7 @@ from typing import Any
 class Doorbell:
     """A sliding wake-up of capacity one: ringing while nobody waits is remembered once."""
 
-    def __init__(self, feed: "DurableFeed", aggregate_id: str) -> None:
+    def __init__(self, feed: DurableFeed, aggregate_id: str) -> None:
         self._event = asyncio.Event()
         self._feed = feed
         self.aggregate_id = aggregate_id
@@ -30,7 +30,7 @@ class Doorbell:
     def close(self) -> None:
         self._feed._bells[self.aggregate_id].discard(self)
 
-    def __enter__(self) -> "Doorbell":
+    def __enter__(self) -> Doorbell:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -73,7 +73,7 @@ class LiveSubscription:
     """One reader of the bus: a cursor into the shared ring, and the store position of the last durable event it
     was given. It holds nothing the bus must release: a reader leaves by no longer calling `next`."""
 
-    def __init__(self, bus: "LiveBus") -> None:
+    def __init__(self, bus: LiveBus) -> None:
         self._bus = bus
         self._cursor = bus._next
         self.position = bus.position

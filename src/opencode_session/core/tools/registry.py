@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from opencode_session.schema import session_errors
 from opencode_session.schema.common import SessionErrorInfo
 from opencode_session.schema.message import ToolTextContent
 
@@ -101,10 +103,10 @@ class ToolRegistry:
         """Run one call and always return a Settlement; only cancellation escapes."""
         tool = self._tools.get(name)
         if tool is None:
-            return _errored("tool.unknown", f"Unknown tool: {name}")
+            return _errored(session_errors.TOOL_UNKNOWN, f"Unknown tool: {name}")
         problem = _describe_input_errors(name, self._validators[name], input)
         if problem is not None:
-            return _errored("tool.invalid-input", problem)
+            return _errored(session_errors.TOOL_INVALID_INPUT, problem)
         try:
             output = await tool.execute(input, ctx)
         except ToolFailure as failure:
@@ -112,9 +114,10 @@ class ToolRegistry:
         except Exception as defect:
             # CancelledError is a BaseException, so it is not caught here and still propagates.
             log.exception("tool %s failed unexpectedly (call %s)", name, ctx.call_id)
-            return _errored("tool.execution", f"{type(defect).__name__}: {defect}")
+            return _errored(session_errors.TOOL_EXECUTION, f"{type(defect).__name__}: {defect}")
         if not isinstance(output, ToolOutput):
-            return _errored("tool.execution", f"TypeError: tool {name} returned {type(output).__name__}, not ToolOutput")
+            return _errored(session_errors.TOOL_EXECUTION,
+                            f"TypeError: tool {name} returned {type(output).__name__}, not ToolOutput")
         return self._bounded(output)
 
     def _bounded(self, output: ToolOutput) -> ToolSucceeded:

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Mapping, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+from opencode_session.schema import session_errors
 from opencode_session.schema.message import ToolContent, ToolTextContent
 
 from ..authority import AccessRefused, Authority
 from ..permission import DEFAULT_RULES, Ruleset
 
 # The tool failure type of each kind of refusal: a denial, or a permission only the user could grant.
-_REFUSALS = {"deny": "permission.rejected", "ask": "permission.required"}
+_REFUSALS = {"deny": session_errors.PERMISSION_REJECTED, "ask": session_errors.PERMISSION_REQUIRED}
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class ToolOutput:
     title: str | None = None
 
     @classmethod
-    def of_text(cls, text: str, structured: dict[str, Any] | None = None, title: str | None = None) -> "ToolOutput":
+    def of_text(cls, text: str, structured: dict[str, Any] | None = None, title: str | None = None) -> ToolOutput:
         return cls(content=[ToolTextContent(text=text)], structured=dict(structured or {}), title=title)
 
     def text(self) -> str:
@@ -65,7 +66,7 @@ class ToolFailure(Exception):
     """A failure the model should read and can act on (bad path, missing file, refused permission), not a defect.
     `type` is the error type the settled call records."""
 
-    def __init__(self, message: str, type: str = "tool.execution") -> None:
+    def __init__(self, message: str, type: str = session_errors.TOOL_EXECUTION) -> None:
         super().__init__(message)
         self.message = message
         self.type = type
@@ -77,7 +78,7 @@ def refusals_as_failures() -> Iterator[None]:
     try:
         yield
     except AccessRefused as refused:
-        raise ToolFailure(refused.message, _REFUSALS.get(refused.effect, "tool.execution")) from None
+        raise ToolFailure(refused.message, _REFUSALS.get(refused.effect, session_errors.TOOL_EXECUTION)) from None
 
 
 @runtime_checkable

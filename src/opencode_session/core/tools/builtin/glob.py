@@ -41,7 +41,8 @@ class GlobTool:
             "pattern": {"type": "string", "minLength": 1, "description": "The glob pattern to match files against"},
             "path": {
                 "type": "string",
-                "description": "Directory to search in, absolute or relative to the working directory (default: the working directory)",
+                "description": "Directory to search in, absolute or relative to the working directory"
+                               " (default: the working directory)",
             },
         },
         "required": ["pattern"],

@@ -5,8 +5,9 @@ from __future__ import annotations
 import difflib
 import os
 import stat
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Iterator
+from typing import Any, BinaryIO
 
 import anyio.to_thread
 
@@ -27,14 +28,17 @@ LINE_KEEP_BYTES = 4 * MAX_LINE_CHARS + 4
 SKIP_CHUNK_BYTES = 64 * 1024
 MAX_SUGGESTIONS = 3
 
-DESCRIPTION = """Read a file or list a directory.
-
-- filePath may be absolute or relative to the session's working directory.
-- Lines come back numbered as `00001| text`, starting at `offset` (1-based, default 1), at most `limit` lines (default 2000).
-- One call returns at most about 50 KB. Lines longer than 2000 characters are cut.
-- When the file has more lines, the output ends with the offset to continue from.
-- A directory path returns its entries sorted by name; subdirectories end with `/`.
-- Binary files cannot be read."""
+DESCRIPTION = (
+    "Read a file or list a directory.\n"
+    "\n"
+    "- filePath may be absolute or relative to the session's working directory.\n"
+    "- Lines come back numbered as `00001| text`, starting at `offset` (1-based, default 1), at most `limit` lines"
+    " (default 2000).\n"
+    "- One call returns at most about 50 KB. Lines longer than 2000 characters are cut.\n"
+    "- When the file has more lines, the output ends with the offset to continue from.\n"
+    "- A directory path returns its entries sorted by name; subdirectories end with `/`.\n"
+    "- Binary files cannot be read."
+)
 
 
 class ReadTool:

@@ -8,8 +8,7 @@ from typing import Any
 import anyio
 
 from ...agents import AgentNotFoundError, resolve_agent
-from ...config import global_config_dir, load_config
-from ...instructions.discovery import project_config_disabled
+from ...config import global_config_dir, load_config, project_config_disabled
 from ...skills import discover_skills, skill_action, skill_roots
 from ..tool import ToolContext, ToolFailure, ToolOutput
 

@@ -1,0 +1,25 @@
+"""What a Safe Step Boundary samples before a Step: the session, its selected agent, the configuration and the
+Location it runs in. Instruction preparation and tool authority read it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ...schema.session import SessionV2Info
+from ..agents import Agent
+from ..config import Config
+from ..location import Location
+from ..permission import Ruleset, effective_rules
+
+
+@dataclass
+class Boundary:
+    session: SessionV2Info
+    agent: Agent
+    config: Config
+    location: Location
+
+    def rules(self, env: Mapping[str, str]) -> Ruleset:
+        """The permission rules this boundary's tools and attachments run under: global config, then the agent."""
+        return effective_rules(self.config.permission, self.agent.permission, env)

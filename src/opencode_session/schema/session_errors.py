@@ -1,0 +1,34 @@
+"""The catalogue of Session error types: the stable dotted `type` of every SessionErrorInfo that a Step, a tool call or
+an execution records, and that clients match on."""
+
+from typing import Final
+
+# Execution and Steps
+ABORTED: Final = "aborted"  # interrupted: the Step or tool call was cut short (a user interrupt, a shutdown)
+UNKNOWN: Final = "unknown"  # a defect; the message names the exception
+CONFIG_INVALID: Final = "config.invalid"
+AGENT_NOT_FOUND: Final = "agent.not-found"
+INSTRUCTIONS_UNAVAILABLE: Final = "instructions.unavailable"  # no first complete Instruction Baseline yet
+MODEL_NOT_FOUND: Final = "model.not-found"
+
+# Tool calls
+TOOL_EXECUTION: Final = "tool.execution"  # the tool failed (or was disabled); the message is for the model
+TOOL_UNKNOWN: Final = "tool.unknown"
+TOOL_INVALID_INPUT: Final = "tool.invalid-input"
+TOOL_RESULT_MISSING: Final = "tool.result-missing"  # a provider-executed call the provider never settled
+TOOL_STALE: Final = "tool.stale"  # left streaming or running by an earlier process; never run again
+PERMISSION_REJECTED: Final = "permission.rejected"  # a deny rule
+PERMISSION_REQUIRED: Final = "permission.required"  # an ask rule, with nobody to ask yet
+
+# Provider calls
+PROVIDER_UNKNOWN: Final = "provider.unknown"
+PROVIDER_RATE_LIMIT: Final = "provider.rate-limit"
+PROVIDER_INTERNAL: Final = "provider.internal"
+PROVIDER_TRANSPORT: Final = "provider.transport"
+PROVIDER_AUTH: Final = "provider.auth"
+PROVIDER_QUOTA: Final = "provider.quota"
+PROVIDER_CONTENT_FILTER: Final = "provider.content-filter"
+PROVIDER_INVALID_REQUEST: Final = "provider.invalid-request"
+PROVIDER_CONTEXT_OVERFLOW: Final = "provider.context-overflow"
+PROVIDER_INVALID_OUTPUT: Final = "provider.invalid-output"
+PROVIDER_NO_MODEL: Final = "provider.no-model"
