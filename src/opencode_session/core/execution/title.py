@@ -3,7 +3,6 @@ Step's model) names the Session from its first user message, unless someone has 
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Callable, Coroutine, Mapping
@@ -16,6 +15,7 @@ from ..llm import model as llm
 from ..llm.catalog import model_ref_from_string, resolve_model
 from ..llm.errors import ProviderError
 from ..session.service import DEFAULT_TITLE_PREFIX, require_session
+from ..store import messages
 from ..store.db import Store, Tx
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ class SessionTitles:
 
     async def _generate(self, session_id: str, config: Config, step_model: llm.ResolvedModel) -> None:
         try:
-            first = await self.store.read(lambda conn: _first_user_text(conn, session_id))
+            first = await self.store.read(lambda reader: messages.first_user_text(reader, session_id))
             if not first:
                 return
             model = self._model(config, step_model)
@@ -97,12 +97,6 @@ class SessionTitles:
             log.info("no title for session %s: %s", session_id, failed)
         except Exception:  # a title is a nicety: never let its failure surface anywhere else
             log.exception("title generation for session %s failed", session_id)
-
-
-def _first_user_text(conn: Any, session_id: str) -> str | None:
-    row = conn.execute("SELECT data FROM session_message WHERE session_id = ? AND type = 'user' ORDER BY seq LIMIT 1",
-                       (session_id,)).fetchone()
-    return None if row is None else json.loads(row[0]).get("text")
 
 
 def _rename_if_untitled(tx: Tx, session_id: str, title: str) -> None:

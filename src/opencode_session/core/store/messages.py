@@ -108,6 +108,14 @@ def retrying_assistants(reader: Reader, session_id: str) -> list[SessionMessageA
     return [cast(SessionMessageAssistantData, as_data(row[0])) for row in rows]
 
 
+def first_user_text(reader: Reader, session_id: str) -> str | None:
+    """The text of the session's first user message, if it has one."""
+    row = reader.execute(
+        "SELECT data FROM session_message WHERE session_id = ? AND type = 'user' ORDER BY seq LIMIT 1", (session_id,)
+    ).fetchone()
+    return None if row is None else json.loads(row[0]).get("text")
+
+
 def latest_completed_compaction(reader: Reader, session_id: str) -> int | None:
     """The sequence of the session's latest completed compaction message, if any."""
     row = reader.execute(
