@@ -25,6 +25,18 @@ class AccessRefused(Exception):
 
 
 @dataclass(frozen=True)
+class Requirement:
+    """One permission a path access needs: `action` on `resource`, as the rules match it."""
+
+    action: str
+    resource: str
+    absolute: str | None = None  # the absolute form of a Location-relative resource, for absolute rule patterns
+
+    def effect(self, rules: Ruleset) -> Effect:
+        return evaluate(rules, self.action, self.resource, self.absolute)
+
+
+@dataclass(frozen=True)
 class Authority:
     """The rules one Step (or one admission) runs under, rooted at the Session's Location directory.
 
@@ -48,28 +60,38 @@ class Authority:
         except (ValueError, RuntimeError, OSError) as exc:  # NUL byte, unknown ~user, name too long
             raise AccessRefused(f"Not a usable path: {raw!r} ({exc})", "invalid") from None
 
-    def locate(self, raw: str) -> Path:
-        """The resolved path `raw` names, when it is inside the Location or `external_directory` allows it."""
+    def requirements(self, action: str, raw: str) -> tuple[Path, list[Requirement]]:
+        """The resolved path `raw` names and the permissions `action` on it needs, in the order they are checked:
+        `external_directory` for the outside directory (e.g. "/etc/*" for /etc/hostname) unless the path is inside
+        the Location or a managed root, then `action` itself. Inside the Location the rules see the path relative
+        to it (absolute rule patterns see the absolute path)."""
         path = self.resolve(raw)
+        needs: list[Requirement] = []
         if not any(_within(path, root) for root in (self.root, *map(_real, self.managed_roots))):
-            # OpenCode asks for the outside directory as a pattern, e.g. "/etc/*" to read /etc/hostname.
             scope = path if path.is_dir() else path.parent
-            self.require("external_directory", str(scope / "*"))
-        return path
+            needs.append(Requirement("external_directory", str(scope / "*")))
+        if _within(path, self.root):
+            needs.append(Requirement(action, str(path.relative_to(self.root)), str(path)))
+        else:
+            needs.append(Requirement(action, str(path)))
+        return path, needs
+
+    def locate(self, raw: str) -> tuple[Path, list[Requirement]]:
+        """The resolved path `raw` names and what merely reaching it needs (`external_directory` when outside)."""
+        path, needs = self.requirements("", raw)
+        return path, needs[:-1]
 
     def check(self, action: str, raw: str) -> Path:
-        """The resolved path when `action` (e.g. "read") may touch what `raw` names; else AccessRefused. Inside the
-        Location the rules see the path relative to it (absolute rule patterns see the absolute path)."""
-        path = self.locate(raw)
-        if _within(path, self.root):
-            self.require(action, str(path.relative_to(self.root)), absolute=str(path))
-        else:
-            self.require(action, str(path))
+        """The resolved path when `action` (e.g. "read") may touch what `raw` names without asking anyone; else
+        AccessRefused. For callers nobody can answer a question for, such as prompt attachments."""
+        path, needs = self.requirements(action, raw)
+        for need in needs:
+            self.require(need.action, need.resource, need.absolute)
         return path
 
     def require(self, action: str, resource: str, absolute: str | None = None) -> None:
         """AccessRefused unless the rules allow `action` on `resource`."""
-        effect = evaluate(self.rules, action, resource, absolute)
+        effect = Requirement(action, resource, absolute).effect(self.rules)
         if effect == "deny":
             raise AccessRefused(f"Permission denied: {action} {resource}", "deny")
         if effect == "ask":

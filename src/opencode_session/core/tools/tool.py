@@ -2,20 +2,37 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+import anyio
+
 from opencode_session.schema import session_errors
 from opencode_session.schema.message import ToolContent, ToolTextContent
 
-from ..authority import AccessRefused, Authority
+from ..authority import AccessRefused, Authority, Requirement
 from ..permission import DEFAULT_RULES, Ruleset
 
 # The tool failure type of each kind of refusal: a denial, or a permission only the user could grant.
 _REFUSALS = {"deny": session_errors.PERMISSION_REJECTED, "ask": session_errors.PERMISSION_REQUIRED}
+
+
+@dataclass(frozen=True)
+class PermissionAsk:
+    """What one tool call asks the user to allow: `action` on `resources`; `save` are the patterns an `always`
+    reply remembers for the project (e.g. `git push *` for the command `git push origin main`)."""
+
+    action: str
+    resources: tuple[str, ...]
+    save: tuple[str, ...]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+# Asks the user and returns once they allow; raises ToolFailure when they refuse.
+Asker = Callable[[PermissionAsk], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -31,12 +48,61 @@ class ToolContext:
     on_read: Callable[[Path], Awaitable[None]] | None = None
     env: Mapping[str, str] | None = None  # the runtime's environment (config lookups); None: os.environ
     rules: Ruleset = DEFAULT_RULES  # the permission rules of the Step that issued the call
+    asker: Asker | None = None  # None: nobody can answer, so an `ask` fails the call as permission.required
+    # Live output of a running call (e.g. a command's stdout), shown to clients before the call settles.
+    on_output: Callable[[str], None] | None = None
 
     @property
     def authority(self) -> Authority:
-        """What this call may touch; its checks touch the file system, so run them off the event loop, inside
-        `refusals_as_failures()`."""
+        """The Location and rules this call's paths are resolved against."""
         return Authority(self.directory, self.rules)
+
+    async def permit_path(self, action: str, raw: str, metadata: dict[str, Any] | None = None) -> Path:
+        """The resolved path `raw` names once `action` on it is allowed (asking the user where the rules say
+        `ask`), including `external_directory` when it is outside the Location; else ToolFailure."""
+        path, needs = await self._resolve(lambda: self.authority.requirements(action, raw))
+        await self.satisfy(needs, metadata)
+        return path
+
+    async def locate(self, raw: str, metadata: dict[str, Any] | None = None) -> Path:
+        """The resolved path `raw` names once reaching it is allowed (only `external_directory` is checked)."""
+        path, needs = await self._resolve(lambda: self.authority.locate(raw))
+        await self.satisfy(needs, metadata)
+        return path
+
+    async def permit(self, action: str, resources: Sequence[str], *, save: Sequence[str] | None = None,
+                     metadata: dict[str, Any] | None = None) -> None:
+        """Return once `action` on every resource is allowed (e.g. `bash` on a command); else ToolFailure.
+        `save` defaults to the resources themselves."""
+        await self.satisfy([Requirement(action, r) for r in resources], metadata, save)
+
+    async def satisfy(self, needs: Sequence[Requirement], metadata: dict[str, Any] | None = None,
+                      save: Sequence[str] | None = None) -> None:
+        """Check each requirement in order: a `deny` fails at once; the ones that `ask` are asked per action."""
+        asking: dict[str, list[str]] = {}
+        for need in needs:
+            effect = need.effect(self.rules)
+            if effect == "deny":
+                raise ToolFailure(f"Permission denied: {need.action} {need.resource}",
+                                  session_errors.PERMISSION_REJECTED)
+            if effect == "ask":
+                asking.setdefault(need.action, []).append(need.resource)
+        for action, resources in asking.items():
+            if self.asker is None:
+                raise ToolFailure(
+                    f"Permission required: {action} {', '.join(resources)}. Nobody can approve it here; the user "
+                    f"can allow it under \"permission\".\"{action}\" in opencode.json.",
+                    session_errors.PERMISSION_REQUIRED)
+            await self.asker(PermissionAsk(action, tuple(resources), tuple(save if save is not None else resources),
+                                           dict(metadata or {})))
+
+    @staticmethod
+    async def _resolve(find: Callable[[], tuple[Path, list[Requirement]]]) -> tuple[Path, list[Requirement]]:
+        # Resolving touches the file system (realpath, stat), so it runs off the event loop.
+        def run() -> tuple[Path, list[Requirement]]:
+            with refusals_as_failures():
+                return find()
+        return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
 
     def display(self, path: Path) -> str:
         """A short label for titles: relative to the project root when inside it, absolute otherwise."""

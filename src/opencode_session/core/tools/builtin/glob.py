@@ -13,7 +13,7 @@ from typing import Any
 import anyio.to_thread
 from wcmatch import glob as wcglob
 
-from ..tool import ToolContext, ToolFailure, ToolOutput, refusals_as_failures
+from ..tool import ToolContext, ToolFailure, ToolOutput
 
 MAX_RESULTS = 100
 SKIPPED_DIRS = frozenset({".git", "node_modules"})
@@ -51,18 +51,16 @@ class GlobTool:
     async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         pattern: str = input["pattern"]
         stop = threading.Event()
+        base, rest, anchored = _split_pattern(input.get("path") or ".", pattern)
+        root = await ctx.locate(base)
+        await ctx.permit("glob", [pattern])
 
         def search() -> _Found:
-            base, rest, anchored = _split_pattern(input.get("path") or ".", pattern)
-            authority = ctx.authority
-            with refusals_as_failures():
-                found = authority.locate(base)
-                authority.require("glob", pattern)
             try:
                 matcher = wcglob.compile(rest, flags=_FLAGS, limit=MAX_EXPANSIONS)
             except Exception as bad:  # wcmatch's PatternLimitException and pattern errors
                 raise ToolFailure(f"Invalid glob pattern {pattern!r}: {bad}") from None
-            return _search(found, matcher, anchored, stop)
+            return _search(root, matcher, anchored, stop)
 
         # The walk runs in a worker thread; cancelling the call abandons it and `stop` ends it at the next entry.
         try:

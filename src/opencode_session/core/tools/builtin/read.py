@@ -13,7 +13,7 @@ import anyio.to_thread
 
 from ...authority import NotRegularFileError, open_regular_file
 from ..output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES
-from ..tool import ToolContext, ToolFailure, ToolOutput, refusals_as_failures
+from ..tool import ToolContext, ToolFailure, ToolOutput
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -63,13 +63,9 @@ class ReadTool:
         offset = int(input.get("offset", 1))
         limit = int(input.get("limit", DEFAULT_LIMIT))
 
-        def read() -> tuple[Path, ToolOutput]:
-            with refusals_as_failures():
-                path = ctx.authority.check("read", input["filePath"])
-            return path, _read(path, offset, limit)
-
+        path = await ctx.permit_path("read", input["filePath"])
         # Abandoning on cancel is safe: the worker only reads, and its result is simply dropped.
-        path, output = await anyio.to_thread.run_sync(read, abandon_on_cancel=True)
+        output = await anyio.to_thread.run_sync(_read, path, offset, limit, abandon_on_cancel=True)
         output.title = ctx.display(path)
         if ctx.on_read is not None:
             await ctx.on_read(path)
