@@ -22,7 +22,7 @@ from opencode_session.core.config import (
 )
 from opencode_session.core.instructions import discover_instruction_paths
 from opencode_session.core.llm import ModelCost, NoModelConfiguredError, Usage, resolve_model, step_cost
-from opencode_session.core.llm.catalog import CatalogModel, catalog
+from opencode_session.core.llm.catalog import catalog
 from opencode_session.core.location import resolve_location
 from opencode_session.schema.common import ModelRef
 
@@ -255,8 +255,10 @@ def test_missing_model_says_how_to_configure_one():
     [
         ({}, ModelRef(providerID="nowhere", id="m"), "'nowhere'"),
         ({"provider": {"anthropic": {"npm": "@ai-sdk/anthropic"}}}, ModelRef(providerID="anthropic", id="c"),
-         "not supported"),
-        ({}, ModelRef(providerID="anthropic", id="c"), "not supported"),
+         "ANTHROPIC_API_KEY"),
+        ({}, ModelRef(providerID="anthropic", id="claude-sonnet-4-5"), "ANTHROPIC_API_KEY"),
+        ({"provider": {"g": {"npm": "@ai-sdk/google", "options": {"baseURL": "http://127.0.0.1:1"}}}},
+         ModelRef(providerID="g", id="m"), "not supported"),
         ({"provider": {"loc": {"npm": "@ai-sdk/openai-compatible"}}}, ModelRef(providerID="loc", id="m"),
          "options.baseURL"),
         ({"model": "no-slash"}, None, "provider/model"),
@@ -384,10 +386,11 @@ def test_catalog_lists_configured_models_and_where_keys_come_from():
         "broken": {"npm": "@ai-sdk/openai-compatible", "models": {"m": {}}},
     }})
     listing = {p.id: p for p in catalog(config, {"LOCAL_API_KEY": "k"})}
-    assert list(listing) == ["broken", "local", "openai"]
+    assert list(listing) == ["anthropic", "broken", "local", "openai"]
     local = listing["local"]
     assert local.credentials == "LOCAL_API_KEY" and local.problem is None
-    assert local.models == (CatalogModel("local/qwen", "Qwen", 32768, 8192),)
+    [qwen] = local.models
+    assert (qwen.ref, qwen.name, qwen.context, qwen.output) == ("local/qwen", "Qwen", 32768, 8192)
     assert "options.baseURL" in (listing["broken"].problem or "")
     assert listing["openai"].credentials is None and "OPENAI_API_KEY" in (listing["openai"].problem or "")
     with_key = {p.id: p for p in catalog(config, {"OPENAI_API_KEY": "sk"})}["openai"]
