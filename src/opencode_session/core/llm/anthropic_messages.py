@@ -5,7 +5,7 @@ content blocks into provider-neutral events."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import anthropic
@@ -35,16 +35,14 @@ from .toolcalls import ToolCallAccumulator
 from .wire import (
     DEFAULT_TIMEOUT,
     Blocks,
+    SDKAdapter,
     base64_of,
-    encode_body,
     field_of,
     int_of,
     is_remote,
     is_text_mime,
     lower_file,
     plain_data,
-    post_stream,
-    read_stream,
     text_file,
     unshowable,
     with_compat_fields,
@@ -309,18 +307,22 @@ class MessagesStreamDecoder:
 # The provider.
 
 
-class AnthropicMessagesProvider:
-    """The Messages API over one SDK client; each `stream` call is exactly one HTTP request."""
+class AnthropicMessagesProvider(SDKAdapter):
+    """The Messages API over one SDK client (per base URL, key and headers)."""
+
+    path = "/messages"
+    cast_to = Message
+    stream_cls = anthropic.AsyncStream[RawMessageStreamEvent]
+    sdk = ANTHROPIC_SDK
+    omit = anthropic.Omit
 
     def __init__(self, base_url: str, api_key: str | None, headers: Mapping[str, str] | None = None,
                  timeout: float | httpx2.Timeout | None = DEFAULT_TIMEOUT,
                  http_client: httpx2.AsyncClient | None = None) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._keyless = keyless(api_key, headers)
         user_headers = dict(headers or {})
-        self._client = anthropic.AsyncAnthropic(
+        client = anthropic.AsyncAnthropic(
             api_key=api_key or KEYLESS_PLACEHOLDER,  # an explicit key: the SDK then reads no credential variables
-            base_url=self.base_url,
+            base_url=base_url.rstrip("/"),
             default_headers=user_headers or None,
             timeout=timeout,
             max_retries=0,  # the runtime owns retries: each retry is its own Step
@@ -328,28 +330,17 @@ class AnthropicMessagesProvider:
         )
         # The SDK merges ANTHROPIC_CUSTOM_HEADERS (and profile headers) whatever server it talks to: only what the
         # provider entry names may reach that server.
-        self._client._custom_headers = user_headers
-        self._client._credential_headers = {}
-        self._owns_http = http_client is None
-
-    def __repr__(self) -> str:
-        return f"AnthropicMessagesProvider(base_url={self.base_url!r})"
-
-    async def aclose(self) -> None:
-        if self._owns_http:
-            await self._client.close()
+        client._custom_headers = user_headers
+        client._credential_headers = {}
+        # this SDK version sends the key as a bearer token, like OpenAI's
+        super().__init__(base_url, client, keyless_header="Authorization" if keyless(api_key, headers) else None,
+                         owns_http=http_client is None)
 
     def build_body(self, request: LLMRequest) -> dict[str, Any]:
         return build_body(request)
 
-    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
-        body = encode_body(self.build_body(request))
-        headers = {"Authorization": anthropic.Omit()} if self._keyless else None
-        events = await post_stream(self._client, "/messages", body, cast_to=Message,
-                                   stream_cls=anthropic.AsyncStream[RawMessageStreamEvent], sdk=ANTHROPIC_SDK,
-                                   base_url=self.base_url, headers=headers)
-        async for event in read_stream(events, MessagesStreamDecoder(), ANTHROPIC_SDK):
-            yield event
+    def decoder(self) -> MessagesStreamDecoder:
+        return MessagesStreamDecoder()
 
 
 __all__ = ["ANTHROPIC_BASE_URL", "AnthropicMessagesProvider", "MessagesStreamDecoder", "build_body",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,16 +35,14 @@ from .toolcalls import ToolCallAccumulator
 from .wire import (
     DEFAULT_TIMEOUT,
     Blocks,
+    SDKAdapter,
     data_url,
-    encode_body,
     field_of,
     file_label,
     int_of,
     is_remote,
     is_text_mime,
     lower_file,
-    post_stream,
-    read_stream,
     text_file,
     unshowable,
     with_compat_fields,
@@ -393,9 +391,14 @@ def keyless(api_key: str | None, headers: Mapping[str, str] | None) -> bool:
     return not api_key and not any(k.lower() == "authorization" for k in (headers or {}))
 
 
-class OpenAIChatProvider:
-    """One SDK client per (base URL, key, headers) over a shared HTTP client; each `stream` call is exactly one
-    HTTP request."""
+class OpenAIChatProvider(SDKAdapter):
+    """Chat Completions over one SDK client (per base URL, key and headers)."""
+
+    path = "/chat/completions"
+    cast_to = ChatCompletion
+    stream_cls = openai.AsyncStream[ChatCompletionChunk]
+    sdk = OPENAI_SDK
+    omit = openai.Omit
 
     def __init__(
         self,
@@ -405,30 +408,17 @@ class OpenAIChatProvider:
         timeout: float | httpx2.Timeout | None = DEFAULT_TIMEOUT,
         http_client: httpx2.AsyncClient | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        base_url = base_url.rstrip("/")
+        super().__init__(base_url, sdk_client(openai.AsyncOpenAI, base_url, api_key, headers, timeout, http_client),
+                         keyless_header="Authorization" if keyless(api_key, headers) else None,
+                         owns_http=http_client is None)
         self._quirks = quirks_for(self.base_url)
-        self._keyless = keyless(api_key, headers)
-        self._client = sdk_client(openai.AsyncOpenAI, self.base_url, api_key, headers, timeout, http_client)
-        self._owns_http = http_client is None  # a shared HTTP client belongs to whoever passed it
-
-    def __repr__(self) -> str:
-        return f"OpenAIChatProvider(base_url={self.base_url!r})"
-
-    async def aclose(self) -> None:
-        if self._owns_http:
-            await self._client.close()
 
     def build_body(self, request: LLMRequest) -> dict[str, Any]:
         return build_body(request, quirks=self._quirks)
 
-    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
-        body = encode_body(self.build_body(request))
-        headers = {"Authorization": openai.Omit()} if self._keyless else None
-        chunks = await post_stream(self._client, "/chat/completions", body, cast_to=ChatCompletion,
-                                   stream_cls=openai.AsyncStream[ChatCompletionChunk], sdk=OPENAI_SDK,
-                                   base_url=self.base_url, headers=headers)
-        async for event in read_stream(chunks, ChatStreamDecoder(), OPENAI_SDK):
-            yield event
+    def decoder(self) -> ChatStreamDecoder:
+        return ChatStreamDecoder()
 
 
 __all__ = [

@@ -5,7 +5,7 @@ SDK and turns output items into provider-neutral events."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import httpx2
@@ -34,8 +34,8 @@ from .toolcalls import ToolCallAccumulator
 from .wire import (
     DEFAULT_TIMEOUT,
     Blocks,
+    SDKAdapter,
     data_url,
-    encode_body,
     field_of,
     file_label,
     int_of,
@@ -43,8 +43,6 @@ from .wire import (
     is_text_mime,
     lower_file,
     plain_data,
-    post_stream,
-    read_stream,
     text_file,
     unshowable,
     with_compat_fields,
@@ -277,35 +275,28 @@ class ResponsesStreamDecoder:
 # The provider.
 
 
-class OpenAIResponsesProvider:
-    """The Responses API over one SDK client; each `stream` call is exactly one HTTP request."""
+class OpenAIResponsesProvider(SDKAdapter):
+    """The Responses API over one SDK client (per base URL, key and headers)."""
+
+    path = "/responses"
+    cast_to = Response
+    stream_cls = openai.AsyncStream[ResponseStreamEvent]
+    sdk = OPENAI_SDK
+    omit = openai.Omit
 
     def __init__(self, base_url: str, api_key: str | None, headers: Mapping[str, str] | None = None,
                  timeout: float | httpx2.Timeout | None = DEFAULT_TIMEOUT,
                  http_client: httpx2.AsyncClient | None = None) -> None:
-        self.base_url = base_url.rstrip("/")
-        self._keyless = keyless(api_key, headers)
-        self._client = sdk_client(openai.AsyncOpenAI, self.base_url, api_key, headers, timeout, http_client)
-        self._owns_http = http_client is None
-
-    def __repr__(self) -> str:
-        return f"OpenAIResponsesProvider(base_url={self.base_url!r})"
-
-    async def aclose(self) -> None:
-        if self._owns_http:
-            await self._client.close()
+        base_url = base_url.rstrip("/")
+        super().__init__(base_url, sdk_client(openai.AsyncOpenAI, base_url, api_key, headers, timeout, http_client),
+                         keyless_header="Authorization" if keyless(api_key, headers) else None,
+                         owns_http=http_client is None)
 
     def build_body(self, request: LLMRequest) -> dict[str, Any]:
         return build_body(request)
 
-    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
-        body = encode_body(self.build_body(request))
-        headers = {"Authorization": openai.Omit()} if self._keyless else None
-        events = await post_stream(self._client, "/responses", body, cast_to=Response,
-                                   stream_cls=openai.AsyncStream[ResponseStreamEvent], sdk=OPENAI_SDK,
-                                   base_url=self.base_url, headers=headers)
-        async for event in read_stream(events, ResponsesStreamDecoder(), OPENAI_SDK):
-            yield event
+    def decoder(self) -> ResponsesStreamDecoder:
+        return ResponsesStreamDecoder()
 
 
 __all__ = ["OpenAIResponsesProvider", "ResponsesStreamDecoder", "build_body", "lower_input", "usage_of"]

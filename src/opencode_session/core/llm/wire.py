@@ -8,7 +8,7 @@ import base64
 import json
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 from xml.sax.saxutils import escape as xml_escape
 
 import httpx2
@@ -16,6 +16,7 @@ import httpx2
 from .errors import InvalidProviderOutputError, ProviderError
 from .model import (
     FilePart,
+    LLMRequest,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningStart,
@@ -161,6 +162,45 @@ async def read_stream(stream: Any, decoder: StreamDecoder, sdk: SDKErrors) -> As
             pass
 
 
+class SDKAdapter:
+    """What every adapter does the same way: build the body once, send it through its SDK client's `post` (with the
+    Authorization header left out for a keyless local server), and read the typed stream through its decoder. Each
+    `stream` call is exactly one HTTP request; a shared HTTP client is closed by whoever passed it."""
+
+    path: ClassVar[str]
+    cast_to: ClassVar[Any]
+    stream_cls: ClassVar[Any]
+    sdk: ClassVar[SDKErrors]
+    omit: ClassVar[Any]  # the SDK's marker that removes a default header
+
+    def __init__(self, base_url: str, client: Any, *, keyless_header: str | None, owns_http: bool) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._client = client
+        self._keyless_header = keyless_header  # the credential header to leave out, for a server without a key
+        self._owns_http = owns_http
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r})"
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._client.close()
+
+    def build_body(self, request: LLMRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def decoder(self) -> StreamDecoder:
+        raise NotImplementedError
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+        body = encode_body(self.build_body(request))
+        headers = {self._keyless_header: self.omit()} if self._keyless_header else None
+        items = await post_stream(self._client, self.path, body, cast_to=self.cast_to, stream_cls=self.stream_cls,
+                                  sdk=self.sdk, base_url=self.base_url, headers=headers)
+        async for event in read_stream(items, self.decoder(), self.sdk):
+            yield event
+
+
 class Blocks:
     """Text and reasoning blocks of one stream: at most one is open at a time (opening another closes it), and a
     delta for a block that is not open opens it."""
@@ -228,6 +268,7 @@ def int_of(value: Any) -> int:
 __all__ = [
     "Blocks",
     "DEFAULT_TIMEOUT",
+    "SDKAdapter",
     "StreamDecoder",
     "base64_of",
     "bytes_of",
