@@ -56,6 +56,15 @@ def r_call(call_id: str, name: str, *argument_pieces: str) -> list[Event]:
              "item": {**item, "arguments": "".join(argument_pieces), "status": "completed"}}]
 
 
+def r_hosted(kind: str, action: dict[str, Any], status: str = "completed") -> list[Event]:
+    """A tool the provider runs itself (`web_search_call`, say): its call and its outcome arrive in the stream."""
+    item_id = f"ws_{next(_ids)}"
+    return [{"type": "response.output_item.added", "output_index": 0,
+             "item": {"type": kind, "id": item_id, "status": "in_progress"}},
+            {"type": "response.output_item.done", "output_index": 0,
+             "item": {"type": kind, "id": item_id, "status": status, "action": action}}]
+
+
 def r_usage(input_tokens: int, output_tokens: int, *, cached: int = 0, reasoning: int = 0) -> Event:
     return {"input_tokens": input_tokens, "output_tokens": output_tokens,
             "total_tokens": input_tokens + output_tokens, "input_tokens_details": {"cached_tokens": cached},
@@ -162,6 +171,7 @@ __all__ = [
     "messages",
     "messages_error_event",
     "r_call",
+    "r_hosted",
     "r_reasoning",
     "r_text",
     "r_usage",

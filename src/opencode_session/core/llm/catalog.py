@@ -61,10 +61,18 @@ def provider_entry(config: Config, provider_id: str) -> ProviderConfig | None:
     return ProviderConfig.model_validate(merge_config(dict(base), cfg.model_dump(by_alias=True, exclude_unset=True)))
 
 
-def model_declared(config: Config, ref: ModelRef) -> bool:
-    """Whether the configuration's provider entry, or the bundled catalog, declares this model."""
-    entry = provider_entry(config, ref.providerID)
-    return entry is not None and ref.id in entry.models
+def undeclared(config: Config, ref: ModelRef) -> ProviderError | None:
+    """Why the configuration's provider entry and the bundled catalog do not declare this model and variant, or
+    None when they do."""
+    provider = provider_entry(config, ref.providerID)
+    entry = provider.models.get(ref.id) if provider is not None else None
+    if provider is None or entry is None:
+        return ModelNotFoundError(ref.providerID, ref.id)
+    if ref.variant and ref.variant != DEFAULT_VARIANT:
+        known = variants(provider, entry)
+        if ref.variant not in known:
+            return VariantNotFoundError(ref, sorted(known))
+    return None
 
 
 def api_key_env_var(provider_id: str) -> str:
@@ -262,6 +270,7 @@ class CatalogModel:
     cost: ModelCost | None = None
     variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     body: Mapping[str, Any] = field(default_factory=dict)  # the model's own options (no credentials among them)
+    api_id: str | None = None  # the server's name for the model, when the catalog's is an alias
 
 
 @dataclass(frozen=True)
@@ -296,7 +305,7 @@ def _catalog_model(provider_id: str, cfg: ProviderConfig, model_id: str, entry: 
         context=limit.context if limit else None, output=limit.output if limit else None,
         input=limit.input if limit else None, family=entry.family, released=_released(entry.release_date),
         status=entry.status, capabilities=capabilities(entry), cost=_cost(entry), variants=variants(cfg, entry),
-        body=dict(entry.options or {}))
+        body=dict(entry.options or {}), api_id=entry.id)
 
 
 def catalog(config: Config, env: Mapping[str, str] = os.environ) -> list[CatalogProvider]:
@@ -350,7 +359,7 @@ __all__ = [
     "catalog",
     "configured_secrets",
     "is_credential_header",
-    "model_declared",
+    "undeclared",
     "model_ref_from_string",
     "provider_entry",
     "resolve_model",
