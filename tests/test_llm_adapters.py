@@ -237,8 +237,10 @@ async def test_reasoning_without_native_metadata_lowers_to_plain_text(server, pr
 async def test_anthropic_thinking_variant_option_is_encoded(server):
     server.enqueue(messages(m_text("ok")))
     m = model(server.base_url, "messages", options={"thinking": {"type": "enabled", "budgetTokens": 2048}})
-    await run(server, "messages", model=m, options=m.options)
-    assert server.requests[0].json["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    await run(server, "messages", model=m, options=m.options, controls=GenerationControls(temperature=0.2, top_k=5))
+    body = server.requests[0].json
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert "temperature" not in body and "top_k" not in body  # the API refuses them alongside thinking
 
 
 async def test_responses_reasoning_effort_option_is_encoded(server):

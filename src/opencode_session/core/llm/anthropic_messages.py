@@ -49,7 +49,6 @@ from .wire import (
     wrap_system_update,
 )
 
-ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1"
 ANTHROPIC_SDK = SDKErrors.of(anthropic, "AnthropicError")
 METADATA_KEY = "anthropic"
 # The Messages API requires max_tokens; this is sent when neither the model nor the agent names a limit.
@@ -183,13 +182,15 @@ def build_body(request: LLMRequest) -> dict[str, Any]:
                          for t in request.tools]
         if request.tool_choice == "none":
             body["tool_choice"] = {"type": "none"}
-    for key, value in (("temperature", c.temperature), ("top_p", c.top_p), ("top_k", c.top_k),
-                       ("stop_sequences", list(c.stop) if c.stop else None)):
-        if value is not None:
-            body[key] = value
     thinking = _thinking(request.options.get("thinking"))
     if thinking is not None:
         body["thinking"] = thinking
+    # extended thinking refuses sampling controls: an agent's temperature must not fail a thinking variant
+    sampling = thinking is None or thinking.get("type") == "disabled"
+    for key, value in (("temperature", c.temperature if sampling else None), ("top_p", c.top_p if sampling else None),
+                       ("top_k", c.top_k if sampling else None), ("stop_sequences", list(c.stop) if c.stop else None)):
+        if value is not None:
+            body[key] = value
     return with_compat_fields(body, request.model.body)
 
 
@@ -343,5 +344,5 @@ class AnthropicMessagesProvider(SDKAdapter):
         return MessagesStreamDecoder()
 
 
-__all__ = ["ANTHROPIC_BASE_URL", "AnthropicMessagesProvider", "MessagesStreamDecoder", "build_body",
+__all__ = ["AnthropicMessagesProvider", "MessagesStreamDecoder", "build_body",
            "lower_messages"]

@@ -49,7 +49,6 @@ from .wire import (
     wrap_system_update,
 )
 
-OPENAI_BASE_URL = "https://api.openai.com/v1"
 # The SDK refuses to build a client without some key; keyless servers (Ollama, llama.cpp) get this
 # placeholder and the Authorization header is then removed from every request.
 KEYLESS_PLACEHOLDER = "keyless"
@@ -262,10 +261,6 @@ class ChatStreamDecoder:
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
 
-    @property
-    def saw_output(self) -> bool:
-        return self._blocks.saw_output or self._tools.any_started
-
     def _delta(self, kind: str, text: str, out: list[StreamEvent]) -> None:
         open_block = self._blocks.open_block
         if open_block is None or open_block[0] != kind:
@@ -428,7 +423,6 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "HOST_QUIRKS",
     "KEYLESS_PLACEHOLDER",
-    "OPENAI_BASE_URL",
     "OPENAI_SDK",
     "OpenAIChatProvider",
     "build_body",

@@ -207,7 +207,6 @@ class Blocks:
 
     def __init__(self) -> None:
         self.open_block: tuple[str, str] | None = None  # (kind, id)
-        self.saw_output = False
 
     def close(self, metadata: dict[str, Any] | None = None) -> list[StreamEvent]:
         if self.open_block is None:
@@ -228,7 +227,6 @@ class Blocks:
         if not text:
             return []
         out = self.start(kind, block_id)
-        self.saw_output = True
         out.append(TextDelta(block_id, text) if kind == "text" else ReasoningDelta(block_id, text))
         return out
 
