@@ -11,6 +11,7 @@ import pytest
 
 from opencode_session.core.llm import (
     AssistantMessage,
+    FilePart,
     Finish,
     GenerationControls,
     InvalidProviderOutputError,
@@ -37,7 +38,9 @@ from opencode_session.core.llm import (
     UserMessage,
 )
 from opencode_session.core.llm.anthropic_messages import AnthropicMessagesProvider
+from opencode_session.core.llm.anthropic_messages import build_body as messages_build
 from opencode_session.core.llm.openai_responses import OpenAIResponsesProvider
+from opencode_session.core.llm.openai_responses import build_body as responses_build
 from tests.support.fake_openai import FakeOpenAI, StreamScript, drop, error
 from tests.support.fake_wire import (
     anthropic_error,
@@ -381,3 +384,31 @@ async def test_reasoning_start_precedes_text(server):
     events = await run(server, "messages")
     kinds = [type(e) for e in events if isinstance(e, (ReasoningStart, TextDelta))]
     assert kinds == [ReasoningStart, TextDelta]
+
+
+def test_loaded_attachments_are_sent_in_each_protocols_shape(tmp_path):
+    """Bytes come from `FilePart.data` (loaded by the runtime); the file named by the URI is never read here."""
+    image = FilePart(uri=(tmp_path / "missing.png").as_uri(), mime="image/png", name="p.png", data=b"\x89PNG")
+    pdf = FilePart(uri="https://example.com/doc.pdf", mime="application/pdf")
+    note = FilePart(uri="file:///nowhere/n.txt", mime="text/plain", name="n.txt", data=b"hello notes")
+    user = UserMessage([TextPart("see these"), image, pdf, note])
+    encoded = "iVBORw=="
+    responses_body = responses_build(request("http://x/v1", "responses", user))
+    assert responses_body["input"][0]["content"] == [
+        {"type": "input_text", "text": "see these"},
+        {"type": "input_image", "image_url": f"data:image/png;base64,{encoded}"},
+        {"type": "input_file", "file_url": "https://example.com/doc.pdf"},
+        {"type": "input_text", "text": "[Attached file n.txt (text/plain)]\nhello notes"},
+    ]
+    messages_body = messages_build(request("http://x/v1", "messages", user))
+    assert messages_body["messages"][0]["content"] == [
+        {"type": "text", "text": "see these"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": encoded}},
+        {"type": "document", "source": {"type": "url", "url": "https://example.com/doc.pdf"}},
+        {"type": "text", "text": "[Attached file n.txt (text/plain)]\nhello notes"},
+    ]
+    # an attachment the runtime did not load becomes a note, not a disk read or a failed Step
+    unloaded = UserMessage([FilePart(uri=(tmp_path / "secret.png").as_uri(), mime="image/png")])
+    (tmp_path / "secret.png").write_bytes(b"not to be read")
+    body = json.dumps(messages_build(request("http://x/v1", "messages", unloaded)))
+    assert "could not be read" in body and "bm90IHRv" not in body
