@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import anyio
 import pytest
 
 from opencode_session.client import InvalidRequestError, OpenCodeClient, ProviderNotFoundError
 from opencode_session.schema.common import ModelRef
 from tests.support import fake_openai as fake
 from tests.support import fake_wire as wire
+from tests.support.e2e import durable_log, prompt_and_wait
+from tests.support.e2e import types as event_types
 from tests.support.server import isolated_env, start_server
 
 pytestmark = pytest.mark.anyio
@@ -77,25 +78,10 @@ def ref(protocol: str) -> ModelRef:
     return ModelRef(providerID=PROVIDER[protocol], id="fake-model")
 
 
-async def _prompt(client: OpenCodeClient, sid: str, text: str) -> None:
-    await client.session.prompt(sid, prompt={"text": text})
-    with anyio.fail_after(40):
-        await client.session.wait(sid)
-
-
 async def _run(client: OpenCodeClient, protocol: str, text: str) -> tuple[str, list[Any]]:
     sid = (await client.session.create(model=ref(protocol))).id
-    await _prompt(client, sid, text)
-    return sid, await _log(client, sid)
-
-
-async def _log(client: OpenCodeClient, sid: str) -> list[Any]:
-    # the background title may land before or after the execution's end: leave it out of the order checked here
-    return [e async for e in client.session.log(sid, follow=False) if e.type not in ("log.synced", "session.renamed")]
-
-
-def _types(log: list[Any]) -> list[str]:
-    return [e.type for e in log]
+    await prompt_and_wait(client, sid, text)
+    return sid, await durable_log(client, sid)
 
 
 # --- scripts in each protocol's own wire shape ---------------------------------------------------------------
@@ -139,8 +125,8 @@ def tool_result_sent(protocol: str, body: dict[str, Any]) -> dict[str, Any]:
 async def test_plain_turn_records_usage_and_cost(client, provider, protocol):
     provider.enqueue(text(protocol, "Hel", "lo!", tokens=(1000, 500)))
     sid, log = await _run(client, protocol, "say hello")
-    assert _types(log)[-4:] == ["session.text.started", "session.text.ended", "session.step.ended",
-                                "session.execution.succeeded"]
+    assert event_types(log)[-4:] == ["session.text.started", "session.text.ended", "session.step.ended",
+                                     "session.execution.succeeded"]
     assistant = [m for m in await client.session.context(sid) if m.type == "assistant"][0]
     assert assistant.content[0].text == "Hello!" and assistant.finish == "stop"
     info = await client.session.get(sid)
@@ -161,7 +147,7 @@ async def test_plain_turn_records_usage_and_cost(client, provider, protocol):
 async def test_a_sessions_variant_reaches_the_request_in_the_protocols_encoding(client, provider, protocol):
     provider.enqueue(text(protocol, "ok"), text(protocol, "ok"))
     sid = (await client.session.create(model=ref(protocol).model_copy(update={"variant": "high"}))).id
-    await _prompt(client, sid, "think hard")
+    await prompt_and_wait(client, sid, "think hard")
     body = provider.requests[0].json
     if protocol == "chat":
         assert body["reasoning_effort"] == "high"
@@ -171,7 +157,7 @@ async def test_a_sessions_variant_reaches_the_request_in_the_protocols_encoding(
         assert body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
     # back to the default variant: none of it is sent
     await client.session.switch_model(sid, model=ref(protocol).model_copy(update={"variant": "default"}))
-    await _prompt(client, sid, "quick one")
+    await prompt_and_wait(client, sid, "quick one")
     assert "reasoning_effort" not in provider.requests[1].json and "thinking" not in provider.requests[1].json
     assert "effort" not in provider.requests[1].json.get("reasoning", {})
 
@@ -187,7 +173,7 @@ async def test_tool_turn_sends_the_result_back_in_the_protocols_shape(client, pr
     provider.enqueue(tool_call(protocol, "call_1", "read", '{"filePath":', ' "notes.txt"}'),
                      text(protocol, "It says alpha and beta."))
     _, log = await _run(client, protocol, "what is in notes.txt?")
-    types = _types(log)
+    types = event_types(log)
     assert types.index("session.tool.called") < types.index("session.tool.success")
     assert types.count("session.step.started") == 2 and types[-1] == "session.execution.succeeded"
     result = tool_result_sent(protocol, provider.requests[1].json)
@@ -211,7 +197,7 @@ async def test_429_and_529_are_retried_after_the_providers_delay(client, provide
     expected = "provider.rate-limit" if status == 429 else "provider.internal"
     assert retry.data.error.type == expected and retry.data.error.status == status
     assert retry.data.at - retry.created > 200  # the provider's 300 ms, not the configured 50 ms
-    assert _types(log)[-1] == "session.execution.succeeded" and len(provider.requests) == 2
+    assert event_types(log)[-1] == "session.execution.succeeded" and len(provider.requests) == 2
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
@@ -220,11 +206,11 @@ async def test_400_fails_visibly_without_retry_and_without_the_key(client, provi
     # some servers echo the credential they rejected: it never reaches the durable log
     provider.enqueue(failure(protocol, 400, "invalid_request_error", f"Unsupported parameter: 'temperature' ({key})"))
     sid, log = await _run(client, protocol, "hi")
-    assert "session.retry.scheduled" not in _types(log)
+    assert "session.retry.scheduled" not in event_types(log)
     [failed] = [e for e in log if e.type == "session.step.failed"]
     assert failed.data.error.type == "provider.invalid-request" and failed.data.error.status == 400
     assert "temperature" in failed.data.error.message
-    assert _types(log)[-1] == "session.execution.failed" and len(provider.requests) == 1
+    assert event_types(log)[-1] == "session.execution.failed" and len(provider.requests) == 1
     assert key not in json.dumps([e.model_dump(mode="json") for e in log])
 
 
@@ -237,9 +223,9 @@ async def test_a_hosted_tool_result_settles_its_call(client, provider):
     assert called.data.executed and called.data.name == "web_search_call"
     assert called.data.input == {"type": "search", "query": "opencode"}
     assert success.data.executed and success.data.result["status"] == "completed"
-    assert "session.tool.failed" not in _types(log) and _types(log)[-1] == "session.execution.succeeded"
+    assert "session.tool.failed" not in event_types(log) and event_types(log)[-1] == "session.execution.succeeded"
     # one Step: the provider ran the tool, there is nothing local to continue with
-    assert _types(log).count("session.step.started") == 1
+    assert event_types(log).count("session.step.started") == 1
 
 
 def _comparable(log: list[Any]) -> list[tuple[str, Any]]:
@@ -271,16 +257,16 @@ async def test_switching_between_openai_and_anthropic_keeps_both_conversations_v
                                     wire.r_call("call_1", "read", '{"filePath": "notes.txt"}')),
                      wire.responses(wire.r_text("It says alpha.")))
     sid = (await client.session.create(model=ref("responses"))).id
-    await _prompt(client, sid, "read notes.txt")
+    await prompt_and_wait(client, sid, "read notes.txt")
     # turn 2 on Anthropic: thinking with a signature, an answer
     await client.session.switch_model(sid, model=ref("messages"))
     provider.enqueue(wire.messages(wire.m_thinking("Recall", signature="sig-anthropic"), wire.m_text("Yes, alpha.")))
-    await _prompt(client, sid, "sure?")
+    await prompt_and_wait(client, sid, "sure?")
     # turn 3 back on OpenAI
     await client.session.switch_model(sid, model=ref("responses"))
     provider.enqueue(wire.responses(wire.r_text("Still alpha.")))
-    await _prompt(client, sid, "and now?")
-    assert _types(await _log(client, sid)).count("session.execution.succeeded") == 3
+    await prompt_and_wait(client, sid, "and now?")
+    assert event_types(await durable_log(client, sid)).count("session.execution.succeeded") == 3
 
     anthropic_body = provider.requests[2].json
     sent = json.dumps(anthropic_body)
