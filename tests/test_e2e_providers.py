@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from opencode_session.client import InvalidRequestError, OpenCodeClient, ProviderNotFoundError
+from opencode_session.client import InvalidRequestError, OpenCodeClient, ProviderNotFoundError, ServiceUnavailableError
 from opencode_session.schema.common import ModelRef
 from tests.support import fake_openai as fake
 from tests.support import fake_wire as wire
@@ -318,3 +318,14 @@ async def test_model_and_provider_routes_list_the_catalog_without_keys(client, o
     raw = json.dumps([models.model_dump(mode="json"), providers.model_dump(mode="json")])
     for secret in (OPENAI_KEY, ANTHROPIC_KEY, "loop-key"):
         assert secret not in raw
+
+
+async def test_catalog_routes_answer_503_for_a_configuration_they_cannot_read(client, tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "opencode.json").write_text("{not json")
+    with pytest.raises(ServiceUnavailableError) as unavailable:
+        await client.model.list(location={"directory": str(broken)})
+    assert "configuration" in unavailable.value.message
+    # another location still answers
+    assert (await client.provider.list()).data

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 from pydantic import TypeAdapter, ValidationError
 
-from ..core.config import Config, load_config
+from ..core.config import Config, ConfigError, load_config
 from ..core.llm import listing
 from ..core.location import resolve_location
 from ..core.runtime import Runtime
@@ -88,26 +88,30 @@ async def location_get(rt: Runtime, call: Call) -> Any:
     return _location_of(rt, call).info()
 
 
-def _catalog_config(rt: Runtime, call: Call) -> tuple[Any, Config]:
+async def _catalog_config(rt: Runtime, call: Call) -> tuple[Any, Config]:
     loc = _location_of(rt, call)
-    return loc, load_config(loc.directory, loc.project_root, rt.options.env)
+    try:  # config files are read off the event loop
+        config = await anyio.to_thread.run_sync(load_config, loc.directory, loc.project_root, rt.options.env)
+    except ConfigError as bad:
+        raise ServiceUnavailableError(f"The configuration cannot be read: {bad}", service="config") from None
+    return loc, config
 
 
 @op("v2.model.list")
 async def model_list(rt: Runtime, call: Call) -> Any:
-    loc, config = _catalog_config(rt, call)
+    loc, config = await _catalog_config(rt, call)
     return {"location": loc.info(), "data": listing.models(config, rt.options.env)}
 
 
 @op("v2.provider.list")
 async def provider_list(rt: Runtime, call: Call) -> Any:
-    loc, config = _catalog_config(rt, call)
+    loc, config = await _catalog_config(rt, call)
     return {"location": loc.info(), "data": listing.providers(config, rt.options.env)}
 
 
 @op("v2.provider.get")
 async def provider_get(rt: Runtime, call: Call) -> Any:
-    loc, config = _catalog_config(rt, call)
+    loc, config = await _catalog_config(rt, call)
     for provider in listing.providers(config, rt.options.env):
         if provider.id == call.path.providerID:
             return {"location": loc.info(), "data": provider}
