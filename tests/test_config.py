@@ -21,8 +21,8 @@ from opencode_session.core.config import (
     project_config_disabled,
 )
 from opencode_session.core.instructions import discover_instruction_paths
-from opencode_session.core.llm import ModelCost, NoModelConfiguredError, Usage, resolve_model, step_cost
-from opencode_session.core.llm.catalog import CatalogModel, catalog
+from opencode_session.core.llm import ModelCost, NoModelConfiguredError, ProviderError, Usage, resolve_model, step_cost
+from opencode_session.core.llm.catalog import catalog
 from opencode_session.core.location import resolve_location
 from opencode_session.schema.common import ModelRef
 
@@ -255,8 +255,10 @@ def test_missing_model_says_how_to_configure_one():
     [
         ({}, ModelRef(providerID="nowhere", id="m"), "'nowhere'"),
         ({"provider": {"anthropic": {"npm": "@ai-sdk/anthropic"}}}, ModelRef(providerID="anthropic", id="c"),
-         "not supported"),
-        ({}, ModelRef(providerID="anthropic", id="c"), "not supported"),
+         "ANTHROPIC_API_KEY"),
+        ({}, ModelRef(providerID="anthropic", id="claude-sonnet-4-5"), "ANTHROPIC_API_KEY"),
+        ({"provider": {"g": {"npm": "@ai-sdk/google", "options": {"baseURL": "http://127.0.0.1:1"}}}},
+         ModelRef(providerID="g", id="m"), "not supported"),
         ({"provider": {"loc": {"npm": "@ai-sdk/openai-compatible"}}}, ModelRef(providerID="loc", id="m"),
          "options.baseURL"),
         ({"model": "no-slash"}, None, "provider/model"),
@@ -384,11 +386,40 @@ def test_catalog_lists_configured_models_and_where_keys_come_from():
         "broken": {"npm": "@ai-sdk/openai-compatible", "models": {"m": {}}},
     }})
     listing = {p.id: p for p in catalog(config, {"LOCAL_API_KEY": "k"})}
-    assert list(listing) == ["broken", "local", "openai"]
+    assert list(listing) == ["anthropic", "broken", "local", "openai"]
     local = listing["local"]
     assert local.credentials == "LOCAL_API_KEY" and local.problem is None
-    assert local.models == (CatalogModel("local/qwen", "Qwen", 32768, 8192),)
+    [qwen] = local.models
+    assert (qwen.ref, qwen.name, qwen.context, qwen.output) == ("local/qwen", "Qwen", 32768, 8192)
     assert "options.baseURL" in (listing["broken"].problem or "")
     assert listing["openai"].credentials is None and "OPENAI_API_KEY" in (listing["openai"].problem or "")
     with_key = {p.id: p for p in catalog(config, {"OPENAI_API_KEY": "sk"})}["openai"]
     assert with_key.credentials == "OPENAI_API_KEY" and with_key.problem is None
+
+
+@pytest.mark.parametrize(("provider_id", "model_id", "variable", "protocol", "url"), [
+    ("openai", "gpt-4o", "OPENAI_API_KEY", "responses", "https://api.openai.com/v1"),
+    ("anthropic", "claude-sonnet-4-5", "ANTHROPIC_API_KEY", "messages", "https://api.anthropic.com/v1"),
+])
+def test_builtin_providers_need_only_their_key(provider_id, model_id, variable, protocol, url):
+    model = resolve_model(Config(), ModelRef(providerID=provider_id, id=model_id), env={variable: "sk-env"})
+    assert (model.protocol, model.base_url, model.api_key) == (protocol, url, "sk-env")
+    assert model.capabilities.tools and model.capabilities.images and model.context_limit
+    assert model.cost is not None and model.cost.input > 0 and model.output_limit
+
+
+def test_config_overrides_and_extends_the_bundled_catalog():
+    config = Config.model_validate({"provider": {"anthropic": {"models": {
+        "claude-sonnet-4-5": {"limit": {"context": 1000000, "output": 64000}},
+        "claude-next": {"name": "Next", "tool_call": True, "modalities": {"input": ["text"]}},
+    }}}})
+    env = {"ANTHROPIC_API_KEY": "sk"}
+    sonnet = resolve_model(config, ModelRef(providerID="anthropic", id="claude-sonnet-4-5"), env=env)
+    assert sonnet.context_limit == 1000000
+    assert sonnet.cost is not None and sonnet.cost.cache_write == 3.75  # the bundled price survives the override
+    nxt = resolve_model(config, ModelRef(providerID="anthropic", id="claude-next"), env=env)
+    assert nxt.protocol == "messages" and not nxt.capabilities.images and nxt.cost is None
+    with pytest.raises(ProviderError):
+        resolve_model(config, ModelRef(providerID="anthropic", id="claude-sonnet-4-5", variant="nope"), env=env)
+    high = resolve_model(config, ModelRef(providerID="anthropic", id="claude-sonnet-4-5", variant="high"), env=env)
+    assert high.options["thinking"]["budgetTokens"] == 16000 and high.variant == "high"

@@ -11,6 +11,8 @@ import pytest
 
 from opencode_session.client import CallOptions, ClientError, OpenCodeClient
 from tests.support import fake_openai as fake
+from tests.support.e2e import durable_log, prompt_and_wait
+from tests.support.e2e import types as event_types
 from tests.support.server import isolated_env, start_server
 
 pytestmark = pytest.mark.anyio
@@ -55,23 +57,15 @@ async def client(ocs, provider):
 
 async def _run(client, text: str) -> tuple[str, list]:
     sid = (await client.session.create()).id
-    await client.session.prompt(sid, prompt={"text": text})
-    with anyio.fail_after(40):
-        await client.session.wait(sid)
-    # the background title may land before or after the execution's end: leave it out of the order checked here
-    log = [e async for e in client.session.log(sid, follow=False) if e.type not in ("log.synced", "session.renamed")]
-    return sid, log
-
-
-def _types(log) -> list[str]:
-    return [e.type for e in log]
+    await prompt_and_wait(client, sid, text)
+    return sid, await durable_log(client, sid)
 
 
 async def test_text_answer_with_usage_and_cost(client, provider):
     provider.enqueue(fake.completion(fake.text_deltas("Hel", "lo!"), usage=fake.usage_block(1000, 500)))
     sid, log = await _run(client, "say hello")
-    assert _types(log)[-4:] == ["session.text.started", "session.text.ended", "session.step.ended",
-                                "session.execution.succeeded"]
+    assert event_types(log)[-4:] == ["session.text.started", "session.text.ended", "session.step.ended",
+                                     "session.execution.succeeded"]
     assistant = [m for m in (await client.session.context(sid)) if m.type == "assistant"][0]
     assert assistant.content[0].text == "Hello!" and assistant.finish == "stop"
     info = await client.session.get(sid)
@@ -90,7 +84,7 @@ async def test_multi_step_tool_loop_with_read(client, provider):
         fake.completion(fake.text_deltas("The file says alpha and beta."))
     )
     sid, log = await _run(client, "what is in notes.txt?")
-    types = _types(log)
+    types = event_types(log)
     assert types.index("session.tool.called") < types.index("session.tool.success") < types.index(
         "session.step.ended")
     assert types.count("session.step.started") == 2 and types[-1] == "session.execution.succeeded"
@@ -109,7 +103,7 @@ async def test_rate_limit_with_retry_after_then_success(client, provider):
     assert retry[0].data.at - retry[0].created > 400
     started = [e for e in log if e.type == "session.step.started"]
     assert started[0].data.assistantMessageID == retry[0].data.assistantMessageID
-    assert _types(log)[-1] == "session.execution.succeeded" and len(provider.requests) == 2
+    assert event_types(log)[-1] == "session.execution.succeeded" and len(provider.requests) == 2
 
 
 async def test_provider_500_is_retried(client, provider):
@@ -119,7 +113,7 @@ async def test_provider_500_is_retried(client, provider):
     assert [e.data.error.type for e in retry] == ["provider.internal"]
     # the server's OCS_RETRY_BASE_DELAY_MS, not the default 2 s backoff
     assert retry[0].data.at - retry[0].created <= RETRY_BASE_MS
-    assert _types(log)[-1] == "session.execution.succeeded"
+    assert event_types(log)[-1] == "session.execution.succeeded"
 
 
 async def test_connection_dropped_before_first_token_is_retried(client, provider):
@@ -133,10 +127,10 @@ async def test_connection_dropped_before_first_token_is_retried(client, provider
 async def test_connection_dropped_after_first_token_fails_without_retry(client, provider):
     provider.enqueue(fake.completion(fake.text_deltas("partial ", "answer"), drop_after=2, finish_reason=None))
     sid, log = await _run(client, "hi")
-    assert "session.retry.scheduled" not in _types(log)
+    assert "session.retry.scheduled" not in event_types(log)
     failed = [e for e in log if e.type == "session.step.failed"]
     assert failed and failed[0].data.error.type == "provider.transport"
-    assert _types(log)[-1] == "session.execution.failed"
+    assert event_types(log)[-1] == "session.execution.failed"
     assistant = [m for m in await client.session.context(sid) if m.type == "assistant"][0]
     assert assistant.content[0].text.startswith("partial")  # partial content stays visible
     assert len(provider.requests) == 1
@@ -146,7 +140,7 @@ async def test_provider_400_is_a_failed_step_in_history_and_the_session_goes_on(
     provider.enqueue(fake.error(400, "Unsupported parameter: 'temperature'", type="invalid_request_error"),
                      fake.completion(fake.text_deltas("fine now")))
     sid, log = await _run(client, "hi")
-    assert [t for t in _types(log) if t.startswith(("session.step.", "session.execution.", "session.retry."))] == [
+    assert [t for t in event_types(log) if t.startswith(("session.step.", "session.execution.", "session.retry."))] == [
         "session.execution.started", "session.step.started", "session.step.failed", "session.execution.failed"]
     step_failed = next(e for e in log if e.type == "session.step.failed")
     assert step_failed.data.error.type == "provider.invalid-request" and step_failed.data.error.status == 400
@@ -159,7 +153,7 @@ async def test_provider_400_is_a_failed_step_in_history_and_the_session_goes_on(
     with anyio.fail_after(40):
         await client.session.wait(sid)
     log = [e async for e in client.session.log(sid, follow=False) if e.type != "log.synced"]
-    assert _types(log)[-1] == "session.execution.succeeded" and len(provider.requests) == 2
+    assert event_types(log)[-1] == "session.execution.succeeded" and len(provider.requests) == 2
 
 
 async def test_long_waits_and_quiet_streams_outlast_the_default_timeout(ocs, provider):

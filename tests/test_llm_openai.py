@@ -19,12 +19,14 @@ from opencode_session.core.llm import (
     ContextOverflowError,
     FilePart,
     Finish,
+    GenerationControls,
     InvalidProviderOutputError,
     InvalidProviderRequestError,
     LLMRequest,
     ModelCost,
     ProviderError,
     ProviderInternalError,
+    Providers,
     QuotaExceededError,
     RateLimitError,
     ReasoningDelta,
@@ -47,12 +49,11 @@ from opencode_session.core.llm import (
     TransportError,
     Usage,
     UserMessage,
-    provider_for,
     resolve_model,
     step_cost,
 )
 from opencode_session.core.llm.errors import parse_retry_after_ms, redact
-from opencode_session.core.llm.openai_chat import OpenAIChatProvider, build_body
+from opencode_session.core.llm.openai_chat import OpenAIChatProvider, build_body, quirks_for
 from opencode_session.schema.common import ModelRef
 from tests.support.fake_openai import (
     FakeOpenAI,
@@ -138,13 +139,14 @@ async def test_text_answer_through_the_catalog_reports_usage_and_cost(server, mo
         }
     )
     model = resolve_model(config, None, env={"LOCAL_API_KEY": "sk-from-env"})
-    provider = provider_for(model)
+    providers = Providers()
+    provider = providers.for_model(model)
     server.enqueue(
         completion(text_deltas("Hello", ", ", "world"),
                    usage=usage_block(1000, 200, cached_tokens=400, reasoning_tokens=50))
     )
     events = await collect(provider, make_request(server.base_url))
-    await provider.aclose()  # type: ignore[attr-defined]  # the OpenAI adapter, not every Provider, has aclose
+    await providers.aclose()
 
     assert events[:5] == [
         TextStart("text-0"),
@@ -274,7 +276,7 @@ async def test_wire_request_carries_system_updates_tools_and_results(server, pro
         system=["You are a test agent.", "Baseline instructions."],
         tools=[ToolSpec("read", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}})],
         tool_choice="none",
-        max_output_tokens=512,
+        controls=GenerationControls(max_output_tokens=512),
         prompt_cache_key="session-1",
     )
     server.enqueue(completion(text_deltas("ok")))
@@ -319,8 +321,8 @@ async def test_wire_request_carries_system_updates_tools_and_results(server, pro
 def test_openai_host_gets_its_own_parameters():
     model = ResolvedModel("openai", "gpt-4.1", "https://api.openai.com/v1", api_key="sk")
     request = LLMRequest(model, ["sys"], [UserMessage([TextPart("hi")])], [], "auto",
-                         max_output_tokens=100, prompt_cache_key="abc")
-    body = build_body(request, openai_host=True)
+                         controls=GenerationControls(max_output_tokens=100), prompt_cache_key="abc")
+    body = build_body(request, quirks=quirks_for(model.base_url))
     assert body["prompt_cache_key"] == "abc"
     assert body["max_completion_tokens"] == 100 and "max_tokens" not in body
     assert "tools" not in body and "tool_choice" not in body
@@ -498,9 +500,9 @@ async def test_model_ref_overrides_the_configured_default(server):
     model = resolve_model(config, ModelRef(providerID="local", id="b"), env={})
     assert (model.model_id, model.wire_model, model.api_key) == ("b", "real-b", None)
     server.enqueue(completion(text_deltas("hi")))
-    provider = provider_for(model)
-    await collect(provider, make_request(server.base_url, model=model))
-    await provider.aclose()  # type: ignore[attr-defined]  # the OpenAI adapter, not every Provider, has aclose
+    providers = Providers()
+    await collect(providers.for_model(model), make_request(server.base_url, model=model))
+    await providers.aclose()
     assert server.requests[0].json["model"] == "real-b"
 
 

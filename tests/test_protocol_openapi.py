@@ -37,6 +37,9 @@ SHARED_WITH_REFERENCE = {
     "v2.session.message",
     "v2.session.messages",
     "v2.event.subscribe",
+    "v2.model.list",
+    "v2.provider.list",
+    "v2.provider.get",
 }
 
 
@@ -202,6 +205,43 @@ def test_shared_operations_match_the_reference(doc, reference):
         ref_success, ref_errors = _statuses(ref_op)
         assert _statuses(our_op) == (ref_success, ref_errors | GUARD_STATUSES), op_id
         assert _body(doc, our_op) == _body(reference, ref_op), op_id
+
+
+def _resolved(document: dict[str, Any], schema: Any) -> Any:
+    """The schema with every `$ref` replaced by what it names (the shapes here have no cycles)."""
+    if isinstance(schema, dict):
+        ref = schema.get("$ref")
+        if ref is not None:
+            return _resolved(document, document["components"]["schemas"][ref.rsplit("/", 1)[1]])
+        return {k: _resolved(document, v) for k, v in schema.items() if k not in ("description", "title")}
+    if isinstance(schema, list):
+        return [_resolved(document, v) for v in schema]
+    return schema
+
+
+def _shape(schema: Any) -> Any:
+    """Property names, required sets and types, recursively: what a client decoding the answer depends on."""
+    if isinstance(schema, dict):
+        if "anyOf" in schema:
+            return sorted((_shape(s) for s in schema["anyOf"]), key=repr)
+        out: dict[str, Any] = {"type": schema.get("type"), "required": sorted(schema.get("required", []))}
+        if "properties" in schema:
+            out["properties"] = {k: _shape(v) for k, v in schema["properties"].items()}
+        if "items" in schema:
+            out["items"] = _shape(schema["items"])
+        if "enum" in schema or "const" in schema:  # a one-value enum and a const say the same
+            out["enum"] = sorted(schema.get("enum") or [schema["const"]])
+        return out
+    return schema
+
+
+@pytest.mark.parametrize("op_id", ["v2.model.list", "v2.provider.list", "v2.provider.get"])
+def test_catalog_answers_have_the_reference_shape(doc, reference, op_id):
+    def success(document: dict[str, Any]) -> Any:
+        op = _operations(document)[op_id][2]
+        return _shape(_resolved(document, op["responses"]["200"]["content"]["application/json"]["schema"]))
+
+    assert success(doc) == success(reference)
 
 
 def test_deep_object_parameter_matches_the_reference(doc, reference):

@@ -130,6 +130,7 @@ def existing(server, http) -> dict[frozenset[str], list[dict[str, str]]]:
         frozenset({"sessionID"}): sessions,
         frozenset({"sessionID", "messageID"}): messages,
         frozenset({"sessionID", "key"}): entries,
+        frozenset({"providerID"}): [{"providerID": "openai"}, {"providerID": "anthropic"}],  # the bundled ones
     }
 
 

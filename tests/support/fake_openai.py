@@ -1,6 +1,7 @@
-"""A loopback HTTP server speaking the Chat Completions streaming wire protocol (Starlette on uvicorn in
-a background thread) that replays scripted responses and records every request it receives. Session title
-requests are answered apart (with `title`) so that scripts stay in step with the Session's own Steps."""
+"""A loopback HTTP server speaking the streaming wire protocols of OpenAI Chat Completions, OpenAI Responses and
+Anthropic Messages (Starlette on uvicorn in a background thread) that replays scripted responses from one queue and
+records every request it receives. Session title requests are answered apart (with `title`) so that scripts stay in
+step with the Session's own Steps."""
 
 from __future__ import annotations
 
@@ -29,10 +30,11 @@ DEFAULT_MODEL = "fake-model"
 
 @dataclass
 class StreamScript:
-    """A 200 `text/event-stream` answer: each frame is sent as `data: <frame>\\n\\n`, then `data: [DONE]`.
-    With `drop_after=N` the connection is closed after N frames, mid-body."""
+    """A 200 `text/event-stream` answer: each frame is sent as `data: <frame>\\n\\n` (an `(event, data)` pair also
+    gets an `event:` line), then `data: [DONE]` unless `done` is False. With `drop_after=N` the connection is closed
+    after N frames, mid-body."""
 
-    frames: list[str]
+    frames: list[str | tuple[str, str]]
     drop_after: int | None = None
     done: bool = True
     # with hold_after=N the answer pauses after N frames: `held` is set, and it resumes when `release` is set
@@ -193,6 +195,8 @@ class FakeOpenAI:
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
+                Route("/v1/responses", self._chat_completions, methods=["POST"]),
+                Route("/v1/messages", self._chat_completions, methods=["POST"]),
                 Route("/{path:path}", self._not_found, methods=["GET", "POST", "PUT", "DELETE"]),
             ]
         )
@@ -220,6 +224,8 @@ class FakeOpenAI:
     def start(self) -> None:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # no Nagle delay on small SSE frames (asyncio also sets this on every accepted connection)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
         config = uvicorn.Config(
@@ -284,7 +290,7 @@ class FakeOpenAI:
         if _is_title_request(payload):
             with self._lock:
                 self.title_requests.append(recorded)
-            return _ScriptedAnswer(self, completion(text_deltas(self.title)))
+            return _ScriptedAnswer(self, _title_answer(request.url.path, self.title))
         with self._lock:
             self.requests.append(recorded)
             script = self._script.popleft() if self._script else self.fallback
@@ -304,8 +310,25 @@ class FakeOpenAI:
 
 
 def _is_title_request(payload: Any) -> bool:
-    messages = payload.get("messages") if isinstance(payload, dict) else None
+    if not isinstance(payload, dict):
+        return False
+    if payload.get("instructions") == TITLE_SYSTEM:  # Responses
+        return True
+    system = payload.get("system")
+    if isinstance(system, list) and system and isinstance(system[0], dict):  # Messages
+        return system[0].get("text") == TITLE_SYSTEM
+    messages = payload.get("messages")
     return bool(messages) and isinstance(messages[0], dict) and messages[0].get("content") == TITLE_SYSTEM
+
+
+def _title_answer(path: str, title: str) -> StreamScript:
+    from . import fake_wire  # the other protocols' builders, which use this module's scripts
+
+    if path.endswith("/responses"):
+        return fake_wire.responses(fake_wire.r_text(title))
+    if path.endswith("/messages"):
+        return fake_wire.messages(fake_wire.m_text(title))
+    return completion(text_deltas(title))
 
 
 class _JSONAnswer:
@@ -375,7 +398,8 @@ class _ScriptedAnswer:
             if script.drop_after is not None and sent >= script.drop_after:
                 await self._drop(scope, receive)
                 return
-            await send({"type": "http.response.body", "body": f"data: {frame}\n\n".encode(), "more_body": True})
+            wire = f"event: {frame[0]}\ndata: {frame[1]}\n\n" if isinstance(frame, tuple) else f"data: {frame}\n\n"
+            await send({"type": "http.response.body", "body": wire.encode(), "more_body": True})
         if script.drop_after is not None:
             await self._drop(scope, receive)
             return

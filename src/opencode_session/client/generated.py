@@ -18,6 +18,7 @@ from opencode_session.protocol.api import (
     SessionDurableEvent,
     SessionLogItem,
 )
+from opencode_session.schema.catalog import ModelList, ProviderAnswer, ProviderList
 from opencode_session.schema.common import LocationRef, ModelRef
 from opencode_session.schema.input import SessionInputAdmitted
 from opencode_session.schema.instruction_entry import InstructionEntry
@@ -26,7 +27,15 @@ from opencode_session.schema.message import SessionMessage
 from opencode_session.schema.prompt import PromptInput
 from opencode_session.schema.session import SessionActive, SessionV2Info
 
-__all__ = ["EventGroup", "HealthGroup", "LocationGroup", "OpenCodeClient", "SessionGroup"]
+__all__ = [
+    "EventGroup",
+    "HealthGroup",
+    "LocationGroup",
+    "ModelGroup",
+    "OpenCodeClient",
+    "ProviderGroup",
+    "SessionGroup",
+]
 
 
 class EventGroup:
@@ -87,6 +96,82 @@ class LocationGroup:
         """
         return cast("LocationInfo", await self._client._call(
             "v2.location.get",
+            query={"location": location},
+            options=options,
+        ))
+
+
+class ModelGroup:
+    """Operations of the `model` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    async def list(
+        self,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> ModelList:
+        """List models.
+
+        Retrieve available models ordered by release date.
+
+        `GET /api/model` (v2.model.list). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
+        (415), ServiceUnavailableError (503).
+        """
+        return cast("ModelList", await self._client._call(
+            "v2.model.list",
+            query={"location": location},
+            options=options,
+        ))
+
+
+class ProviderGroup:
+    """Operations of the `provider` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    async def get(
+        self,
+        provider_id: str,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> ProviderAnswer:
+        """Get provider.
+
+        Retrieve a single AI provider so clients can inspect its availability and endpoint settings.
+
+        `GET /api/provider/{providerID}` (v2.provider.get). Declared errors: InvalidRequestError
+        (400), UnauthorizedError (401), ForbiddenError (403), ProviderNotFoundError (404),
+        InvalidRequestError (413), InvalidRequestError (415), ServiceUnavailableError (503).
+        """
+        return cast("ProviderAnswer", await self._client._call(
+            "v2.provider.get",
+            path={"providerID": provider_id},
+            query={"location": location},
+            options=options,
+        ))
+
+    async def list(
+        self,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> ProviderList:
+        """List providers.
+
+        Retrieve active AI providers so clients can show provider availability and configuration.
+
+        `GET /api/provider` (v2.provider.list). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
+        (415), ServiceUnavailableError (503).
+        """
+        return cast("ProviderList", await self._client._call(
+            "v2.provider.list",
             query={"location": location},
             options=options,
         ))
@@ -468,6 +553,14 @@ class OpenCodeClient(BaseClient):
     @cached_property
     def location(self) -> LocationGroup:
         return LocationGroup(self)
+
+    @cached_property
+    def model(self) -> ModelGroup:
+        return ModelGroup(self)
+
+    @cached_property
+    def provider(self) -> ProviderGroup:
+        return ProviderGroup(self)
 
     @cached_property
     def session(self) -> SessionGroup:

@@ -47,6 +47,7 @@ class Agent:
     description: str | None = None
     mode: AgentMode = "all"
     temperature: float | None = None
+    top_p: float | None = None
     permission: Any = None  # OpenCode config-shaped permission rules, applied over the global ones
     builtin: bool = False
 
@@ -103,6 +104,8 @@ def _apply(base: Agent, entry: AgentConfig) -> Agent:
         changes["mode"] = entry.mode
     if entry.temperature is not None:
         changes["temperature"] = entry.temperature
+    if entry.top_p is not None:
+        changes["top_p"] = entry.top_p
     if entry.permission is not None:
         changes["permission"] = entry.permission
     return replace(base, **changes)

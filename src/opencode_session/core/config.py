@@ -42,12 +42,30 @@ class ModelCostConfig(_Lenient):
     cache_write: float | None = None
 
 
+class ModelModalities(_Lenient):
+    input: list[str] | None = None
+    output: list[str] | None = None
+
+
 class ModelConfig(_Lenient):
+    """One model entry, in models.dev's shape (the bundled catalog uses the same one)."""
+
     id: str | None = None  # the server's name for the model when the map key is an alias
     name: str | None = None
+    family: str | None = None
+    release_date: str | None = None
+    status: str | None = None
     limit: ModelLimit | None = None
     cost: ModelCostConfig | None = None
+    attachment: bool | None = None
+    reasoning: bool | None = None
+    tool_call: bool | None = None
+    temperature: bool | None = None  # whether the model accepts a sampling temperature
+    modalities: ModelModalities | None = None
     options: dict[str, Any] | None = None
+    # variant name -> option object (Model Request Options, Generation Controls or body fields); `disabled: true`
+    # removes a variant the catalog defines
+    variants: dict[str, dict[str, Any]] | None = None
 
 
 class ProviderOptions(_Lenient):
@@ -61,6 +79,7 @@ class ProviderOptions(_Lenient):
 class ProviderConfig(_Lenient):
     npm: str | None = None
     name: str | None = None
+    api: str | None = None  # models.dev's spelling of the base URL
     env: list[str] = Field(default_factory=list)  # variables that may hold the key, first set one wins
     options: ProviderOptions = Field(default_factory=ProviderOptions)
     models: dict[str, ModelConfig] = Field(default_factory=dict)
@@ -75,6 +94,7 @@ class AgentConfig(_Lenient):
     disable: bool | None = None
     permission: Any = None
     temperature: float | None = None
+    top_p: float | None = None
 
 
 class ToolOutputConfig(_Lenient):
@@ -470,6 +490,7 @@ __all__ = [
     "ModelConfig",
     "ModelCostConfig",
     "ModelLimit",
+    "ModelModalities",
     "ProviderConfig",
     "ProviderOptions",
     "ToolOutputConfig",

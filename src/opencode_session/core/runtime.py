@@ -9,9 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx2
+
 from .execution import suspension
 from .execution.coordinator import Drain, SessionExecution
 from .instructions.entries import InstructionEntries
+from .llm.providers import Providers
 from .location import Location, resolve_location
 from .session import Sessions
 from .session.projector import project
@@ -28,6 +31,8 @@ class RuntimeOptions:
     live_capacity: int = 4096  # the live ring: how far a reader may lag before it catches up from the store
     # the first provider retry's delay (later ones double it); None: $OCS_RETRY_BASE_DELAY_MS, else 2 s
     retry_base_delay_ms: float | None = None
+    # carries every provider request (None: the network); tests replay recorded exchanges through it
+    provider_transport: httpx2.AsyncBaseTransport | None = None
 
 
 class Runtime:
@@ -39,6 +44,7 @@ class Runtime:
         self.store = Store(options.db_path, project=project, live_capacity=options.live_capacity)
         self.sessions = Sessions(self.store, self.location, env=options.env)
         self.entries = InstructionEntries(self.store)
+        self.providers = Providers(options.provider_transport)  # the provider HTTP clients: closed with the runtime
         self.execution: SessionExecution | None = None
         self._background: set[asyncio.Task[None]] = set()
 
@@ -80,6 +86,7 @@ class Runtime:
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
+        await self.providers.aclose()
         await self.store.close()
 
     async def __aenter__(self) -> Runtime:

@@ -8,12 +8,14 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from opencode_session.schema.base import Struct
+from opencode_session.schema.catalog import ModelList, ProviderAnswer, ProviderList
 from opencode_session.schema.common import LocationRef, ModelRef
 from opencode_session.schema.errors import (
     ConflictError,
     InvalidCursorError,
     InvalidRequestError,
     MessageNotFoundError,
+    ProviderNotFoundError,
     ServiceUnavailableError,
     SessionNotFoundError,
     UnknownError,
@@ -108,6 +110,10 @@ class LocationSelector(Struct):
 
 class LocationQuery(Struct):
     location: LocationSelector | None = None
+
+
+class ProviderPath(Struct):
+    providerID: str
 
 
 class SessionListQuery(Struct):
@@ -418,6 +424,37 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         path_params=ContextEntryPath,
         success_status=204,
         errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.model.list",
+        method="GET",
+        path="/api/model",
+        summary="List models",
+        description="Retrieve available models ordered by release date.",
+        query=LocationQuery,
+        success=ModelList,
+        errors=(ServiceUnavailableError,),
+    ),
+    Endpoint(
+        operation_id="v2.provider.list",
+        method="GET",
+        path="/api/provider",
+        summary="List providers",
+        description="Retrieve active AI providers so clients can show provider availability and configuration.",
+        query=LocationQuery,
+        success=ProviderList,
+        errors=(ServiceUnavailableError,),
+    ),
+    Endpoint(
+        operation_id="v2.provider.get",
+        method="GET",
+        path="/api/provider/{providerID}",
+        summary="Get provider",
+        description="Retrieve a single AI provider so clients can inspect its availability and endpoint settings.",
+        path_params=ProviderPath,
+        query=LocationQuery,
+        success=ProviderAnswer,
+        errors=(ProviderNotFoundError, ServiceUnavailableError),
     ),
     Endpoint(
         operation_id="v2.event.subscribe",

@@ -116,6 +116,14 @@ class SessionNotFoundError(TaggedError):
         return f"Session not found: {self.values['sessionID']}"
 
 
+class ProviderNotFoundError(TaggedError):
+    status = 404
+    fields = ("providerID",)
+
+    def default_message(self) -> str:
+        return f"Provider not found: {self.values['providerID']}"
+
+
 class MessageNotFoundError(TaggedError):
     status = 404
     fields = ("sessionID", "messageID")

@@ -10,10 +10,12 @@ from typing import Any
 import anyio
 from pydantic import TypeAdapter, ValidationError
 
+from ..core.config import Config, ConfigError, load_config
+from ..core.llm import listing
 from ..core.location import resolve_location
 from ..core.runtime import Runtime
 from ..core.store.db import now_ms
-from ..schema.errors import InvalidRequestError, ServiceUnavailableError
+from ..schema.errors import InvalidRequestError, ProviderNotFoundError, ServiceUnavailableError
 from ..schema.events import EventRecord, GlobalDisposed, LogSynced, ServerConnected
 from ..schema.ids import WorkspaceID, event_id
 from ..schema.session import SessionActive
@@ -61,8 +63,8 @@ def _require_usable_path(directory: str, where: str, field: str) -> None:
                                   kind=where, field=field) from None
 
 
-@op("v2.location.get")
-async def location_get(rt: Runtime, call: Call) -> Any:
+def _location_of(rt: Runtime, call: Call) -> Any:
+    """The location a `location` query selects, else the server's."""
     selector = call.query.location if call.query is not None else None
     if selector is not None and selector.workspace is not None:
         # The wire contract (like the reference) types `location[workspace]` as any string, but the answer's
@@ -73,12 +75,47 @@ async def location_get(rt: Runtime, call: Call) -> Any:
             raise InvalidRequestError(f"Invalid query: location.workspace: not a workspace ID: {selector.workspace!r}",
                                       kind="query", field="location.workspace") from None
     if selector is None or selector.directory is None:
-        return rt.location.info()
+        return rt.location
     _require_usable_path(selector.directory, "query", "location.directory")
     loc = resolve_location(selector.directory, selector.workspace)
     if not loc.directory.is_dir():
         raise InvalidRequestError(f"Location directory does not exist: {selector.directory}", field="location")
-    return loc.info()
+    return loc
+
+
+@op("v2.location.get")
+async def location_get(rt: Runtime, call: Call) -> Any:
+    return _location_of(rt, call).info()
+
+
+async def _catalog_config(rt: Runtime, call: Call) -> tuple[Any, Config]:
+    loc = _location_of(rt, call)
+    try:  # config files are read off the event loop
+        config = await anyio.to_thread.run_sync(load_config, loc.directory, loc.project_root, rt.options.env)
+    except ConfigError as bad:
+        raise ServiceUnavailableError(f"The configuration cannot be read: {bad}", service="config") from None
+    return loc, config
+
+
+@op("v2.model.list")
+async def model_list(rt: Runtime, call: Call) -> Any:
+    loc, config = await _catalog_config(rt, call)
+    return {"location": loc.info(), "data": listing.models(config, rt.options.env)}
+
+
+@op("v2.provider.list")
+async def provider_list(rt: Runtime, call: Call) -> Any:
+    loc, config = await _catalog_config(rt, call)
+    return {"location": loc.info(), "data": listing.providers(config, rt.options.env)}
+
+
+@op("v2.provider.get")
+async def provider_get(rt: Runtime, call: Call) -> Any:
+    loc, config = await _catalog_config(rt, call)
+    for provider in listing.providers(config, rt.options.env):
+        if provider.id == call.path.providerID:
+            return {"location": loc.info(), "data": provider}
+    raise ProviderNotFoundError(providerID=call.path.providerID)
 
 
 @op("v2.session.list")

@@ -78,7 +78,17 @@ def _assistant(message: md.SessionMessageAssistantData, current: ModelRef | None
             state = part["state"]
             if state["status"] == "streaming" or state["status"] == "running":
                 continue  # never settled: nothing the provider could pair with a result
-            parts.append(ToolCallPart(part["id"], part["name"], state.get("input") or {}))
+            provider = part.get("provider")
+            hosted = bool(provider and provider["executed"])
+            metadata = provider.get("metadata") if provider is not None and native else None
+            if hosted:
+                # the provider ran it: call and result stay inline, and only its own model can read them natively
+                if native and provider is not None and state["status"] == "completed":
+                    replay = provider.get("resultMetadata") or metadata
+                    parts.append(ToolCallPart(part["id"], part["name"], state.get("input") or {}, replay,
+                                              provider_executed=True, result=state.get("result")))
+                continue
+            parts.append(ToolCallPart(part["id"], part["name"], state.get("input") or {}, metadata))
             if state["status"] == "completed":
                 results.append(ToolResultMessage(part["id"], part["name"], _tool_result_text(state)))
             else:

@@ -24,7 +24,7 @@ from ..instructions.algebra import InstructionsBlocked
 from ..instructions.checkpoint import CheckpointPreparer
 from ..instructions.nearby import NearbyInstructions
 from ..llm import model as llm
-from ..llm.catalog import configured_secrets, model_ref_from_string, provider_for, resolve_model
+from ..llm.catalog import configured_secrets, model_ref_from_string, resolve_model
 from ..llm.errors import ProviderError
 from ..location import resolve_location
 from ..session import admission
@@ -87,9 +87,9 @@ class NoInstructions:
 class RunnerDeps:
     store: Store
     env: Mapping[str, str]
+    provider_for: Callable[[llm.ResolvedModel], llm.Provider]  # the runtime's `Providers.for_model`, say
     tools: ToolRegistry = field(default_factory=default_registry)
     clock: Clock = field(default_factory=Clock)
-    provider_for: Callable[[llm.ResolvedModel], llm.Provider] = provider_for
     instructions: InstructionPreparer = field(default_factory=NoInstructions)
     on_read: Callable[[Boundary, str], Callable[[Path], Any]] | None = None
     titles: SessionTitles | None = None
@@ -241,8 +241,8 @@ class Runner:
         tools = [] if last_step else self.deps.tools.definitions()
         request = llm.LLMRequest(
             model=resolved, system=[s for s in (b.agent.prompt or BUILD_PROMPT, baseline) if s], messages=messages,
-            tools=tools, tool_choice="none" if last_step else "auto", max_output_tokens=resolved.output_limit,
-            prompt_cache_key=session_id,
+            tools=tools, tool_choice="none" if last_step else "auto", prompt_cache_key=session_id,
+            controls=_controls(b, resolved), options=resolved.options,
         )
         on_read = self.deps.on_read(b, assistant_id) if self.deps.on_read else None
         ctx = StepContext(
@@ -293,14 +293,12 @@ def make_drain_factory(
     def factory(runtime: Runtime) -> Drain:
         options = runtime.options
         retry_base = options.retry_base_delay_ms
-        deps = RunnerDeps(store=runtime.store, env=options.env,
+        deps = RunnerDeps(store=runtime.store, env=options.env, provider_for=provider or runtime.providers.for_model,
                           instructions=CheckpointPreparer(runtime.store, options.env),
                           on_read=NearbyInstructions(runtime.store).hook,
                           retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base)
         if tools is not None:
             deps.tools = tools
-        if provider is not None:
-            deps.provider_for = provider
         if clock is not None:
             deps.clock = clock
         if titles:
@@ -311,6 +309,16 @@ def make_drain_factory(
 
 
 runner_drain_factory = make_drain_factory()
+
+
+def _controls(b: Boundary, model: llm.ResolvedModel) -> llm.GenerationControls:
+    """The agent's sampling controls over the model's own, and its output limit; a model that refuses a temperature
+    is sent none from the agent."""
+    agent = llm.GenerationControls(
+        temperature=b.agent.temperature if model.capabilities.temperature else None,
+        top_p=b.agent.top_p,
+    )
+    return agent.over(model.controls).over(llm.GenerationControls(max_output_tokens=model.output_limit))
 
 
 def _failure_of(exc: BaseException) -> SessionErrorInfo:

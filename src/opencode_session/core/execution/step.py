@@ -14,6 +14,7 @@ from ...schema import events as ev
 from ...schema import session_errors
 from ...schema.base import Struct
 from ...schema.common import ModelRef, SessionErrorInfo, TokenCache, Tokens
+from ...schema.message import ToolContent, ToolTextContent
 from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ProviderError
@@ -78,6 +79,14 @@ class _Call:
     name: str
     settled: bool = False
     task: asyncio.Task | None = None
+
+
+@dataclass
+class HostedResult:
+    """A provider-executed call's settlement: the result exactly as the provider sent it."""
+
+    result: llm.ToolResult
+    content: list[ToolContent]
 
 
 @dataclass
@@ -206,6 +215,8 @@ class Step:
                 await self._append(ev.ToolInputEnded(**ids, callID=event.call_id, text="".join(parts)))
         elif isinstance(event, llm.ToolCall):
             await self._on_tool_call(event)
+        elif isinstance(event, llm.ToolResult):
+            await self._on_tool_result(event)
         elif isinstance(event, llm.Finish):
             await self._ensure_started()  # a bare finish makes the assistant exist but is no output evidence
             self.outcome.finish = event.reason
@@ -233,7 +244,7 @@ class Step:
         record = self.calls.setdefault(call.call_id, _Call(call.call_id, call.name))
         # the call is durable before any side effect begins
         await self._append(ev.ToolCalled(**ids, callID=call.call_id, name=call.name, input=call.input,
-                                         executed=call.provider_executed))
+                                         executed=call.provider_executed, state=call.metadata))
         if call.provider_executed:
             return  # hosted: the provider reports the result; unsettled ones fail at the end
         self.outcome.local_calls += 1
@@ -246,6 +257,14 @@ class Step:
         else:
             record.task = asyncio.create_task(self._run_tool(record, call.input))
 
+    async def _on_tool_result(self, result: llm.ToolResult) -> None:
+        """A hosted call's result, as the provider reported it; one for a call never made has nothing to settle."""
+        record = self.calls.get(result.call_id)
+        if record is None:
+            return
+        content: list[ToolContent] = [ToolTextContent(text=result.text)] if result.text else []
+        await self._publish_settlement(record, HostedResult(result, content))
+
     async def _run_tool(self, record: _Call, tool_input: dict[str, Any]) -> None:
         c = self.ctx
         tool_ctx = ToolContext(session_id=c.session_id, message_id=c.assistant_id, call_id=record.call_id,
@@ -255,13 +274,21 @@ class Step:
         # bounding is done; publishing the one settlement must not be torn by an interrupt
         await shielded(self._publish_settlement(record, settlement))
 
-    async def _publish_settlement(self, record: _Call, settlement: ToolSucceeded | ToolErrored) -> None:
+    async def _publish_settlement(self, record: _Call, settlement: ToolSucceeded | ToolErrored | HostedResult) -> None:
         async with self.publish_lock:
             if record.settled:
                 return
             ids = self._ids()
             data: ev.ToolSuccess | ev.ToolFailed
-            if isinstance(settlement, ToolSucceeded):
+            if isinstance(settlement, HostedResult):
+                hosted = settlement.result
+                if hosted.is_error:
+                    data = ev.ToolFailed(**ids, callID=record.call_id, result=hosted.result, error=SessionErrorInfo(
+                        type=session_errors.TOOL_EXECUTION, message=hosted.text or "The provider's tool failed"))
+                else:
+                    data = ev.ToolSuccess(**ids, callID=record.call_id, content=settlement.content,
+                                          result=hosted.result, executed=True, resultState=hosted.metadata)
+            elif isinstance(settlement, ToolSucceeded):
                 out = settlement.output
                 data = ev.ToolSuccess(**ids, callID=record.call_id, structured=out.structured,
                                       content=list(out.content))

@@ -1,7 +1,7 @@
 """LLM access for the runner: the provider-neutral request/stream model, typed provider failures, the
 model catalog and the protocol adapters behind one `Provider` interface."""
 
-from .catalog import api_key_env_var, model_ref_from_string, provider_for, resolve_model, step_cost
+from .catalog import api_key_env_var, model_ref_from_string, resolve_model, step_cost
 from .errors import (
     AuthenticationError,
     ContentPolicyError,
@@ -17,9 +17,11 @@ from .errors import (
 )
 from .model import (
     AssistantMessage,
+    Capabilities,
     FilePart,
     Finish,
     FinishReason,
+    GenerationControls,
     LLMMessage,
     LLMRequest,
     ModelCost,
@@ -41,29 +43,33 @@ from .model import (
     ToolInputDelta,
     ToolInputEnd,
     ToolInputStart,
+    ToolResult,
     ToolResultMessage,
     ToolSpec,
     Usage,
     UserMessage,
+    WireProtocol,
 )
-from .openai_chat import OpenAIChatProvider
+from .providers import Providers
 
 __all__ = [
     "AssistantMessage",
     "AuthenticationError",
+    "Capabilities",
     "ContentPolicyError",
     "ContextOverflowError",
     "FilePart",
     "Finish",
     "FinishReason",
+    "GenerationControls",
     "InvalidProviderOutputError",
     "InvalidProviderRequestError",
     "LLMMessage",
     "LLMRequest",
     "ModelCost",
     "NoModelConfiguredError",
-    "OpenAIChatProvider",
     "Provider",
+    "Providers",
     "ProviderError",
     "ProviderInternalError",
     "QuotaExceededError",
@@ -85,14 +91,15 @@ __all__ = [
     "ToolInputDelta",
     "ToolInputEnd",
     "ToolInputStart",
+    "ToolResult",
     "ToolResultMessage",
     "ToolSpec",
     "TransportError",
     "Usage",
     "UserMessage",
+    "WireProtocol",
     "api_key_env_var",
     "model_ref_from_string",
-    "provider_for",
     "resolve_model",
     "step_cost",
 ]

@@ -1,51 +1,78 @@
-"""The model catalog: resolves a `ModelRef` (or the configured default) to a callable `ResolvedModel`,
-lists what the configuration knows, hands out the protocol adapter for a model, and prices one Step's usage."""
+"""The model catalog: the bundled OpenAI and Anthropic models (models.json, models.dev's shape) overridden and
+extended by opencode.json `provider.*`; resolves a `ModelRef` (or the configured default, and a variant) to a
+callable `ResolvedModel` with its protocol, limits, prices and capabilities, lists what is known, and prices a Step."""
 
 from __future__ import annotations
 
-import asyncio
+import datetime
+import functools
+import json
 import os
 import re
-import threading
-import weakref
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any
 
 from opencode_session.schema.common import ModelRef
 
-from ..config import Config, ModelConfig, ProviderConfig, parse_model_string
+from ..config import Config, ModelConfig, ProviderConfig, merge_config, parse_model_string
 from .errors import ModelNotFoundError, NoModelConfiguredError, ProviderError
-from .model import ModelCost, Provider, ResolvedModel, Usage
-from .openai_chat import DEFAULT_TIMEOUT, OPENAI_BASE_URL, OpenAIChatProvider
+from .model import Capabilities, ModelCost, ResolvedModel, Usage, WireProtocol
+from .options import PartitionedOptions, partition
 
 OPENAI_COMPATIBLE_NPM = "@ai-sdk/openai-compatible"
 OPENAI_NPM = "@ai-sdk/openai"
-# Packages whose wire protocol this runtime does not speak yet.
+ANTHROPIC_NPM = "@ai-sdk/anthropic"
+# The provider entry's `npm` picks the wire protocol, as in OpenCode.
+NPM_PROTOCOL: Mapping[str, WireProtocol] = {
+    OPENAI_COMPATIBLE_NPM: "chat",
+    OPENAI_NPM: "responses",
+    ANTHROPIC_NPM: "messages",
+}
+# Packages whose wire protocol this runtime does not speak.
 _UNSUPPORTED_NPM = {
-    "@ai-sdk/anthropic": "Anthropic Messages",
     "@ai-sdk/google": "Google Gemini",
     "@ai-sdk/google-vertex": "Google Vertex",
     "@ai-sdk/amazon-bedrock": "Amazon Bedrock",
 }
+DEFAULT_VARIANT = "default"
 
 
-# What this runtime knows of OpenAI's chat models without a models.dev snapshot; a config's
-# provider.openai.models declares more.
-OPENAI_MODELS = frozenset({
-    "gpt-3.5-turbo", "gpt-4", "gpt-4-turbo", "gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4.1-mini", "gpt-4.1-nano",
-    "o1", "o1-mini", "o3", "o3-mini", "o3-pro", "o4-mini", "gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-5-codex",
-    "gpt-5.1", "gpt-5.1-codex", "codex-mini-latest",
-})
+@functools.cache
+def bundled() -> Mapping[str, Mapping[str, Any]]:
+    """The bundled catalog, by provider ID (read once)."""
+    text = resources.files(__package__).joinpath("models.json").read_text(encoding="utf-8")
+    data: dict[str, Mapping[str, Any]] = json.loads(text)
+    return data
 
 
-def model_declared(config: Config, ref: ModelRef) -> bool:
-    """Whether the configuration's provider entry, or the built-in catalog, declares this model."""
-    cfg = config.provider.get(ref.providerID)
-    if cfg is not None and ref.id in cfg.models:
-        return True
-    builtin_openai = ref.providerID == "openai" and (cfg is None or cfg.npm in (None, OPENAI_NPM))
-    return builtin_openai and ref.id in OPENAI_MODELS
+def provider_entry(config: Config, provider_id: str) -> ProviderConfig | None:
+    """The provider as the bundled catalog knows it with the configuration's entry merged over it."""
+    base = bundled().get(provider_id)
+    cfg = config.provider.get(provider_id)
+    if base is None:
+        return cfg
+    if cfg is None:
+        return ProviderConfig.model_validate(base)
+    # a configured npm that is not the bundled one makes it another provider: the bundled models do not apply
+    if cfg.npm not in (None, base.get("npm")):
+        return cfg
+    return ProviderConfig.model_validate(merge_config(dict(base), cfg.model_dump(by_alias=True, exclude_unset=True)))
+
+
+def undeclared(config: Config, ref: ModelRef) -> ProviderError | None:
+    """Why the configuration's provider entry and the bundled catalog do not declare this model and variant, or
+    None when they do."""
+    provider = provider_entry(config, ref.providerID)
+    entry = provider.models.get(ref.id) if provider is not None else None
+    if provider is None or entry is None:
+        return ModelNotFoundError(ref.providerID, ref.id)
+    if ref.variant and ref.variant != DEFAULT_VARIANT:
+        known = variants(provider, entry)
+        if ref.variant not in known:
+            return VariantNotFoundError(ref, sorted(known))
+    return None
 
 
 def api_key_env_var(provider_id: str) -> str:
@@ -55,7 +82,7 @@ def api_key_env_var(provider_id: str) -> str:
 
 def api_key(provider_id: str, cfg: ProviderConfig | None, env: Mapping[str, str]) -> tuple[str | None, str | None]:
     """The provider's key and where it came from: `options.apiKey`, else the first set variable of the provider's
-    `env` list (as in OpenCode), else `<PROVIDER_ID>_API_KEY` (so `OPENAI_API_KEY` for `openai`, and only there)."""
+    `env` list (as in OpenCode), else `<PROVIDER_ID>_API_KEY` (so `OPENAI_API_KEY` for `openai`)."""
     if cfg is not None and cfg.options.api_key:
         return cfg.options.api_key, "options.apiKey"
     for name in [*(cfg.env if cfg is not None else []), api_key_env_var(provider_id)]:
@@ -65,6 +92,10 @@ def api_key(provider_id: str, cfg: ProviderConfig | None, env: Mapping[str, str]
 
 
 _CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|cookie", re.I)
+
+
+def is_credential_header(name: str) -> bool:
+    return bool(_CREDENTIAL_HEADER.search(name))
 
 
 def configured_secrets(config: Config, env: Mapping[str, str], model: ResolvedModel | None = None) -> list[str]:
@@ -79,7 +110,7 @@ def configured_secrets(config: Config, env: Mapping[str, str], model: ResolvedMo
     if model is not None:
         secrets += [model.api_key] if model.api_key else []
         headers.append(model.headers)
-    secrets += [value for h in headers for name, value in h.items() if _CREDENTIAL_HEADER.search(name) and value]
+    secrets += [value for h in headers for name, value in h.items() if is_credential_header(name) and value]
     return secrets
 
 
@@ -90,13 +121,36 @@ def model_ref_from_string(value: str) -> ModelRef | None:
     return ModelRef(providerID=parsed[0], id=parsed[1])
 
 
-def _cost(entry: ModelConfig | None) -> ModelCost | None:
-    if entry is None or entry.cost is None:
+def _cost(entry: ModelConfig) -> ModelCost | None:
+    if entry.cost is None:
         return None
     c = entry.cost
     return ModelCost(
         input=c.input or 0.0, output=c.output or 0.0, cache_read=c.cache_read or 0.0, cache_write=c.cache_write or 0.0
     )
+
+
+def capabilities(entry: ModelConfig) -> Capabilities:
+    modalities = entry.modalities
+    return Capabilities(
+        tools=entry.tool_call if entry.tool_call is not None else True,
+        reasoning=bool(entry.reasoning),
+        attachments=bool(entry.attachment),
+        temperature=entry.temperature if entry.temperature is not None else True,
+        input=tuple(modalities.input) if modalities is not None and modalities.input else ("text",),
+        output=tuple(modalities.output) if modalities is not None and modalities.output else ("text",),
+    )
+
+
+def variants(provider: ProviderConfig, entry: ModelConfig) -> dict[str, dict[str, Any]]:
+    """The model's variants: the catalog's reasoning variants for a reasoning model, then the entry's own (an entry
+    with `disabled: true` removes one)."""
+    template = (provider.model_extra or {}).get("reasoning_variants") if entry.reasoning else None
+    merged: dict[str, dict[str, Any]] = {k: dict(v) for k, v in (template or {}).items()}
+    for name, value in (entry.variants or {}).items():
+        merged[name] = {**merged.get(name, {}), **value}
+    return {name: {k: v for k, v in value.items() if k != "disabled"}
+            for name, value in merged.items() if not value.get("disabled")}
 
 
 def _timeout_seconds(value: Any) -> float | None:
@@ -110,35 +164,34 @@ def _timeout_seconds(value: Any) -> float | None:
     return None
 
 
-def _resolved(
-    provider_id: str,
-    model_id: str,
-    cfg: ProviderConfig | None,
-    *,
-    base_url: str,
-    api_key: str | None,
-) -> ResolvedModel:
-    entry = cfg.models.get(model_id) if cfg is not None else None
-    limit = entry.limit if entry is not None else None
-    return ResolvedModel(
-        provider_id=provider_id,
-        model_id=model_id,
-        base_url=base_url.rstrip("/"),
-        api_key=api_key or None,
-        headers=dict(cfg.options.headers or {}) if cfg is not None else {},
-        npm=cfg.npm if cfg is not None else None,
-        context_limit=limit.context if limit is not None else None,
-        output_limit=limit.output if limit is not None else None,
-        input_limit=limit.input if limit is not None else None,
-        cost=_cost(entry),
-        api_model_id=entry.id if entry is not None and entry.id else None,
-        timeout=_timeout_seconds(cfg.options.timeout) if cfg is not None else None,
-    )
+class VariantNotFoundError(ProviderError):
+    error_type = ModelNotFoundError.error_type
+
+    def __init__(self, ref: ModelRef, known: list[str]) -> None:
+        names = ", ".join(known) if known else "none"
+        super().__init__(f"Model {ref.providerID}/{ref.id} has no variant {ref.variant!r} (variants: {names})")
+
+
+def _unusable(provider_id: str, model_id: str, cfg: ProviderConfig | None, base_url: str | None) -> str | None:
+    """Why the provider cannot be called at all, or None."""
+    npm = cfg.npm or OPENAI_COMPATIBLE_NPM if cfg is not None else None
+    if cfg is None:
+        return (f"Provider {provider_id!r} (from model {provider_id}/{model_id}) is not configured: "
+                f"add provider.{provider_id} with npm, options.baseURL and models to opencode.json")
+    if npm in _UNSUPPORTED_NPM:
+        return (f"Provider {provider_id!r} uses {npm} ({_UNSUPPORTED_NPM[npm]}), which is not supported yet; "
+                "use an OpenAI-compatible endpoint instead")
+    if npm not in NPM_PROTOCOL:
+        return (f"Provider {provider_id!r} is not usable: set its npm to {OPENAI_COMPATIBLE_NPM!r}, {OPENAI_NPM!r} "
+                f"or {ANTHROPIC_NPM!r}")
+    if not base_url:
+        return f"Provider {provider_id!r} is missing options.baseURL (the server's /v1 address)"
+    return None
 
 
 def resolve_model(config: Config, ref: ModelRef | None = None, env: Mapping[str, str] = os.environ) -> ResolvedModel:
-    """The model to call: `ref`, else the config's `model`. Raises NoModelConfiguredError naming what is
-    missing. Keys come from `options.apiKey`, else `<PROVIDER_ID>_API_KEY` (OPENAI_API_KEY for openai)."""
+    """The model to call: `ref`, else the config's `model`, with its variant applied. Raises NoModelConfiguredError
+    naming what is missing, ModelNotFoundError for a model neither the catalog nor the config declares."""
     if ref is None:
         if not config.model:
             raise NoModelConfiguredError("No model is configured")
@@ -148,51 +201,59 @@ def resolve_model(config: Config, ref: ModelRef | None = None, env: Mapping[str,
                 f"The configured model {config.model!r} is not of the form \"provider/model\""
             )
     provider_id, model_id = ref.providerID, ref.id
-    cfg = config.provider.get(provider_id)
-    npm = cfg.npm if cfg is not None else None
-    base_url = cfg.options.base_url if cfg is not None else None
-    key_var = api_key_env_var(provider_id)
+    cfg = provider_entry(config, provider_id)
+    base_url = (cfg.options.base_url or cfg.api) if cfg is not None else None
+    problem = _unusable(provider_id, model_id, cfg, base_url)
+    if problem is not None:
+        raise NoModelConfiguredError(problem)
+    assert cfg is not None and base_url is not None
     key = api_key(provider_id, cfg, env)[0]
-
-    if npm in _UNSUPPORTED_NPM:
+    if not key and provider_id in bundled() and cfg.options.base_url is None:
         raise NoModelConfiguredError(
-            f"Provider {provider_id!r} uses {npm} ({_UNSUPPORTED_NPM[npm]}), which is not supported yet; "
-            "use an OpenAI-compatible endpoint instead"
+            f"Model {provider_id}/{model_id} needs an API key: set the {api_key_env_var(provider_id)} environment "
+            f"variable or provider.{provider_id}.options.apiKey"
         )
-    if provider_id == "openai" and (npm is None or npm == OPENAI_NPM):
-        if not key:
-            raise NoModelConfiguredError(
-                f"Model openai/{model_id} needs an API key: set the {key_var} environment variable "
-                "or provider.openai.options.apiKey"
-            )
-        if not model_declared(config, ref):
-            raise ModelNotFoundError(provider_id, model_id)
-        return _resolved(provider_id, model_id, cfg, base_url=base_url or OPENAI_BASE_URL, api_key=key)
-    if cfg is None:
-        if provider_id == "anthropic":
-            raise NoModelConfiguredError(
-                "Provider 'anthropic' is not supported yet; use an OpenAI-compatible endpoint instead"
-            )
-        raise NoModelConfiguredError(
-            f"Provider {provider_id!r} (from model {provider_id}/{model_id}) is not configured: "
-            f"add provider.{provider_id} with npm, options.baseURL and models to opencode.json"
-        )
-    if not base_url:
-        if npm == OPENAI_COMPATIBLE_NPM:
-            raise NoModelConfiguredError(
-                f"Provider {provider_id!r} is missing options.baseURL (the server's /v1 address)"
-            )
-        if provider_id == "anthropic":
-            raise NoModelConfiguredError(
-                "Provider 'anthropic' is not supported yet; use an OpenAI-compatible endpoint instead"
-            )
-        raise NoModelConfiguredError(
-            f"Provider {provider_id!r} is not usable: set its npm to {OPENAI_COMPATIBLE_NPM!r} "
-            "and options.baseURL"
-        )
-    if not model_declared(config, ref):
+    entry = cfg.models.get(model_id)
+    if entry is None:
         raise ModelNotFoundError(provider_id, model_id)
-    return _resolved(provider_id, model_id, cfg, base_url=base_url, api_key=key)
+    chosen = partition(entry.options)
+    known = variants(cfg, entry)
+    if ref.variant and ref.variant != DEFAULT_VARIANT:
+        if ref.variant not in known:
+            raise VariantNotFoundError(ref, sorted(known))
+        chosen = chosen.then(partition(known[ref.variant]))
+    return _resolved(provider_id, model_id, cfg, entry, chosen, base_url=base_url, api_key=key,
+                     variant=ref.variant)
+
+
+def _resolved(provider_id: str, model_id: str, cfg: ProviderConfig, entry: ModelConfig, chosen: PartitionedOptions,
+              *, base_url: str, api_key: str | None, variant: str | None) -> ResolvedModel:
+    limit = entry.limit
+    npm = cfg.npm or OPENAI_COMPATIBLE_NPM  # a custom provider without a package speaks Chat Completions
+    return ResolvedModel(
+        provider_id=provider_id,
+        model_id=model_id,
+        base_url=base_url.rstrip("/"),
+        api_key=api_key or None,
+        headers=dict(cfg.options.headers or {}),
+        npm=npm,
+        context_limit=limit.context if limit is not None else None,
+        output_limit=limit.output if limit is not None else None,
+        input_limit=limit.input if limit is not None else None,
+        cost=_cost(entry),
+        api_model_id=entry.id or None,
+        timeout=_timeout_seconds(cfg.options.timeout),
+        protocol=NPM_PROTOCOL[npm],
+        capabilities=capabilities(entry),
+        options=chosen.options,
+        controls=chosen.controls,
+        body=chosen.body,
+        variant=variant,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Listing.
 
 
 @dataclass(frozen=True)
@@ -201,12 +262,21 @@ class CatalogModel:
     name: str | None = None
     context: int | None = None
     output: int | None = None
+    input: int | None = None
+    family: str | None = None
+    released: int = 0  # epoch ms of the release date, 0 when unknown
+    status: str | None = None
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    cost: ModelCost | None = None
+    variants: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    body: Mapping[str, Any] = field(default_factory=dict)  # the model's own options (no credentials among them)
+    api_id: str | None = None  # the server's name for the model, when the catalog's is an alias
 
 
 @dataclass(frozen=True)
 class CatalogProvider:
-    """One provider as the configuration declares it: its models, and where its key comes from (None: no key
-    found, which a local server may not need)."""
+    """One provider: its models, and where its key comes from (None: no key found, which a local server may not
+    need). Never holds the key itself."""
 
     id: str
     npm: str | None
@@ -214,21 +284,38 @@ class CatalogProvider:
     credentials: str | None
     models: tuple[CatalogModel, ...]
     problem: str | None = None  # why it cannot be called, if it cannot
+    name: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)  # the configured headers that are not credentials
+
+
+def _released(value: str | None) -> int:
+    if not value:
+        return 0
+    try:
+        day = datetime.date.fromisoformat(value)
+    except ValueError:
+        return 0
+    return int(datetime.datetime(day.year, day.month, day.day, tzinfo=datetime.UTC).timestamp() * 1000)
+
+
+def _catalog_model(provider_id: str, cfg: ProviderConfig, model_id: str, entry: ModelConfig) -> CatalogModel:
+    limit = entry.limit
+    return CatalogModel(
+        ref=f"{provider_id}/{model_id}", name=entry.name,
+        context=limit.context if limit else None, output=limit.output if limit else None,
+        input=limit.input if limit else None, family=entry.family, released=_released(entry.release_date),
+        status=entry.status, capabilities=capabilities(entry), cost=_cost(entry), variants=variants(cfg, entry),
+        body=dict(entry.options or {}), api_id=entry.id)
 
 
 def catalog(config: Config, env: Mapping[str, str] = os.environ) -> list[CatalogProvider]:
-    """Every provider the configuration declares, plus the built-in `openai`, in name order."""
-    ids = sorted({*config.provider, "openai"})
+    """Every provider the bundled catalog or the configuration declares, in name order."""
     out = []
-    for provider_id in ids:
-        cfg = config.provider.get(provider_id)
-        declared = cfg.models if cfg else {}
-        models = tuple(
-            CatalogModel(f"{provider_id}/{model_id}", entry.name, entry.limit.context if entry.limit else None,
-                         entry.limit.output if entry.limit else None)
-            for model_id, entry in sorted(declared.items()))
-        if provider_id == "openai":  # the built-in provider also knows OpenAI's own models
-            models += tuple(CatalogModel(f"openai/{m}") for m in sorted(OPENAI_MODELS - set(declared)))
+    for provider_id in sorted({*config.provider, *bundled()}):
+        cfg = provider_entry(config, provider_id)
+        assert cfg is not None
+        models = tuple(_catalog_model(provider_id, cfg, model_id, entry)
+                       for model_id, entry in sorted(cfg.models.items()))
         problem = None
         try:
             model_id = models[0].ref.split("/", 1)[1] if models else "<model>"
@@ -236,39 +323,10 @@ def catalog(config: Config, env: Mapping[str, str] = os.environ) -> list[Catalog
         except ProviderError as unusable:
             problem = getattr(unusable, "detail", None) or unusable.message
         out.append(CatalogProvider(
-            id=provider_id, npm=cfg.npm if cfg else None,
-            base_url=(cfg.options.base_url if cfg else None) or (OPENAI_BASE_URL if provider_id == "openai" else None),
-            credentials=api_key(provider_id, cfg, env)[1], models=models, problem=problem))
+            id=provider_id, npm=cfg.npm, base_url=cfg.options.base_url or cfg.api,
+            credentials=api_key(provider_id, cfg, env)[1], models=models, problem=problem, name=cfg.name,
+            headers={k: v for k, v in (cfg.options.headers or {}).items() if not is_credential_header(k)}))
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Adapters. The SDK's connection pool belongs to the event loop that first used it, so clients are
-# cached per running loop as well as per endpoint and credentials.
-
-_ClientKey = tuple[str, str | None, tuple[tuple[str, str], ...], float | None]
-_providers: weakref.WeakKeyDictionary[Any, dict[_ClientKey, OpenAIChatProvider]] = weakref.WeakKeyDictionary()
-_no_loop: dict[_ClientKey, OpenAIChatProvider] = {}
-_lock = threading.Lock()
-
-
-def provider_for(model: ResolvedModel) -> Provider:
-    key: _ClientKey = (model.base_url, model.api_key, tuple(sorted(model.headers.items())), model.timeout)
-    try:
-        loop: Any = asyncio.get_running_loop()
-    except RuntimeError:
-        loop = None
-    with _lock:
-        cache = _no_loop if loop is None else _providers.setdefault(loop, {})
-        provider = cache.get(key)
-        if provider is None:
-            if model.timeout is None:
-                timeout: Any = DEFAULT_TIMEOUT
-            else:
-                timeout = None if model.timeout == 0 else model.timeout
-            provider = OpenAIChatProvider(model.base_url, model.api_key, headers=model.headers, timeout=timeout)
-            cache[key] = provider
-    return provider
 
 
 def step_cost(usage: Usage, cost: ModelCost | None) -> float:
@@ -285,17 +343,26 @@ def step_cost(usage: Usage, cost: ModelCost | None) -> float:
 
 
 __all__ = [
+    "ANTHROPIC_NPM",
     "CatalogModel",
     "CatalogProvider",
     "ModelCost",
+    "NPM_PROTOCOL",
     "OPENAI_COMPATIBLE_NPM",
+    "OPENAI_NPM",
     "ResolvedModel",
+    "VariantNotFoundError",
     "api_key",
     "api_key_env_var",
+    "bundled",
+    "capabilities",
     "catalog",
-    "model_declared",
+    "configured_secrets",
+    "is_credential_header",
+    "undeclared",
     "model_ref_from_string",
-    "provider_for",
+    "provider_entry",
     "resolve_model",
     "step_cost",
+    "variants",
 ]

@@ -1,4 +1,5 @@
-"""Typed provider failures: what went wrong on one provider call, whether the runtime may retry it,
+"""Typed provider failures: what went wrong on one provider call, whether the runtime may retry it, how a
+provider's error answer is classified (status, error code and kind, retry headers; the same for every protocol),
 and how the failure is recorded in a Session (`SessionErrorInfo`)."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import email.utils
 import re
 import time
 from collections.abc import Iterable, Mapping
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from opencode_session.schema import session_errors
 from opencode_session.schema.common import SessionErrorInfo
@@ -173,6 +174,96 @@ def parse_retry_after_ms(headers: Mapping[str, str] | None, *, now: float | None
     return seconds * 1000.0
 
 
+# Phrases servers use for "the prompt does not fit the context window" (OpenAI, Anthropic, vLLM, llama.cpp,
+# OpenRouter, Azure). Kept specific: a false match costs a pointless compaction.
+_OVERFLOW_MARKERS = (
+    "context_length_exceeded",
+    "context length",
+    "context window",
+    "context_window",
+    "context size",
+    "maximum context",
+    "prompt is too long",
+    "input is too long",
+    "too many tokens",
+    "exceeds the context",
+    "reduce the length",
+    "request_too_large",
+)
+_QUOTA_MARKERS = ("insufficient_quota", "billing_hard_limit", "quota_exceeded", "billing_error")
+_CONTENT_POLICY_MARKERS = ("content_filter", "content_policy", "content policy", "responsibleaipolicyviolation")
+_AUTH_KINDS = ("invalid_api_key", "authentication_error", "permission_error")
+_RATE_LIMIT_KINDS = ("rate_limit_exceeded", "rate_limit_error")
+# Error kinds that name a server-side failure when the status does not say so (an error event inside a 200 stream).
+_INTERNAL_KINDS = ("overloaded_error", "api_error", "server_error", "internal_server_error", "timeout_error")
+_INVALID_KINDS = ("invalid_request_error", "not_found_error", "invalid_request")
+
+
+def body_fields(body: object) -> tuple[str | None, str | None, str | None, int | None]:
+    """(message, code, kind, numeric code) from a provider error body, tolerating the shapes servers send:
+    `{"error": {...}}` (OpenAI), `{"type": "error", "error": {"type": ...}}` (Anthropic), or the bare object."""
+    if isinstance(body, Mapping):
+        inner = body.get("error")
+        if isinstance(inner, Mapping):
+            body = inner
+    if not isinstance(body, Mapping):
+        return (body if isinstance(body, str) and body else None), None, None, None
+    message = body.get("message")
+    code = body.get("code")
+    kind = body.get("type")
+    numeric = code if isinstance(code, int) and not isinstance(code, bool) else None
+    return (
+        message if isinstance(message, str) and message else None,
+        str(code) if code is not None else None,
+        str(kind) if kind is not None else None,
+        numeric,
+    )
+
+
+def classify_failure(
+    status: int | None,
+    message: str,
+    *,
+    code: str | None = None,
+    kind: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> ProviderError:
+    """The typed failure for a provider error answer, or for an error event inside a stream (then `status` is None
+    or the stream's 200, and the error's code and kind decide)."""
+    if status is not None and status < 400:
+        status = None
+    retry_after = parse_retry_after_ms(headers)
+    text = " ".join(x for x in (message, code or "", kind or "") if x).lower()
+    tags = {(code or "").lower(), (kind or "").lower()}
+    args: dict[str, Any] = {"status": status, "retry_after_ms": retry_after}
+
+    if status == 413 or (
+        (status is None or 400 <= status < 500) and status != 429 and any(m in text for m in _OVERFLOW_MARKERS)
+    ):
+        return ContextOverflowError(message, **args)
+    if status == 402 or any(m in tags for m in _QUOTA_MARKERS):
+        return QuotaExceededError(message, **args)
+    if any(m in tag for tag in tags for m in _CONTENT_POLICY_MARKERS):
+        return ContentPolicyError(message, **args)
+    if status in (401, 403) or tags & set(_AUTH_KINDS):
+        return AuthenticationError(message, **args)
+    if status == 429 or tags & set(_RATE_LIMIT_KINDS):
+        return RateLimitError(message, **args)
+    if status == 408:
+        return TransportError(message, **args)
+    if (status is not None and status >= 500) or tags & set(_INTERNAL_KINDS):
+        return ProviderInternalError(message, **args)
+    if any(m in text for m in _CONTENT_POLICY_MARKERS):
+        return ContentPolicyError(message, **args)
+    if status == 409:
+        # OpenAI answers 409 for transient lock contention; its own SDK retries it.
+        return ProviderInternalError(message, **args)
+    if (status is not None and 400 <= status < 500) or tags & set(_INVALID_KINDS):
+        return InvalidProviderRequestError(message, **args)
+    # An error event inside an otherwise healthy stream without a usable status: the server failed.
+    return ProviderInternalError(message, **args)
+
+
 __all__ = [
     "AuthenticationError",
     "CONFIGURE_MODEL_HELP",
@@ -188,6 +279,8 @@ __all__ = [
     "REDACTED",
     "RateLimitError",
     "TransportError",
+    "body_fields",
+    "classify_failure",
     "parse_retry_after_ms",
     "redact",
 ]

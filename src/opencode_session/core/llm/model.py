@@ -1,5 +1,6 @@
-"""The provider-neutral LLM model: one request per Step (system text, history, tools), the events a
-provider stream yields, token usage, and the `Provider` interface every protocol adapter implements."""
+"""The provider-neutral LLM model: one request per Step (system text, history, tools, generation controls and
+Model Request Options), the events a provider stream yields, token usage, and the `Provider` interface every protocol
+adapter implements."""
 
 from __future__ import annotations
 
@@ -21,6 +22,48 @@ class ModelCost:
     cache_write: float = 0.0
 
 
+WireProtocol: TypeAlias = Literal["chat", "responses", "messages"]
+"""The wire protocol an adapter speaks: OpenAI Chat Completions, OpenAI Responses, Anthropic Messages."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a model accepts and does. `input` lists modalities ("text", "image", "pdf", ...); tools read `images`
+    to decide whether an image may be attached."""
+
+    tools: bool = True
+    reasoning: bool = False
+    attachments: bool = False
+    temperature: bool = True  # accepts a sampling temperature (reasoning models often refuse one)
+    input: tuple[str, ...] = ("text",)
+    output: tuple[str, ...] = ("text",)
+
+    @property
+    def images(self) -> bool:
+        return "image" in self.input
+
+
+@dataclass(frozen=True)
+class GenerationControls:
+    """Provider-neutral sampling and output controls; None leaves the provider's default."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    max_output_tokens: int | None = None
+    stop: tuple[str, ...] | None = None
+    seed: int | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+
+    def over(self, base: GenerationControls) -> GenerationControls:
+        """These controls, falling back to `base` for every one left unset."""
+        return GenerationControls(**{
+            name: mine if mine is not None else getattr(base, name)
+            for name, mine in ((f, getattr(self, f)) for f in self.__dataclass_fields__)
+        })
+
+
 @dataclass(frozen=True)
 class ResolvedModel:
     """Everything needed to call one model: where, with which credentials, and its limits and prices."""
@@ -39,6 +82,14 @@ class ResolvedModel:
     api_model_id: str | None = None
     # Seconds; None means the adapter default, 0 means no timeout (OpenCode's `timeout: false`).
     timeout: float | None = None
+    protocol: WireProtocol = "chat"
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    # Model Request Options (provider-semantic, the active variant applied), encoded only by the adapter
+    options: Mapping[str, Any] = field(default_factory=dict)
+    controls: GenerationControls = field(default_factory=GenerationControls)
+    # compatibility body fields: sent as they are, whatever the protocol
+    body: Mapping[str, Any] = field(default_factory=dict)
+    variant: str | None = None
 
     @property
     def wire_model(self) -> str:
@@ -84,6 +135,10 @@ class ToolCallPart:
     call_id: str
     name: str
     input: dict[str, Any]
+    metadata: dict[str, Any] | None = None
+    # a hosted call: the provider ran it, and its result travels inline with the call
+    provider_executed: bool = False
+    result: Any = None
 
 
 @dataclass(frozen=True)
@@ -122,8 +177,9 @@ class LLMRequest:
     messages: list[LLMMessage]
     tools: list[ToolSpec] = field(default_factory=list)
     tool_choice: ToolChoice = "auto"
-    max_output_tokens: int | None = None
     prompt_cache_key: str | None = None
+    controls: GenerationControls = field(default_factory=GenerationControls)
+    options: Mapping[str, Any] = field(default_factory=dict)  # Model Request Options for the adapter to encode
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,6 +247,20 @@ class ToolCall:
     provider_executed: bool = False
     input_error: str | None = None
     raw_input: str | None = None
+    metadata: dict[str, Any] | None = None  # Native Continuation Metadata (a provider's own item ID, say)
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The result of a provider-executed (hosted) tool call, as the provider reported it. `metadata` is the
+    Native Continuation Metadata needed to replay the result to the same model."""
+
+    call_id: str
+    name: str
+    result: Any
+    text: str = ""
+    is_error: bool = False
+    metadata: dict[str, Any] | None = None
 
 
 FinishReason: TypeAlias = Literal["stop", "length", "tool-calls", "content-filter", "other"]
@@ -230,6 +300,7 @@ StreamEvent: TypeAlias = (
     | ToolInputDelta
     | ToolInputEnd
     | ToolCall
+    | ToolResult
     | Finish
 )
 
@@ -243,6 +314,10 @@ class Provider(Protocol):
 
 __all__ = [
     "AssistantMessage",
+    "Capabilities",
+    "GenerationControls",
+    "WireProtocol",
+    "ToolResult",
     "FilePart",
     "Finish",
     "FinishReason",

@@ -22,8 +22,7 @@ from ...schema.prompt import PromptInput
 from ...schema.session import SessionTime, SessionV2Info
 from ..attachments import admission_authority, check_prompt_files
 from ..config import ConfigError, load_config
-from ..llm.catalog import model_declared
-from ..llm.errors import ModelNotFoundError
+from ..llm.catalog import undeclared
 from ..location import Location, resolve_location
 from ..store import messages as stored_messages
 from ..store import pending, sessions
@@ -66,8 +65,9 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
             except ConfigError as bad:
                 raise InvalidRequestError(f"Cannot check the model against the configuration: {bad}",
                                           field="model") from None
-            if not model_declared(config, model):
-                raise InvalidRequestError(str(ModelNotFoundError(model.providerID, model.id)), field="model")
+            problem = undeclared(config, model)
+            if problem is not None:
+                raise InvalidRequestError(str(problem), field="model")
 
         await anyio.to_thread.run_sync(_check)
 

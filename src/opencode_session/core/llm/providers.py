@@ -1,0 +1,86 @@
+"""The adapter registry, keyed by wire protocol, and `Providers`: the adapters one runtime uses, over one shared HTTP
+client per provider that the runtime owns and closes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx2
+
+from .model import Provider, ResolvedModel, WireProtocol
+from .wire import DEFAULT_TIMEOUT
+
+AdapterFactory = Callable[..., Provider]
+
+
+def _chat(**kw: Any) -> Provider:
+    from .openai_chat import OpenAIChatProvider
+
+    return OpenAIChatProvider(**kw)
+
+
+def _responses(**kw: Any) -> Provider:
+    from .openai_responses import OpenAIResponsesProvider
+
+    return OpenAIResponsesProvider(**kw)
+
+
+def _messages(**kw: Any) -> Provider:
+    from .anthropic_messages import AnthropicMessagesProvider
+
+    return AnthropicMessagesProvider(**kw)
+
+
+# SDKs load when a protocol is first used, not when the server starts.
+ADAPTERS: Mapping[WireProtocol, AdapterFactory] = {"chat": _chat, "responses": _responses, "messages": _messages}
+
+
+def _timeout(model: ResolvedModel) -> Any:
+    if model.timeout is None:
+        return DEFAULT_TIMEOUT
+    return None if model.timeout == 0 else model.timeout
+
+
+_AdapterKey = tuple[str, str, str, str | None, tuple[tuple[str, str], ...], float | None]
+
+
+class Providers:
+    """`for_model` hands out the adapter for a resolved model: one per (protocol, endpoint, credentials, headers,
+    timeout), all of a provider sharing one HTTP connection pool. `aclose` releases every pool."""
+
+    def __init__(self, transport: httpx2.AsyncBaseTransport | None = None) -> None:
+        self._transport = transport  # tests replay recorded exchanges through it
+        self._http: dict[str, httpx2.AsyncClient] = {}
+        self._adapters: dict[_AdapterKey, Provider] = {}
+        self._closed = False
+
+    def _http_client(self, provider_id: str) -> httpx2.AsyncClient:
+        client = self._http.get(provider_id)
+        if client is None:
+            # the SDKs' own defaults for a client they would have made: generous pool, no redirects
+            client = self._http[provider_id] = httpx2.AsyncClient(
+                transport=self._transport, timeout=DEFAULT_TIMEOUT, follow_redirects=False,
+                limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100))
+        return client
+
+    def for_model(self, model: ResolvedModel) -> Provider:
+        if self._closed:
+            raise RuntimeError("the runtime's providers are closed")
+        key: _AdapterKey = (model.provider_id, model.protocol, model.base_url, model.api_key,
+                            tuple(sorted(model.headers.items())), model.timeout)
+        adapter = self._adapters.get(key)
+        if adapter is None:
+            adapter = self._adapters[key] = ADAPTERS[model.protocol](
+                base_url=model.base_url, api_key=model.api_key, headers=model.headers, timeout=_timeout(model),
+                http_client=self._http_client(model.provider_id))
+        return adapter
+
+    async def aclose(self) -> None:
+        self._closed = True
+        clients, self._http, self._adapters = list(self._http.values()), {}, {}
+        for client in clients:
+            await client.aclose()
+
+
+__all__ = ["ADAPTERS", "Providers"]

@@ -1,0 +1,288 @@
+"""What every protocol adapter shares on the wire: the request body built once as plain JSON and sent through the
+SDK client's low-level `post` (the SDK's per-request walk of the body's type annotations never runs), the SDK's typed
+stream read into provider-neutral events with failures mapped in one place, and attachment and update helpers."""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.parse
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from typing import Any, ClassVar, Protocol
+from xml.sax.saxutils import escape as xml_escape
+
+import httpx2
+
+from .errors import InvalidProviderOutputError, ProviderError
+from .model import (
+    FilePart,
+    LLMRequest,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    StreamEvent,
+    TextDelta,
+    TextEnd,
+    TextStart,
+)
+from .sdk_failures import SDKErrors, map_exception
+
+# Reasoning models may think for minutes before the first byte, so the read timeout is generous;
+# a dead host should still fail fast on connect.
+DEFAULT_TIMEOUT = httpx2.Timeout(600.0, connect=15.0)
+JSON_HEADERS = {"Content-Type": "application/json"}
+
+
+def encode_body(body: Mapping[str, Any]) -> bytes:
+    """The request body as sent: compact UTF-8 JSON, built from plain data once."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def with_compat_fields(body: dict[str, Any], compat: Mapping[str, Any]) -> dict[str, Any]:
+    """Compatibility body fields pass through untouched; the adapter's own fields win over them."""
+    return {**compat, **body} if compat else body
+
+
+def wrap_system_update(text: str) -> str:
+    """An Instruction Update for a protocol without a chronological instruction role: tagged user text."""
+    return "<system-update>\n" + xml_escape(text) + "\n</system-update>"  # escapes &, < and >
+
+
+# --- attachments ------------------------------------------------------------------------------------
+
+
+def bytes_of(part: FilePart) -> bytes:
+    """The attachment's bytes: loaded by the runtime, or inline in a `data:` URI. Local files are never read here:
+    the runtime loads them under the Location authority, so one it did not load is not readable."""
+    if part.data is not None:
+        return part.data
+    if part.uri.startswith("data:"):
+        header, _, payload = part.uri[5:].partition(",")
+        if header.endswith(";base64"):
+            return base64.b64decode(payload)
+        return urllib.parse.unquote_to_bytes(payload)
+    raise ValueError("the file was not loaded")
+
+
+def is_remote(part: FilePart) -> bool:
+    return part.data is None and urllib.parse.urlsplit(part.uri).scheme in ("http", "https")
+
+
+def file_label(part: FilePart) -> str:
+    return part.name or urllib.parse.unquote(urllib.parse.urlsplit(part.uri).path.rsplit("/", 1)[-1]) or "file"
+
+
+def base64_of(part: FilePart) -> str:
+    return base64.b64encode(bytes_of(part)).decode("ascii")
+
+
+def data_url(part: FilePart) -> str:
+    """A `data:` URL for the attachment (the URI itself when it already is one and nothing was loaded)."""
+    if part.data is None and part.uri.startswith("data:"):
+        return part.uri
+    return f"data:{part.mime};base64," + base64_of(part)
+
+
+def text_file(part: FilePart) -> str:
+    """A text attachment inlined for the model (a remote one is named, not fetched)."""
+    label = file_label(part)
+    if is_remote(part):
+        return f"[Attached file {label} ({part.mime}) at {part.uri}]"
+    return f"[Attached file {label} ({part.mime})]\n" + bytes_of(part).decode("utf-8", errors="replace")
+
+
+def is_text_mime(mime: str) -> bool:
+    mime = mime.lower()
+    return mime.startswith("text/") or mime == "application/json"
+
+
+def lower_file(part: FilePart, lower: Callable[[FilePart], dict[str, Any]],
+               text_block: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    """One attachment in the protocol's shape; one that cannot be read becomes a note to the model instead of
+    failing the whole Step."""
+    try:
+        return lower(part)
+    except ValueError as exc:
+        return text_block(f"[Attached file {file_label(part)} could not be read: {exc}]")
+
+
+def unshowable(part: FilePart) -> str:
+    return f"[Attached file {file_label(part)} ({part.mime}) cannot be shown to this model]"
+
+
+# --- sending and reading -------------------------------------------------------------------------------
+
+
+class StreamDecoder(Protocol):
+    """Stateful translation of one protocol's typed stream items into provider-neutral events."""
+
+    def feed(self, item: Any) -> Iterable[StreamEvent]: ...
+
+    def end(self) -> Iterable[StreamEvent]: ...
+
+
+async def post_stream(client: Any, path: str, body: bytes, *, cast_to: Any, stream_cls: Any,
+                      sdk: SDKErrors, base_url: str, headers: Mapping[str, Any] | None = None) -> Any:
+    """Send a prebuilt body through the SDK's own request path (its auth, headers, error classes and typed stream),
+    as `content`, so the SDK never walks it."""
+    options: dict[str, Any] = {"headers": {**JSON_HEADERS, **(headers or {})}}
+    try:
+        return await client.post(path, content=body, cast_to=cast_to, options=options, stream=True,
+                                 stream_cls=stream_cls)
+    except sdk.failures as exc:
+        raise map_exception(exc, sdk, base_url=base_url) from exc
+
+
+async def read_stream(stream: Any, decoder: StreamDecoder, sdk: SDKErrors) -> AsyncIterator[StreamEvent]:
+    """The decoder's events for every item of an SDK stream; closes the stream whatever ends the reading."""
+    iterator = stream.__aiter__()
+    try:
+        while True:
+            try:
+                item = await iterator.__anext__()
+            except StopAsyncIteration:
+                break
+            except sdk.failures as exc:
+                raise map_exception(exc, sdk, started=True) from exc
+            try:
+                events = decoder.feed(item)
+            except ProviderError:
+                raise
+            except (AttributeError, TypeError, ValueError, KeyError) as exc:
+                raise InvalidProviderOutputError(f"The provider sent an unreadable stream item: {exc}") from exc
+            for event in events:
+                yield event
+        for event in decoder.end():
+            yield event
+    finally:
+        try:
+            await stream.close()
+        except Exception:
+            # Closing a broken connection can fail again; the original outcome already stands.
+            pass
+
+
+class SDKAdapter:
+    """What every adapter does the same way: build the body once, send it through its SDK client's `post` (with the
+    Authorization header left out for a keyless local server), and read the typed stream through its decoder. Each
+    `stream` call is exactly one HTTP request; a shared HTTP client is closed by whoever passed it."""
+
+    path: ClassVar[str]
+    cast_to: ClassVar[Any]
+    stream_cls: ClassVar[Any]
+    sdk: ClassVar[SDKErrors]
+    omit: ClassVar[Any]  # the SDK's marker that removes a default header
+
+    def __init__(self, base_url: str, client: Any, *, keyless_header: str | None, owns_http: bool) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._client = client
+        self._keyless_header = keyless_header  # the credential header to leave out, for a server without a key
+        self._owns_http = owns_http
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={self.base_url!r})"
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._client.close()
+
+    def build_body(self, request: LLMRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def decoder(self) -> StreamDecoder:
+        raise NotImplementedError
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+        body = encode_body(self.build_body(request))
+        headers = {self._keyless_header: self.omit()} if self._keyless_header else None
+        items = await post_stream(self._client, self.path, body, cast_to=self.cast_to, stream_cls=self.stream_cls,
+                                  sdk=self.sdk, base_url=self.base_url, headers=headers)
+        async for event in read_stream(items, self.decoder(), self.sdk):
+            yield event
+
+
+class Blocks:
+    """Text and reasoning blocks of one stream: at most one is open at a time (opening another closes it), and a
+    delta for a block that is not open opens it."""
+
+    def __init__(self) -> None:
+        self.open_block: tuple[str, str] | None = None  # (kind, id)
+
+    def close(self, metadata: dict[str, Any] | None = None) -> list[StreamEvent]:
+        if self.open_block is None:
+            return []
+        kind, block_id = self.open_block
+        self.open_block = None
+        return [TextEnd(block_id) if kind == "text" else ReasoningEnd(block_id, metadata)]
+
+    def start(self, kind: str, block_id: str) -> list[StreamEvent]:
+        if self.open_block == (kind, block_id):
+            return []
+        out = self.close()
+        self.open_block = (kind, block_id)
+        out.append(TextStart(block_id) if kind == "text" else ReasoningStart(block_id))
+        return out
+
+    def delta(self, kind: str, block_id: str, text: str) -> list[StreamEvent]:
+        if not text:
+            return []
+        out = self.start(kind, block_id)
+        out.append(TextDelta(block_id, text) if kind == "text" else ReasoningDelta(block_id, text))
+        return out
+
+    def end(self, block_id: str, metadata: dict[str, Any] | None = None) -> list[StreamEvent]:
+        """Close `block_id` if it is the open block."""
+        if self.open_block is None or self.open_block[1] != block_id:
+            return []
+        return self.close(metadata)
+
+
+def field_of(obj: Any, name: str) -> Any:
+    """A field of a stream item whether the SDK parsed it into a model, left it a dict, or omitted it; vendor
+    extensions (`reasoning_content`, say) exist only as model extras."""
+    if obj is None:
+        return None
+    if isinstance(obj, Mapping):
+        return obj.get(name)
+    return getattr(obj, name, None)
+
+
+def plain_data(obj: Any) -> Any:
+    """A stream item (or a list of them) as plain JSON data, for storing it as the provider sent it."""
+    if isinstance(obj, list):
+        return [plain_data(o) for o in obj]
+    dump = getattr(obj, "model_dump", None)
+    return dump(mode="json", exclude_none=True) if dump is not None else obj
+
+
+def int_of(value: Any) -> int:
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, (int, float)):
+        return int(value)
+    return 0
+
+
+__all__ = [
+    "Blocks",
+    "DEFAULT_TIMEOUT",
+    "SDKAdapter",
+    "StreamDecoder",
+    "base64_of",
+    "bytes_of",
+    "data_url",
+    "encode_body",
+    "field_of",
+    "file_label",
+    "int_of",
+    "is_remote",
+    "is_text_mime",
+    "lower_file",
+    "plain_data",
+    "post_stream",
+    "read_stream",
+    "text_file",
+    "unshowable",
+    "with_compat_fields",
+    "wrap_system_update",
+]
