@@ -19,6 +19,7 @@ TOOL_RESULT_MISSING: Final = "tool.result-missing"  # a provider-executed call t
 TOOL_STALE: Final = "tool.stale"  # left streaming or running by an earlier process; never run again
 PERMISSION_REJECTED: Final = "permission.rejected"  # a deny rule
 PERMISSION_REQUIRED: Final = "permission.required"  # an ask rule, with nobody to ask yet
+QUESTION_REJECTED: Final = "question.rejected"  # the user dismissed a question the tool asked
 
 # Provider calls
 PROVIDER_UNKNOWN: Final = "provider.unknown"

@@ -51,6 +51,7 @@ class ToolContext:
     asker: Asker | None = None  # None: nobody can answer, so an `ask` fails the call as permission.required
     # Live output of a running call (e.g. a command's stdout), shown to clients before the call settles.
     on_output: Callable[[str], None] | None = None
+    questioner: Callable[[list[dict[str, Any]]], Awaitable[list[list[str]]]] | None = None
 
     @property
     def authority(self) -> Authority:
