@@ -13,6 +13,8 @@ from .execution import suspension
 from .execution.coordinator import Drain, SessionExecution
 from .instructions.entries import InstructionEntries
 from .location import Location, resolve_location
+from .permission_requests import PermissionRequests
+from .questions import QuestionRequests
 from .session import Sessions
 from .session.projector import project
 from .store import Store
@@ -39,6 +41,8 @@ class Runtime:
         self.store = Store(options.db_path, project=project, live_capacity=options.live_capacity)
         self.sessions = Sessions(self.store, self.location, env=options.env)
         self.entries = InstructionEntries(self.store)
+        self.permissions = PermissionRequests(self.store)
+        self.questions = QuestionRequests(self.store)
         self.execution: SessionExecution | None = None
         self._background: set[asyncio.Task[None]] = set()
 

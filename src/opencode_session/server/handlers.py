@@ -10,7 +10,9 @@ from typing import Any
 import anyio
 from pydantic import TypeAdapter, ValidationError
 
-from ..core.location import resolve_location
+from ..core.agents import agent_info
+from ..core.config import ConfigError, load_config
+from ..core.location import Location, resolve_location
 from ..core.runtime import Runtime
 from ..core.store.db import now_ms
 from ..schema.errors import InvalidRequestError, ServiceUnavailableError
@@ -63,6 +65,11 @@ def _require_usable_path(directory: str, where: str, field: str) -> None:
 
 @op("v2.location.get")
 async def location_get(rt: Runtime, call: Call) -> Any:
+    return _selected_location(rt, call).info()
+
+
+def _selected_location(rt: Runtime, call: Call) -> Location:
+    """The Location a `location` query selects: the server's own when none is given."""
     selector = call.query.location if call.query is not None else None
     if selector is not None and selector.workspace is not None:
         # The wire contract (like the reference) types `location[workspace]` as any string, but the answer's
@@ -73,12 +80,12 @@ async def location_get(rt: Runtime, call: Call) -> Any:
             raise InvalidRequestError(f"Invalid query: location.workspace: not a workspace ID: {selector.workspace!r}",
                                       kind="query", field="location.workspace") from None
     if selector is None or selector.directory is None:
-        return rt.location.info()
+        return rt.location
     _require_usable_path(selector.directory, "query", "location.directory")
     loc = resolve_location(selector.directory, selector.workspace)
     if not loc.directory.is_dir():
         raise InvalidRequestError(f"Location directory does not exist: {selector.directory}", field="location")
-    return loc.info()
+    return loc
 
 
 @op("v2.session.list")
@@ -187,6 +194,86 @@ async def entry_put(rt: Runtime, call: Call) -> Any:
 @op("v2.session.context.entry.remove")
 async def entry_remove(rt: Runtime, call: Call) -> Any:
     await rt.entries.remove(call.path.sessionID, call.path.key)
+
+
+# --- agents, permissions and questions ----------------------------------------------------------------
+
+
+@op("v2.agent.list")
+async def agent_list(rt: Runtime, call: Call) -> Any:
+    loc = _selected_location(rt, call)
+    env = rt.options.env
+    try:
+        config = await anyio.to_thread.run_sync(load_config, loc.directory, loc.project_root, env)
+    except ConfigError as bad:
+        raise InvalidRequestError(str(bad), kind="config") from None
+    return {"location": loc.info(), "data": agent_info(config, env)}
+
+
+async def _in_location(rt: Runtime, loc: Location, requests: list[Any]) -> list[Any]:
+    """The pending requests whose session works in `loc`."""
+    directories: dict[str, str] = {}
+    for sid in {r.sessionID for r in requests}:
+        directories[sid] = (await rt.sessions.get(sid)).location.directory
+    return [r for r in requests if directories[r.sessionID] == str(loc.directory)]
+
+
+@op("v2.permission.request.list")
+async def permission_request_list(rt: Runtime, call: Call) -> Any:
+    loc = _selected_location(rt, call)
+    return {"location": loc.info(), "data": await _in_location(rt, loc, rt.permissions.pending())}
+
+
+@op("v2.permission.saved.list")
+async def permission_saved_list(rt: Runtime, call: Call) -> Any:
+    return await rt.permissions.saved(call.query.projectID)
+
+
+@op("v2.permission.saved.remove")
+async def permission_saved_remove(rt: Runtime, call: Call) -> Any:
+    await rt.permissions.remove_saved(call.path.id)
+
+
+@op("v2.session.permission.list")
+async def session_permission_list(rt: Runtime, call: Call) -> Any:
+    await rt.sessions.require(call.path.sessionID)
+    return rt.permissions.pending(call.path.sessionID)
+
+
+@op("v2.session.permission.get")
+async def session_permission_get(rt: Runtime, call: Call) -> Any:
+    await rt.sessions.require(call.path.sessionID)
+    return rt.permissions.get(call.path.sessionID, call.path.requestID)
+
+
+@op("v2.session.permission.reply")
+async def session_permission_reply(rt: Runtime, call: Call) -> Any:
+    await rt.sessions.require(call.path.sessionID)
+    await rt.permissions.reply(call.path.sessionID, call.path.requestID, call.body.reply, call.body.message)
+
+
+@op("v2.question.request.list")
+async def question_request_list(rt: Runtime, call: Call) -> Any:
+    loc = _selected_location(rt, call)
+    return {"location": loc.info(), "data": await _in_location(rt, loc, rt.questions.pending())}
+
+
+@op("v2.session.question.list")
+async def session_question_list(rt: Runtime, call: Call) -> Any:
+    await rt.sessions.require(call.path.sessionID)
+    return rt.questions.pending(call.path.sessionID)
+
+
+@op("v2.session.question.reply")
+async def session_question_reply(rt: Runtime, call: Call) -> Any:
+    await rt.sessions.require(call.path.sessionID)
+    rt.questions.reply(call.path.sessionID, call.path.requestID, call.body.answers)
+
+
+@op("v2.session.question.reject")
+async def session_question_reject(rt: Runtime, call: Call) -> Any:
+    await rt.sessions.require(call.path.sessionID)
+    rt.questions.reject(call.path.sessionID, call.path.requestID)
 
 
 def _durable_frames(batches: AsyncGenerator[list[EventRecord | LogSynced], None]) -> AsyncIterator[bytes]:

@@ -27,6 +27,8 @@ from ..llm import model as llm
 from ..llm.catalog import configured_secrets, model_ref_from_string, provider_for, resolve_model
 from ..llm.errors import ProviderError
 from ..location import resolve_location
+from ..permission_requests import PermissionRequests
+from ..questions import QuestionRequests
 from ..session import admission
 from ..session.history import HistoryCache
 from ..session.service import require_session
@@ -35,7 +37,7 @@ from ..store.db import Reader, Store, Tx
 from ..tools.registry import ToolRegistry, default_registry
 from .boundary import Boundary
 from .clock import Clock
-from .coordinator import Drain, DrainFailure
+from .coordinator import Drain, DrainFailure, DrainInterrupted
 from .lowering import lower_entries
 from .retry import BASE_DELAY_MS, base_delay_ms, may_retry, retry_delay_ms
 from .step import INTERRUPTED_STEP, Step, StepContext, shielded
@@ -94,6 +96,8 @@ class RunnerDeps:
     on_read: Callable[[Boundary, str], Callable[[Path], Any]] | None = None
     titles: SessionTitles | None = None
     retry_base_delay_ms: float = BASE_DELAY_MS
+    permissions: PermissionRequests | None = None  # None: nobody can answer, an `ask` fails the call
+    questions: QuestionRequests | None = None
 
 
 class Runner:
@@ -172,6 +176,8 @@ class Runner:
                     await self.deps.clock.sleep_ms(delay)
                     continue
                 attempt = PhysicalAttempt()
+                if outcome.declined:
+                    raise DrainInterrupted("user")
                 if outcome.failure is not None:
                     raise DrainFailure(outcome.failure)
                 # a last (tool-less) step never asks for another one, whatever the model did
@@ -245,12 +251,16 @@ class Runner:
             prompt_cache_key=session_id,
         )
         on_read = self.deps.on_read(b, assistant_id) if self.deps.on_read else None
+        permissions, questions = self.deps.permissions, self.deps.questions
         ctx = StepContext(
             store=self.deps.store, session_id=session_id, assistant_id=assistant_id, agent=b.agent.name,
             model_ref=model_ref, resolved=resolved, provider=self.deps.provider_for(resolved), request=request,
             tools=self.deps.tools, tools_enabled=not last_step, directory=b.location.directory,
             project_root=b.location.project_root, on_read=on_read, env=self.deps.env, rules=rules,
             secrets=tuple(configured_secrets(b.config, self.deps.env, resolved)), may_retry=retry_policy,
+            asker_for=None if permissions is None else partial(permissions.asker, session_id, b.location.project_id,
+                                                                 assistant_id),
+            questioner_for=None if questions is None else partial(questions.questioner, session_id, assistant_id),
         )
         outcome = await Step(ctx).run()
         if self.deps.titles is not None:
@@ -296,7 +306,8 @@ def make_drain_factory(
         deps = RunnerDeps(store=runtime.store, env=options.env,
                           instructions=CheckpointPreparer(runtime.store, options.env),
                           on_read=NearbyInstructions(runtime.store).hook,
-                          retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base)
+                          retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base,
+                          permissions=runtime.permissions, questions=runtime.questions)
         if tools is not None:
             deps.tools = tools
         if provider is not None:

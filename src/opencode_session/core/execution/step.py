@@ -20,7 +20,7 @@ from ..llm.errors import ProviderError
 from ..permission import DEFAULT_RULES, Ruleset
 from ..store.db import Store
 from ..tools.registry import ToolErrored, ToolRegistry, ToolSucceeded
-from ..tools.tool import ToolContext
+from ..tools.tool import Asker, ToolContext
 
 TOOLS_DISABLED = "Tools are disabled on this step: the agent reached its maximum number of steps."
 INTERRUPTED_TOOL = "Tool execution interrupted"
@@ -37,6 +37,7 @@ class StepOutcome:
     error: ProviderError | None = None
     failure: SessionErrorInfo | None = None   # why the step failed
     retry: bool = False            # failed before any output and left open: the runner schedules the retry
+    declined: bool = False         # the user declined a call: the Step failed and the drain stops (interrupted)
 
     @property
     def needs_continuation(self) -> bool:
@@ -63,6 +64,9 @@ class StepContext:
     secrets: tuple[str, ...] = ()  # configured credentials, cut from provider error messages before they are stored
     # asked once, only when the provider failed before any output: may this failure be retried?
     may_retry: Callable[[ProviderError], bool] = lambda _error: False
+    # by call ID: who asks the user for a permission, or a tool's questions; None: nobody can answer
+    asker_for: Callable[[str], Asker] | None = None
+    questioner_for: Callable[[str], Callable[[list[dict[str, Any]]], Awaitable[list[list[str]]]]] | None = None
 
 
 class _StepIds(TypedDict):
@@ -250,8 +254,14 @@ class Step:
         c = self.ctx
         tool_ctx = ToolContext(session_id=c.session_id, message_id=c.assistant_id, call_id=record.call_id,
                                agent=c.agent, directory=c.directory, project_root=c.project_root, on_read=c.on_read,
-                               env=c.env, rules=c.rules)
+                               env=c.env, rules=c.rules,
+                               asker=c.asker_for(record.call_id) if c.asker_for else None,
+                               questioner=c.questioner_for(record.call_id) if c.questioner_for else None)
         settlement = await c.tools.settle(record.name, tool_input, tool_ctx)
+        if isinstance(settlement, ToolErrored) and settlement.error.type in session_errors.DECLINES:
+            # E2 (digest 5.4): a decline without feedback fails the assistant and ends the drain as a user interrupt
+            self.outcome.declined = True
+            self.outcome.failure = self.outcome.failure or settlement.error
         # bounding is done; publishing the one settlement must not be torn by an interrupt
         await shielded(self._publish_settlement(record, settlement))
 

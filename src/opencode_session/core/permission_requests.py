@@ -1,0 +1,123 @@
+"""The permission service: asking the user whenever a Step's rules say `ask`, pending requests in memory per session
+(published live as `permission.v2.asked` / `permission.v2.replied`), replies, and the project's saved `always` rules.
+
+Evaluation order for one requirement: the defaults, then the global config, then the agent of the Step that issued
+the call (all in its Ruleset, last match wins). A `deny` there always holds; saved `always` rules only turn an `ask`
+into an allow, so a rule the user later writes as `deny` in opencode.json beats anything they once allowed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..schema import events as ev
+from ..schema import session_errors
+from ..schema.errors import PermissionNotFoundError
+from ..schema.ids import permission_id
+from ..schema.permission import PermissionSavedInfo, PermissionV2Reply, PermissionV2Request, PermissionV2Source
+from .permission import Rule, evaluate
+from .store import permissions as saved_store
+from .store.db import Store, now_ms
+from .tools.tool import Asker, PermissionAsk, ToolFailure
+from .waiting import Waiting, WaitingRequests
+
+DECLINED = "The user declined this tool call"
+
+
+class _Asked(PermissionV2Request):
+    """A pending request plus what answering it needs: the project its `always` is saved for."""
+
+    projectID: str
+
+    def public(self) -> PermissionV2Request:
+        return PermissionV2Request.model_validate(self.model_dump(exclude={"projectID"}))
+
+
+def _covered(saved: Sequence[PermissionSavedInfo], action: str, resources: Sequence[str]) -> bool:
+    """Whether the saved rules allow `action` on every resource."""
+    rules = tuple(Rule(s.action, s.resource, "allow") for s in saved)
+    return bool(resources) and all(evaluate(rules, action, r) == "allow" for r in resources)
+
+
+class PermissionRequests:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._waiting: WaitingRequests[_Asked] = WaitingRequests()
+
+    # --- asking -------------------------------------------------------------------------------------
+
+    def asker(self, session_id: str, project_id: str, message_id: str, call_id: str) -> Asker:
+        """The Asker of one tool call."""
+        source = PermissionV2Source(messageID=message_id, callID=call_id)
+
+        async def ask(need: PermissionAsk) -> None:
+            await self.ask(session_id, project_id, need, source)
+
+        return ask
+
+    async def ask(self, session_id: str, project_id: str, need: PermissionAsk, source: PermissionV2Source) -> None:
+        """Return once the user allows `need` (or a saved rule already does); ToolFailure when they refuse."""
+        saved = await self.saved(project_id)
+        if _covered(saved, need.action, need.resources):
+            return
+        request = _Asked(id=permission_id(), sessionID=session_id, action=need.action, resources=list(need.resources),
+                         save=list(need.save), metadata=need.metadata or None, source=source, projectID=project_id)
+        self._store.publish_live(ev.PermissionAsked(**request.public().model_dump()), session_id)
+        # an interrupted call withdraws its request: clients see it answered `reject`
+        await self._waiting.wait(request, lambda r: self._publish(r, "reject"))
+
+    def _publish(self, request: _Asked, reply: PermissionV2Reply) -> None:
+        self._store.publish_live(ev.PermissionReplied(sessionID=request.sessionID, requestID=request.id, reply=reply),
+                                 request.sessionID)
+
+    # --- the API ------------------------------------------------------------------------------------
+
+    def pending(self, session_id: str | None = None) -> list[PermissionV2Request]:
+        return [r.public() for r in self._waiting.pending(session_id)]
+
+    def get(self, session_id: str, request_id: str) -> PermissionV2Request:
+        return self._find(session_id, request_id).request.public()
+
+    def _find(self, session_id: str, request_id: str) -> Waiting[_Asked]:
+        waiting = self._waiting.find(session_id, request_id)
+        if waiting is None:
+            raise PermissionNotFoundError(requestID=request_id)
+        return waiting
+
+    async def reply(self, session_id: str, request_id: str, reply: PermissionV2Reply, message: str | None) -> None:
+        """`once` allows this call; `always` also saves the request's `save` patterns for the project and allows the
+        other pending requests they now cover; `reject` with a message fails the call with that feedback for the
+        model; `reject` without one declines: the call fails, the drain stops and the session's other pending
+        requests are declined too."""
+        waiting = self._find(session_id, request_id)
+        request = waiting.request
+        if reply == "always":
+            await self._store.write(lambda tx: saved_store.save(tx, request.projectID, request.action,
+                                                                request.save or request.resources, now_ms()))
+        if not self._waiting.take(waiting):
+            return  # answered (or withdrawn) while the rule was being saved
+        self._publish(request, reply)
+        if reply != "reject":
+            waiting.answer.set_result(None)
+        elif message:
+            waiting.answer.set_exception(ToolFailure(
+                f"The user rejected permission to use this tool ({request.action}) and said: {message}",
+                session_errors.PERMISSION_REJECTED))
+        else:
+            waiting.answer.set_exception(ToolFailure(DECLINED, session_errors.PERMISSION_DECLINED))
+            for other in self._waiting.of_session(session_id):
+                if self._waiting.take(other):
+                    self._publish(other.request, "reject")
+                    other.answer.set_exception(ToolFailure(DECLINED, session_errors.PERMISSION_DECLINED))
+        if reply == "always":
+            saved = await self.saved(request.projectID)
+            for other in self._waiting.all():
+                if other.request.projectID == request.projectID and \
+                        _covered(saved, other.request.action, other.request.resources) and self._waiting.take(other):
+                    self._publish(other.request, "always")
+                    other.answer.set_result(None)
+
+    async def saved(self, project_id: str | None = None) -> list[PermissionSavedInfo]:
+        return await self._store.read(lambda reader: saved_store.listed(reader, project_id))
+
+    async def remove_saved(self, saved_id: str) -> None:
+        await self._store.write(lambda tx: saved_store.remove(tx, saved_id))

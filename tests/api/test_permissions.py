@@ -1,0 +1,274 @@
+"""Asking the user, end to end over HTTP against `ocs serve` and the Embedded host: a tool call whose rules say `ask`
+waits on a pending request, published live and listed by the API, until a reply allows it (`once`, `always`, saved
+for the project), refuses it with feedback (the model reads it and goes on) or declines it (the session stops); an
+interrupt withdraws it. The model is a loopback Chat Completions server; `glob` outside the Location asks for
+`external_directory`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from opencode_session.client import OpenCodeClient, PermissionNotFoundError, SessionNotFoundError
+from opencode_session.sdk import OpenCode
+from tests.security.conftest import serve, write_provider_config
+from tests.support import fake_openai as fake
+from tests.support.server import isolated_env
+
+pytestmark = pytest.mark.anyio
+
+WAIT = 60  # seconds: the machine may be busy
+
+
+@pytest.fixture(scope="module")
+def provider(loop_provider):
+    return loop_provider
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("asking")
+    for name in ("outside", "elsewhere"):
+        (root / name).mkdir()
+        (root / name / f"in-{name}.txt").write_text(name)
+    (root / "work").mkdir()
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(root, provider):
+    srv = serve(root, provider=provider)
+    yield srv
+    assert srv.stop() == 0, "".join(srv.stderr_lines)
+
+
+@pytest.fixture(params=["server", "embedded"])
+async def api(request, root, provider):
+    write_provider_config(root, provider)
+    provider.requests.clear()
+    if request.param == "server":
+        async with OpenCodeClient(request.getfixturevalue("server").url) as client:
+            yield client
+    else:
+        async with OpenCode(db=root / f"embedded-{request.node.name}.sqlite", directory=root / "work",
+                            env=isolated_env(root)) as host:
+            yield host
+    provider.release_held()
+    assert provider.pending == 0, "a scripted provider response was never requested"
+
+
+class Live:
+    """The instance event stream, connected before the test acts, read until the event it waits for."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.iterator: AsyncIterator[Any] = stream.__aiter__()
+
+    async def next(self, type_: str, session_id: str) -> dict[str, Any]:
+        with anyio.fail_after(WAIT):
+            while True:
+                event = await self.iterator.__anext__()
+                if event.type == type_ and event.data.get("sessionID") == session_id:
+                    return dict(event.data)
+
+
+@pytest.fixture
+async def live(api):
+    stream = api.event.subscribe()
+    watcher = Live(stream)
+    with anyio.fail_after(WAIT):
+        first = await watcher.iterator.__anext__()
+    assert first.type == "server.connected"
+    yield watcher
+    await stream.aclose()
+
+
+def globs(*dirs: Path) -> fake.Script:
+    """One completion calling `glob` on each directory (all outside the Location), in parallel."""
+    calls = [fake.tool_call_deltas(i, f"call_{i + 1}", "glob", json.dumps({"pattern": "*", "path": str(d)}))
+             for i, d in enumerate(dirs)]
+    return fake.completion(*calls, finish_reason="tool_calls")
+
+
+async def start(api, provider, *scripts: fake.Script, session_id: str | None = None) -> str:
+    provider.enqueue(*scripts)
+    sid = session_id or (await api.session.create()).id
+    await api.session.prompt(sid, prompt={"text": "look around"})
+    return sid
+
+
+async def finish(api, sid: str) -> list[Any]:
+    with anyio.fail_after(WAIT):
+        await api.session.wait(sid)
+    return [e async for e in api.session.log(sid, follow=False) if e.type not in ("log.synced", "session.renamed")]
+
+
+def settlements(log: list[Any]) -> dict[str, Any]:
+    return {e.data.callID: e for e in log if e.type in ("session.tool.success", "session.tool.failed")}
+
+
+def last_tool_message(provider) -> str:
+    return "\n".join(m["content"] for m in provider.requests[-1].json["messages"] if m["role"] == "tool")
+
+
+async def test_once_allows_the_waiting_call(api, provider, root, live):
+    sid = await start(api, provider, globs(root / "outside"), fake.completion(fake.text_deltas("done")))
+    asked = await live.next("permission.v2.asked", sid)
+    assert asked["action"] == "external_directory"
+    assert asked["resources"] == asked["save"] == [f"{root / 'outside'}/*"]
+    assert asked["source"]["type"] == "tool" and asked["source"]["callID"] == "call_1"
+    # the session is active while it waits, and the request is listed everywhere a client looks
+    assert sid in await api.session.active()
+    pending = await api.session.permission_list(sid)
+    assert [p.id for p in pending] == [asked["id"]]
+    assert (await api.session.permission_get(sid, asked["id"])).resources == asked["resources"]
+    everywhere = await api.permission.request_list(location={"directory": str(root / "work")})
+    assert asked["id"] in [p.id for p in everywhere.data]
+    await api.session.permission_reply(sid, asked["id"], reply="once")
+    replied = await live.next("permission.v2.replied", sid)
+    assert replied == {"sessionID": sid, "requestID": asked["id"], "reply": "once"}
+    log = await finish(api, sid)
+    assert settlements(log)["call_1"].type == "session.tool.success"
+    assert "in-outside.txt" in last_tool_message(provider)
+    assert log[-1].type == "session.execution.succeeded"
+    assert await api.session.permission_list(sid) == []
+    # `once` remembers nothing
+    assert await api.permission.saved_list() == []
+
+
+async def test_always_saves_for_the_project_covers_waiting_calls_and_is_removable(api, provider, root, live):
+    outside = root / "outside"
+    sid = await start(api, provider, globs(outside, outside), fake.completion(fake.text_deltas("done")))
+    first = await live.next("permission.v2.asked", sid)
+    second = await live.next("permission.v2.asked", sid)
+    assert {first["source"]["callID"], second["source"]["callID"]} == {"call_1", "call_2"}
+    await api.session.permission_reply(sid, first["id"], reply="always")
+    log = await finish(api, sid)
+    # the other waiting call was covered by the saved pattern and allowed with it
+    assert {e.type for e in settlements(log).values()} == {"session.tool.success"}
+    replies = [await live.next("permission.v2.replied", sid) for _ in range(2)]
+    assert {(r["requestID"], r["reply"]) for r in replies} == {(first["id"], "always"), (second["id"], "always")}
+    saved = await api.permission.saved_list()
+    assert [(s.action, s.resource) for s in saved] == [("external_directory", f"{outside}/*")]
+    project = (await api.location.get(location={"directory": str(root / "work")})).project.id
+    assert saved[0].projectID == project
+    assert [s.id for s in await api.permission.saved_list(projectID=project)] == [saved[0].id]
+    assert await api.permission.saved_list(projectID="another-project") == []
+
+    try:
+        # a later call is allowed by the saved rule without asking (nobody replies here)
+        sid = await start(api, provider, globs(outside), fake.completion(fake.text_deltas("done")))
+        log = await finish(api, sid)
+        assert settlements(log)["call_1"].type == "session.tool.success"
+        # ... but not for another directory
+        sid = await start(api, provider, globs(root / "elsewhere"), fake.completion(fake.text_deltas("done")))
+        asked = await live.next("permission.v2.asked", sid)
+        await api.session.permission_reply(sid, asked["id"], reply="reject", message="not there")
+        await finish(api, sid)
+    finally:
+        await api.permission.saved_remove(saved[0].id)
+    assert await api.permission.saved_list() == []
+    # removed: the next call asks again
+    sid = await start(api, provider, globs(outside), fake.completion(fake.text_deltas("done")))
+    asked = await live.next("permission.v2.asked", sid)
+    await api.session.permission_reply(sid, asked["id"], reply="once")
+    await finish(api, sid)
+
+
+async def test_a_config_deny_beats_a_saved_allow(api, provider, root, live):
+    outside = root / "outside"
+    sid = await start(api, provider, globs(outside), fake.completion(fake.text_deltas("done")))
+    asked = await live.next("permission.v2.asked", sid)
+    await api.session.permission_reply(sid, asked["id"], reply="always")
+    await finish(api, sid)
+    try:
+        write_provider_config(root, provider, permission={"external_directory": {f"{outside}/*": "deny"}})
+        sid = await start(api, provider, globs(outside), fake.completion(fake.text_deltas("done")))
+        log = await finish(api, sid)
+        failed = settlements(log)["call_1"]
+        assert failed.type == "session.tool.failed" and failed.data.error.type == "permission.rejected"
+    finally:
+        for saved in await api.permission.saved_list():
+            await api.permission.saved_remove(saved.id)
+
+
+async def test_reject_with_feedback_is_read_by_the_model_and_the_session_goes_on(api, provider, root, live):
+    sid = await start(api, provider, globs(root / "outside"), fake.completion(fake.text_deltas("ok, I will not")))
+    asked = await live.next("permission.v2.asked", sid)
+    await api.session.permission_reply(sid, asked["id"], reply="reject", message="stay inside the project")
+    log = await finish(api, sid)
+    failed = settlements(log)["call_1"]
+    assert failed.type == "session.tool.failed" and failed.data.error.type == "permission.rejected"
+    assert "stay inside the project" in failed.data.error.message
+    assert "stay inside the project" in last_tool_message(provider)
+    assert [e.type for e in log[-2:]] == ["session.step.ended", "session.execution.succeeded"]
+
+
+async def test_reject_without_feedback_declines_stops_the_session_and_its_other_requests(api, provider, root, live):
+    sid = await start(api, provider, globs(root / "outside", root / "elsewhere"))
+    first = await live.next("permission.v2.asked", sid)
+    second = await live.next("permission.v2.asked", sid)
+    requests_before = len(provider.requests)
+    await api.session.permission_reply(sid, first["id"], reply="reject")
+    log = await finish(api, sid)
+    calls = settlements(log)
+    assert {c.data.error.type for c in calls.values()} == {"permission.declined"}
+    assert all(c.data.error.message == "The user declined this tool call" for c in calls.values())
+    replies = [await live.next("permission.v2.replied", sid) for _ in range(2)]
+    assert {(r["requestID"], r["reply"]) for r in replies} == {(first["id"], "reject"), (second["id"], "reject")}
+    assert [e.type for e in log[-2:]] == ["session.step.failed", "session.execution.interrupted"]
+    assert log[-1].data.reason == "user"
+    assert len(provider.requests) == requests_before  # the model was not asked to go on
+    assert await api.session.permission_list(sid) == []
+
+
+async def test_interrupt_while_waiting_withdraws_the_request(api, provider, root, live):
+    sid = await start(api, provider, globs(root / "outside"))
+    asked = await live.next("permission.v2.asked", sid)
+    await api.session.interrupt(sid)
+    replied = await live.next("permission.v2.replied", sid)
+    assert replied["requestID"] == asked["id"] and replied["reply"] == "reject"
+    log = await finish(api, sid)
+    assert settlements(log)["call_1"].data.error.type == "aborted"
+    assert log[-1].type == "session.execution.interrupted" and log[-1].data.reason == "user"
+    assert await api.session.permission_list(sid) == []
+    with pytest.raises(PermissionNotFoundError):
+        await api.session.permission_reply(sid, asked["id"], reply="once")
+
+
+async def test_a_waiting_call_keeps_the_policy_of_the_step_that_issued_it(api, provider, root, live):
+    # `locked` denies leaving the Location; the call was issued under `build`, which asks
+    write_provider_config(root, provider, agent={"locked": {"permission": {"external_directory": "deny"}}})
+    sid = await start(api, provider, globs(root / "outside"), fake.completion(fake.text_deltas("done")))
+    asked = await live.next("permission.v2.asked", sid)
+    await api.session.switch_agent(sid, agent="locked")
+    await api.session.permission_reply(sid, asked["id"], reply="once")
+    log = await finish(api, sid)
+    assert settlements(log)["call_1"].type == "session.tool.success"
+    steps = [e.data.agent for e in log if e.type == "session.step.started"]
+    assert steps == ["build", "locked"]  # the switch applies from the next Step on
+
+
+async def test_unknown_requests_and_sessions_are_404(api, provider, root, live):
+    sid = (await api.session.create()).id
+    for call in (api.session.permission_get(sid, "per_unknown"),
+                 api.session.permission_reply(sid, "per_unknown", reply="once")):
+        with pytest.raises(PermissionNotFoundError) as info:
+            await call
+        assert info.value.requestID == "per_unknown"
+    with pytest.raises(SessionNotFoundError):
+        await api.session.permission_list("ses_unknown")
+    with pytest.raises(SessionNotFoundError):
+        await api.session.permission_reply("ses_unknown", "per_unknown", reply="once")
+    # a request is found only under its own session
+    other = await start(api, provider, globs(root / "outside"))
+    asked = await live.next("permission.v2.asked", other)
+    with pytest.raises(PermissionNotFoundError):
+        await api.session.permission_get(sid, asked["id"])
+    await api.session.permission_reply(other, asked["id"], reply="reject")
+    await finish(api, other)
