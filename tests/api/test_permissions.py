@@ -14,8 +14,15 @@ from typing import Any
 import anyio
 import pytest
 
-from opencode_session.client import OpenCodeClient, PermissionNotFoundError, SessionNotFoundError
+from opencode_session.client import (
+    OpenCodeClient,
+    PermissionNotFoundError,
+    QuestionNotFoundError,
+    SessionNotFoundError,
+)
+from opencode_session.core.tools.tool import ToolContext, ToolOutput
 from opencode_session.sdk import OpenCode
+from tests.api.conftest import raw_http
 from tests.security.conftest import serve, write_provider_config
 from tests.support import fake_openai as fake
 from tests.support.server import isolated_env
@@ -270,5 +277,176 @@ async def test_unknown_requests_and_sessions_are_404(api, provider, root, live):
     asked = await live.next("permission.v2.asked", other)
     with pytest.raises(PermissionNotFoundError):
         await api.session.permission_get(sid, asked["id"])
+    # a reply that is none of the three, or an answer that is not lists of labels, is refused and changes nothing
+    async with raw_http(api) as http:
+        for path, body in ((f"permission/{asked['id']}/reply", {"reply": "maybe"}),
+                           (f"permission/{asked['id']}/reply", {"reply": "once", "message": 5}),
+                           ("question/que_1/reply", {"answers": ["SQLite"]})):
+            response = await http.post(f"/api/session/{other}/{path}", json=body)
+            assert response.status_code == 400 and response.json()["_tag"] == "InvalidRequestError", response.text
+    assert [p.id for p in await api.session.permission_list(other)] == [asked["id"]]
     await api.session.permission_reply(other, asked["id"], reply="reject")
     await finish(api, other)
+
+
+# --- agents ---------------------------------------------------------------------------------------------------------
+
+
+async def test_agents_are_listed_with_their_rules_and_switched_off_tools_are_not_offered(api, provider, root):
+    write_provider_config(root, provider, agent={
+        "reviewer": {"description": "Reviews code", "mode": "subagent", "steps": 3, "prompt": "Review carefully.",
+                     "model": "loop/fake-model", "permission": {"read": {"*.lock": "deny"}}, "tools": {"glob": False}},
+        "plan": {"description": "Plans first"},
+    })
+    listed = await api.agent.list(location={"directory": str(root / "work")})
+    assert listed.location.directory == str((root / "work").resolve())
+    agents = {a.id: a for a in listed.data}
+    assert list(agents) == ["build", "plan", "reviewer"]
+    reviewer = agents["reviewer"]
+    assert (reviewer.description, reviewer.mode, reviewer.steps, reviewer.system, reviewer.hidden) == (
+        "Reviews code", "subagent", 3, "Review carefully.", False)
+    assert (reviewer.model.providerID, reviewer.model.id) == ("loop", "fake-model")
+    rules = [(r.action, r.resource, r.effect) for r in reviewer.permissions]
+    assert rules[0] == ("*", "*", "allow") and rules[-2:] == [("read", "*.lock", "deny"), ("glob", "*", "deny")]
+    plan = agents["plan"]
+    assert plan.description == "Plans first"  # a config entry refines the built-in agent
+    plan_rules = {(r.action, r.resource): r.effect for r in plan.permissions}
+    assert plan_rules[("edit", "*")] == plan_rules[("write", "*")] == plan_rules[("apply_patch", "*")] == "deny"
+    assert plan_rules[("bash", "*")] == "ask"
+    assert all(r.effect == "allow" for r in agents["build"].permissions if r.action == "*")
+
+    # the model is not offered a tool its agent switched off
+    provider.enqueue(fake.completion(fake.text_deltas("ok")), fake.completion(fake.text_deltas("ok")))
+    for agent, missing in (("reviewer", {"glob"}), ("build", set())):
+        sid = (await api.session.create(agent=agent)).id
+        await api.session.prompt(sid, prompt={"text": "hi"})
+        await finish(api, sid)
+        offered = {t["function"]["name"] for t in provider.requests[-1].json.get("tools", [])}
+        assert "read" in offered and not offered & missing
+        assert missing or "glob" in offered
+
+
+# --- questions, through a test-only tool on the Embedded host -------------------------------------------------------
+
+
+class AskTool:
+    """Hands the model's questions to the user and returns their answers."""
+
+    name = "ask_user"
+    description = "Ask the user questions."
+    parameters: dict[str, Any] = {"type": "object", "properties": {"questions": {"type": "array"}},
+                                  "required": ["questions"]}
+
+    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        assert ctx.questioner is not None
+        answers = await ctx.questioner(input["questions"])
+        return ToolOutput.of_text("answers: " + json.dumps(answers))
+
+
+QUESTIONS = [{"question": "Which database?", "header": "Database",
+              "options": [{"label": "SQLite", "description": "a file"}, {"label": "Postgres", "description": "a db"}]},
+             {"question": "Add tests?", "header": "Tests", "multiple": True,
+              "options": [{"label": "unit", "description": "fast"}, {"label": "e2e", "description": "slow"}]}]
+
+
+@pytest.fixture
+async def host(root, provider):
+    write_provider_config(root, provider)
+    provider.requests.clear()
+    async with OpenCode(db=":memory:", directory=root / "work", env=isolated_env(root), tools=[AskTool()]) as oc:
+        stream = oc.event.subscribe()
+        watcher = Live(stream)
+        with anyio.fail_after(WAIT):
+            assert (await watcher.iterator.__anext__()).type == "server.connected"
+        yield oc, watcher
+        await stream.aclose()
+    provider.release_held()
+    assert provider.pending == 0, "a scripted provider response was never requested"
+
+
+def ask_call() -> fake.Script:
+    call = fake.tool_call_deltas(0, "call_q", "ask_user", json.dumps({"questions": QUESTIONS}))
+    return fake.completion(call, finish_reason="tool_calls")
+
+
+async def test_a_question_waits_for_the_answer(host, provider, root):
+    oc, live = host
+    sid = await start(oc, provider, ask_call(), fake.completion(fake.text_deltas("thanks")))
+    asked = await live.next("question.v2.asked", sid)
+    assert asked["questions"][0]["header"] == "Database" and asked["tool"]["callID"] == "call_q"
+    pending = await oc.session.question_list(sid)
+    assert [q.id for q in pending] == [asked["id"]] and pending[0].questions[1].multiple is True
+    everywhere = await oc.question.request_list()
+    assert [q.id for q in everywhere.data] == [asked["id"]]
+    await oc.session.question_reply(sid, asked["id"], answers=[["SQLite"], ["unit", "e2e"]])
+    replied = await live.next("question.v2.replied", sid)
+    assert replied["answers"] == [["SQLite"], ["unit", "e2e"]]
+    log = await finish(oc, sid)
+    assert settlements(log)["call_q"].type == "session.tool.success"
+    assert 'answers: [["SQLite"], ["unit", "e2e"]]' in last_tool_message(provider)
+    assert log[-1].type == "session.execution.succeeded"
+    assert await oc.session.question_list(sid) == []
+    with pytest.raises(QuestionNotFoundError) as info:
+        await oc.session.question_reply(sid, asked["id"], answers=[])
+    assert info.value.requestID == asked["id"]
+
+
+async def test_rejecting_a_question_fails_the_call_and_stops_the_session(host, provider, root):
+    oc, live = host
+    sid = await start(oc, provider, ask_call())
+    asked = await live.next("question.v2.asked", sid)
+    with pytest.raises(QuestionNotFoundError):
+        await oc.session.question_reject((await oc.session.create()).id, asked["id"])  # not that session's
+    await oc.session.question_reject(sid, asked["id"])
+    assert (await live.next("question.v2.rejected", sid))["requestID"] == asked["id"]
+    log = await finish(oc, sid)
+    assert settlements(log)["call_q"].data.error.type == "question.rejected"
+    assert log[-1].type == "session.execution.interrupted" and log[-1].data.reason == "user"
+
+
+async def test_an_interrupt_withdraws_a_waiting_question(host, provider, root):
+    oc, live = host
+    sid = await start(oc, provider, ask_call())
+    asked = await live.next("question.v2.asked", sid)
+    await oc.session.interrupt(sid)
+    assert (await live.next("question.v2.rejected", sid))["requestID"] == asked["id"]
+    log = await finish(oc, sid)
+    assert settlements(log)["call_q"].data.error.type == "aborted"
+    assert await oc.session.question_list(sid) == []
+    with pytest.raises(SessionNotFoundError):
+        await oc.session.question_list("ses_unknown")
+
+
+# --- bounded output ------------------------------------------------------------------------------------------------
+
+
+async def test_oversized_output_is_bounded_and_kept_whole_in_a_managed_file(api, provider, root):
+    many = root / "work" / "many"
+    many.mkdir(exist_ok=True)
+    names = [f"file-{n:03d}.txt" for n in range(40)]
+    for name in names:
+        (many / name).write_text(name)
+    write_provider_config(root, provider, tool_output={"max_lines": 6})
+    call = fake.tool_call_deltas(0, "call_1", "glob", json.dumps({"pattern": "many/*"}))
+    sid = await start(api, provider, fake.completion(call, finish_reason="tool_calls"),
+                      fake.completion(fake.text_deltas("done")))
+    log = await finish(api, sid)
+    success = settlements(log)["call_1"]
+    assert success.type == "session.tool.success"
+    [kept] = success.data.outputPaths
+    preview = success.data.content[0].text
+    assert kept in preview and preview.count("\n") + 1 <= 6
+    assert kept in last_tool_message(provider)  # the model is told where the rest is
+    whole = Path(kept).read_text()
+    assert all(name in whole for name in names)
+    # the durable log never held the complete output
+    durable = json.dumps([e.wire() for e in log])
+    assert sum(name in durable for name in names) < len(names) // 2
+
+    # the model may read the managed file with an ordinary tool, though it is outside the Location: nobody is asked
+    call = fake.tool_call_deltas(0, "call_1", "glob", json.dumps({"pattern": "*", "path": str(Path(kept).parent)}))
+    sid = await start(api, provider, fake.completion(call, finish_reason="tool_calls"),
+                      fake.completion(fake.text_deltas("done")))
+    log = await finish(api, sid)
+    assert settlements(log)["call_1"].type == "session.tool.success"
+    assert Path(kept).name in last_tool_message(provider)

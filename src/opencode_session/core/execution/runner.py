@@ -27,6 +27,7 @@ from ..llm import model as llm
 from ..llm.catalog import configured_secrets, model_ref_from_string, provider_for, resolve_model
 from ..llm.errors import ProviderError
 from ..location import resolve_location
+from ..permission import disabled
 from ..permission_requests import PermissionRequests
 from ..questions import QuestionRequests
 from ..session import admission
@@ -244,7 +245,8 @@ class Runner:
             messages = await anyio.to_thread.run_sync(load_attachments, messages, authority, abandon_on_cancel=True)
         if last_step:
             messages.append(llm.UserMessage([llm.TextPart(MAX_STEPS_NOTICE)]))
-        tools = [] if last_step else self.deps.tools.definitions()
+        offered = [] if last_step else [name for name in self.deps.tools.names() if not disabled(rules, name)]
+        tools = self.deps.tools.definitions(offered)
         request = llm.LLMRequest(
             model=resolved, system=[s for s in (b.agent.prompt or BUILD_PROMPT, baseline) if s], messages=messages,
             tools=tools, tool_choice="none" if last_step else "auto", max_output_tokens=resolved.output_limit,
@@ -252,6 +254,7 @@ class Runner:
         )
         on_read = self.deps.on_read(b, assistant_id) if self.deps.on_read else None
         permissions, questions = self.deps.permissions, self.deps.questions
+        limits = b.config.tool_output
         ctx = StepContext(
             store=self.deps.store, session_id=session_id, assistant_id=assistant_id, agent=b.agent.name,
             model_ref=model_ref, resolved=resolved, provider=self.deps.provider_for(resolved), request=request,
@@ -261,6 +264,9 @@ class Runner:
             asker_for=None if permissions is None else partial(permissions.asker, session_id, b.location.project_id,
                                                                  assistant_id),
             questioner_for=None if questions is None else partial(questions.questioner, session_id, assistant_id),
+            max_output_lines=_positive(limits.max_lines if limits else None),
+            max_output_bytes=_positive(limits.max_bytes if limits else None),
+            managed_roots=() if self.deps.tools.outputs is None else (self.deps.tools.outputs.root,),
         )
         outcome = await Step(ctx).run()
         if self.deps.titles is not None:
@@ -310,6 +316,8 @@ def make_drain_factory(
                           permissions=runtime.permissions, questions=runtime.questions)
         if tools is not None:
             deps.tools = tools
+        if deps.tools.outputs is None:
+            deps.tools.outputs = runtime.outputs
         if provider is not None:
             deps.provider_for = provider
         if clock is not None:
@@ -322,6 +330,11 @@ def make_drain_factory(
 
 
 runner_drain_factory = make_drain_factory()
+
+
+def _positive(value: int | None) -> int | None:
+    """A configured bound, when it is a usable one (OpenCode takes positive integers only)."""
+    return value if value is not None and value > 0 else None
 
 
 def _failure_of(exc: BaseException) -> SessionErrorInfo:

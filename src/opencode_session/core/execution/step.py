@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
+import anyio
+
 from ...schema import events as ev
 from ...schema import session_errors
 from ...schema.base import Struct
@@ -64,6 +66,9 @@ class StepContext:
     secrets: tuple[str, ...] = ()  # configured credentials, cut from provider error messages before they are stored
     # asked once, only when the provider failed before any output: may this failure be retried?
     may_retry: Callable[[ProviderError], bool] = lambda _error: False
+    max_output_lines: int | None = None  # the Model Tool Output bounds (config `tool_output`); None: the registry's
+    max_output_bytes: int | None = None
+    managed_roots: tuple[Path, ...] = ()  # where Managed Tool Output Files are: readable without asking
     # by call ID: who asks the user for a permission, or a tool's questions; None: nobody can answer
     asker_for: Callable[[str], Asker] | None = None
     questioner_for: Callable[[str], Callable[[list[dict[str, Any]]], Awaitable[list[list[str]]]]] | None = None
@@ -254,16 +259,22 @@ class Step:
         c = self.ctx
         tool_ctx = ToolContext(session_id=c.session_id, message_id=c.assistant_id, call_id=record.call_id,
                                agent=c.agent, directory=c.directory, project_root=c.project_root, on_read=c.on_read,
-                               env=c.env, rules=c.rules,
+                               env=c.env, rules=c.rules, managed_roots=c.managed_roots,
                                asker=c.asker_for(record.call_id) if c.asker_for else None,
                                questioner=c.questioner_for(record.call_id) if c.questioner_for else None)
-        settlement = await c.tools.settle(record.name, tool_input, tool_ctx)
+        settlement = await c.tools.run(record.name, tool_input, tool_ctx)
         if isinstance(settlement, ToolErrored) and settlement.error.type in session_errors.DECLINES:
             # E2 (digest 5.4): a decline without feedback fails the assistant and ends the drain as a user interrupt
             self.outcome.declined = True
             self.outcome.failure = self.outcome.failure or settlement.error
-        # bounding is done; publishing the one settlement must not be torn by an interrupt
-        await shielded(self._publish_settlement(record, settlement))
+        # the tool is done: bounding (which may write a Managed Tool Output File) and publishing the one settlement
+        # must not be torn by an interrupt
+        await shielded(self._bound_and_publish(record, settlement))
+
+    async def _bound_and_publish(self, record: _Call, settlement: ToolSucceeded | ToolErrored) -> None:
+        c = self.ctx
+        bounded = await anyio.to_thread.run_sync(c.tools.bound, settlement, c.max_output_lines, c.max_output_bytes)
+        await self._publish_settlement(record, bounded)
 
     async def _publish_settlement(self, record: _Call, settlement: ToolSucceeded | ToolErrored) -> None:
         async with self.publish_lock:
@@ -274,7 +285,8 @@ class Step:
             if isinstance(settlement, ToolSucceeded):
                 out = settlement.output
                 data = ev.ToolSuccess(**ids, callID=record.call_id, structured=out.structured,
-                                      content=list(out.content))
+                                      content=list(out.content),
+                                      outputPaths=[settlement.output_path] if settlement.output_path else None)
             else:
                 data = ev.ToolFailed(**ids, callID=record.call_id, error=settlement.error)
             await self._append(data)
