@@ -41,6 +41,7 @@ SHARED_WITH_REFERENCE = {
     "v2.permission.request.list",
     "v2.permission.saved.list",
     "v2.permission.saved.remove",
+    "v2.session.permission.create",
     "v2.session.permission.list",
     "v2.session.permission.get",
     "v2.session.permission.reply",

@@ -123,9 +123,10 @@ ROUTES = {
 }
 
 
-# Replies to a permission request or a question: what they accept exists only while a tool call waits (a provider
-# this server lacks); tests/api/test_permissions.py sends them, and their refusals of bad bodies.
-WAITING_ONLY = {("POST", "/api/session/{sessionID}/permission/{requestID}/reply"),
+# Asking and replying: no durable record to read back and nothing for a drain to run; tests/api/test_permissions.py
+# sends them, and their refusals of bad bodies.
+WAITING_ONLY = {("POST", "/api/session/{sessionID}/permission"),
+                ("POST", "/api/session/{sessionID}/permission/{requestID}/reply"),
                 ("POST", "/api/session/{sessionID}/question/{requestID}/reply")}
 
 

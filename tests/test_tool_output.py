@@ -63,6 +63,7 @@ async def test_multibyte_text_at_the_exact_byte_limit_is_kept_whole(tmp_path):
     assert result.output_path in preview  # the preview names the file
     kept = Path(result.output_path)
     assert kept.parent == outputs.root and kept.read_text(encoding="utf-8") == over  # the file holds everything
+    assert kept.stat().st_mode & 0o777 == 0o600 and outputs.root.stat().st_mode & 0o777 == 0o700
 
 
 async def test_the_line_limit_is_exact_and_head_and_tail_are_kept(tmp_path):

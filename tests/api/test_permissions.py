@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from opencode_session.client import (
+    InvalidRequestError,
     OpenCodeClient,
     PermissionNotFoundError,
     QuestionNotFoundError,
@@ -450,3 +451,32 @@ async def test_oversized_output_is_bounded_and_kept_whole_in_a_managed_file(api,
     log = await finish(api, sid)
     assert settlements(log)["call_1"].type == "session.tool.success"
     assert Path(kept).name in last_tool_message(provider)
+
+
+async def test_a_client_asks_on_a_sessions_behalf(api, provider, root, live):
+    write_provider_config(root, provider, permission={"bash": {"*": "ask", "rm *": "deny", "ls *": "allow"}})
+    sid = (await api.session.create(location={"directory": str(root / "work")})).id
+    assert (await api.session.permission_create(sid, action="bash", resources=["rm -rf build"])).effect == "deny"
+    assert (await api.session.permission_create(sid, action="bash", resources=["ls -la"])).effect == "allow"
+    # the agent's rules decide: plan asks for every command, even one the global config allows
+    created = await api.session.permission_create(sid, action="bash", resources=["ls -la"], agent="plan")
+    assert created.effect == "ask"
+    assert (await live.next("permission.v2.asked", sid))["id"] == created.id
+    await api.session.permission_reply(sid, created.id, reply="once")
+
+    created = await api.session.permission_create(sid, id="per_client1", action="bash", resources=["git push"],
+                                                  save=["git push *"], metadata={"why": "release"})
+    assert (created.id, created.effect) == ("per_client1", "ask")
+    waiting = await api.session.permission_get(sid, "per_client1")
+    assert (waiting.save, waiting.metadata, waiting.source) == (["git push *"], {"why": "release"}, None)
+    await api.session.permission_reply(sid, "per_client1", reply="always")
+    try:
+        again = await api.session.permission_create(sid, action="bash", resources=["git push origin main"])
+        assert again.effect == "allow"  # the saved pattern covers it now
+    finally:
+        for saved in await api.permission.saved_list():
+            await api.permission.saved_remove(saved.id)
+    with pytest.raises(InvalidRequestError):
+        await api.session.permission_create(sid, action="bash", resources=["ls"], agent="nobody")
+    with pytest.raises(SessionNotFoundError):
+        await api.session.permission_create("ses_unknown", action="bash", resources=["ls"])

@@ -16,6 +16,7 @@ from opencode_session.protocol.api import (
     HealthStatus,
     InstanceEvent,
     LocationSelector,
+    PermissionCreated,
     PermissionRequestList,
     QuestionRequestList,
     SessionDurableEvent,
@@ -26,7 +27,7 @@ from opencode_session.schema.input import SessionInputAdmitted
 from opencode_session.schema.instruction_entry import InstructionEntry
 from opencode_session.schema.location import LocationInfo
 from opencode_session.schema.message import SessionMessage
-from opencode_session.schema.permission import PermissionSavedInfo, PermissionV2Request
+from opencode_session.schema.permission import PermissionSavedInfo, PermissionV2Request, PermissionV2Source
 from opencode_session.schema.prompt import PromptInput
 from opencode_session.schema.question import QuestionV2Request
 from opencode_session.schema.session import SessionActive, SessionV2Info
@@ -502,6 +503,44 @@ class SessionGroup:
             "v2.session.messages",
             path={"sessionID": session_id},
             query={"limit": limit, "order": order, "cursor": cursor},
+            options=options,
+        ))
+
+    async def permission_create(
+        self,
+        session_id: str,
+        *,
+        action: str,
+        resources: builtins.list[str],
+        id: str | None = None,
+        save: builtins.list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        source: PermissionV2Source | dict[str, Any] | None = None,
+        agent: str | None = None,
+        options: CallOptions | None = None,
+    ) -> PermissionCreated:
+        """Create session permission request.
+
+        Ask for a permission on a session's behalf without waiting: the rules of the session's agent
+        (or `agent`) answer `allow` or `deny` at once; otherwise the answer is `ask` and a pending
+        request with the returned ID waits for a reply like any other.
+
+        `POST /api/session/{sessionID}/permission` (v2.session.permission.create). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("PermissionCreated", await self._client._call(
+            "v2.session.permission.create",
+            path={"sessionID": session_id},
+            body={
+                "id": id,
+                "action": action,
+                "resources": resources,
+                "save": save,
+                "metadata": metadata,
+                "source": source,
+                "agent": agent,
+            },
             options=options,
         ))
 

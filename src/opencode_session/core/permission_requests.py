@@ -11,10 +11,10 @@ from collections.abc import Sequence
 
 from ..schema import events as ev
 from ..schema import session_errors
-from ..schema.errors import PermissionNotFoundError
+from ..schema.errors import InvalidRequestError, PermissionNotFoundError
 from ..schema.ids import permission_id
 from ..schema.permission import PermissionSavedInfo, PermissionV2Reply, PermissionV2Request, PermissionV2Source
-from .permission import Rule, evaluate
+from .permission import Effect, Rule, Ruleset, evaluate
 from .store import permissions as saved_store
 from .store.db import Store, now_ms
 from .tools.tool import Asker, PermissionAsk, ToolFailure
@@ -56,14 +56,35 @@ class PermissionRequests:
 
     async def ask(self, session_id: str, project_id: str, need: PermissionAsk, source: PermissionV2Source) -> None:
         """Return once the user allows `need` (or a saved rule already does); ToolFailure when they refuse."""
-        saved = await self.saved(project_id)
-        if _covered(saved, need.action, need.resources):
+        if _covered(await self.saved(project_id), need.action, need.resources):
             return
-        request = _Asked(id=permission_id(), sessionID=session_id, action=need.action, resources=list(need.resources),
-                         save=list(need.save), metadata=need.metadata or None, source=source, projectID=project_id)
-        self._store.publish_live(ev.PermissionAsked(**request.public().model_dump()), session_id)
+        request = self._asked(permission_id(), session_id, project_id, need, source)
         # an interrupted call withdraws its request: clients see it answered `reject`
         await self._waiting.wait(request, lambda r: self._publish(r, "reject"))
+
+    async def create(self, session_id: str, project_id: str, rules: Ruleset, need: PermissionAsk,
+                     source: PermissionV2Source | None = None, request_id: str | None = None) -> tuple[str, Effect]:
+        """Ask on a client's behalf without waiting: `deny` or `allow` when the rules (and saved rules) decide,
+        else `ask` with a pending request under `request_id` that is answered like any other."""
+        request_id = request_id or permission_id()
+        effects = {evaluate(rules, need.action, r) for r in need.resources}
+        if "deny" in effects:
+            return request_id, "deny"
+        if "ask" not in effects or _covered(await self.saved(project_id), need.action, need.resources):
+            return request_id, "allow"
+        if self._waiting.find(session_id, request_id) is None:
+            if request_id in self._waiting:
+                raise InvalidRequestError(f"Permission request ID is in use: {request_id}", field="id")
+            self._waiting.add(self._asked(request_id, session_id, project_id, need, source))
+        return request_id, "ask"
+
+    def _asked(self, request_id: str, session_id: str, project_id: str, need: PermissionAsk,
+               source: PermissionV2Source | None) -> _Asked:
+        """A new pending request, published."""
+        request = _Asked(id=request_id, sessionID=session_id, action=need.action, resources=list(need.resources),
+                         save=list(need.save), metadata=need.metadata or None, source=source, projectID=project_id)
+        self._store.publish_live(ev.PermissionAsked(**request.public().model_dump()), session_id)
+        return request
 
     def _publish(self, request: _Asked, reply: PermissionV2Reply) -> None:
         self._store.publish_live(ev.PermissionReplied(sessionID=request.sessionID, requestID=request.id, reply=reply),

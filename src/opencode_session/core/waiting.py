@@ -49,11 +49,20 @@ class WaitingRequests(Generic[R]):
         """Remove a request to answer it; False when it was answered (or abandoned) already."""
         return self._waiting.pop(waiting.request.id, None) is not None
 
+    def __contains__(self, request_id: object) -> bool:
+        return request_id in self._waiting
+
+    def add(self, request: R) -> Waiting[R]:
+        """Register `request` for a caller that does not wait on its answer here."""
+        waiting = self._waiting[request.id] = Waiting(request)
+        # nobody may ever read the answer: read it here, so a refusal is not reported as an unretrieved exception
+        waiting.answer.add_done_callback(lambda answer: answer.cancelled() or answer.exception())
+        return waiting
+
     async def wait(self, request: R, on_abandoned: Callable[[R], None]) -> Any:
         """Register `request` and return its answer (or raise what the answer raises). A call cancelled
         while waiting withdraws the request and reports it through `on_abandoned`."""
-        waiting = Waiting(request)
-        self._waiting[request.id] = waiting
+        waiting = self.add(request)
         try:
             return await waiting.answer
         finally:

@@ -35,7 +35,13 @@ from opencode_session.schema.input import SessionInputAdmitted
 from opencode_session.schema.instruction_entry import EntryKey, InstructionEntry, InstructionEntryPut
 from opencode_session.schema.location import LocationInfo
 from opencode_session.schema.message import SessionMessage
-from opencode_session.schema.permission import PermissionSavedInfo, PermissionV2Reply, PermissionV2Request
+from opencode_session.schema.permission import (
+    PermissionSavedInfo,
+    PermissionV2Effect,
+    PermissionV2Reply,
+    PermissionV2Request,
+    PermissionV2Source,
+)
 from opencode_session.schema.prompt import PromptInput
 from opencode_session.schema.question import QuestionV2Reply, QuestionV2Request
 from opencode_session.schema.session import SessionActive, SessionV2Info
@@ -206,6 +212,21 @@ class SessionPromptBody(Struct):
     prompt: PromptInput
     delivery: Delivery | None = None
     resume: bool | None = None
+
+
+class SessionPermissionCreateBody(Struct):
+    id: PermissionID | None = None
+    action: str
+    resources: list[str]
+    save: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    source: PermissionV2Source | None = None
+    agent: str | None = None
+
+
+class PermissionCreated(Struct):
+    id: PermissionID
+    effect: PermissionV2Effect
 
 
 class PermissionReplyBody(Struct):
@@ -498,6 +519,22 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         description="Forget one saved permission: calls it covered ask again. Removing an unknown one is a no-op.",
         path_params=SavedPermissionPath,
         success_status=204,
+    ),
+    Endpoint(
+        operation_id="v2.session.permission.create",
+        method="POST",
+        path="/api/session/{sessionID}/permission",
+        summary="Create session permission request",
+        description=(
+            "Ask for a permission on a session's behalf without waiting: the rules of the session's agent (or"
+            " `agent`) answer `allow` or `deny` at once; otherwise the answer is `ask` and a pending request with"
+            " the returned ID waits for a reply like any other."
+        ),
+        path_params=SessionPath,
+        body=SessionPermissionCreateBody,
+        success=PermissionCreated,
+        unwrap_data=True,
+        errors=_SESSION_404,
     ),
     Endpoint(
         operation_id="v2.session.permission.list",

@@ -10,11 +10,12 @@ from typing import Any
 import anyio
 from pydantic import TypeAdapter, ValidationError
 
-from ..core.agents import agent_info
-from ..core.config import ConfigError, load_config
+from ..core.agents import AgentNotFoundError, agent_info, resolve_agent
+from ..core.config import Config, ConfigError, load_config
 from ..core.location import Location, resolve_location
 from ..core.runtime import Runtime
 from ..core.store.db import now_ms
+from ..core.tools.tool import PermissionAsk
 from ..schema.errors import InvalidRequestError, ServiceUnavailableError
 from ..schema.events import EventRecord, GlobalDisposed, LogSynced, ServerConnected
 from ..schema.ids import WorkspaceID, event_id
@@ -199,15 +200,18 @@ async def entry_remove(rt: Runtime, call: Call) -> Any:
 # --- agents, permissions and questions ----------------------------------------------------------------
 
 
+async def _config(rt: Runtime, loc: Location) -> Config:
+    """The configuration in effect at `loc`; a broken one is the request's problem to report, not a 500."""
+    try:
+        return await anyio.to_thread.run_sync(load_config, loc.directory, loc.project_root, rt.options.env)
+    except ConfigError as bad:
+        raise InvalidRequestError(str(bad), kind="config") from None
+
+
 @op("v2.agent.list")
 async def agent_list(rt: Runtime, call: Call) -> Any:
     loc = _selected_location(rt, call)
-    env = rt.options.env
-    try:
-        config = await anyio.to_thread.run_sync(load_config, loc.directory, loc.project_root, env)
-    except ConfigError as bad:
-        raise InvalidRequestError(str(bad), kind="config") from None
-    return {"location": loc.info(), "data": agent_info(config, env)}
+    return {"location": loc.info(), "data": agent_info(await _config(rt, loc), rt.options.env)}
 
 
 async def _in_location(rt: Runtime, loc: Location, requests: list[Any]) -> list[Any]:
@@ -232,6 +236,24 @@ async def permission_saved_list(rt: Runtime, call: Call) -> Any:
 @op("v2.permission.saved.remove")
 async def permission_saved_remove(rt: Runtime, call: Call) -> Any:
     await rt.permissions.remove_saved(call.path.id)
+
+
+@op("v2.session.permission.create")
+async def session_permission_create(rt: Runtime, call: Call) -> Any:
+    b = call.body
+    session = await rt.sessions.get(call.path.sessionID)
+    loc = resolve_location(session.location.directory, session.location.workspaceID)
+    config = await _config(rt, loc)
+    try:
+        agent = resolve_agent(config, b.agent or session.agent)
+    except AgentNotFoundError as missing:
+        raise InvalidRequestError(str(missing), kind="body", field="agent") from None
+    need = PermissionAsk(b.action, tuple(b.resources), tuple(b.save if b.save is not None else b.resources),
+                         dict(b.metadata or {}))
+    request_id, effect = await rt.permissions.create(session.id, loc.project_id,
+                                                     agent.rules(config.permission, rt.options.env), need, b.source,
+                                                     b.id)
+    return {"id": request_id, "effect": effect}
 
 
 @op("v2.session.permission.list")

@@ -31,10 +31,11 @@ class ManagedOutputs:
         path = self.root / ascending("tool")
         created = False
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            # "x": a new file, never an existing one (or a link planted under that name)
-            with open(path, "x", encoding="utf-8", errors="surrogatepass") as out:
-                created = True
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # a new file only, never an existing one (or a link planted under that name); private like the database
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+            created = True
+            with open(fd, "w", encoding="utf-8", errors="surrogatepass") as out:
                 out.write(text)
         except OSError as exc:
             log.warning("could not keep a tool's complete output in %s (%s); the model sees a preview without it",
