@@ -4,17 +4,23 @@ multi-byte text, the file holding the complete text, the lossy path when the dir
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from opencode_session.core.tools import ToolContext, ToolOutput, ToolRegistry, ToolSucceeded
 from opencode_session.core.tools.managed import RETENTION_SECONDS, ManagedOutputs
 from opencode_session.core.tools.registry import default_registry
+from opencode_session.sdk import OpenCode
+from tests.security.conftest import write_provider_config
+from tests.support import fake_openai as fake
+from tests.support.server import isolated_env
 
 pytestmark = pytest.mark.anyio
 
@@ -127,3 +133,52 @@ async def test_ordinary_tools_read_managed_files_without_asking(tmp_path):
     assert isinstance(found, ToolSucceeded) and kept.name in found.output.text()
     outside = await tools.settle("glob", {"pattern": "*", "path": str(tmp_path / "data")}, ctx(work, outputs.root))
     assert not isinstance(outside, ToolSucceeded) and outside.error.type == "permission.required"
+
+
+class InterruptingOutputs(ManagedOutputs):
+    """Interrupts the session's execution while the complete output is being written."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.interrupt: Any = None  # set by the test: an async function that requests the interrupt
+
+    def keep(self, text: str) -> Path | None:
+        anyio.from_thread.run(self.interrupt)
+        return super().keep(text)
+
+
+class Big:
+    name = "big"
+    description = "Returns many lines."
+    parameters: dict[str, Any] = {"type": "object", "properties": {}}
+
+    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        return ToolOutput.of_text("\n".join(f"line {n}" for n in range(100)))
+
+
+async def test_an_interrupt_cannot_tear_bounding_and_publishing_apart(tmp_path, loop_provider):
+    (tmp_path / "work").mkdir()
+    write_provider_config(tmp_path, loop_provider, tool_output={"max_lines": 5})
+    call = fake.tool_call_deltas(0, "call_1", "big", "{}")
+    loop_provider.enqueue(fake.completion(call, finish_reason="tool_calls"))
+    async with OpenCode(db=tmp_path / "db.sqlite", directory=tmp_path / "work", env=isolated_env(tmp_path),
+                        tools=[Big()]) as oc:
+        outputs = oc.tools.outputs = InterruptingOutputs(tmp_path / "tool-output")
+        sid = (await oc.session.create()).id
+        interrupts: list[asyncio.Task[Any]] = []
+
+        async def interrupt() -> None:
+            assert oc.runtime.execution is not None
+            interrupts.append(asyncio.create_task(oc.runtime.execution.interrupt(sid, "user")))
+            await asyncio.sleep(0)  # one turn of the loop: the interrupt has cancelled the execution by now
+
+        outputs.interrupt = interrupt
+        await oc.session.prompt(sid, prompt={"text": "go"})
+        with anyio.fail_after(60):
+            await oc.session.wait(sid)
+            await interrupts[0]
+        log = [e async for e in oc.session.log(sid, follow=False)]
+    success = [e for e in log if e.type == "session.tool.success"]
+    assert len(success) == 1 and Path(success[0].data.outputPaths[0]).read_text().endswith("line 99")
+    assert not [e for e in log if e.type == "session.tool.failed"]
+    assert [e.type for e in log if e.type.startswith("session.execution.")][-1] == "session.execution.interrupted"

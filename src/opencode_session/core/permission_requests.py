@@ -114,28 +114,31 @@ class PermissionRequests:
         if reply == "always":
             await self._store.write(lambda tx: saved_store.save(tx, request.projectID, request.action,
                                                                 request.save or request.resources, now_ms()))
-        if not self._waiting.take(waiting):
-            return  # answered (or withdrawn) while the rule was being saved
-        self._publish(request, reply)
         if reply != "reject":
-            waiting.answer.set_result(None)
+            self._answer(waiting, reply)
         elif message:
-            waiting.answer.set_exception(ToolFailure(
+            self._answer(waiting, reply, ToolFailure(
                 f"The user rejected permission to use this tool ({request.action}) and said: {message}",
                 session_errors.PERMISSION_REJECTED))
         else:
-            waiting.answer.set_exception(ToolFailure(DECLINED, session_errors.PERMISSION_DECLINED))
-            for other in self._waiting.of_session(session_id):
-                if self._waiting.take(other):
-                    self._publish(other.request, "reject")
-                    other.answer.set_exception(ToolFailure(DECLINED, session_errors.PERMISSION_DECLINED))
+            for declined in (waiting, *self._waiting.of_session(session_id)):
+                self._answer(declined, reply, ToolFailure(DECLINED, session_errors.PERMISSION_DECLINED))
         if reply == "always":
             saved = await self.saved(request.projectID)
             for other in self._waiting.all():
                 if other.request.projectID == request.projectID and \
-                        _covered(saved, other.request.action, other.request.resources) and self._waiting.take(other):
-                    self._publish(other.request, "always")
-                    other.answer.set_result(None)
+                        _covered(saved, other.request.action, other.request.resources):
+                    self._answer(other, reply)
+
+    def _answer(self, waiting: Waiting[_Asked], reply: PermissionV2Reply, refusal: ToolFailure | None = None) -> None:
+        """Answer one request unless it was answered (or withdrawn) already: allow it, or fail its call."""
+        if not self._waiting.take(waiting):
+            return
+        self._publish(waiting.request, reply)
+        if refusal is None:
+            waiting.answer.set_result(None)
+        else:
+            waiting.answer.set_exception(refusal)
 
     async def saved(self, project_id: str | None = None) -> list[PermissionSavedInfo]:
         return await self._store.read(lambda reader: saved_store.listed(reader, project_id))
