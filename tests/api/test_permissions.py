@@ -480,3 +480,19 @@ async def test_a_client_asks_on_a_sessions_behalf(api, provider, root, live):
         await api.session.permission_create(sid, action="bash", resources=["ls"], agent="nobody")
     with pytest.raises(SessionNotFoundError):
         await api.session.permission_create("ses_unknown", action="bash", resources=["ls"])
+
+
+async def test_a_skill_the_rules_ask_for_waits_for_the_user(api, provider, root, live):
+    folder = root / "config" / "opencode" / "skill" / "release"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_text("---\nname: release\ndescription: Ship it\n---\nRELEASE-STEPS\n")
+    write_provider_config(root, provider, permission={"skill": {"rel*": "ask"}})
+    call = fake.tool_call_deltas(0, "call_1", "skill", json.dumps({"name": "release"}))
+    sid = await start(api, provider, fake.completion(call, finish_reason="tool_calls"),
+                      fake.completion(fake.text_deltas("done")))
+    asked = await live.next("permission.v2.asked", sid)
+    assert (asked["action"], asked["resources"]) == ("skill", ["release"])
+    await api.session.permission_reply(sid, asked["id"], reply="once")
+    log = await finish(api, sid)
+    assert settlements(log)["call_1"].type == "session.tool.success"
+    assert "RELEASE-STEPS" in last_tool_message(provider)

@@ -20,6 +20,7 @@ from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ProviderError
 from ..permission import DEFAULT_RULES, Ruleset
+from ..questions import Questioner
 from ..store.db import Store
 from ..tools.registry import ToolErrored, ToolRegistry, ToolSucceeded
 from ..tools.tool import Asker, ToolContext
@@ -71,7 +72,7 @@ class StepContext:
     managed_roots: tuple[Path, ...] = ()  # where Managed Tool Output Files are: readable without asking
     # by call ID: who asks the user for a permission, or a tool's questions; None: nobody can answer
     asker_for: Callable[[str], Asker] | None = None
-    questioner_for: Callable[[str], Callable[[list[dict[str, Any]]], Awaitable[list[list[str]]]]] | None = None
+    questioner_for: Callable[[str], Questioner] | None = None
 
 
 class _StepIds(TypedDict):
