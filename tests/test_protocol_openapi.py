@@ -40,6 +40,18 @@ SHARED_WITH_REFERENCE = {
     "v2.model.list",
     "v2.provider.list",
     "v2.provider.get",
+    "v2.agent.list",
+    "v2.permission.request.list",
+    "v2.permission.saved.list",
+    "v2.permission.saved.remove",
+    "v2.session.permission.create",
+    "v2.session.permission.list",
+    "v2.session.permission.get",
+    "v2.session.permission.reply",
+    "v2.question.request.list",
+    "v2.session.question.list",
+    "v2.session.question.reply",
+    "v2.session.question.reject",
 }
 
 

@@ -123,10 +123,17 @@ ROUTES = {
 }
 
 
+# Asking and replying: no durable record to read back and nothing for a drain to run; tests/api/test_permissions.py
+# sends them, and their refusals of bad bodies.
+WAITING_ONLY = {("POST", "/api/session/{sessionID}/permission"),
+                ("POST", "/api/session/{sessionID}/permission/{requestID}/reply"),
+                ("POST", "/api/session/{sessionID}/question/{requestID}/reply")}
+
+
 def test_every_body_route_is_covered():
     with_body = {(e.method, e.path) for e in ENDPOINTS if e.body is not None}
     covered = {(m, p.replace("{sid}", "{sessionID}").replace("/alpha", "/{key}")) for m, p in ROUTES.values()}
-    assert covered == with_body
+    assert covered | WAITING_ONLY == with_body
 
 
 @pytest.mark.parametrize(("route", "body", "field"), PINNED)

@@ -1,13 +1,14 @@
 """Item 2 of "Safe by default": tools stay inside the Location. `read` and `glob` resolve `..`, symlinks and
 absolute paths before they judge a path; outside the Location a call needs the `external_directory` permission
-(asking is not available yet, so without an allow rule it is a typed failure the model reads), and `deny` rules
-from opencode.json are always honoured. The model calls the tools through a loopback Chat Completions server."""
+(the user is asked; here they refuse, and the model reads the refusal), and `deny` rules from opencode.json are
+always honoured. The model calls the tools through a loopback Chat Completions server."""
 
 from __future__ import annotations
 
 import json
 import os
 
+import anyio
 import pytest
 
 from tests.security.conftest import one_tool_call, run_prompt, settled, write_provider_config
@@ -43,17 +44,42 @@ async def _call(client, provider, name: str, arguments: dict) -> tuple[object, l
     return settled(log), log
 
 
+REFUSAL = "do not leave the project"
+
+
+async def _refused_call(client, provider, name: str, arguments: dict) -> tuple[object, list, dict]:
+    """Like `_call` for a call that asks: the user refuses the one request it makes, with feedback."""
+    provider.requests.clear()
+    provider.enqueue(*one_tool_call(name, arguments))
+    events = client.event.subscribe()
+    try:
+        with anyio.fail_after(60):
+            async for event in events:
+                if event.type == "server.connected":
+                    sid = (await client.session.create()).id
+                    await client.session.prompt(sid, prompt={"text": "go"})
+                elif event.type == "permission.v2.asked":
+                    asked = dict(event.data)
+                    await client.session.permission_reply(sid, asked["id"], reply="reject", message=REFUSAL)
+                    await client.session.wait(sid)
+                    break
+    finally:
+        await events.aclose()
+    log = [e async for e in client.session.log(sid, follow=False) if e.type not in ("log.synced", "session.renamed")]
+    return settled(log), log, asked
+
+
 @pytest.mark.parametrize("path", ["../outside/secret.txt", "{root}/outside/secret.txt", "/etc/passwd", "/",
                                   "escape", "escape-dir/secret.txt", "src/../../outside/secret.txt",
                                   "~/../outside/secret.txt"])
 async def test_read_outside_the_location_needs_external_directory(client, provider, root, path):
-    result, log = await _call(client, provider, "read", {"filePath": path.format(root=root)})
+    result, log, asked = await _refused_call(client, provider, "read", {"filePath": path.format(root=root)})
+    assert asked["action"] == "external_directory" and not asked["resources"][0].startswith(str(root / "work"))
     assert result.type == "session.tool.failed"
-    assert result.data.error.type == "permission.required", result.data.error
-    assert "external_directory" in result.data.error.message
+    assert result.data.error.type == "permission.rejected", result.data.error
     assert not _leaked(provider) and SECRET not in json.dumps([e.wire() for e in log])
     # the model is told, and the drain goes on
-    assert "external_directory" in provider.requests[1].json["messages"][-1]["content"]
+    assert REFUSAL in provider.requests[1].json["messages"][-1]["content"]
     assert log[-1].type == "session.execution.succeeded"
 
 
@@ -68,9 +94,10 @@ async def test_read_inside_the_location_still_works(client, provider):
                                        {"pattern": "*", "path": "escape-dir"}, {"pattern": "*", "path": "/"}])
 async def test_glob_outside_the_location_needs_external_directory(client, provider, root, arguments):
     arguments = {k: v.format(root=root) for k, v in arguments.items()}
-    result, _ = await _call(client, provider, "glob", arguments)
+    result, _, asked = await _refused_call(client, provider, "glob", arguments)
+    assert asked["action"] == "external_directory"
     assert result.type == "session.tool.failed"
-    assert result.data.error.type == "permission.required", result.data.error
+    assert result.data.error.type == "permission.rejected", result.data.error
     assert "found-by-glob" not in json.dumps([r.json for r in provider.requests])
 
 

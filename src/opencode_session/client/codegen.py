@@ -198,9 +198,12 @@ def render(ir: ContractIR | None = None) -> str:
     body = "\n\n\n".join("\n".join(c) for c in classes)
     if "builtins." in body:
         imports.add(("", "builtins"))
-    # one name a line: the list outgrows a line as groups are added
-    exports = "".join(f'    "{n}",\n' for n in sorted([*(f"{_pascal(g)}Group" for g in groups), "OpenCodeClient"]))
-    return f"{HEADER}\n{_imports(imports)}\n\n__all__ = [\n{exports}]\n\n\n{body}\n"
+    names = sorted([*(f"{_pascal(g)}Group" for g in groups), "OpenCodeClient"])
+    quoted = [f'"{n}"' for n in names]
+    exports = f"__all__ = [{', '.join(quoted)}]"
+    if len(exports) > WIDTH:
+        exports = "__all__ = [\n" + "".join(f"{INDENT}{q},\n" for q in quoted) + "]"
+    return f"{HEADER}\n{_imports(imports)}\n\n{exports}\n\n\n{body}\n"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,9 +12,13 @@ from typing import Any, Literal, cast
 from opencode_session.client.runtime import BaseClient, CallOptions, Page
 from opencode_session.client.sse import EventStream
 from opencode_session.protocol.api import (
+    AgentList,
     HealthStatus,
     InstanceEvent,
     LocationSelector,
+    PermissionCreated,
+    PermissionRequestList,
+    QuestionRequestList,
     SessionDurableEvent,
     SessionLogItem,
 )
@@ -24,18 +28,50 @@ from opencode_session.schema.input import SessionInputAdmitted
 from opencode_session.schema.instruction_entry import InstructionEntry
 from opencode_session.schema.location import LocationInfo
 from opencode_session.schema.message import SessionMessage
+from opencode_session.schema.permission import PermissionSavedInfo, PermissionV2Request, PermissionV2Source
 from opencode_session.schema.prompt import PromptInput
+from opencode_session.schema.question import QuestionV2Request
 from opencode_session.schema.session import SessionActive, SessionV2Info
 
 __all__ = [
+    "AgentGroup",
     "EventGroup",
     "HealthGroup",
     "LocationGroup",
     "ModelGroup",
     "OpenCodeClient",
+    "PermissionGroup",
     "ProviderGroup",
+    "QuestionGroup",
     "SessionGroup",
 ]
+
+
+class AgentGroup:
+    """Operations of the `agent` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    async def list(
+        self,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> AgentList:
+        """List agents.
+
+        Retrieve the agents available at the requested location: the built-in ones and the configured.
+
+        `GET /api/agent` (v2.agent.list). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
+        (415).
+        """
+        return cast("AgentList", await self._client._call(
+            "v2.agent.list",
+            query={"location": location},
+            options=options,
+        ))
 
 
 class EventGroup:
@@ -128,6 +164,64 @@ class ModelGroup:
         ))
 
 
+class PermissionGroup:
+    """Operations of the `permission` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    async def request_list(
+        self,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> PermissionRequestList:
+        """List pending permission requests.
+
+        Retrieve the permission requests waiting for a reply in the requested location's sessions.
+
+        `GET /api/permission/request` (v2.permission.request.list). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
+        (413), InvalidRequestError (415).
+        """
+        return cast("PermissionRequestList", await self._client._call(
+            "v2.permission.request.list",
+            query={"location": location},
+            options=options,
+        ))
+
+    async def saved_list(
+        self,
+        *,
+        projectID: str | None = None,
+        options: CallOptions | None = None,
+    ) -> list[PermissionSavedInfo]:
+        """List saved permissions.
+
+        Retrieve the permissions remembered by an `always` reply, optionally for one project.
+
+        `GET /api/permission/saved` (v2.permission.saved.list). Declared errors: InvalidRequestError
+        (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413),
+        InvalidRequestError (415).
+        """
+        return cast("list[PermissionSavedInfo]", await self._client._call(
+            "v2.permission.saved.list",
+            query={"projectID": projectID},
+            options=options,
+        ))
+
+    async def saved_remove(self, id: str, *, options: CallOptions | None = None) -> None:
+        """Remove saved permission.
+
+        Forget one saved permission: calls it covered ask again. Removing an unknown one is a no-op.
+
+        `DELETE /api/permission/saved/{id}` (v2.permission.saved.remove). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
+        (413), InvalidRequestError (415).
+        """
+        await self._client._call("v2.permission.saved.remove", path={"id": id}, options=options)
+
+
 class ProviderGroup:
     """Operations of the `provider` group."""
 
@@ -172,6 +266,33 @@ class ProviderGroup:
         """
         return cast("ProviderList", await self._client._call(
             "v2.provider.list",
+            query={"location": location},
+            options=options,
+        ))
+
+
+class QuestionGroup:
+    """Operations of the `question` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    async def request_list(
+        self,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> QuestionRequestList:
+        """List pending questions.
+
+        Retrieve the questions waiting for an answer in the requested location's sessions.
+
+        `GET /api/question/request` (v2.question.request.list). Declared errors: InvalidRequestError
+        (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413),
+        InvalidRequestError (415).
+        """
+        return cast("QuestionRequestList", await self._client._call(
+            "v2.question.request.list",
             query={"location": location},
             options=options,
         ))
@@ -464,6 +585,113 @@ class SessionGroup:
             options=options,
         ))
 
+    async def permission_create(
+        self,
+        session_id: str,
+        *,
+        action: str,
+        resources: builtins.list[str],
+        id: str | None = None,
+        save: builtins.list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        source: PermissionV2Source | dict[str, Any] | None = None,
+        agent: str | None = None,
+        options: CallOptions | None = None,
+    ) -> PermissionCreated:
+        """Create session permission request.
+
+        Ask for a permission on a session's behalf without waiting: the rules of the session's agent
+        (or `agent`) answer `allow` or `deny` at once; otherwise the answer is `ask` and a pending
+        request with the returned ID waits for a reply like any other.
+
+        `POST /api/session/{sessionID}/permission` (v2.session.permission.create). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("PermissionCreated", await self._client._call(
+            "v2.session.permission.create",
+            path={"sessionID": session_id},
+            body={
+                "id": id,
+                "action": action,
+                "resources": resources,
+                "save": save,
+                "metadata": metadata,
+                "source": source,
+                "agent": agent,
+            },
+            options=options,
+        ))
+
+    async def permission_get(
+        self,
+        session_id: str,
+        request_id: str,
+        *,
+        options: CallOptions | None = None,
+    ) -> PermissionV2Request:
+        """Get session permission request.
+
+        Retrieve one pending permission request of a session.
+
+        `GET /api/session/{sessionID}/permission/{requestID}` (v2.session.permission.get). Declared
+        errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
+        PermissionNotFoundError (404), SessionNotFoundError (404), InvalidRequestError (413),
+        InvalidRequestError (415).
+        """
+        return cast("PermissionV2Request", await self._client._call(
+            "v2.session.permission.get",
+            path={"sessionID": session_id, "requestID": request_id},
+            options=options,
+        ))
+
+    async def permission_list(
+        self,
+        session_id: str,
+        *,
+        options: CallOptions | None = None,
+    ) -> builtins.list[PermissionV2Request]:
+        """List session permission requests.
+
+        Retrieve the permission requests of a session that wait for a reply.
+
+        `GET /api/session/{sessionID}/permission` (v2.session.permission.list). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("builtins.list[PermissionV2Request]", await self._client._call(
+            "v2.session.permission.list",
+            path={"sessionID": session_id},
+            options=options,
+        ))
+
+    async def permission_reply(
+        self,
+        session_id: str,
+        request_id: str,
+        *,
+        reply: Literal["once", "always", "reject"],
+        message: str | None = None,
+        options: CallOptions | None = None,
+    ) -> None:
+        """Reply to permission request.
+
+        Answer a pending permission request: `once` allows this call, `always` also remembers the
+        request's patterns for the project, `reject` refuses it (with a `message`, the model reads it
+        and continues; without one the session stops).
+
+        `POST /api/session/{sessionID}/permission/{requestID}/reply` (v2.session.permission.reply).
+        Declared errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
+        PermissionNotFoundError (404), SessionNotFoundError (404), InvalidRequestError (413),
+        InvalidRequestError (415).
+        """
+        await self._client._call(
+            "v2.session.permission.reply",
+            path={"sessionID": session_id, "requestID": request_id},
+            body={"reply": reply, "message": message},
+            options=options,
+        )
+
     async def prompt(
         self,
         session_id: str,
@@ -488,6 +716,72 @@ class SessionGroup:
             body={"id": id, "prompt": prompt, "delivery": delivery, "resume": resume},
             options=options,
         ))
+
+    async def question_list(
+        self,
+        session_id: str,
+        *,
+        options: CallOptions | None = None,
+    ) -> builtins.list[QuestionV2Request]:
+        """List session questions.
+
+        Retrieve the questions of a session that wait for an answer.
+
+        `GET /api/session/{sessionID}/question` (v2.session.question.list). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("builtins.list[QuestionV2Request]", await self._client._call(
+            "v2.session.question.list",
+            path={"sessionID": session_id},
+            options=options,
+        ))
+
+    async def question_reject(
+        self,
+        session_id: str,
+        request_id: str,
+        *,
+        options: CallOptions | None = None,
+    ) -> None:
+        """Reject question.
+
+        Dismiss a pending question without answering: the tool call fails and the session stops.
+
+        `POST /api/session/{sessionID}/question/{requestID}/reject` (v2.session.question.reject).
+        Declared errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
+        QuestionNotFoundError (404), SessionNotFoundError (404), InvalidRequestError (413),
+        InvalidRequestError (415).
+        """
+        await self._client._call(
+            "v2.session.question.reject",
+            path={"sessionID": session_id, "requestID": request_id},
+            options=options,
+        )
+
+    async def question_reply(
+        self,
+        session_id: str,
+        request_id: str,
+        *,
+        answers: builtins.list[builtins.list[str]],
+        options: CallOptions | None = None,
+    ) -> None:
+        """Answer question.
+
+        Answer a pending question: one list of chosen labels per question, in order.
+
+        `POST /api/session/{sessionID}/question/{requestID}/reply` (v2.session.question.reply).
+        Declared errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
+        QuestionNotFoundError (404), SessionNotFoundError (404), InvalidRequestError (413),
+        InvalidRequestError (415).
+        """
+        await self._client._call(
+            "v2.session.question.reply",
+            path={"sessionID": session_id, "requestID": request_id},
+            body={"answers": answers},
+            options=options,
+        )
 
     async def switch_agent(self, session_id: str, *, agent: str, options: CallOptions | None = None) -> None:
         """Switch session agent.
@@ -543,6 +837,10 @@ class OpenCodeClient(BaseClient):
     """The OpenCode V2 network client: one attribute per operation group (`client.session.get(id)`)."""
 
     @cached_property
+    def agent(self) -> AgentGroup:
+        return AgentGroup(self)
+
+    @cached_property
     def event(self) -> EventGroup:
         return EventGroup(self)
 
@@ -559,8 +857,16 @@ class OpenCodeClient(BaseClient):
         return ModelGroup(self)
 
     @cached_property
+    def permission(self) -> PermissionGroup:
+        return PermissionGroup(self)
+
+    @cached_property
     def provider(self) -> ProviderGroup:
         return ProviderGroup(self)
+
+    @cached_property
+    def question(self) -> QuestionGroup:
+        return QuestionGroup(self)
 
     @cached_property
     def session(self) -> SessionGroup:

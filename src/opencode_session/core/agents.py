@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from opencode_session.schema.agent import AgentV2Info, ProviderRequest
 from opencode_session.schema.common import ModelRef
+from opencode_session.schema.permission import PermissionV2Rule
 
 from .config import AgentConfig, Config, ConfigError, parse_model_string
+from .permission import Ruleset, effective_rules, parse_rules
 
 AgentMode = Literal["primary", "subagent", "all"]
 
@@ -49,7 +53,16 @@ class Agent:
     temperature: float | None = None
     top_p: float | None = None
     permission: Any = None  # OpenCode config-shaped permission rules, applied over the global ones
+    tools: Mapping[str, bool] | None = None  # `{"bash": false}`: the tool is denied (applied after `permission`)
+    hidden: bool = False
+    color: str | None = None
     builtin: bool = False
+
+    def rules(self, global_permission: Any, env: Mapping[str, str]) -> Ruleset:
+        """The Ruleset this agent's Steps run under: the defaults, the global config, then the agent's own rules
+        (its `tools` switches last)."""
+        switches = {name: "allow" if on else "deny" for name, on in (self.tools or {}).items()}
+        return effective_rules(global_permission, self.permission, env) + parse_rules(switches, env)
 
 
 BUILTIN_AGENTS: tuple[Agent, ...] = (
@@ -65,7 +78,8 @@ BUILTIN_AGENTS: tuple[Agent, ...] = (
         prompt=PLAN_PROMPT,
         description="Investigates and plans without changing files.",
         mode="primary",
-        permission={"edit": "deny", "bash": "ask"},
+        # OpenCode's edit permission covers every file-changing tool; each is named too, so none slips through
+        permission={"edit": "deny", "write": "deny", "apply_patch": "deny", "bash": "ask"},
         builtin=True,
     ),
 )
@@ -108,6 +122,12 @@ def _apply(base: Agent, entry: AgentConfig) -> Agent:
         changes["top_p"] = entry.top_p
     if entry.permission is not None:
         changes["permission"] = entry.permission
+    if entry.tools is not None:
+        changes["tools"] = dict(entry.tools)
+    if entry.hidden is not None:
+        changes["hidden"] = entry.hidden
+    if entry.color is not None:
+        changes["color"] = entry.color
     return replace(base, **changes)
 
 
@@ -150,6 +170,15 @@ def resolve_agent(config: Config, name: str | None = None) -> Agent:
     return agent
 
 
+def agent_info(config: Config, env: Mapping[str, str]) -> list[AgentV2Info]:
+    """Every enabled agent as the API lists it, with the rules its Steps run under."""
+    return [AgentV2Info(id=a.name, model=a.model, request=ProviderRequest(headers={}, body={}), system=a.prompt,
+                        description=a.description, mode=a.mode, hidden=a.hidden, color=a.color, steps=a.steps,
+                        permissions=[PermissionV2Rule(action=r.action, resource=r.resource, effect=r.effect)
+                                     for r in a.rules(config.permission, env)])
+            for a in list_agents(config)]
+
+
 __all__ = [
     "Agent",
     "AgentNotFoundError",
@@ -157,6 +186,7 @@ __all__ = [
     "BUILTIN_AGENTS",
     "DEFAULT_AGENT",
     "PLAN_PROMPT",
+    "agent_info",
     "default_agent_name",
     "list_agents",
     "resolve_agent",

@@ -41,7 +41,7 @@ class Authority:
     """The rules one Step (or one admission) runs under, rooted at the Session's Location directory.
 
     `managed_roots` are directories outside the Location whose files need no `external_directory` permission:
-    where Managed Tool Output Files will be kept once they exist.
+    where Managed Tool Output Files are kept.
     """
 
     directory: Path
@@ -96,8 +96,8 @@ class Authority:
             raise AccessRefused(f"Permission denied: {action} {resource}", "deny")
         if effect == "ask":
             raise AccessRefused(
-                f"Permission required: {action} {resource}. This needs the user's approval, and asking for it is not "
-                f"available yet; the user can allow it under \"permission\".\"{action}\" in opencode.json.", "ask")
+                f"Permission required: {action} {resource}. This needs the user's approval, which cannot be asked for "
+                f"here; the user can allow it under \"permission\".\"{action}\" in opencode.json.", "ask")
 
 
 def _real(path: Path) -> Path:

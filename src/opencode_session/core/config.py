@@ -95,6 +95,9 @@ class AgentConfig(_Lenient):
     permission: Any = None
     temperature: float | None = None
     top_p: float | None = None
+    tools: dict[str, bool] | None = None  # OpenCode's older switch: `false` denies the tool, `true` allows it
+    hidden: bool | None = None
+    color: str | None = None
 
 
 class ToolOutputConfig(_Lenient):

@@ -111,3 +111,12 @@ def evaluate(rules: Ruleset, action: str, resource: str, absolute: str | None = 
         if wildcard_match(target, rule.resource):
             return rule.effect
     return "ask"
+
+
+def disabled(rules: Ruleset, tool: str) -> bool:
+    """Whether `tool` is wholly denied, so the model is not offered it: the last rule whose action matches the tool
+    denies every resource (`"bash": "deny"`, or an agent's `tools: {"bash": false}`)."""
+    for rule in reversed(rules):
+        if wildcard_match(tool, rule.action):
+            return rule.resource == "*" and rule.effect == "deny"
+    return False

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import getpass
 import os
+import tempfile
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +18,12 @@ from .execution.coordinator import Drain, SessionExecution
 from .instructions.entries import InstructionEntries
 from .llm.providers import Providers
 from .location import Location, resolve_location
+from .permission_requests import PermissionRequests
+from .questions import QuestionRequests
 from .session import Sessions
 from .session.projector import project
 from .store import Store
+from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
 
 
 @dataclass
@@ -33,6 +38,8 @@ class RuntimeOptions:
     retry_base_delay_ms: float | None = None
     # carries every provider request (None: the network); tests replay recorded exchanges through it
     provider_transport: httpx2.AsyncBaseTransport | None = None
+    # runtime files such as Managed Tool Output Files; None: beside the database (a temporary one when in memory)
+    data_dir: str | Path | None = None
 
 
 class Runtime:
@@ -45,6 +52,10 @@ class Runtime:
         self.sessions = Sessions(self.store, self.location, env=options.env)
         self.entries = InstructionEntries(self.store)
         self.providers = Providers(options.provider_transport)  # the provider HTTP clients: closed with the runtime
+        self.permissions = PermissionRequests(self.store)
+        self.questions = QuestionRequests(self.store)
+        self.outputs = ManagedOutputs(_data_dir(options) / MANAGED_DIRECTORY)
+        self._sweeper: asyncio.Task[None] | None = None
         self.execution: SessionExecution | None = None
         self._background: set[asyncio.Task[None]] = set()
 
@@ -61,6 +72,7 @@ class Runtime:
 
     async def open(self) -> Runtime:
         await self.store.open()
+        self._sweeper = asyncio.create_task(self.outputs.sweep_forever(), name="tool-output-sweep")
         drain = self.options.drain_factory(self) if self.options.drain_factory else _idle_drain
         self.execution = SessionExecution(self.store, drain, on_started=suspension.on_started,
                                           on_settled=suspension.on_settled)
@@ -83,6 +95,8 @@ class Runtime:
         if self.execution is not None:
             await self.execution.shutdown()
         background = list(self._background)
+        if self._sweeper is not None:
+            background.append(self._sweeper)
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
@@ -94,6 +108,14 @@ class Runtime:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _data_dir(options: RuntimeOptions) -> Path:
+    if options.data_dir is not None:
+        return Path(options.data_dir)
+    if str(options.db_path) == ":memory:":
+        return Path(tempfile.gettempdir()) / f"opencode-session-{getpass.getuser()}"
+    return Path(options.db_path).resolve().parent
 
 
 async def _idle_drain(_session_id: str, _force: bool) -> None:

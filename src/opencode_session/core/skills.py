@@ -3,14 +3,12 @@ permission, listed to the model by name and description, and loaded in full only
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from .agents import Agent
 from .config import project_dirs
+from .permission import Effect, Ruleset, evaluate
 
 SKILL_FILE = "SKILL.md"
 _FRONTMATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n?(.*)\Z", re.S)
@@ -65,19 +63,10 @@ def discover_skills(roots: list[Path]) -> list[Skill]:
     return sorted(found.values(), key=lambda s: s.name)
 
 
-def skill_action(agent: Agent, name: str) -> str:
-    """"allow", "deny" or "ask" for one skill under the agent's `permission.skill` rule (last match wins)."""
-    permission: Any = agent.permission if isinstance(agent.permission, dict) else {}
-    rule = permission.get("skill", "allow")
-    if isinstance(rule, str):
-        return rule
-    action = "allow"
-    if isinstance(rule, dict):
-        for pattern, value in rule.items():
-            if fnmatch.fnmatchcase(name, pattern):
-                action = str(value)
-    return action
+def skill_action(rules: Ruleset, name: str) -> Effect:
+    """"allow", "deny" or "ask" for one skill under a Step's rules (its agent's `permission.skill` among them)."""
+    return evaluate(rules, "skill", name)
 
 
-def permitted_skills(agent: Agent, skills: list[Skill]) -> list[Skill]:
-    return [s for s in skills if skill_action(agent, s.name) != "deny"]
+def permitted_skills(rules: Ruleset, skills: list[Skill]) -> list[Skill]:
+    return [s for s in skills if skill_action(rules, s.name) != "deny"]

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
+from opencode_session.schema.agent import AgentV2Info
 from opencode_session.schema.base import Struct
 from opencode_session.schema.catalog import ModelList, ProviderAnswer, ProviderList
 from opencode_session.schema.common import LocationRef, ModelRef
@@ -15,7 +16,9 @@ from opencode_session.schema.errors import (
     InvalidCursorError,
     InvalidRequestError,
     MessageNotFoundError,
+    PermissionNotFoundError,
     ProviderNotFoundError,
+    QuestionNotFoundError,
     ServiceUnavailableError,
     SessionNotFoundError,
     UnknownError,
@@ -29,12 +32,20 @@ from opencode_session.schema.events import (
     envelope_model,
     public_durable_types,
 )
-from opencode_session.schema.ids import MessageID, SessionID, WorkspaceID
+from opencode_session.schema.ids import MessageID, PermissionID, QuestionID, SessionID, WorkspaceID
 from opencode_session.schema.input import SessionInputAdmitted
 from opencode_session.schema.instruction_entry import EntryKey, InstructionEntry, InstructionEntryPut
 from opencode_session.schema.location import LocationInfo
 from opencode_session.schema.message import SessionMessage
+from opencode_session.schema.permission import (
+    PermissionSavedInfo,
+    PermissionV2Effect,
+    PermissionV2Reply,
+    PermissionV2Request,
+    PermissionV2Source,
+)
 from opencode_session.schema.prompt import PromptInput
+from opencode_session.schema.question import QuestionV2Reply, QuestionV2Request
 from opencode_session.schema.session import SessionActive, SessionV2Info
 
 from .endpoint import Endpoint, StreamSpec
@@ -83,6 +94,21 @@ class HealthStatus(Struct):
     healthy: Literal[True]
 
 
+class PermissionRequestList(Struct):
+    location: LocationInfo
+    data: list[PermissionV2Request]
+
+
+class QuestionRequestList(Struct):
+    location: LocationInfo
+    data: list[QuestionV2Request]
+
+
+class AgentList(Struct):
+    location: LocationInfo
+    data: list[AgentV2Info]
+
+
 # --- path parameters ------------------------------------------------------------------------------
 
 
@@ -93,6 +119,20 @@ class SessionPath(Struct):
 class SessionMessagePath(Struct):
     sessionID: SessionID
     messageID: MessageID
+
+
+class PermissionRequestPath(Struct):
+    sessionID: SessionID
+    requestID: PermissionID
+
+
+class QuestionRequestPath(Struct):
+    sessionID: SessionID
+    requestID: QuestionID
+
+
+class SavedPermissionPath(Struct):
+    id: str
 
 
 class ContextEntryPath(Struct):
@@ -114,6 +154,8 @@ class LocationQuery(Struct):
 
 class ProviderPath(Struct):
     providerID: str
+class SavedPermissionQuery(Struct):
+    projectID: str | None = None
 
 
 class SessionListQuery(Struct):
@@ -174,6 +216,26 @@ class SessionPromptBody(Struct):
     prompt: PromptInput
     delivery: Delivery | None = None
     resume: bool | None = None
+
+
+class SessionPermissionCreateBody(Struct):
+    id: PermissionID | None = None
+    action: str
+    resources: list[str]
+    save: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    source: PermissionV2Source | None = None
+    agent: str | None = None
+
+
+class PermissionCreated(Struct):
+    id: PermissionID
+    effect: PermissionV2Effect
+
+
+class PermissionReplyBody(Struct):
+    reply: PermissionV2Reply
+    message: str | None = None
 
 
 # --- stream items ---------------------------------------------------------------------------------
@@ -455,6 +517,137 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         query=LocationQuery,
         success=ProviderAnswer,
         errors=(ProviderNotFoundError, ServiceUnavailableError),
+    ),
+    Endpoint(
+        operation_id="v2.agent.list",
+        method="GET",
+        path="/api/agent",
+        summary="List agents",
+        description="Retrieve the agents available at the requested location: the built-in ones and the configured.",
+        query=LocationQuery,
+        success=AgentList,
+    ),
+    Endpoint(
+        operation_id="v2.permission.request.list",
+        method="GET",
+        path="/api/permission/request",
+        summary="List pending permission requests",
+        description="Retrieve the permission requests waiting for a reply in the requested location's sessions.",
+        query=LocationQuery,
+        success=PermissionRequestList,
+    ),
+    Endpoint(
+        operation_id="v2.permission.saved.list",
+        method="GET",
+        path="/api/permission/saved",
+        summary="List saved permissions",
+        description="Retrieve the permissions remembered by an `always` reply, optionally for one project.",
+        query=SavedPermissionQuery,
+        success=list[PermissionSavedInfo],
+        unwrap_data=True,
+    ),
+    Endpoint(
+        operation_id="v2.permission.saved.remove",
+        method="DELETE",
+        path="/api/permission/saved/{id}",
+        summary="Remove saved permission",
+        description="Forget one saved permission: calls it covered ask again. Removing an unknown one is a no-op.",
+        path_params=SavedPermissionPath,
+        success_status=204,
+    ),
+    Endpoint(
+        operation_id="v2.session.permission.create",
+        method="POST",
+        path="/api/session/{sessionID}/permission",
+        summary="Create session permission request",
+        description=(
+            "Ask for a permission on a session's behalf without waiting: the rules of the session's agent (or"
+            " `agent`) answer `allow` or `deny` at once; otherwise the answer is `ask` and a pending request with"
+            " the returned ID waits for a reply like any other."
+        ),
+        path_params=SessionPath,
+        body=SessionPermissionCreateBody,
+        success=PermissionCreated,
+        unwrap_data=True,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.permission.list",
+        method="GET",
+        path="/api/session/{sessionID}/permission",
+        summary="List session permission requests",
+        description="Retrieve the permission requests of a session that wait for a reply.",
+        path_params=SessionPath,
+        success=list[PermissionV2Request],
+        unwrap_data=True,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.permission.get",
+        method="GET",
+        path="/api/session/{sessionID}/permission/{requestID}",
+        summary="Get session permission request",
+        description="Retrieve one pending permission request of a session.",
+        path_params=PermissionRequestPath,
+        success=PermissionV2Request,
+        unwrap_data=True,
+        errors=(PermissionNotFoundError, SessionNotFoundError),
+    ),
+    Endpoint(
+        operation_id="v2.session.permission.reply",
+        method="POST",
+        path="/api/session/{sessionID}/permission/{requestID}/reply",
+        summary="Reply to permission request",
+        description=(
+            "Answer a pending permission request: `once` allows this call, `always` also remembers the request's"
+            " patterns for the project, `reject` refuses it (with a `message`, the model reads it and continues;"
+            " without one the session stops)."
+        ),
+        path_params=PermissionRequestPath,
+        body=PermissionReplyBody,
+        success_status=204,
+        errors=(PermissionNotFoundError, SessionNotFoundError),
+    ),
+    Endpoint(
+        operation_id="v2.question.request.list",
+        method="GET",
+        path="/api/question/request",
+        summary="List pending questions",
+        description="Retrieve the questions waiting for an answer in the requested location's sessions.",
+        query=LocationQuery,
+        success=QuestionRequestList,
+    ),
+    Endpoint(
+        operation_id="v2.session.question.list",
+        method="GET",
+        path="/api/session/{sessionID}/question",
+        summary="List session questions",
+        description="Retrieve the questions of a session that wait for an answer.",
+        path_params=SessionPath,
+        success=list[QuestionV2Request],
+        unwrap_data=True,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.question.reply",
+        method="POST",
+        path="/api/session/{sessionID}/question/{requestID}/reply",
+        summary="Answer question",
+        description="Answer a pending question: one list of chosen labels per question, in order.",
+        path_params=QuestionRequestPath,
+        body=QuestionV2Reply,
+        success_status=204,
+        errors=(QuestionNotFoundError, SessionNotFoundError),
+    ),
+    Endpoint(
+        operation_id="v2.session.question.reject",
+        method="POST",
+        path="/api/session/{sessionID}/question/{requestID}/reject",
+        summary="Reject question",
+        description="Dismiss a pending question without answering: the tool call fails and the session stops.",
+        path_params=QuestionRequestPath,
+        success_status=204,
+        errors=(QuestionNotFoundError, SessionNotFoundError),
     ),
     Endpoint(
         operation_id="v2.event.subscribe",

@@ -132,6 +132,22 @@ class MessageNotFoundError(TaggedError):
         return f"Message not found: {self.values['messageID']}"
 
 
+class PermissionNotFoundError(TaggedError):
+    status = 404
+    fields = ("requestID",)
+
+    def default_message(self) -> str:
+        return f"Permission request not found: {self.values['requestID']}"
+
+
+class QuestionNotFoundError(TaggedError):
+    status = 404
+    fields = ("requestID",)
+
+    def default_message(self) -> str:
+        return f"Question not found: {self.values['requestID']}"
+
+
 class ConflictError(TaggedError):
     status = 409
     optional = ("resource",)

@@ -13,9 +13,11 @@ from pydantic import Field, create_model
 
 from .base import Struct
 from .common import LocationRef, Millis, ModelRef, SessionErrorInfo, Tokens
-from .ids import EventID, MessageID, SessionID
+from .ids import EventID, MessageID, PermissionID, QuestionID, SessionID
 from .message import ToolContent
+from .permission import PermissionV2Reply, PermissionV2Request
 from .prompt import Prompt
+from .question import QuestionV2Answer, QuestionV2Request
 from .session import SessionV2Info
 
 Delivery = Literal["steer", "queue"]
@@ -330,6 +332,39 @@ class UsageUpdated(Struct):
     sessionID: SessionID
     cost: float
     tokens: Tokens
+
+
+# --- asking the user: pending requests live in memory, so these are live-only -------------------------
+
+
+@live("permission.v2.asked")
+class PermissionAsked(PermissionV2Request):
+    pass
+
+
+@live("permission.v2.replied")
+class PermissionReplied(Struct):
+    sessionID: SessionID
+    requestID: PermissionID
+    reply: PermissionV2Reply
+
+
+@live("question.v2.asked")
+class QuestionAsked(QuestionV2Request):
+    pass
+
+
+@live("question.v2.replied")
+class QuestionReplied(Struct):
+    sessionID: SessionID
+    requestID: QuestionID
+    answers: list[QuestionV2Answer]
+
+
+@live("question.v2.rejected")
+class QuestionRejected(Struct):
+    sessionID: SessionID
+    requestID: QuestionID
 
 
 # --- markers ---------------------------------------------------------------------------------------

@@ -55,6 +55,14 @@ def event_id() -> str:
     return ascending("evt")
 
 
+def permission_id() -> str:
+    return ascending("per")
+
+
+def question_id() -> str:
+    return ascending("que")
+
+
 def message_id_from_event(event_id_: str) -> str:
     """A message created from an event takes that event's ID with the prefix swapped."""
     assert event_id_.startswith("evt_")
@@ -65,3 +73,5 @@ SessionID = Annotated[str, StringConstraints(pattern=r"^ses", min_length=4, max_
 MessageID = Annotated[str, StringConstraints(pattern=r"^msg_", min_length=5, max_length=128)]
 EventID = Annotated[str, StringConstraints(pattern=r"^evt_", min_length=5, max_length=128)]
 WorkspaceID = Annotated[str, StringConstraints(pattern=r"^wrk")]
+PermissionID = Annotated[str, StringConstraints(pattern=r"^per", min_length=4, max_length=128)]
+QuestionID = Annotated[str, StringConstraints(pattern=r"^que", min_length=4, max_length=128)]

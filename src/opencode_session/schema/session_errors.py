@@ -19,6 +19,10 @@ TOOL_RESULT_MISSING: Final = "tool.result-missing"  # a provider-executed call t
 TOOL_STALE: Final = "tool.stale"  # left streaming or running by an earlier process; never run again
 PERMISSION_REJECTED: Final = "permission.rejected"  # a deny rule
 PERMISSION_REQUIRED: Final = "permission.required"  # an ask rule, with nobody to ask yet
+PERMISSION_DECLINED: Final = "permission.declined"  # the user refused without feedback: the drain stops
+QUESTION_REJECTED: Final = "question.rejected"  # the user dismissed a question the tool asked: the drain stops
+# A call failing with one of these ends its Step and its execution (interrupted by the user), not just the call.
+DECLINES: Final = frozenset({PERMISSION_DECLINED, QUESTION_REJECTED})
 
 # Provider calls
 PROVIDER_UNKNOWN: Final = "provider.unknown"

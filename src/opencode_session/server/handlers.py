@@ -10,11 +10,13 @@ from typing import Any
 import anyio
 from pydantic import TypeAdapter, ValidationError
 
+from ..core.agents import AgentNotFoundError, agent_info, resolve_agent
 from ..core.config import Config, ConfigError, load_config
 from ..core.llm import listing
-from ..core.location import resolve_location
+from ..core.location import Location, resolve_location
 from ..core.runtime import Runtime
 from ..core.store.db import now_ms
+from ..core.tools.tool import PermissionAsk
 from ..schema.errors import InvalidRequestError, ProviderNotFoundError, ServiceUnavailableError
 from ..schema.events import EventRecord, GlobalDisposed, LogSynced, ServerConnected
 from ..schema.ids import WorkspaceID, event_id
@@ -63,8 +65,13 @@ def _require_usable_path(directory: str, where: str, field: str) -> None:
                                   kind=where, field=field) from None
 
 
-def _location_of(rt: Runtime, call: Call) -> Any:
-    """The location a `location` query selects, else the server's."""
+@op("v2.location.get")
+async def location_get(rt: Runtime, call: Call) -> Any:
+    return _selected_location(rt, call).info()
+
+
+def _selected_location(rt: Runtime, call: Call) -> Location:
+    """The Location a `location` query selects: the server's own when none is given."""
     selector = call.query.location if call.query is not None else None
     if selector is not None and selector.workspace is not None:
         # The wire contract (like the reference) types `location[workspace]` as any string, but the answer's
@@ -83,13 +90,8 @@ def _location_of(rt: Runtime, call: Call) -> Any:
     return loc
 
 
-@op("v2.location.get")
-async def location_get(rt: Runtime, call: Call) -> Any:
-    return _location_of(rt, call).info()
-
-
 async def _catalog_config(rt: Runtime, call: Call) -> tuple[Any, Config]:
-    loc = _location_of(rt, call)
+    loc = _selected_location(rt, call)
     try:  # config files are read off the event loop
         config = await anyio.to_thread.run_sync(load_config, loc.directory, loc.project_root, rt.options.env)
     except ConfigError as bad:
@@ -224,6 +226,107 @@ async def entry_put(rt: Runtime, call: Call) -> Any:
 @op("v2.session.context.entry.remove")
 async def entry_remove(rt: Runtime, call: Call) -> Any:
     await rt.entries.remove(call.path.sessionID, call.path.key)
+
+
+# --- agents, permissions and questions ----------------------------------------------------------------
+
+
+async def _config(rt: Runtime, loc: Location) -> Config:
+    """The configuration in effect at `loc`; a broken one is the request's problem to report, not a 500."""
+    try:
+        return await anyio.to_thread.run_sync(load_config, loc.directory, loc.project_root, rt.options.env)
+    except ConfigError as bad:
+        raise InvalidRequestError(str(bad), kind="config") from None
+
+
+@op("v2.agent.list")
+async def agent_list(rt: Runtime, call: Call) -> Any:
+    loc = _selected_location(rt, call)
+    return {"location": loc.info(), "data": agent_info(await _config(rt, loc), rt.options.env)}
+
+
+async def _in_location(rt: Runtime, loc: Location, requests: list[Any]) -> list[Any]:
+    """The pending requests whose session works in `loc`."""
+    directories: dict[str, str] = {}
+    for sid in {r.sessionID for r in requests}:
+        directories[sid] = (await rt.sessions.get(sid)).location.directory
+    return [r for r in requests if directories[r.sessionID] == str(loc.directory)]
+
+
+@op("v2.permission.request.list")
+async def permission_request_list(rt: Runtime, call: Call) -> Any:
+    loc = _selected_location(rt, call)
+    return {"location": loc.info(), "data": await _in_location(rt, loc, rt.permissions.pending())}
+
+
+@op("v2.permission.saved.list")
+async def permission_saved_list(rt: Runtime, call: Call) -> Any:
+    return await rt.permissions.saved(call.query.projectID)
+
+
+@op("v2.permission.saved.remove")
+async def permission_saved_remove(rt: Runtime, call: Call) -> Any:
+    await rt.permissions.remove_saved(call.path.id)
+
+
+@op("v2.session.permission.create")
+async def session_permission_create(rt: Runtime, call: Call) -> Any:
+    b = call.body
+    session = await rt.sessions.get(call.path.sessionID)
+    loc = resolve_location(session.location.directory, session.location.workspaceID)
+    config = await _config(rt, loc)
+    try:
+        agent = resolve_agent(config, b.agent or session.agent)
+    except AgentNotFoundError as missing:
+        raise InvalidRequestError(str(missing), kind="body", field="agent") from None
+    need = PermissionAsk(b.action, tuple(b.resources), tuple(b.save if b.save is not None else b.resources),
+                         dict(b.metadata or {}))
+    request_id, effect = await rt.permissions.create(session.id, loc.project_id,
+                                                     agent.rules(config.permission, rt.options.env), need, b.source,
+                                                     b.id)
+    return {"id": request_id, "effect": effect}
+
+
+@op("v2.session.permission.list")
+async def session_permission_list(rt: Runtime, call: Call) -> Any:
+    await rt.sessions.require(call.path.sessionID)
+    return rt.permissions.pending(call.path.sessionID)
+
+
+@op("v2.session.permission.get")
+async def session_permission_get(rt: Runtime, call: Call) -> Any:
+    await rt.sessions.require(call.path.sessionID)
+    return rt.permissions.get(call.path.sessionID, call.path.requestID)
+
+
+@op("v2.session.permission.reply")
+async def session_permission_reply(rt: Runtime, call: Call) -> Any:
+    await rt.sessions.require(call.path.sessionID)
+    await rt.permissions.reply(call.path.sessionID, call.path.requestID, call.body.reply, call.body.message)
+
+
+@op("v2.question.request.list")
+async def question_request_list(rt: Runtime, call: Call) -> Any:
+    loc = _selected_location(rt, call)
+    return {"location": loc.info(), "data": await _in_location(rt, loc, rt.questions.pending())}
+
+
+@op("v2.session.question.list")
+async def session_question_list(rt: Runtime, call: Call) -> Any:
+    await rt.sessions.require(call.path.sessionID)
+    return rt.questions.pending(call.path.sessionID)
+
+
+@op("v2.session.question.reply")
+async def session_question_reply(rt: Runtime, call: Call) -> Any:
+    await rt.sessions.require(call.path.sessionID)
+    rt.questions.reply(call.path.sessionID, call.path.requestID, call.body.answers)
+
+
+@op("v2.session.question.reject")
+async def session_question_reject(rt: Runtime, call: Call) -> Any:
+    await rt.sessions.require(call.path.sessionID)
+    rt.questions.reject(call.path.sessionID, call.path.requestID)
 
 
 def _durable_frames(batches: AsyncGenerator[list[EventRecord | LogSynced], None]) -> AsyncIterator[bytes]:

@@ -10,7 +10,7 @@ from ...schema.session import SessionV2Info
 from ..agents import Agent
 from ..config import Config
 from ..location import Location
-from ..permission import Ruleset, effective_rules
+from ..permission import Ruleset
 
 
 @dataclass
@@ -22,4 +22,4 @@ class Boundary:
 
     def rules(self, env: Mapping[str, str]) -> Ruleset:
         """The permission rules this boundary's tools and attachments run under: global config, then the agent."""
-        return effective_rules(self.config.permission, self.agent.permission, env)
+        return self.agent.rules(self.config.permission, env)

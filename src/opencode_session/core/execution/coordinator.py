@@ -31,6 +31,15 @@ class DrainFailure(Exception):
         self.error = error
 
 
+class DrainInterrupted(Exception):
+    """A drain stopped on the user's behalf from inside (they declined a tool call): recorded as
+    `session.execution.interrupted` with `reason`, like an interrupt through the API."""
+
+    def __init__(self, reason: InterruptReason = "user") -> None:
+        super().__init__(reason)
+        self.reason: InterruptReason = reason
+
+
 @dataclass
 class _Execution:
     session_id: str
@@ -155,6 +164,9 @@ class SessionExecution:
             except asyncio.CancelledError:
                 outcome = "interrupted"
                 terminal = ev.ExecutionInterrupted(sessionID=sid, reason=ex.stopping or "shutdown")
+            except DrainInterrupted as stop:
+                outcome = "interrupted"
+                terminal = ev.ExecutionInterrupted(sessionID=sid, reason=stop.reason)
             except DrainFailure as failure:
                 outcome = "failed"
                 terminal = ev.ExecutionFailed(sessionID=sid, error=failure.error)

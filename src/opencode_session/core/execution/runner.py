@@ -27,6 +27,9 @@ from ..llm import model as llm
 from ..llm.catalog import configured_secrets, model_ref_from_string, resolve_model
 from ..llm.errors import ProviderError
 from ..location import resolve_location
+from ..permission import disabled
+from ..permission_requests import PermissionRequests
+from ..questions import QuestionRequests
 from ..session import admission
 from ..session.history import HistoryCache
 from ..session.service import require_session
@@ -35,7 +38,7 @@ from ..store.db import Reader, Store, Tx
 from ..tools.registry import ToolRegistry, default_registry
 from .boundary import Boundary
 from .clock import Clock
-from .coordinator import Drain, DrainFailure
+from .coordinator import Drain, DrainFailure, DrainInterrupted
 from .lowering import lower_entries
 from .retry import BASE_DELAY_MS, base_delay_ms, may_retry, retry_delay_ms
 from .step import INTERRUPTED_STEP, Step, StepContext, shielded
@@ -94,6 +97,8 @@ class RunnerDeps:
     on_read: Callable[[Boundary, str], Callable[[Path], Any]] | None = None
     titles: SessionTitles | None = None
     retry_base_delay_ms: float = BASE_DELAY_MS
+    permissions: PermissionRequests | None = None  # None: nobody can answer, an `ask` fails the call
+    questions: QuestionRequests | None = None
 
 
 class Runner:
@@ -172,6 +177,8 @@ class Runner:
                     await self.deps.clock.sleep_ms(delay)
                     continue
                 attempt = PhysicalAttempt()
+                if outcome.declined:
+                    raise DrainInterrupted("user")
                 if outcome.failure is not None:
                     raise DrainFailure(outcome.failure)
                 # a last (tool-less) step never asks for another one, whatever the model did
@@ -238,19 +245,28 @@ class Runner:
             messages = await anyio.to_thread.run_sync(load_attachments, messages, authority, abandon_on_cancel=True)
         if last_step:
             messages.append(llm.UserMessage([llm.TextPart(MAX_STEPS_NOTICE)]))
-        tools = [] if last_step else self.deps.tools.definitions()
+        offered = [] if last_step else [name for name in self.deps.tools.names() if not disabled(rules, name)]
+        tools = self.deps.tools.definitions(offered)
         request = llm.LLMRequest(
             model=resolved, system=[s for s in (b.agent.prompt or BUILD_PROMPT, baseline) if s], messages=messages,
             tools=tools, tool_choice="none" if last_step else "auto", prompt_cache_key=session_id,
             controls=_controls(b, resolved), options=resolved.options,
         )
         on_read = self.deps.on_read(b, assistant_id) if self.deps.on_read else None
+        permissions, questions = self.deps.permissions, self.deps.questions
+        limits = b.config.tool_output
         ctx = StepContext(
             store=self.deps.store, session_id=session_id, assistant_id=assistant_id, agent=b.agent.name,
             model_ref=model_ref, resolved=resolved, provider=self.deps.provider_for(resolved), request=request,
             tools=self.deps.tools, tools_enabled=not last_step, directory=b.location.directory,
             project_root=b.location.project_root, on_read=on_read, env=self.deps.env, rules=rules,
             secrets=tuple(configured_secrets(b.config, self.deps.env, resolved)), may_retry=retry_policy,
+            asker_for=None if permissions is None else partial(permissions.asker, session_id, b.location.project_id,
+                                                                 assistant_id),
+            questioner_for=None if questions is None else partial(questions.questioner, session_id, assistant_id),
+            max_output_lines=_positive(limits.max_lines if limits else None),
+            max_output_bytes=_positive(limits.max_bytes if limits else None),
+            managed_roots=() if self.deps.tools.outputs is None else (self.deps.tools.outputs.root,),
         )
         outcome = await Step(ctx).run()
         if self.deps.titles is not None:
@@ -296,9 +312,12 @@ def make_drain_factory(
         deps = RunnerDeps(store=runtime.store, env=options.env, provider_for=provider or runtime.providers.for_model,
                           instructions=CheckpointPreparer(runtime.store, options.env),
                           on_read=NearbyInstructions(runtime.store).hook,
-                          retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base)
+                          retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base,
+                          permissions=runtime.permissions, questions=runtime.questions)
         if tools is not None:
             deps.tools = tools
+        if deps.tools.outputs is None:
+            deps.tools.outputs = runtime.outputs
         if clock is not None:
             deps.clock = clock
         if titles:
@@ -319,6 +338,11 @@ def _controls(b: Boundary, model: llm.ResolvedModel) -> llm.GenerationControls:
         top_p=b.agent.top_p,
     )
     return agent.over(model.controls).over(llm.GenerationControls(max_output_tokens=model.output_limit))
+
+
+def _positive(value: int | None) -> int | None:
+    """A configured bound, when it is a usable one (OpenCode takes positive integers only)."""
+    return value if value is not None and value > 0 else None
 
 
 def _failure_of(exc: BaseException) -> SessionErrorInfo:

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
+import anyio
+
 from ...schema import events as ev
 from ...schema import session_errors
 from ...schema.base import Struct
@@ -19,9 +21,10 @@ from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ProviderError
 from ..permission import DEFAULT_RULES, Ruleset
+from ..questions import Questioner
 from ..store.db import Store
 from ..tools.registry import ToolErrored, ToolRegistry, ToolSucceeded
-from ..tools.tool import ToolContext
+from ..tools.tool import Asker, ToolContext
 
 TOOLS_DISABLED = "Tools are disabled on this step: the agent reached its maximum number of steps."
 INTERRUPTED_TOOL = "Tool execution interrupted"
@@ -38,6 +41,7 @@ class StepOutcome:
     error: ProviderError | None = None
     failure: SessionErrorInfo | None = None   # why the step failed
     retry: bool = False            # failed before any output and left open: the runner schedules the retry
+    declined: bool = False         # the user declined a call: the Step failed and the drain stops (interrupted)
 
     @property
     def needs_continuation(self) -> bool:
@@ -64,6 +68,12 @@ class StepContext:
     secrets: tuple[str, ...] = ()  # configured credentials, cut from provider error messages before they are stored
     # asked once, only when the provider failed before any output: may this failure be retried?
     may_retry: Callable[[ProviderError], bool] = lambda _error: False
+    max_output_lines: int | None = None  # the Model Tool Output bounds (config `tool_output`); None: the registry's
+    max_output_bytes: int | None = None
+    managed_roots: tuple[Path, ...] = ()  # where Managed Tool Output Files are: readable without asking
+    # by call ID: who asks the user for a permission, or a tool's questions; None: nobody can answer
+    asker_for: Callable[[str], Asker] | None = None
+    questioner_for: Callable[[str], Questioner] | None = None
 
 
 class _StepIds(TypedDict):
@@ -269,10 +279,22 @@ class Step:
         c = self.ctx
         tool_ctx = ToolContext(session_id=c.session_id, message_id=c.assistant_id, call_id=record.call_id,
                                agent=c.agent, directory=c.directory, project_root=c.project_root, on_read=c.on_read,
-                               env=c.env, rules=c.rules)
-        settlement = await c.tools.settle(record.name, tool_input, tool_ctx)
-        # bounding is done; publishing the one settlement must not be torn by an interrupt
-        await shielded(self._publish_settlement(record, settlement))
+                               env=c.env, rules=c.rules, managed_roots=c.managed_roots,
+                               asker=c.asker_for(record.call_id) if c.asker_for else None,
+                               questioner=c.questioner_for(record.call_id) if c.questioner_for else None)
+        settlement = await c.tools.run(record.name, tool_input, tool_ctx)
+        if isinstance(settlement, ToolErrored) and settlement.error.type in session_errors.DECLINES:
+            # E2 (digest 5.4): a decline without feedback fails the assistant and ends the drain as a user interrupt
+            self.outcome.declined = True
+            self.outcome.failure = self.outcome.failure or settlement.error
+        # the tool is done: bounding (which may write a Managed Tool Output File) and publishing the one settlement
+        # must not be torn by an interrupt
+        await shielded(self._bound_and_publish(record, settlement))
+
+    async def _bound_and_publish(self, record: _Call, settlement: ToolSucceeded | ToolErrored) -> None:
+        c = self.ctx
+        bounded = await anyio.to_thread.run_sync(c.tools.bound, settlement, c.max_output_lines, c.max_output_bytes)
+        await self._publish_settlement(record, bounded)
 
     async def _publish_settlement(self, record: _Call, settlement: ToolSucceeded | ToolErrored | HostedResult) -> None:
         async with self.publish_lock:
@@ -291,7 +313,8 @@ class Step:
             elif isinstance(settlement, ToolSucceeded):
                 out = settlement.output
                 data = ev.ToolSuccess(**ids, callID=record.call_id, structured=out.structured,
-                                      content=list(out.content))
+                                      content=list(out.content),
+                                      outputPaths=[settlement.output_path] if settlement.output_path else None)
             else:
                 data = ev.ToolFailed(**ids, callID=record.call_id, error=settlement.error)
             await self._append(data)

@@ -49,7 +49,7 @@ async def compose(boundary: Boundary, store: Store, env: Mapping[str, str], toda
     async def _skills() -> None:
         roots = skill_roots(global_config_dir(env), loc.project_root, loc.directory, not project_config_disabled(env))
         skills = await anyio.to_thread.run_sync(discover_skills, roots)
-        permitted = permitted_skills(boundary.agent, skills)
+        permitted = permitted_skills(boundary.rules(env), skills)
         results["skills"] = skill_guidance_source([SkillInfo(s.name, s.description) for s in permitted])
 
     async def _entries() -> None:

@@ -90,6 +90,17 @@ MIGRATIONS: list[str] = [
     CREATE INDEX session_message_retry_idx ON session_message (session_id)
         WHERE type = 'assistant' AND json_extract(data, '$.retry') IS NOT NULL;
     """,
+    # 5: permissions the user allowed "always", per project
+    """
+    CREATE TABLE permission_saved (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        action TEXT NOT NULL,
+        resource TEXT NOT NULL,
+        time_created INTEGER NOT NULL,
+        UNIQUE (project_id, action, resource)
+    );
+    """,
 ]
 
 

@@ -16,12 +16,21 @@ def _count_lines(data: bytes) -> int:
     return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
 
 
-def _marker(omitted_lines: int, omitted_bytes: int) -> str:
-    return f"[... output truncated: {omitted_lines} lines ({omitted_bytes} bytes) omitted ...]"
+def _marker(omitted_lines: int, omitted_bytes: int, note: str | None) -> str:
+    tail = f"; {note}" if note else ""
+    return f"[... output truncated: {omitted_lines} lines ({omitted_bytes} bytes) omitted{tail} ...]"
 
 
-def bound_text(text: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[str, bool]:
-    """Return `text` unchanged when it fits both bounds, else its head and tail around one marker line.
+def fits(text: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES) -> bool:
+    """Whether `text` is within both bounds as it is."""
+    data = text.encode("utf-8", "surrogatepass")
+    return _count_lines(data) <= max_lines and len(data) <= max_bytes
+
+
+def bound_text(text: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES,
+               note: str | None = None) -> tuple[str, bool]:
+    """Return `text` unchanged when it fits both bounds, else its head and tail around one marker line, which ends
+    with `note` when given (e.g. where the complete text was kept).
 
     The result (marker included) stays within `max_lines` lines and `max_bytes` UTF-8 bytes unless the
     bounds are too small to hold the marker itself, which is always kept. Multi-byte characters are never
@@ -36,7 +45,7 @@ def bound_text(text: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = D
         return text, False
 
     # Reserve room for the widest marker this text could need plus the newline before and after it.
-    reserve = len(_marker(total_lines, len(data)).encode()) + 2
+    reserve = len(_marker(total_lines, len(data), note).encode()) + 2
     line_budget = max(max_lines - 1, 0)
     byte_budget = max(max_bytes - reserve, 0)
     head_lines, tail_lines = (line_budget + 1) // 2, line_budget // 2
@@ -77,5 +86,5 @@ def bound_text(text: str, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = D
     tail = data[tail_start:].decode("utf-8", "surrogatepass")
     if head and not head.endswith("\n"):
         head += "\n"
-    marker = _marker(omitted.count(b"\n"), len(omitted))
+    marker = _marker(omitted.count(b"\n"), len(omitted), note)
     return head + marker + ("\n" + tail if tail else ""), True

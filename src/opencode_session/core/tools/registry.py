@@ -16,7 +16,8 @@ from opencode_session.schema.message import ToolTextContent
 
 from ..llm.model import ToolSpec
 from .builtin import GlobTool, ReadTool, SkillTool
-from .output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, bound_text
+from .managed import ManagedOutputs
+from .output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, bound_text, fits
 from .tool import Tool, ToolContext, ToolFailure, ToolOutput
 
 log = logging.getLogger(__name__)
@@ -31,8 +32,8 @@ ToolDefinition = ToolSpec
 @dataclass(frozen=True)
 class ToolSucceeded:
     output: ToolOutput
-    # Tells a later output-file layer that the text the model sees is not the whole output.
-    truncated: bool = False
+    truncated: bool = False  # the text the model sees is not the whole output
+    output_path: str | None = None  # the Managed Tool Output File holding the whole text (None: none, or lossy)
 
 
 @dataclass(frozen=True)
@@ -63,11 +64,13 @@ def _describe_input_errors(name: str, validator: Draft202012Validator, input: An
 class ToolRegistry:
     """Holds tools by name and turns one call into exactly one Settlement."""
 
-    def __init__(self, *, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(self, *, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES,
+                 outputs: ManagedOutputs | None = None) -> None:
         self._tools: dict[str, Tool] = {}
         self._validators: dict[str, Draft202012Validator] = {}
         self.max_lines = max_lines
         self.max_bytes = max_bytes
+        self.outputs = outputs  # where complete oversized outputs are kept; None: previews only
 
     def register(self, tool: Tool) -> None:
         """Add a tool. A broken schema or a taken name is a programming error and raises here, not mid-Step."""
@@ -100,7 +103,11 @@ class ToolRegistry:
         ]
 
     async def settle(self, name: str, input: dict[str, Any], ctx: ToolContext) -> Settlement:
-        """Run one call and always return a Settlement; only cancellation escapes."""
+        """Run one call and always return a bounded Settlement; only cancellation escapes."""
+        return self.bound(await self.run(name, input, ctx))
+
+    async def run(self, name: str, input: dict[str, Any], ctx: ToolContext) -> Settlement:
+        """Run one call and return its Settlement before bounding; only cancellation escapes."""
         tool = self._tools.get(name)
         if tool is None:
             return _errored(session_errors.TOOL_UNKNOWN, f"Unknown tool: {name}")
@@ -118,19 +125,30 @@ class ToolRegistry:
         if not isinstance(output, ToolOutput):
             return _errored(session_errors.TOOL_EXECUTION,
                             f"TypeError: tool {name} returned {type(output).__name__}, not ToolOutput")
-        return self._bounded(output)
+        return ToolSucceeded(output)
 
-    def _bounded(self, output: ToolOutput) -> ToolSucceeded:
+    def bound(self, settlement: Settlement, max_lines: int | None = None, max_bytes: int | None = None) -> Settlement:
+        """The Model Tool Output of a settlement: joined text over `max_lines` or `max_bytes` (the registry's own
+        bounds by default) keeps its head and tail, and the complete text goes to a Managed Tool Output File that
+        the preview names. Blocking (it may write that file): run it off the event loop."""
+        if not isinstance(settlement, ToolSucceeded) or settlement.truncated:
+            return settlement
+        output = settlement.output
+        lines = self.max_lines if max_lines is None else max_lines
+        size = self.max_bytes if max_bytes is None else max_bytes
         texts = [i for i, part in enumerate(output.content) if isinstance(part, ToolTextContent)]
-        if not texts:
-            return ToolSucceeded(output)
-        bounded, truncated = bound_text(output.text(), self.max_lines, self.max_bytes)
-        if not truncated:
-            return ToolSucceeded(output)
+        text = output.text()
+        if not texts or fits(text, lines, size):
+            return settlement
+        path = self.outputs.keep(text) if self.outputs is not None else None
+        note = (f"the complete output is in {path}" if path is not None
+                else "the complete output could not be kept")
+        bounded, _ = bound_text(text, lines, size, note)
         # The text parts collapse into one bounded part where the first one was; file parts keep their place.
         content = [part for i, part in enumerate(output.content) if i not in texts[1:]]
         content[texts[0]] = ToolTextContent(text=bounded)
-        return ToolSucceeded(ToolOutput(content=content, structured=output.structured, title=output.title), True)
+        return ToolSucceeded(ToolOutput(content=content, structured=output.structured, title=output.title), True,
+                             None if path is None else str(path))
 
 
 def default_registry() -> ToolRegistry:

@@ -51,11 +51,13 @@ class ToolContext:
     asker: Asker | None = None  # None: nobody can answer, so an `ask` fails the call as permission.required
     # Live output of a running call (e.g. a command's stdout), shown to clients before the call settles.
     on_output: Callable[[str], None] | None = None
+    questioner: Callable[[list[dict[str, Any]]], Awaitable[list[list[str]]]] | None = None
+    managed_roots: tuple[Path, ...] = ()  # Managed Tool Output File directories: readable without external_directory
 
     @property
     def authority(self) -> Authority:
         """The Location and rules this call's paths are resolved against."""
-        return Authority(self.directory, self.rules)
+        return Authority(self.directory, self.rules, self.managed_roots)
 
     async def permit_path(self, action: str, raw: str, metadata: dict[str, Any] | None = None) -> Path:
         """The resolved path `raw` names once `action` on it is allowed (asking the user where the rules say

@@ -7,8 +7,7 @@ from typing import Any
 
 import anyio
 
-from ...agents import AgentNotFoundError, resolve_agent
-from ...config import global_config_dir, load_config, project_config_disabled
+from ...config import global_config_dir, project_config_disabled
 from ...skills import discover_skills, skill_action, skill_roots
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
@@ -29,22 +28,12 @@ class SkillTool:
     async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         env = ctx.env if ctx.env is not None else os.environ
         name = input["name"]
-
-        def _find():
-            config = load_config(ctx.directory, ctx.project_root, env)
-            try:
-                agent = resolve_agent(config, ctx.agent)
-            except AgentNotFoundError:
-                raise ToolFailure(f"Unknown agent {ctx.agent}") from None
-            roots = skill_roots(global_config_dir(env), ctx.project_root, ctx.directory,
-                                not project_config_disabled(env))
-            skills = {s.name: s for s in discover_skills(roots)}
-            return agent, skills
-
-        agent, skills = await anyio.to_thread.run_sync(_find)
+        roots = skill_roots(global_config_dir(env), ctx.project_root, ctx.directory, not project_config_disabled(env))
+        skills = {s.name: s for s in await anyio.to_thread.run_sync(discover_skills, roots)}
         skill = skills.get(name)
-        if skill is None or skill_action(agent, name) == "deny":
-            available = ", ".join(n for n in sorted(skills) if skill_action(agent, n) != "deny") or "none"
+        if skill is None or skill_action(ctx.rules, name) == "deny":
+            available = ", ".join(n for n in sorted(skills) if skill_action(ctx.rules, n) != "deny") or "none"
             raise ToolFailure(f"No skill named {name!r} is available. Available skills: {available}")
+        await ctx.permit("skill", [name])  # a skill the rules `ask` for waits for the user
         return ToolOutput.of_text(f"<skill name=\"{skill.name}\">\n{skill.body}\n</skill>",
                                   structured={"name": skill.name, "path": str(skill.path)}, title=skill.name)
