@@ -85,7 +85,7 @@ async def test_text_answer_with_usage_and_cost(client, provider):
 
 async def test_multi_step_tool_loop_with_read(client, provider):
     provider.enqueue(
-        fake.completion(fake.tool_call_deltas(0, "call_1", "read", '{"filePath":', ' "notes.txt"}'),
+        fake.completion(fake.tool_call_deltas(0, "call_1", "read", '{"path":', ' "notes.txt"}'),
                         finish_reason="tool_calls"),
         fake.completion(fake.text_deltas("The file says alpha and beta."))
     )

@@ -238,7 +238,7 @@ class Runner:
             messages = await anyio.to_thread.run_sync(load_attachments, messages, authority, abandon_on_cancel=True)
         if last_step:
             messages.append(llm.UserMessage([llm.TextPart(MAX_STEPS_NOTICE)]))
-        tools = [] if last_step else self.deps.tools.definitions()
+        tools = [] if last_step else self.deps.tools.definitions(self.deps.tools.offered(b.config))
         request = llm.LLMRequest(
             model=resolved, system=[s for s in (b.agent.prompt or BUILD_PROMPT, baseline) if s], messages=messages,
             tools=tools, tool_choice="none" if last_step else "auto", max_output_tokens=resolved.output_limit,

@@ -14,6 +14,7 @@ from ...schema import events as ev
 from ...schema import session_errors
 from ...schema.base import Struct
 from ...schema.common import ModelRef, SessionErrorInfo, TokenCache, Tokens
+from ...schema.message import ToolTextContent
 from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ProviderError
@@ -26,6 +27,8 @@ TOOLS_DISABLED = "Tools are disabled on this step: the agent reached its maximum
 INTERRUPTED_TOOL = "Tool execution interrupted"
 INTERRUPTED_STEP = "Step interrupted"
 CONTENT_FILTERED = "The provider blocked the response"
+# How much of a running call's latest output one progress event carries (each replaces the previous one).
+PROGRESS_TAIL_CHARS = 16 * 1024
 
 
 @dataclass
@@ -250,10 +253,22 @@ class Step:
         c = self.ctx
         tool_ctx = ToolContext(session_id=c.session_id, message_id=c.assistant_id, call_id=record.call_id,
                                agent=c.agent, directory=c.directory, project_root=c.project_root, on_read=c.on_read,
-                               env=c.env, rules=c.rules)
+                               env=c.env, rules=c.rules, on_output=self._progress(record.call_id))
         settlement = await c.tools.settle(record.name, tool_input, tool_ctx)
         # bounding is done; publishing the one settlement must not be torn by an interrupt
         await shielded(self._publish_settlement(record, settlement))
+
+    def _progress(self, call_id: str) -> Callable[[str], None]:
+        """Publishes a running call's output live as it arrives: the tail of everything so far, each time."""
+        tail = ""
+
+        def on_output(text: str) -> None:
+            nonlocal tail
+            tail = (tail + text)[-PROGRESS_TAIL_CHARS:]
+            self._live(ev.ToolProgress(**self._ids(), callID=call_id, structured={},
+                                       content=[ToolTextContent(text=tail)]))
+
+        return on_output
 
     async def _publish_settlement(self, record: _Call, settlement: ToolSucceeded | ToolErrored) -> None:
         async with self.publish_lock:

@@ -51,6 +51,9 @@ class ToolContext:
     asker: Asker | None = None  # None: nobody can answer, so an `ask` fails the call as permission.required
     # Live output of a running call (e.g. a command's stdout), shown to clients before the call settles.
     on_output: Callable[[str], None] | None = None
+    questioner: Callable[[list[dict[str, Any]]], Awaitable[list[list[str]]]] | None = None
+    # Whether the Step's model takes image input, so `read` may return an image as an attachment.
+    model_accepts_images: bool = False
 
     @property
     def authority(self) -> Authority:
