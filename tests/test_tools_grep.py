@@ -106,3 +106,12 @@ async def test_grep_outside_the_location_asks_and_symlinks_are_not_followed(proj
     (project / "link.txt").symlink_to(outside / "secret.txt")
     out = await settle_ok("grep", {"pattern": "secret"}, make_ctx(project, env=engine))
     assert out.text() == "No matches found"
+
+
+async def test_grep_anchors_match_per_line_and_crlf_lines_in_both_engines(project: Path, engine: dict[str, str]):
+    (project / "anchors.txt").write_text("alpha end\r\nbeta\nend gamma\n")
+    ctx = make_ctx(project, env=engine)
+    for pattern, expected in ((r"end$", ["  Line 1: alpha end"]), (r"^end", ["  Line 3: end gamma"]),
+                              (r"\Aend", ["  Line 3: end gamma"]), (r"^beta$", ["  Line 2: beta"])):
+        out = await settle_ok("grep", {"pattern": pattern, "include": "anchors.txt"}, ctx)
+        assert out.text().splitlines()[2:] == expected, pattern

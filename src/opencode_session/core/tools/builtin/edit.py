@@ -12,6 +12,7 @@ from ..files import read_text, write_atomic
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
 MAX_DIFF_CHARS = 16 * 1024
+MAX_DIFF_INPUT_CHARS = 256 * 1024
 
 DESCRIPTION = (
     "Replace exact text in a file.\n"
@@ -81,7 +82,10 @@ def replace(text: str, old: str, new: str, replace_all: bool, path: Path) -> tup
 
 
 def _diff(path: Path, before: str, after: str) -> str:
-    """A unified diff for clients to show; omitted when large, since the structured result is not bounded."""
+    """A unified diff for clients to show; omitted when large, since the structured result is not bounded (and
+    diffing a big file costs more than the edit)."""
+    if len(before) > MAX_DIFF_INPUT_CHARS:
+        return ""
     diff = "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
                                         fromfile=str(path), tofile=str(path)))
     return diff if len(diff) <= MAX_DIFF_CHARS else ""

@@ -26,7 +26,9 @@ DEFAULT_LIMIT = 100
 MAX_LINE_CHARS = 2000
 MAX_COLLECTED = 20_000  # matches held in memory to sort; past this the search stops and says so
 MAX_FILE_BYTES = 16 * 1024 * 1024  # the fallback skips larger files
-REGEX_SECONDS = 1.0  # the fallback's budget for one line: a pathological pattern cannot stall it
+REGEX_SECONDS = 1.0  # the fallback's budget for one line or file: a pathological pattern cannot stall it
+# Assertions that see past a line's ends; with them the fallback cannot first test a file's whole text at once.
+_SEES_PAST_LINE = regex.compile(r"\\[AZz]|\(\?<?[=!]")
 _GLOB_FLAGS = wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB
 
 DESCRIPTION = """Search file contents with a regular expression.
@@ -125,7 +127,8 @@ def _render(found: _Found, limit: int, title: str) -> ToolOutput:
 
 def _ripgrep(rg: str, pattern: str, root: Path, include: str | None, stop: threading.Event) -> _Found:
     # The same rules as the fallback: hidden files yes, ignore files no, .git / node_modules / symlinks no.
-    args = [rg, "--json", "--hidden", "--no-ignore", "--no-messages", "--no-config", "--regexp", pattern]
+    # --crlf: `$` matches before "\r\n" too, as in the fallback.
+    args = [rg, "--json", "--hidden", "--no-ignore", "--no-messages", "--no-config", "--crlf", "--regexp", pattern]
     for skipped in sorted(SKIPPED_DIRS):
         args += ["--glob", f"!{skipped}"]
     if include:
@@ -175,6 +178,9 @@ def _rg_text(value: dict[str, Any]) -> str:
 def _python_grep(pattern: str, root: Path, include: str | None, stop: threading.Event) -> _Found:
     try:
         compiled = regex.compile(pattern)
+        # Most files do not match at all: one search over the whole text rules them out. In MULTILINE mode a line's
+        # match is also a match in the whole text, unless the pattern looks past the line (lookarounds, \A, \Z).
+        whole = None if _SEES_PAST_LINE.search(pattern) else regex.compile(pattern, regex.MULTILINE)
     except regex.error as bad:
         raise ToolFailure(f"Invalid search: regex parse error: {bad}") from None
     try:
@@ -191,7 +197,7 @@ def _python_grep(pattern: str, root: Path, include: str | None, stop: threading.
         if found.stopped:
             break
         try:
-            _search_file(path, compiled, found)
+            _search_file(path, compiled, whole, found)
         except TimeoutError:
             found.stopped = "the pattern took too long on one line"
         if len(found.matches) >= MAX_COLLECTED and not found.stopped:
@@ -224,7 +230,7 @@ def _files(root: Path, matcher: Any, anchored: bool, found: _Found) -> Iterator[
             yield full
 
 
-def _search_file(path: str, compiled: Any, found: _Found) -> None:
+def _search_file(path: str, compiled: Any, whole: Any, found: _Found) -> None:
     try:
         if os.path.getsize(path) > MAX_FILE_BYTES:
             return
@@ -234,10 +240,12 @@ def _search_file(path: str, compiled: Any, found: _Found) -> None:
         return  # unreadable files are skipped silently, as ripgrep does with --no-messages
     if b"\x00" in data:
         return  # binary
-    lines = data.decode("utf-8", "replace").split("\n")
+    text = data.decode("utf-8", "replace").replace("\r\n", "\n")
+    if whole is not None and not whole.search(text, timeout=REGEX_SECONDS):
+        return
+    lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()  # the final newline ends the last line; nothing follows it
     for number, line in enumerate(lines, start=1):
-        line = line.removesuffix("\r")
         if compiled.search(line, timeout=REGEX_SECONDS):
             found.matches.append(_Match(path, number, line))
