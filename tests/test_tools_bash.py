@@ -114,6 +114,7 @@ async def test_an_ask_carries_the_commands_and_arity_prefixes_to_save(project: P
     ("FOO=1 cargo test", ["FOO=1 cargo test"], ["cargo test *"]),
     ("ls -la | grep x; (cd a && pwd)", ["ls -la", "grep x", "cd a", "pwd"], ["ls *", "grep *", "cd *", "pwd *"]),
     ("echo `whoami`", ["whoami", "echo `whoami`"], ["whoami *", "echo *"]),
+    ("diff <(sort a) >(tee b)", ["sort a", "tee b", "diff <(sort a) >(tee b)"], ["sort *", "tee *", "diff *"]),
 ])
 def test_simple_commands_and_their_arity_prefixes(command: str, commands: list[str], saved: list[str]):
     assert simple_commands(command) == commands

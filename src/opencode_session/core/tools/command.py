@@ -20,18 +20,17 @@ ARITY: dict[str, int] = {
     **{prefix: 3 for prefix in (
         "npm run", "pnpm run", "yarn run", "bun run", "docker compose", "git remote", "git stash", "git config",
         "gh pr", "gh issue", "gh repo", "kubectl config", "python -m", "python3 -m", "uv run", "poetry run",
-        "cargo run",
     )},
 }
 _OPERATORS = frozenset({"&&", "||", ";", "|", "|&", "&", ";;"})
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_SUBSTITUTION = re.compile(r"\$\(([^()]*)\)|`([^`]*)`")
+_SUBSTITUTION = re.compile(r"[$<>]\(([^()]*)\)|`([^`]*)`")  # $(...), <(...), >(...), `...`
 
 
 def simple_commands(command: str) -> list[str]:
     """The simple commands of a command line, split at `&&`, `||`, `;`, `|`, `&` and newlines; the contents of
-    `$(...)` and backticks count as commands too; `( ... )` subshells are looked into. Unparseable text (an open
-    quote) is one command as written."""
+    `$(...)`, `<(...)`, `>(...)` and backticks count as commands too; `( ... )` subshells are looked into.
+    Unparseable text (an open quote) is one command as written."""
     found: list[str] = []
     for inner in _SUBSTITUTION.finditer(command):
         found += simple_commands(inner.group(1) if inner.group(1) is not None else inner.group(2))
@@ -44,12 +43,20 @@ def simple_commands(command: str) -> list[str]:
     current: list[str] = []
     for token in [*tokens, ";"]:
         if token in _OPERATORS or set(token) <= set(";&|"):
-            if simple := " ".join(current).strip("() "):  # a subshell's parentheses are not part of a command
+            if simple := _unwrap(" ".join(current)):
                 found.append(simple)
             current = []
         else:
             current.append(token)
     return list(dict.fromkeys(found))
+
+
+def _unwrap(simple: str) -> str:
+    """A command without the parentheses of the subshell around it (`(cd a` and `pwd)` from `(cd a && pwd)`)."""
+    simple = simple.strip().lstrip("(").lstrip()
+    while simple.endswith(")") and simple.count(")") > simple.count("("):
+        simple = simple[:-1].rstrip()
+    return simple
 
 
 def save_pattern(simple: str) -> str:

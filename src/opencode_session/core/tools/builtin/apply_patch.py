@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -136,7 +137,7 @@ def _backup(path: Path) -> _Backup:
     return _Backup(path, path.read_bytes(), stat.S_IMODE(info.st_mode))
 
 
-def _restore(backups: Any) -> list[str]:
+def _restore(backups: Iterable[_Backup]) -> list[str]:
     problems = []
     for backup in backups:
         try:

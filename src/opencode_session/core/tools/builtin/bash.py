@@ -79,13 +79,10 @@ class BashTool:
         run = _Run(ctx)
         exit_code = await run.run(command, workdir, env, timeout)
         text = run.output()
-        notes = []
-        if run.timed_out:
-            notes.append(f"The command was stopped after the {timeout:g} s timeout.")
-        elif exit_code != 0:
-            notes.append(f"Exit code {exit_code}.")
-        if notes:
-            text = (text.rstrip("\n") + "\n\n" if text else "") + " ".join(f"({n})" for n in notes)
+        note = (f"The command was stopped after the {timeout:g} s timeout." if run.timed_out
+                else f"Exit code {exit_code}." if exit_code != 0 else None)
+        if note is not None:
+            text = (text.rstrip("\n") + "\n\n" if text else "") + f"({note})"
         return ToolOutput.of_text(text or "(no output)",
                                   {"exit": None if run.timed_out else exit_code, "timedOut": run.timed_out,
                                    "workdir": str(workdir)},
@@ -120,8 +117,11 @@ class _Run:
     async def run(self, command: str, workdir: Path, env: dict[str, str], timeout: float) -> int | None:
         # Popen rather than asyncio's subprocess: on Python 3.11 asyncio's wait() also waits for the output pipe
         # to close, which a leftover background job can hold open for ever.
-        proc = subprocess.Popen([shell_for(env), "-c", command], cwd=workdir, env=env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            proc = subprocess.Popen([shell_for(env), "-c", command], cwd=workdir, env=env, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        except OSError as exc:  # the directory vanished, no shell, out of processes
+            raise ToolFailure(f"Cannot run the command: {exc.strerror or exc}") from None
         assert proc.stdout is not None
         loop = asyncio.get_running_loop()
         fd = proc.stdout.fileno()
