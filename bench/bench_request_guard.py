@@ -114,7 +114,7 @@ async def hostile_tools() -> tuple[list[list[Any]], dict[str, float]]:
                           project_root=work)
         registry = default_registry()
         for label, name, args in (("glob '*' x31 + 'x' over 200 long names", "glob", {"pattern": "*" * 31 + "x"}),
-                                  ("read 64 MiB without a newline", "read", {"filePath": "one-line.txt"})):
+                                  ("read 64 MiB without a newline", "read", {"path": "one-line.txt"})):
             before = _peak_rss_mb()
             started = time.perf_counter()
             await registry.settle(name, args, ctx)

@@ -79,7 +79,7 @@ async def test_text_answer_with_usage_and_cost(client, provider):
 
 async def test_multi_step_tool_loop_with_read(client, provider):
     provider.enqueue(
-        fake.completion(fake.tool_call_deltas(0, "call_1", "read", '{"filePath":', ' "notes.txt"}'),
+        fake.completion(fake.tool_call_deltas(0, "call_1", "read", '{"path":', ' "notes.txt"}'),
                         finish_reason="tool_calls"),
         fake.completion(fake.text_deltas("The file says alpha and beta."))
     )
@@ -190,3 +190,36 @@ async def test_long_waits_and_quiet_streams_outlast_the_default_timeout(ocs, pro
                 await client.session.wait(sid)
         await stream.aclose()
     assert seen[-1] == "session.execution.succeeded" and "session.text.ended" in seen
+
+
+async def test_bash_output_reaches_an_event_stream_client_while_the_command_runs(client, provider, ocs, tmp_path):
+    gate = tmp_path / "go"
+    command = f"echo first; while [ ! -f {gate} ]; do sleep 0.05; done; echo second"
+    provider.enqueue(
+        fake.completion(fake.tool_call_deltas(0, "call_1", "bash", json.dumps({"command": command})),
+                        finish_reason="tool_calls"),
+        fake.completion(fake.text_deltas("ran it")))
+    stream = client.event.subscribe()
+    sid = None
+    progress: list[str] = []
+    with anyio.fail_after(40):
+        async for item in stream:
+            if item.type == "server.connected":
+                sid = (await client.session.create()).id
+                await client.session.prompt(sid, prompt={"text": "run it"})
+            elif item.type == "session.tool.progress" and item.data.get("sessionID") == sid:
+                progress.append(item.data["content"][0]["text"])
+                if "first" in progress[-1]:
+                    break
+    await stream.aclose()
+    assert sid is not None and progress[-1] == "first\n"
+    # the command is still waiting for the gate: the output arrived live, before the call settled
+    log = [e.type async for e in client.session.log(sid, follow=False)]
+    assert "session.tool.called" in log and "session.tool.success" not in log
+    gate.touch()
+    with anyio.fail_after(40):
+        await client.session.wait(sid)
+    log = [e async for e in client.session.log(sid, follow=False)]
+    success = [e for e in log if e.type == "session.tool.success"]
+    assert success[0].data.content[0].text == "first\nsecond\n"
+    assert "session.tool.progress" not in [e.type for e in log]

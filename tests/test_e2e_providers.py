@@ -170,7 +170,7 @@ async def test_an_unknown_variant_is_a_bad_request(client):
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 async def test_tool_turn_sends_the_result_back_in_the_protocols_shape(client, provider, protocol):
-    provider.enqueue(tool_call(protocol, "call_1", "read", '{"filePath":', ' "notes.txt"}'),
+    provider.enqueue(tool_call(protocol, "call_1", "read", '{"path":', ' "notes.txt"}'),
                      text(protocol, "It says alpha and beta."))
     _, log = await _run(client, protocol, "what is in notes.txt?")
     types = event_types(log)
@@ -242,7 +242,7 @@ def _comparable(log: list[Any]) -> list[tuple[str, Any]]:
 async def test_the_same_conversation_gives_the_same_durable_events_through_every_protocol(client, provider):
     logs = {}
     for protocol in PROTOCOLS:
-        provider.enqueue(tool_call(protocol, "call_1", "read", '{"filePath": "notes.txt"}'),
+        provider.enqueue(tool_call(protocol, "call_1", "read", '{"path": "notes.txt"}'),
                          tool_call(protocol, "call_2", "glob", '{"pattern": "*.txt"}'),
                          text(protocol, "Done: ", "alpha, beta."))
         _, log = await _run(client, protocol, "look around")
@@ -254,7 +254,7 @@ async def test_the_same_conversation_gives_the_same_durable_events_through_every
 async def test_switching_between_openai_and_anthropic_keeps_both_conversations_valid(client, provider):
     # turn 1 on OpenAI (Responses): reasoning with encrypted content, a tool call, an answer
     provider.enqueue(wire.responses(wire.r_reasoning("I should read it", encrypted="enc-openai"),
-                                    wire.r_call("call_1", "read", '{"filePath": "notes.txt"}')),
+                                    wire.r_call("call_1", "read", '{"path": "notes.txt"}')),
                      wire.responses(wire.r_text("It says alpha.")))
     sid = (await client.session.create(model=ref("responses"))).id
     await prompt_and_wait(client, sid, "read notes.txt")

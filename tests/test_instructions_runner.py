@@ -191,8 +191,8 @@ async def test_nearby_agents_md_is_injected_once_after_a_read(tmp_path):
         (rt.project / "pkg" / "AGENTS.md").write_text("Package rules.")
         (pkg / "code.py").write_text("print(1)\n")
         sid = (await rt.sessions.create()).id
-        rt.provider.push(tool_call("c1", "read", {"filePath": "pkg/inner/code.py"}),
-                         tool_call("c2", "read", {"filePath": "pkg/inner/code.py"}), text("done"))
+        rt.provider.push(tool_call("c1", "read", {"path": "pkg/inner/code.py"}),
+                         tool_call("c2", "read", {"path": "pkg/inner/code.py"}), text("done"))
         await _prompt(rt, sid, "read it twice")
         synthetic = [m for m in await rt.sessions.context(sid) if m.type == "synthetic"]
         assert len(synthetic) == 1 and "Package rules." in synthetic[0].text

@@ -29,12 +29,14 @@ from opencode_session.core.llm.errors import (
     TransportError,
 )
 from opencode_session.core.runtime import Runtime, RuntimeOptions
+from opencode_session.core.tools.builtin import BashTool, WebSearchTool
 from opencode_session.core.tools.registry import ToolRegistry
 from opencode_session.core.tools.tool import ToolContext, ToolOutput
 from opencode_session.schema import events as ev
 from opencode_session.schema.common import ModelRef
 from opencode_session.schema.prompt import PromptInput
 from tests.support.scripted import Gate, ScriptedProvider, text, tool_call
+from tests.support.tools import process_alive
 
 pytestmark = pytest.mark.anyio
 
@@ -900,3 +902,77 @@ async def test_usage_accumulates_across_steps_and_is_published_live(tmp_path):
         info = await h.rt.sessions.get(sid)
         assert info.cost == pytest.approx(expected_cost)
         assert info.tokens.wire() == updates[1]["tokens"]
+
+
+class TalkingTool:
+    """A tool that reports output while running and finishes only once the test has seen it live."""
+
+    name = "talk"
+    description = "A tool with live output"
+    parameters: dict[str, Any] = {"type": "object"}
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+
+    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        assert ctx.on_output is not None
+        ctx.on_output("line 1\n")
+        ctx.on_output("line 2\n")
+        await self.release.wait()
+        return ToolOutput.of_text("line 1\nline 2\n")
+
+
+async def test_running_tool_output_is_published_live_as_tool_progress_before_it_settles(tmp_path):
+    talk = TalkingTool()
+    async with harness(tmp_path, [tool_call("c1", "talk", {}), text("done")], tools=[talk]) as h:
+        sid = await h.session()
+        sub = h.rt.store.live.subscribe()
+        await h.admit(sid, "p1")
+        progress = []
+        with anyio.fail_after(TIMEOUT):
+            while len(progress) < 2:
+                for item in await sub.next():
+                    if item.aggregate_id == sid and item.type == "session.tool.progress":
+                        progress.append(item.data.wire())
+        # each progress event carries everything so far, replacing the previous one
+        assert [p["content"] for p in progress] == [[{"type": "text", "text": "line 1\n"}],
+                                                    [{"type": "text", "text": "line 1\nline 2\n"}]]
+        assert progress[0]["callID"] == "c1"
+        talk.release.set()
+        records = await h.settled_log(sid)
+        assert "session.tool.progress" not in types(records), "progress is live only"
+        assert of_type(records, "session.tool.success")[0]["callID"] == "c1"
+
+
+async def test_websearch_is_offered_to_the_model_only_when_a_search_backend_is_configured(tmp_path):
+    async with harness(tmp_path, [text("one"), text("two")], tools=[EchoTool(), WebSearchTool()]) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        await h.settled_log(sid)
+        assert [t.name for t in h.provider.requests[0].tools] == ["echo"]
+
+        (tmp_path / "work" / "opencode.json").write_text('{"websearch": {"url": "http://127.0.0.1:9/search"}}')
+        await h.admit(sid, "p2")
+        await h.wait(sid)
+        assert [t.name for t in h.provider.requests[1].tools] == ["echo", "websearch"]
+
+
+async def test_interrupting_a_session_kills_the_whole_process_group_of_its_bash_call(tmp_path):
+    pidfile = tmp_path / "child.pid"
+    command = f"sleep 300 & echo $! > {pidfile}; wait"
+    script = [llm.ToolCall("c1", "bash", {"command": command}), llm.Finish("tool-calls", USAGE)]
+    async with harness(tmp_path, [script], tools=[BashTool()]) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        with anyio.fail_after(TIMEOUT):
+            while not (pidfile.exists() and pidfile.read_text().strip()):
+                await anyio.sleep(0.02)  # polling for the file the command writes: a condition, not a delay
+        child = int(pidfile.read_text())
+        with anyio.fail_after(TIMEOUT):
+            assert await h.execution.interrupt(sid) is True
+        records = await h.settled_log(sid)
+        failed = of_type(records, "session.tool.failed")
+        assert [(d["callID"], d["error"]["type"]) for d in failed] == [("c1", "aborted")]
+        with anyio.fail_after(TIMEOUT):
+            while process_alive(child):
+                await anyio.sleep(0.02)

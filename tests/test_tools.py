@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,9 @@ from opencode_session.core.tools import (
     default_registry,
 )
 from opencode_session.schema.message import ToolFileContent, ToolTextContent
+from tests.support.reference import REFERENCE
+from tests.support.tools import make_ctx as support_ctx
+from tests.support.tools import settle_err, settle_ok
 
 pytestmark = pytest.mark.anyio
 
@@ -39,27 +44,7 @@ def ctx(project: Path) -> ToolContext:
 
 
 def make_ctx(directory: Path, on_read=None) -> ToolContext:
-    return ToolContext(
-        session_id="ses_1",
-        message_id="msg_1",
-        call_id="call_1",
-        agent="build",
-        directory=directory,
-        project_root=directory,
-        on_read=on_read,
-    )
-
-
-async def settle_ok(name: str, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-    result = await default_registry().settle(name, input, ctx)
-    assert isinstance(result, ToolSucceeded), result
-    return result.output
-
-
-async def settle_err(name: str, input: dict[str, Any], ctx: ToolContext) -> ToolErrored:
-    result = await default_registry().settle(name, input, ctx)
-    assert isinstance(result, ToolErrored), result
-    return result
+    return support_ctx(directory, on_read=on_read)
 
 
 def text_of(output: ToolOutput) -> str:
@@ -140,7 +125,7 @@ async def test_read_numbers_lines_and_honours_offset_and_limit(project: Path, ct
     path = project / "notes.txt"
     path.write_text("".join(f"line {i}\n" for i in range(1, 11)))
 
-    output = await settle_ok("read", {"filePath": str(path), "offset": 3, "limit": 4}, ctx)
+    output = await settle_ok("read", {"path": str(path), "offset": 3, "limit": 4}, ctx)
 
     text = text_of(output)
     assert text.splitlines()[:4] == ["00003| line 3", "00004| line 4", "00005| line 5", "00006| line 6"]
@@ -153,7 +138,7 @@ async def test_read_whole_file_reports_end_and_cuts_long_lines(project: Path, ct
     path = project / "wide.txt"
     path.write_text("short\n" + "z" * 2500 + "\n")
 
-    output = await settle_ok("read", {"filePath": str(path)}, ctx)
+    output = await settle_ok("read", {"path": str(path)}, ctx)
 
     lines = text_of(output).splitlines()
     assert lines[0] == "00001| short"
@@ -169,7 +154,7 @@ async def test_read_stops_within_the_final_bound_with_a_continue_hint(
 ):
     (project / "big.txt").write_text("".join("w" * width + "\n" for _ in range(line_count)))
 
-    result = await default_registry().settle("read", {"filePath": "big.txt"}, ctx)
+    result = await default_registry().settle("read", {"path": "big.txt"}, ctx)
 
     # The read itself stops, so the registry's middle-cutting bound never has to step in.
     assert isinstance(result, ToolSucceeded) and not result.truncated
@@ -184,7 +169,7 @@ async def test_read_resolves_relative_paths_against_the_location_directory(proje
     (project / "src").mkdir()
     (project / "src" / "a.py").write_text("print('hi')\n")
 
-    output = await settle_ok("read", {"filePath": "src/a.py"}, ctx)
+    output = await settle_ok("read", {"path": "src/a.py"}, ctx)
 
     assert "00001| print('hi')" in text_of(output)
     assert output.structured["path"] == str(project / "src" / "a.py")
@@ -195,7 +180,7 @@ async def test_read_of_a_directory_lists_sorted_entries(project: Path, ctx: Tool
     (project / "a.txt").write_text("a")
     (project / "sub").mkdir()
 
-    output = await settle_ok("read", {"filePath": "."}, ctx)
+    output = await settle_ok("read", {"path": "."}, ctx)
 
     assert text_of(output).splitlines()[:3] == ["a.txt", "b.txt", "sub/"]
     assert output.structured == {"path": str(project), "lines": 3, "truncated": False}
@@ -204,7 +189,7 @@ async def test_read_of_a_directory_lists_sorted_entries(project: Path, ctx: Tool
 async def test_read_of_a_missing_file_names_the_path_and_suggests_neighbours(project: Path, ctx: ToolContext):
     (project / "config.json").write_text("{}")
 
-    result = await settle_err("read", {"filePath": "config"}, ctx)
+    result = await settle_err("read", {"path": "config"}, ctx)
 
     assert result.error.type == "tool.execution"
     assert str(project / "config") in result.error.message
@@ -215,16 +200,44 @@ async def test_read_refuses_binary_files(project: Path, ctx: ToolContext):
     path = project / "blob.bin"
     path.write_bytes(b"\x89PNG\x00\x01\x02")
 
-    result = await settle_err("read", {"filePath": str(path)}, ctx)
+    result = await settle_err("read", {"path": str(path)}, ctx)
 
     assert result.error.type == "tool.execution"
     assert "binary" in result.error.message and str(path) in result.error.message
 
 
+async def test_read_refuses_control_character_binary_without_nul_bytes(project: Path, ctx: ToolContext):
+    (project / "data.bin").write_bytes(bytes(range(1, 32)) * 50)
+    result = await settle_err("read", {"path": "data.bin"}, ctx)
+    assert "binary" in result.error.message
+    # UTF-8 text with escapes and tabs is still text
+    (project / "log.txt").write_text("\x1b[31mred\x1b[0m\tcafé\n")
+    assert "café" in text_of(await settle_ok("read", {"path": "log.txt"}, ctx))
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(range(256))
+
+
+async def test_read_returns_an_image_as_an_attachment_when_the_model_accepts_images(project: Path):
+    (project / "shot.png").write_bytes(PNG)
+    output = await settle_ok("read", {"path": "shot.png"}, support_ctx(project, model_accepts_images=True))
+    [note, image] = output.content
+    assert isinstance(note, ToolTextContent) and "shot.png" in note.text
+    assert isinstance(image, ToolFileContent) and image.mime == "image/png" and image.name == "shot.png"
+    assert image.uri.startswith("data:image/png;base64,")
+    assert base64.b64decode(image.uri.split(",", 1)[1]) == PNG
+
+
+async def test_read_of_an_image_fails_clearly_when_the_model_takes_no_images(project: Path, ctx: ToolContext):
+    (project / "photo.jpg").write_bytes(b"\xff\xd8\xff\xe0" + bytes(100))
+    result = await settle_err("read", {"path": "photo.jpg"}, ctx)
+    assert "image/jpeg" in result.error.message and "does not accept image" in result.error.message
+
+
 async def test_read_offset_past_the_end_fails(project: Path, ctx: ToolContext):
     (project / "one.txt").write_text("only\n")
 
-    result = await settle_err("read", {"filePath": "one.txt", "offset": 5}, ctx)
+    result = await settle_err("read", {"path": "one.txt", "offset": 5}, ctx)
 
     assert "Offset 5" in result.error.message
 
@@ -239,10 +252,10 @@ async def test_read_calls_on_read_only_after_success(project: Path):
     (project / "ok.txt").write_text("fine\n")
     (project / "bad.bin").write_bytes(b"\x00")
 
-    await settle_ok("read", {"filePath": "ok.txt"}, ctx)
-    await settle_ok("read", {"filePath": "."}, ctx)
-    await settle_err("read", {"filePath": "missing.txt"}, ctx)
-    await settle_err("read", {"filePath": "bad.bin"}, ctx)
+    await settle_ok("read", {"path": "ok.txt"}, ctx)
+    await settle_ok("read", {"path": "."}, ctx)
+    await settle_err("read", {"path": "missing.txt"}, ctx)
+    await settle_err("read", {"path": "bad.bin"}, ctx)
 
     assert seen == [project / "ok.txt", project]
 
@@ -343,9 +356,9 @@ def registry_with(tool: SpyTool, **bounds: int) -> ToolRegistry:
 
 
 async def test_unknown_tool_settles_as_failure(ctx: ToolContext):
-    result = await default_registry().settle("bash", {}, ctx)
+    result = await default_registry().settle("frobnicate", {}, ctx)
     assert result == ToolErrored(result.error)
-    assert (result.error.type, result.error.message) == ("tool.unknown", "Unknown tool: bash")
+    assert (result.error.type, result.error.message) == ("tool.unknown", "Unknown tool: frobnicate")
 
 
 async def test_schema_invalid_input_is_rejected_before_execute(ctx: ToolContext):
@@ -446,11 +459,13 @@ async def test_settle_bounds_joined_text_and_keeps_file_parts(ctx: ToolContext):
 def test_definitions_follow_registration_order_filter_and_are_copies():
     registry = default_registry()
 
-    assert [d.name for d in registry.definitions()] == ["read", "glob", "skill"]
+    assert [d.name for d in registry.definitions()] == [
+        "read", "write", "edit", "apply_patch", "glob", "grep", "bash", "skill", "todowrite", "question", "webfetch",
+        "websearch"]
     assert [d.name for d in registry.definitions(["glob", "nonexistent"])] == ["glob"]
     definition = registry.definitions(["read"])[0]
     definition.parameters["required"].append("mutated")
-    assert registry.definitions(["read"])[0].parameters["required"] == ["filePath"]
+    assert registry.definitions(["read"])[0].parameters["required"] == ["path"]
 
 
 def test_register_rejects_duplicates_and_broken_schemas():
@@ -464,3 +479,25 @@ def test_register_rejects_duplicates_and_broken_schemas():
     with pytest.raises(SchemaError):
         registry.register(broken)
     assert registry.get("broken") is None
+
+
+TOOLS_REFERENCE = REFERENCE.parent / "opencode-1.18.33-tools.md"
+_ROW = re.compile(r"^\| `(\w+)` \| (.+) \|$")
+_PARAM = re.compile(r"`(\w+)`(\*?): (\w+)")
+
+
+def test_tool_names_and_parameters_match_opencode_1_18_33():
+    """Prompts and agents written for OpenCode call the same tools with the same parameter names and types."""
+    if not TOOLS_REFERENCE.exists():
+        pytest.skip(f"tool reference not found at {TOOLS_REFERENCE}")
+    expected: dict[str, dict[str, tuple[str, bool]]] = {}
+    for line in TOOLS_REFERENCE.read_text().splitlines():
+        if (row := _ROW.match(line)) and row.group(1) != "tool":
+            expected[row.group(1)] = {name: ("array" if kind == "array" else kind, star == "*")
+                                      for name, star, kind in _PARAM.findall(row.group(2))}
+    definitions = {d.name: d.parameters for d in default_registry().definitions()}
+    assert sorted(definitions) == sorted(expected)
+    for name, params in expected.items():
+        schema = definitions[name]
+        actual = {p: (spec["type"], p in schema.get("required", [])) for p, spec in schema["properties"].items()}
+        assert actual == params, name

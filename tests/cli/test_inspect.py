@@ -23,7 +23,7 @@ def two_sessions(tmp_path_factory, loop_provider):
     home = make_home(tmp_path_factory.mktemp("inspect"))
     home.configure(loop_provider)
     loop_provider.title = "Reading the notes"
-    loop_provider.enqueue(fake.completion(fake.tool_call_deltas(0, "c1", "read", '{"filePath": "notes.txt"}'),
+    loop_provider.enqueue(fake.completion(fake.tool_call_deltas(0, "c1", "read", '{"path": "notes.txt"}'),
                                           finish_reason="tool_calls", usage=fake.usage_block(100, 20)),
                           fake.completion(fake.text_deltas("They say **alpha**."), usage=fake.usage_block(150, 5)))
     assert home.run("run", "what do the notes say?").returncode == 0

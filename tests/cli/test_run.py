@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
 def read_then_answer(answer: str = "The notes say alpha and beta.") -> list[fake.Script]:
     return [fake.completion(fake.text_deltas("Let me look."),
-                            fake.tool_call_deltas(0, "call_1", "read", '{"filePath":', ' "notes.txt"}'),
+                            fake.tool_call_deltas(0, "call_1", "read", '{"path":', ' "notes.txt"}'),
                             finish_reason="tool_calls"),
             fake.completion(fake.text_deltas(*answer.split(" "))[:1] + fake.text_deltas(
                 *[" " + w for w in answer.split(" ")[1:]]))]

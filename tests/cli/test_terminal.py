@@ -82,7 +82,7 @@ async def test_second_ctrl_c_quits_at_once_when_the_interrupt_hangs(tmp_path, pr
 
 
 async def test_interactive_enter_steers_and_tab_queues(home, provider):
-    first = fake.completion(fake.tool_call_deltas(0, "call_1", "read", '{"filePath": "notes.txt"}'),
+    first = fake.completion(fake.tool_call_deltas(0, "call_1", "read", '{"path": "notes.txt"}'),
                             finish_reason="tool_calls", hold_after=1)
     provider.enqueue(first, fake.completion(fake.text_deltas("steered answer")),
                      fake.completion(fake.text_deltas("queued answer")))

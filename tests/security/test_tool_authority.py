@@ -73,7 +73,7 @@ async def _refused_call(client, provider, name: str, arguments: dict) -> tuple[o
                                   "escape", "escape-dir/secret.txt", "src/../../outside/secret.txt",
                                   "~/../outside/secret.txt"])
 async def test_read_outside_the_location_needs_external_directory(client, provider, root, path):
-    result, log, asked = await _refused_call(client, provider, "read", {"filePath": path.format(root=root)})
+    result, log, asked = await _refused_call(client, provider, "read", {"path": path.format(root=root)})
     assert asked["action"] == "external_directory" and not asked["resources"][0].startswith(str(root / "work"))
     assert result.type == "session.tool.failed"
     assert result.data.error.type == "permission.rejected", result.data.error
@@ -84,7 +84,7 @@ async def test_read_outside_the_location_needs_external_directory(client, provid
 
 
 async def test_read_inside_the_location_still_works(client, provider):
-    result, _ = await _call(client, provider, "read", {"filePath": "notes.txt"})
+    result, _ = await _call(client, provider, "read", {"path": "notes.txt"})
     assert result.type == "session.tool.success"
     assert "inside the location" in provider.requests[1].json["messages"][-1]["content"]
 
@@ -109,24 +109,24 @@ async def test_glob_inside_does_not_walk_into_symlinked_directories(client, prov
 
 
 async def test_env_files_are_denied_by_default(client, provider):
-    result, _ = await _call(client, provider, "read", {"filePath": ".env"})
+    result, _ = await _call(client, provider, "read", {"path": ".env"})
     assert result.data.error.type == "permission.rejected"
     assert not _leaked(provider)
 
 
 async def test_configured_deny_rules_are_honoured(client, provider, root):
     write_provider_config(root, provider, permission={"read": "deny"})
-    result, _ = await _call(client, provider, "read", {"filePath": "notes.txt"})
+    result, _ = await _call(client, provider, "read", {"path": "notes.txt"})
     assert result.data.error.type == "permission.rejected" and "read" in result.data.error.message
 
     write_provider_config(root, provider, permission={"read": {"*": "allow", "*.txt": "deny"}})
-    result, _ = await _call(client, provider, "read", {"filePath": "notes.txt"})
+    result, _ = await _call(client, provider, "read", {"path": "notes.txt"})
     assert result.data.error.type == "permission.rejected"
 
     # The agent's own rules come after the global ones, and the last matching rule wins.
     write_provider_config(root, provider, permission={"read": "allow"},
                           agent={"build": {"permission": {"read": {"notes.*": "deny"}}}})
-    result, _ = await _call(client, provider, "read", {"filePath": "notes.txt"})
+    result, _ = await _call(client, provider, "read", {"path": "notes.txt"})
     assert result.data.error.type == "permission.rejected"
 
     write_provider_config(root, provider, permission={"glob": "deny"})
@@ -137,19 +137,19 @@ async def test_configured_deny_rules_are_honoured(client, provider, root):
 async def test_external_directory_deny_and_allow(client, provider, root):
     outside = root / "outside"
     write_provider_config(root, provider, permission={"external_directory": "deny"})
-    result, _ = await _call(client, provider, "read", {"filePath": str(outside / "secret.txt")})
+    result, _ = await _call(client, provider, "read", {"path": str(outside / "secret.txt")})
     assert result.data.error.type == "permission.rejected"
     assert not _leaked(provider)
 
     write_provider_config(root, provider, permission={"external_directory": {f"{outside}/*": "allow"}})
-    result, _ = await _call(client, provider, "read", {"filePath": "escape"})  # the symlink's real target
+    result, _ = await _call(client, provider, "read", {"path": "escape"})  # the symlink's real target
     assert result.type == "session.tool.success"
     assert SECRET in provider.requests[1].json["messages"][-1]["content"]
 
     # An allowed outside directory is still subject to the read rules.
     write_provider_config(root, provider, permission={"external_directory": {f"{outside}/*": "allow"},
                                                       "read": {f"{outside}/*": "deny"}})
-    result, _ = await _call(client, provider, "read", {"filePath": str(outside / "secret.txt")})
+    result, _ = await _call(client, provider, "read", {"path": str(outside / "secret.txt")})
     assert result.data.error.type == "permission.rejected"
 
 
@@ -157,5 +157,5 @@ async def test_a_fifo_is_refused_without_blocking(client, provider, root):
     fifo = root / "work" / "pipe"
     if not fifo.exists():
         os.mkfifo(fifo)
-    result, _ = await _call(client, provider, "read", {"filePath": "pipe"})
+    result, _ = await _call(client, provider, "read", {"path": "pipe"})
     assert result.type == "session.tool.failed" and "regular file" in result.data.error.message

@@ -60,7 +60,7 @@ async def test_other_pathological_patterns_are_bounded(client, provider, pattern
 @pytest.mark.timeout(180)
 async def test_read_bounds_memory_per_line(client, provider, ocs):
     with anyio.fail_after(120):
-        _, log = await run_prompt(client, provider, *one_tool_call("read", {"filePath": "one-line.txt"}),
+        _, log = await run_prompt(client, provider, *one_tool_call("read", {"path": "one-line.txt"}),
                                   timeout=120)
     result = settled(log)
     assert result.type == "session.tool.success"

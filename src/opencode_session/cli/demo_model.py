@@ -58,7 +58,7 @@ def _answer(results: list[str]) -> str:
 DEMO_SCRIPT: tuple[DemoStep, ...] = (
     DemoStep("I'll start by listing the files in the project.", (("glob", {"pattern": "**/*"}),)),
     DemoStep("Now the README and the code it talks about.",
-             (("read", {"filePath": "README.md"}), ("read", {"filePath": "greet.py"}))),
+             (("read", {"path": "README.md"}), ("read", {"path": "greet.py"}))),
     DemoStep(_answer),
 )
 

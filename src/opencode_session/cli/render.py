@@ -13,7 +13,7 @@ RESULT_LINES = 6  # lines of a tool's result shown under it
 RESULT_LINE_CHARS = 160
 SUMMARY_CHARS = 72
 # The input fields that say best what a call is about, in order of preference (today's and upcoming tools).
-_SUMMARY_KEYS = ("command", "filePath", "path", "pattern", "url", "query", "name", "description")
+_SUMMARY_KEYS = ("command", "path", "pattern", "url", "query", "name", "description")
 
 
 def tool_summary(tool_input: dict[str, Any] | None) -> str:

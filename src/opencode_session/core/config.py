@@ -105,6 +105,13 @@ class ToolOutputConfig(_Lenient):
     max_bytes: int | None = None
 
 
+class WebSearchConfig(_Lenient):
+    """The search backend `websearch` uses; without a `url` the tool is not offered. See WebSearchTool."""
+
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+
+
 class Config(_Lenient):
     model: str | None = None
     small_model: str | None = None
@@ -114,6 +121,7 @@ class Config(_Lenient):
     permission: Any = None
     compaction: Any = None
     tool_output: ToolOutputConfig | None = None
+    websearch: WebSearchConfig | None = None
     default_agent: str | None = None
 
 

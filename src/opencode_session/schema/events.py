@@ -300,6 +300,16 @@ class ToolCalled(StepEvent):
     state: dict[str, Any] | None = None
 
 
+@live("session.tool.progress")
+class ToolProgress(StepEvent):
+    """A running call's state so far (e.g. the latest output of a command); each one replaces the previous.
+    Live only, as in OpenCode's later E2 catalogue: the settlement is the durable record."""
+
+    callID: str
+    structured: dict[str, Any] = Field(default_factory=dict)
+    content: list[ToolContent] = Field(default_factory=list)
+
+
 @durable("session.tool.success")
 class ToolSuccess(StepEvent):
     callID: str

@@ -245,7 +245,7 @@ class Runner:
             messages = await anyio.to_thread.run_sync(load_attachments, messages, authority, abandon_on_cancel=True)
         if last_step:
             messages.append(llm.UserMessage([llm.TextPart(MAX_STEPS_NOTICE)]))
-        offered = [] if last_step else [name for name in self.deps.tools.names() if not disabled(rules, name)]
+        offered = [] if last_step else [n for n in self.deps.tools.offered(b.config) if not disabled(rules, n)]
         tools = self.deps.tools.definitions(offered)
         request = llm.LLMRequest(
             model=resolved, system=[s for s in (b.agent.prompt or BUILD_PROMPT, baseline) if s], messages=messages,

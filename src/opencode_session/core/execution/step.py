@@ -30,6 +30,8 @@ TOOLS_DISABLED = "Tools are disabled on this step: the agent reached its maximum
 INTERRUPTED_TOOL = "Tool execution interrupted"
 INTERRUPTED_STEP = "Step interrupted"
 CONTENT_FILTERED = "The provider blocked the response"
+# How much of a running call's latest output one progress event carries (each replaces the previous one).
+PROGRESS_TAIL_CHARS = 16 * 1024
 
 
 @dataclass
@@ -281,7 +283,9 @@ class Step:
                                agent=c.agent, directory=c.directory, project_root=c.project_root, on_read=c.on_read,
                                env=c.env, rules=c.rules, managed_roots=c.managed_roots,
                                asker=c.asker_for(record.call_id) if c.asker_for else None,
-                               questioner=c.questioner_for(record.call_id) if c.questioner_for else None)
+                               questioner=c.questioner_for(record.call_id) if c.questioner_for else None,
+                               on_output=self._progress(record.call_id),
+                               model_accepts_images=c.resolved.capabilities.images)
         settlement = await c.tools.run(record.name, tool_input, tool_ctx)
         if isinstance(settlement, ToolErrored) and settlement.error.type in session_errors.DECLINES:
             # E2 (digest 5.4): a decline without feedback fails the assistant and ends the drain as a user interrupt
@@ -290,6 +294,19 @@ class Step:
         # the tool is done: bounding (which may write a Managed Tool Output File) and publishing the one settlement
         # must not be torn by an interrupt
         await shielded(self._bound_and_publish(record, settlement))
+
+    def _progress(self, call_id: str) -> Callable[[str], None]:
+        """Publishes a running call's output live as it arrives (called on the event loop): the tail of everything
+        so far, each time."""
+        tail = ""
+
+        def on_output(text: str) -> None:
+            nonlocal tail
+            tail = (tail + text)[-PROGRESS_TAIL_CHARS:]
+            self._live(ev.ToolProgress(**self._ids(), callID=call_id, structured={},
+                                       content=[ToolTextContent(text=tail)]))
+
+        return on_output
 
     async def _bound_and_publish(self, record: _Call, settlement: ToolSucceeded | ToolErrored) -> None:
         c = self.ctx

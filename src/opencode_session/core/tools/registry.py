@@ -14,8 +14,22 @@ from opencode_session.schema import session_errors
 from opencode_session.schema.common import SessionErrorInfo
 from opencode_session.schema.message import ToolTextContent
 
+from ..config import Config
 from ..llm.model import ToolSpec
-from .builtin import GlobTool, ReadTool, SkillTool
+from .builtin import (
+    ApplyPatchTool,
+    BashTool,
+    EditTool,
+    GlobTool,
+    GrepTool,
+    QuestionTool,
+    ReadTool,
+    SkillTool,
+    TodoWriteTool,
+    WebFetchTool,
+    WebSearchTool,
+    WriteTool,
+)
 from .managed import ManagedOutputs
 from .output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, bound_text, fits
 from .tool import Tool, ToolContext, ToolFailure, ToolOutput
@@ -89,6 +103,12 @@ class ToolRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
+    def offered(self, config: Config) -> list[str]:
+        """The names of the tools offered under `config`: all of them, except tools with an `offered(config)` check
+        that says no (e.g. `websearch` without a configured backend)."""
+        checks = {name: getattr(tool, "offered", None) for name, tool in self._tools.items()}
+        return [name for name, check in checks.items() if check is None or check(config)]
+
     def definitions(self, names: Iterable[str] | None = None) -> list[ToolDefinition]:
         """Definitions in registration order, so the provider sees a stable list (prompt caching).
 
@@ -154,7 +174,8 @@ class ToolRegistry:
 def default_registry() -> ToolRegistry:
     """A registry with the built-in tools."""
     registry = ToolRegistry()
-    registry.register(ReadTool())
-    registry.register(GlobTool())
-    registry.register(SkillTool())
+    tools = (ReadTool(), WriteTool(), EditTool(), ApplyPatchTool(), GlobTool(), GrepTool(), BashTool(), SkillTool(),
+             TodoWriteTool(), QuestionTool(), WebFetchTool(), WebSearchTool())
+    for tool in tools:
+        registry.register(tool)
     return registry

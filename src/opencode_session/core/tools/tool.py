@@ -53,6 +53,8 @@ class ToolContext:
     on_output: Callable[[str], None] | None = None
     questioner: Callable[[list[dict[str, Any]]], Awaitable[list[list[str]]]] | None = None
     managed_roots: tuple[Path, ...] = ()  # Managed Tool Output File directories: readable without external_directory
+    # Whether the Step's model takes image input, so `read` may return an image as an attachment.
+    model_accepts_images: bool = False
 
     @property
     def authority(self) -> Authority:

@@ -29,7 +29,8 @@ DESCRIPTION = """Find files by glob pattern.
 - Supports `*`, `**`, `?`, `[abc]` and `{a,b}`, e.g. "**/*.py", "src/**/*.{ts,tsx}".
 - A pattern without `/` matches file names at any depth ("*.py" finds every Python file).
 - `path` is the directory to search (default: the session's working directory).
-- Returns absolute paths, most recently modified first, at most 100. `.git` and `node_modules` are skipped."""
+- Returns absolute paths, most recently modified first, at most `limit` (default 100).
+  `.git` and `node_modules` are skipped."""
 
 
 class GlobTool:
@@ -44,12 +45,15 @@ class GlobTool:
                 "description": "Directory to search in, absolute or relative to the working directory"
                                " (default: the working directory)",
             },
+            "limit": {"type": "integer", "minimum": 1,
+                      "description": "Maximum number of paths to return (default 100)"},
         },
         "required": ["pattern"],
     }
 
     async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         pattern: str = input["pattern"]
+        limit = int(input.get("limit", MAX_RESULTS))
         stop = threading.Event()
         base, rest, anchored = _split_pattern(input.get("path") or ".", pattern)
         root = await ctx.locate(base)
@@ -60,7 +64,7 @@ class GlobTool:
                 matcher = wcglob.compile(rest, flags=_FLAGS, limit=MAX_EXPANSIONS)
             except Exception as bad:  # wcmatch's PatternLimitException and pattern errors
                 raise ToolFailure(f"Invalid glob pattern {pattern!r}: {bad}") from None
-            return _search(root, matcher, anchored, stop)
+            return _search(root, matcher, anchored, stop, limit)
 
         # The walk runs in a worker thread; cancelling the call abandons it and `stop` ends it at the next entry.
         try:
@@ -110,7 +114,7 @@ def _split_pattern(base: str, pattern: str) -> tuple[str, str, bool]:
     return os.path.join(base, prefix), "/".join(parts[literal:]), True
 
 
-def _search(base: Path, matcher: Any, anchored: bool, stop: threading.Event) -> _Found:
+def _search(base: Path, matcher: Any, anchored: bool, stop: threading.Event, limit: int) -> _Found:
     if not base.exists():
         raise ToolFailure(f"Directory not found: {base}")
     if not base.is_dir():
@@ -145,4 +149,4 @@ def _search(base: Path, matcher: Any, anchored: bool, stop: threading.Event) -> 
                 mtime = 0.0
             found.append((mtime, full))
     found.sort(key=lambda item: (-item[0], item[1]))
-    return _Found(base, [path for _, path in found[:MAX_RESULTS]], len(found), stopped)
+    return _Found(base, [path for _, path in found[:limit]], len(found), stopped)

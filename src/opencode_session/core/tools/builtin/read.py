@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import difflib
 import os
 import stat
@@ -10,6 +11,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import anyio.to_thread
+
+from opencode_session.schema.message import ToolFileContent, ToolTextContent
 
 from ...authority import NotRegularFileError, open_regular_file
 from ..output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES
@@ -27,17 +30,29 @@ BINARY_SNIFF_BYTES = 8192
 LINE_KEEP_BYTES = 4 * MAX_LINE_CHARS + 4
 SKIP_CHUNK_BYTES = 64 * 1024
 MAX_SUGGESTIONS = 3
+# An image is sent to the model inline; larger ones would blow the request (OpenCode's inline media limit).
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+# Leading bytes of the image formats providers take as input.
+_IMAGE_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+# Text files hold few control characters; a sniffed prefix with more than this share of them is binary.
+MAX_CONTROL_SHARE = 0.3
 
 DESCRIPTION = (
     "Read a file or list a directory.\n"
     "\n"
-    "- filePath may be absolute or relative to the session's working directory.\n"
+    "- path may be absolute or relative to the session's working directory.\n"
     "- Lines come back numbered as `00001| text`, starting at `offset` (1-based, default 1), at most `limit` lines"
     " (default 2000).\n"
     "- One call returns at most about 50 KB. Lines longer than 2000 characters are cut.\n"
     "- When the file has more lines, the output ends with the offset to continue from.\n"
     "- A directory path returns its entries sorted by name; subdirectories end with `/`.\n"
-    "- Binary files cannot be read."
+    "- Images (PNG, JPEG, GIF, WebP) come back as an attachment when the model accepts images.\n"
+    "- Other binary files cannot be read."
 )
 
 
@@ -47,15 +62,16 @@ class ReadTool:
     parameters: dict[str, Any] = {
         "type": "object",
         "properties": {
-            "filePath": {
+            "path": {
                 "type": "string",
                 "minLength": 1,
                 "description": "Path of the file or directory to read, absolute or relative to the working directory",
             },
             "offset": {"type": "integer", "minimum": 1, "description": "Line number to start from (1-based)"},
-            "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of lines to read (default 2000)"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": DEFAULT_LIMIT,
+                      "description": "Maximum number of lines to read (default 2000)"},
         },
-        "required": ["filePath"],
+        "required": ["path"],
     }
 
     async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
@@ -63,16 +79,17 @@ class ReadTool:
         offset = int(input.get("offset", 1))
         limit = int(input.get("limit", DEFAULT_LIMIT))
 
-        path = await ctx.permit_path("read", input["filePath"])
+        path = await ctx.permit_path("read", input["path"])
         # Abandoning on cancel is safe: the worker only reads, and its result is simply dropped.
-        output = await anyio.to_thread.run_sync(_read, path, offset, limit, abandon_on_cancel=True)
+        output = await anyio.to_thread.run_sync(_read, path, offset, limit, ctx.model_accepts_images,
+                                                abandon_on_cancel=True)
         output.title = ctx.display(path)
         if ctx.on_read is not None:
             await ctx.on_read(path)
         return output
 
 
-def _read(path: Path, offset: int, limit: int) -> ToolOutput:
+def _read(path: Path, offset: int, limit: int, images: bool) -> ToolOutput:
     try:
         info = path.stat()
     except (FileNotFoundError, NotADirectoryError):
@@ -84,21 +101,53 @@ def _read(path: Path, offset: int, limit: int) -> ToolOutput:
     try:
         # A FIFO or device would block the worker thread forever or stream without end.
         with open_regular_file(path) as raw:
-            return _read_file(raw, path, offset, limit)
+            return _read_file(raw, path, offset, limit, images)
     except NotRegularFileError:
         raise ToolFailure(f"Not a regular file: {path}") from None
     except OSError as exc:
         raise ToolFailure(f"Cannot read {path}: {exc.strerror or exc}") from None
 
 
-def _read_file(raw: BinaryIO, path: Path, offset: int, limit: int) -> ToolOutput:
-    if b"\x00" in raw.read(BINARY_SNIFF_BYTES):
+def _read_file(raw: BinaryIO, path: Path, offset: int, limit: int, images: bool) -> ToolOutput:
+    head = raw.read(BINARY_SNIFF_BYTES)
+    mime = _image_mime(head)
+    if mime is not None:
+        return _read_image(raw, head, path, mime, images)
+    if _looks_binary(head):
         raise ToolFailure(f"Cannot read binary file: {path}")
     raw.seek(0)
     # Streaming keeps memory flat on big files; the whole file is still scanned to report its length.
     shown, total, capped = _page(_lines(raw), offset, limit, _number_line)
     return _paged_output(path, shown, total, capped, offset, unit="lines", empty="(File is empty)",
                          action="read", end=f"End of file: {total} lines")
+
+
+def _image_mime(head: bytes) -> str | None:
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "image/webp"
+    return next((mime for signature, mime in _IMAGE_SIGNATURES if head.startswith(signature)), None)
+
+
+def _looks_binary(head: bytes) -> bool:
+    """A NUL byte, or many control characters other than whitespace (UTF-8 text bytes are all >= 0x80 or
+    printable)."""
+    if b"\x00" in head:
+        return True
+    controls = sum(1 for byte in head if byte < 0x20 and byte not in b"\t\n\r\f\b\x1b")
+    return bool(head) and controls / len(head) > MAX_CONTROL_SHARE
+
+
+def _read_image(raw: BinaryIO, head: bytes, path: Path, mime: str, images: bool) -> ToolOutput:
+    if not images:
+        raise ToolFailure(f"Cannot read {path}: it is an image ({mime}) and the current model does not accept "
+                          "image input.")
+    data = head + raw.read(MAX_IMAGE_BYTES + 1 - len(head))
+    if len(data) > MAX_IMAGE_BYTES:
+        raise ToolFailure(f"Cannot read {path}: the image is larger than {MAX_IMAGE_BYTES // (1024 * 1024)} MiB.")
+    uri = f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+    return ToolOutput(content=[ToolTextContent(text=f"Image read: {path} ({mime}, {len(data)} bytes)"),
+                               ToolFileContent(uri=uri, mime=mime, name=path.name)],
+                      structured={"path": str(path), "mime": mime, "bytes": len(data)})
 
 
 def _lines(raw: BinaryIO) -> Iterator[str]:

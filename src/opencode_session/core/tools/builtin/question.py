@@ -1,0 +1,60 @@
+"""The `question` tool: asks the user one or more multiple-choice questions and waits for the answers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..tool import ToolContext, ToolFailure, ToolOutput
+
+_OPTION = {
+    "type": "object",
+    "properties": {
+        "label": {"type": "string", "description": "The choice as shown, in a few words"},
+        "description": {"type": "string", "description": "What choosing it means"},
+    },
+    "required": ["label", "description"],
+    "additionalProperties": False,
+}
+_PROMPT = {
+    "type": "object",
+    "properties": {
+        "question": {"type": "string", "description": "The full question"},
+        "header": {"type": "string", "description": "A very short label for the question (at most 30 characters)"},
+        "options": {"type": "array", "items": _OPTION, "description": "The choices offered"},
+        "multiple": {"type": "boolean", "description": "Whether several choices may be picked"},
+    },
+    "required": ["question", "header", "options"],
+    "additionalProperties": False,
+}
+
+
+class QuestionTool:
+    name = "question"
+    description = (
+        "Ask the user questions and wait for the answers. Use it when a decision is theirs to make: a preference, an"
+        " ambiguous requirement, a choice between approaches.\n"
+        "\n"
+        "- Each question offers options with a short label and a description; the user may also answer in their own"
+        " words.\n"
+        "- Set `multiple` when more than one option may be picked.\n"
+        "- Ask only what you cannot reasonably decide yourself."
+    )
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {"questions": {"type": "array", "minItems": 1, "items": _PROMPT,
+                                     "description": "The questions to ask"}},
+        "required": ["questions"],
+    }
+
+    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        questions: list[dict[str, Any]] = input["questions"]
+        await ctx.permit("question", [q["header"] for q in questions])
+        if ctx.questioner is None:
+            raise ToolFailure("No one can answer questions in this session. Decide yourself, or state the open "
+                              "question in your reply.")
+        answers = await ctx.questioner(questions)
+        pairs = [f"\"{q['question']}\" = \"{', '.join(a) if a else '(no answer)'}\""
+                 for q, a in zip(questions, answers, strict=False)]
+        text = "The user answered: " + "; ".join(pairs) + ". Continue with these answers in mind."
+        return ToolOutput.of_text(text, {"answers": answers}, title=f"Asked {len(questions)} question"
+                                  + ("s" if len(questions) != 1 else ""))

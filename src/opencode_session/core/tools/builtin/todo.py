@@ -1,0 +1,49 @@
+"""The `todowrite` tool: the session's todo list, replaced whole by each call and kept in the call's result."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..tool import ToolContext, ToolOutput
+
+_MARKS = {"completed": "[x]", "in_progress": "[~]", "cancelled": "[-]"}
+
+
+class TodoWriteTool:
+    name = "todowrite"
+    description = (
+        "Write the session's todo list, replacing the previous one. Use it to plan and track multi-step work.\n"
+        "\n"
+        "- Send the whole list every time, with each item's `content`, `status` (pending, in_progress, completed or"
+        " cancelled) and `priority` (high, medium or low).\n"
+        "- Keep one item in_progress at a time and mark items completed as soon as they are done."
+    )
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "todos": {
+                "type": "array",
+                "description": "The complete, updated todo list",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "content": {"type": "string", "description": "What the task is, briefly"},
+                        "status": {"type": "string",
+                                   "description": "pending, in_progress, completed or cancelled"},
+                        "priority": {"type": "string", "description": "high, medium or low"},
+                    },
+                    "required": ["content", "status", "priority"],
+                    "additionalProperties": False,
+                },
+            },
+        },
+        "required": ["todos"],
+    }
+
+    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        todos = [{"content": t["content"], "status": t["status"], "priority": t["priority"]} for t in input["todos"]]
+        await ctx.permit("todowrite", ["*"])
+        open_items = sum(1 for t in todos if t["status"] not in ("completed", "cancelled"))
+        lines = [f"{_MARKS.get(t['status'], '[ ]')} {t['content']} ({t['priority']})" for t in todos]
+        text = "\n".join(lines) if lines else "(The todo list is empty.)"
+        return ToolOutput.of_text(text, {"todos": todos}, title=f"{open_items} todos")

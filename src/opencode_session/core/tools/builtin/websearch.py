@@ -1,0 +1,88 @@
+"""The `websearch` tool: asks the search backend configured in opencode.json; offered only when one is configured.
+
+The backend is any HTTP endpoint, configured as
+    "websearch": {"url": "https://search.example/api", "headers": {"Authorization": "Bearer {env:SEARCH_KEY}"}}
+It receives a POST with the JSON body {"query", "numResults", "livecrawl", "type", "contextMaxCharacters"} and
+answers with the results as text (any text type, or JSON, which is passed on as it is)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import anyio.to_thread
+import httpx2
+
+from ...config import Config, load_config
+from ..tool import ToolContext, ToolFailure, ToolOutput
+
+DEFAULT_RESULTS = 8
+DEFAULT_CONTEXT_CHARS = 10_000
+TIMEOUT_SECONDS = 30.0
+MAX_RESPONSE_BYTES = 1024 * 1024
+
+
+class WebSearchTool:
+    name = "websearch"
+    description = (
+        "Search the web and return the results as text.\n"
+        "\n"
+        "- Use it for current information or anything beyond what you know; cite the sources you use.\n"
+        "- `numResults` (default 8, at most 20) and `contextMaxCharacters` (default 10000) bound the answer."
+    )
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "minLength": 1, "description": "What to search for"},
+            "numResults": {"type": "integer", "exclusiveMinimum": 0, "maximum": 20,
+                           "description": "How many results (default 8)"},
+            "livecrawl": {"type": "string", "enum": ["fallback", "preferred"],
+                          "description": "Whether to fetch pages live: as a fallback or preferred"},
+            "type": {"type": "string", "enum": ["auto", "fast", "deep"], "description": "Search depth"},
+            "contextMaxCharacters": {"type": "integer", "exclusiveMinimum": 0, "maximum": 50_000,
+                                     "description": "Most characters of result text (default 10000)"},
+        },
+        "required": ["query"],
+    }
+
+    @staticmethod
+    def offered(config: Config) -> bool:
+        """Offered to the model only when a backend is configured."""
+        return bool(config.websearch and config.websearch.url)
+
+    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        env = ctx.env if ctx.env is not None else os.environ
+        config = await anyio.to_thread.run_sync(load_config, ctx.directory, ctx.project_root, env)
+        backend = config.websearch
+        if backend is None or not backend.url:
+            raise ToolFailure("Web search is not available: no search backend is configured.")
+        query: str = input["query"]
+        await ctx.permit("websearch", [query])
+        limit = int(input.get("contextMaxCharacters", DEFAULT_CONTEXT_CHARS))
+        body = {"query": query, "numResults": int(input.get("numResults", DEFAULT_RESULTS)),
+                "livecrawl": input.get("livecrawl", "fallback"), "type": input.get("type", "auto"),
+                "contextMaxCharacters": limit}
+        text = await _search(backend.url, backend.headers, body)
+        if len(text) > limit:
+            text = text[:limit] + "\n[... results cut at contextMaxCharacters ...]"
+        return ToolOutput.of_text(text or "No results.", {"query": query}, title=f"Web search: {query}")
+
+
+async def _search(url: str, headers: dict[str, str], body: dict[str, Any]) -> str:
+    try:
+        async with asyncio.timeout(TIMEOUT_SECONDS), httpx2.AsyncClient(timeout=TIMEOUT_SECONDS,
+                                                                        trust_env=False) as client:
+            async with client.stream("POST", url, json=body, headers=headers) as response:
+                if response.status_code >= 400:
+                    raise ToolFailure(f"The search backend answered HTTP {response.status_code}.")
+                data = bytearray()
+                async for chunk in response.aiter_bytes():
+                    data += chunk
+                    if len(data) > MAX_RESPONSE_BYTES:
+                        break  # more than any answer is allowed to show
+                return bytes(data[:MAX_RESPONSE_BYTES]).decode("utf-8", "replace")
+    except (httpx2.TimeoutException, TimeoutError):
+        raise ToolFailure(f"The search backend did not answer within {TIMEOUT_SECONDS:g} s.") from None
+    except httpx2.HTTPError as exc:
+        raise ToolFailure(f"The search backend could not be reached: {exc}") from None

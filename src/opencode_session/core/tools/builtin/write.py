@@ -1,0 +1,48 @@
+"""The `write` tool: creates or replaces one file with the given text, atomically."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio.to_thread
+
+from ..files import write_atomic
+from ..tool import ToolContext, ToolFailure, ToolOutput
+
+
+class WriteTool:
+    name = "write"
+    description = (
+        "Create a file or replace its whole content.\n"
+        "\n"
+        "- path may be absolute or relative to the session's working directory; missing directories are created.\n"
+        "- The file ends up holding exactly `content`. To change part of an existing file, prefer `edit`.\n"
+        "- An existing file keeps its permissions."
+    )
+    parameters: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "minLength": 1, "description": "Path of the file to write"},
+            "content": {"type": "string", "description": "The complete new content of the file"},
+        },
+        "required": ["path", "content"],
+    }
+
+    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        path = await ctx.permit_path("edit", input["path"])
+        content: str = input["content"]
+
+        def write() -> bool:
+            if path.is_dir():
+                raise ToolFailure(f"{path} is a directory; give a file path")
+            existed = path.exists()
+            try:
+                write_atomic(path, content)
+            except OSError as exc:
+                raise ToolFailure(f"Cannot write {path}: {exc.strerror or exc}") from None
+            return existed
+
+        existed = await anyio.to_thread.run_sync(write)
+        verb = "Replaced" if existed else "Created"
+        return ToolOutput.of_text(f"{verb} {path} ({len(content.encode('utf-8'))} bytes).",
+                                  {"path": str(path), "created": not existed}, title=ctx.display(path))

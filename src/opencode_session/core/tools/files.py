@@ -1,0 +1,69 @@
+"""File access shared by the editing tools: reading a text file whole and replacing a file atomically (temp file and
+rename in the same directory, keeping the file's mode)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from ..authority import NotRegularFileError, open_regular_file
+from .tool import ToolFailure
+
+# Files the editing tools load whole; a larger one is not something to rewrite through a model's text.
+MAX_EDIT_BYTES = 10 * 1024 * 1024
+
+
+def read_text(path: Path) -> str:
+    """The UTF-8 text of the regular file at `path`, or a ToolFailure the model can act on."""
+    try:
+        with open_regular_file(path) as raw:
+            data = raw.read(MAX_EDIT_BYTES + 1)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ToolFailure(f"File not found: {path}") from None
+    except NotRegularFileError:
+        raise ToolFailure(f"Not a regular file: {path}") from None
+    except OSError as exc:
+        raise ToolFailure(f"Cannot read {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_EDIT_BYTES:
+        raise ToolFailure(f"{path} is larger than {MAX_EDIT_BYTES // (1024 * 1024)} MiB; edit it another way.")
+    if b"\x00" in data:
+        raise ToolFailure(f"Cannot edit binary file: {path}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolFailure(f"Cannot edit {path}: it is not UTF-8 text") from None
+
+
+def write_atomic(path: Path, content: str | bytes) -> None:
+    """Replace (or create) `path` with `content` so a reader sees the old file or the new one, never a torn one.
+    An existing file keeps its permission bits; a new one gets the usual umask-derived mode. Missing parent
+    directories are created. Raises OSError."""
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    try:
+        mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
+    except FileNotFoundError:
+        mode = None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temp, mode if mode is not None else _default_mode())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+
+
+def _default_mode() -> int:
+    # Setting os.umask to read it would race with other threads creating files, so read it from /proc (Linux).
+    try:
+        with open("/proc/self/status") as status:
+            mask = next(int(line.split()[1], 8) for line in status if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        mask = 0o022
+    return 0o666 & ~mask
