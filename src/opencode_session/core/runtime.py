@@ -9,9 +9,10 @@ import tempfile
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx2
+if TYPE_CHECKING:
+    import httpx2
 
 from .execution import suspension
 from .execution.coordinator import Drain, SessionExecution

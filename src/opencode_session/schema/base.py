@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 class Struct(BaseModel):
     """A closed record: unknown fields are rejected, absent optionals are omitted on the wire."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=False)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=False, defer_build=True)
 
     def wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_none=True, by_alias=True)

@@ -18,7 +18,6 @@ from starlette.routing import Route
 
 from ..core.runtime import Runtime
 from ..protocol import ENDPOINTS, Endpoint, decode_query
-from ..protocol.openapi import render_openapi
 from ..schema.base import wire
 from ..schema.errors import InvalidRequestError, TaggedError, UnknownError
 from .auth import BasicAuthMiddleware
@@ -111,10 +110,14 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
     if missing:
         raise RuntimeError(f"operations without a handler: {missing}")
     state = AppState(heartbeat, stall_timeout)
-    doc = render_openapi()
+    doc: list[dict[str, Any]] = []  # rendered on first request: it costs a third of start-up and few ask for it
 
     async def openapi_doc(_request: Request) -> Response:
-        return JSONResponse(doc)
+        if not doc:
+            from ..protocol.openapi import render_openapi
+
+            doc.append(await anyio.to_thread.run_sync(render_openapi))
+        return JSONResponse(doc[0])
 
     async def not_found(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)

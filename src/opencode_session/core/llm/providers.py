@@ -4,12 +4,12 @@ client per provider that the runtime owns and closes."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx2
+if TYPE_CHECKING:
+    import httpx2
 
 from .model import Provider, ResolvedModel, WireProtocol
-from .wire import DEFAULT_TIMEOUT
 
 AdapterFactory = Callable[..., Provider]
 
@@ -38,6 +38,8 @@ ADAPTERS: Mapping[WireProtocol, AdapterFactory] = {"chat": _chat, "responses": _
 
 def _timeout(model: ResolvedModel) -> Any:
     if model.timeout is None:
+        from .wire import DEFAULT_TIMEOUT  # with httpx2, which start-up does not load
+
         return DEFAULT_TIMEOUT
     return None if model.timeout == 0 else model.timeout
 
@@ -58,6 +60,10 @@ class Providers:
     def _http_client(self, provider_id: str) -> httpx2.AsyncClient:
         client = self._http.get(provider_id)
         if client is None:
+            import httpx2  # not at start-up: serving loads it with the first provider request
+
+            from .wire import DEFAULT_TIMEOUT
+
             # the SDKs' own defaults for a client they would have made: generous pool, no redirects
             client = self._http[provider_id] = httpx2.AsyncClient(
                 transport=self._transport, timeout=DEFAULT_TIMEOUT, follow_redirects=False,

@@ -7,7 +7,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import html2text
-import httpx2
 
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
@@ -61,6 +60,8 @@ class WebFetchTool:
 
 async def _fetch(url: str, timeout: float) -> tuple[str, str, str]:
     """The decoded body, its media type and the URL it finally came from (after redirects)."""
+    import httpx2  # loaded on first use, not at start-up
+
     try:
         async with asyncio.timeout(timeout), httpx2.AsyncClient(
                 follow_redirects=True, max_redirects=MAX_REDIRECTS, timeout=timeout, headers={"Accept": _ACCEPT},

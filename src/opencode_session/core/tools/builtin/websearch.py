@@ -12,7 +12,6 @@ import os
 from typing import Any
 
 import anyio.to_thread
-import httpx2
 
 from ...config import Config, load_config
 from ..tool import ToolContext, ToolFailure, ToolOutput
@@ -70,6 +69,8 @@ class WebSearchTool:
 
 
 async def _search(url: str, headers: dict[str, str], body: dict[str, Any]) -> str:
+    import httpx2  # loaded on first use, not at start-up
+
     try:
         async with asyncio.timeout(TIMEOUT_SECONDS), httpx2.AsyncClient(timeout=TIMEOUT_SECONDS,
                                                                         trust_env=False) as client:
