@@ -84,14 +84,14 @@ class CheckpointPreparer:
     async def prepare(self, boundary: Boundary) -> str:
         session_id = boundary.session.id
         instr = await compose(boundary, self.store, self.env, self.today, self.platform)
-        checkpoint = await self.store.read(lambda reader: stored.checkpoint(reader, session_id))
+        # one read for both: every Step passes here, and each read is a hop to the reader thread
+        checkpoint, compaction_seq = await self.store.read(lambda reader: (
+            stored.checkpoint(reader, session_id), messages.latest_completed_compaction(reader, session_id)))
         if checkpoint is None:
             base = await algebra.initialize(instr)  # raises InstructionsBlocked while a source is unavailable
             applied = json.dumps(algebra.applied_to_json(base.applied))
             return await self.store.write(lambda tx: stored.initialize(
                 tx, session_id, stored.Checkpoint(base.text, applied, tx.latest_seq(session_id))))
-        compaction_seq = await self.store.read(lambda reader: messages.latest_completed_compaction(reader,
-                                                                                                   session_id))
         previous = algebra.applied_from_json(checkpoint.applied)
         if compaction_seq is not None and compaction_seq > checkpoint.baseline_seq:
             fresh = await algebra.rebaseline(instr, previous)

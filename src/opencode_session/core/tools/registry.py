@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import copy
+import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -82,6 +82,7 @@ class ToolRegistry:
                  outputs: ManagedOutputs | None = None) -> None:
         self._tools: dict[str, Tool] = {}
         self._validators: dict[str, Draft202012Validator] = {}
+        self._schemas: dict[str, str] = {}  # parameters as JSON text: decoding it is the cheapest fresh copy
         self.max_lines = max_lines
         self.max_bytes = max_bytes
         self.outputs = outputs  # where complete oversized outputs are kept; None: previews only
@@ -93,6 +94,7 @@ class ToolRegistry:
         Draft202012Validator.check_schema(tool.parameters)
         self._tools[tool.name] = tool
         self._validators[tool.name] = Draft202012Validator(tool.parameters)
+        self._schemas[tool.name] = json.dumps(tool.parameters)
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -117,7 +119,7 @@ class ToolRegistry:
         wanted = None if names is None else set(names)
         return [
             # A copy, so an adapter rewriting a schema for its provider cannot change validation.
-            ToolDefinition(tool.name, tool.description, copy.deepcopy(tool.parameters))
+            ToolDefinition(tool.name, tool.description, json.loads(self._schemas[tool.name]))
             for tool in self._tools.values()
             if wanted is None or tool.name in wanted
         ]
