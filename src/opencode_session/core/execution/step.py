@@ -16,7 +16,7 @@ from ...schema.base import Struct
 from ...schema.common import ModelRef, SessionErrorInfo, TokenCache, Tokens
 from ..llm import model as llm
 from ..llm.catalog import step_cost
-from ..llm.errors import ProviderError
+from ..llm.errors import ContextOverflowError, ProviderError
 from ..permission import DEFAULT_RULES, Ruleset
 from ..store.db import Store
 from ..tools.registry import ToolErrored, ToolRegistry, ToolSucceeded
@@ -37,6 +37,7 @@ class StepOutcome:
     error: ProviderError | None = None
     failure: SessionErrorInfo | None = None   # why the step failed
     retry: bool = False            # failed before any output and left open: the runner schedules the retry
+    overflow: bool = False         # context overflow before any output, held back: the runner compacts and rebuilds
 
     @property
     def needs_continuation(self) -> bool:
@@ -63,6 +64,7 @@ class StepContext:
     secrets: tuple[str, ...] = ()  # configured credentials, cut from provider error messages before they are stored
     # asked once, only when the provider failed before any output: may this failure be retried?
     may_retry: Callable[[ProviderError], bool] = lambda _error: False
+    hold_overflow: bool = False  # a context overflow before any output publishes nothing (the runner recovers)
 
 
 class _StepIds(TypedDict):
@@ -284,6 +286,9 @@ class Step:
 
     async def _settle(self) -> None:
         error = self.outcome.error
+        if isinstance(error, ContextOverflowError) and self.ctx.hold_overflow and not self.outcome.started:
+            self.outcome.overflow = True
+            return
         missing = "The provider did not return a result for this tool call" if error is None else str(error)
         unsettled = session_errors.TOOL_RESULT_MISSING if error is None else session_errors.ABORTED
         await self._fail_unsettled(SessionErrorInfo(type=unsettled, message=missing))
