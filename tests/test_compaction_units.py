@@ -97,6 +97,16 @@ def test_the_split_keeps_a_bounded_tail_from_a_user_message_and_tool_calls_with_
     assert compactor.split(entries[:1], keep_tokens=1_200) is None
 
 
+def test_a_huge_newest_message_keeps_only_its_end_in_the_recent_tail():
+    entries = [entry(0, user(0, "start")), entry(1, assistant(1, "early")), entry(2, user(2, "go")),
+               entry(3, assistant(3, "filler words " * 5_000 + "THE END"))]
+    cut = compactor.split(entries, keep_tokens=500)
+    assert cut is not None
+    recent = cut.recent
+    assert text_tokens(recent) <= 2 * 500 and recent.startswith(compactor.EARLIER_CUT)
+    assert recent.endswith("THE END")
+
+
 def test_an_earlier_checkpoint_is_folded_into_the_next_summary_not_nested():
     checkpoint = {"id": "msg_c", "time": {"created": 0}, "type": "compaction", "reason": "auto",
                   "status": "completed", "summary": "## Objective\n- old", "recent": "[User]: earlier"}

@@ -35,6 +35,7 @@ NO_SUMMARY = "Compaction produced no summary"
 SUMMARY_TOO_LONG = "Compaction summary reached the output token limit"
 SUMMARY_BLOCKED = "Compaction summary was blocked by the provider"
 INTERRUPTED = "Compaction was interrupted"
+EARLIER_CUT = "[the start of the recent context was cut]\n"
 
 
 @dataclass(frozen=True)
@@ -99,10 +100,18 @@ class Split:
     previous: md.SessionMessageCompactionData | None
     head: list[HistoryEntry]
     tail: list[HistoryEntry]
+    keep_tokens: int
 
     @property
     def recent(self) -> str:
-        return "\n\n".join(text for text in map(_serialized, self.tail) if text)
+        """The tail as transcript text, at most twice `keep_tokens`: a newest message too long for that (a huge
+        answer) keeps its end, which is what the next Step continues from."""
+        text = "\n\n".join(text for text in map(_serialized, self.tail) if text)
+        size = text_tokens(text)
+        if size <= 2 * self.keep_tokens:
+            return text
+        keep = int(len(text) * 2 * self.keep_tokens / size * 0.9)
+        return EARLIER_CUT + text[len(text) - keep:]
 
 
 def split(entries: list[HistoryEntry], keep_tokens: int) -> Split | None:
@@ -133,7 +142,7 @@ def split(entries: list[HistoryEntry], keep_tokens: int) -> Split | None:
     head, tail = body[:start], body[start:]
     if not any(map(_serialized, head)) and not (previous and previous["recent"]):
         return None
-    return Split(previous, head, tail)
+    return Split(previous, head, tail, keep_tokens)
 
 
 def _chunks(pieces: list[str], budget: int) -> list[str]:
