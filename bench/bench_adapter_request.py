@@ -102,15 +102,15 @@ def history(n: int) -> list[Any]:
         out.append(UserMessage([TextPart(f"Question {turn}: " + "please look at the module and explain it. " * 4)]))
         if turn % 5 == 4:
             out.append(AssistantMessage([TextPart("Reading."), ToolCallPart(f"call_{turn}", "read",
-                                                                            {"filePath": f"src/m{turn}.py"})]))
+                                                                            {"path": f"src/m{turn}.py"})]))
             out.append(ToolResultMessage(f"call_{turn}", "read", "def f():\n    return 1\n" * 10))
         out.append(AssistantMessage([TextPart(f"Answer {turn}: " + "it defines a small function. " * 6)]))
         turn += 1
     return out[:n]
 
 
-TOOLS = [ToolSpec("read", "Read a file", {"type": "object", "properties": {"filePath": {"type": "string"}},
-                                          "required": ["filePath"]})]
+TOOLS = [ToolSpec("read", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}},
+                                          "required": ["path"]})]
 ADAPTERS = {"chat": OpenAIChatProvider, "responses": OpenAIResponsesProvider, "messages": AnthropicMessagesProvider}
 
 

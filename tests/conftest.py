@@ -30,7 +30,5 @@ def isolated_env(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def loop_provider():
     """One loopback Chat Completions server for a test module."""
-    server = fake.FakeOpenAI()
-    server.start()
-    yield server
-    server.stop()
+    with fake.FakeOpenAI.running() as server:
+        yield server

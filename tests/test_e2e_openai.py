@@ -13,7 +13,7 @@ from opencode_session.client import CallOptions, ClientError, OpenCodeClient
 from tests.support import fake_openai as fake
 from tests.support.e2e import durable_log, prompt_and_wait
 from tests.support.e2e import types as event_types
-from tests.support.server import isolated_env, start_server
+from tests.support.server import start_configured
 
 pytestmark = pytest.mark.anyio
 
@@ -21,28 +21,16 @@ RETRY_BASE_MS = 50
 
 
 @pytest.fixture(scope="module")
-def provider():
-    server = fake.FakeOpenAI()
-    server.start()
-    yield server
-    server.stop()
+def provider(loop_provider):
+    return loop_provider
 
 
 @pytest.fixture(scope="module")
 def ocs(tmp_path_factory, provider):
-    root = tmp_path_factory.mktemp("e2e")
-    env = isolated_env(root, OCS_RETRY_BASE_DELAY_MS=str(RETRY_BASE_MS))  # retries without real backoff
-    (root / "config" / "opencode").mkdir(parents=True)
-    (root / "config" / "opencode" / "opencode.json").write_text(json.dumps({
-        "model": "loop/fake-model",
-        "provider": {"loop": {"npm": "@ai-sdk/openai-compatible",
-                              "options": {"baseURL": provider.base_url, "apiKey": "test-key"},
-                              "models": {"fake-model": {"cost": {"input": 1, "output": 2}}}}},
-    }))
-    work = root / "work"
-    work.mkdir()
+    config = provider.serve_config({"fake-model": {"cost": {"input": 1, "output": 2}}}, model="loop/fake-model")
+    # retries without real backoff
+    srv, work = start_configured(tmp_path_factory.mktemp("e2e"), config, OCS_RETRY_BASE_DELAY_MS=str(RETRY_BASE_MS))
     (work / "notes.txt").write_text("alpha\nbeta\n")
-    srv = start_server(root, env=env, workdir=work)
     yield srv
     assert srv.stop() == 0, "".join(srv.stderr_lines)
 

@@ -32,6 +32,7 @@ SHARED_WITH_REFERENCE = {
     "v2.session.prompt",
     "v2.session.wait",
     "v2.session.context",
+    "v2.session.compact",
     "v2.session.events",
     "v2.session.interrupt",
     "v2.session.message",

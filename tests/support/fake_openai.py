@@ -1,15 +1,21 @@
 """A loopback HTTP server speaking the streaming wire protocols of OpenAI Chat Completions, OpenAI Responses and
 Anthropic Messages (Starlette on uvicorn in a background thread) that replays scripted responses from one queue and
-records every request it receives. Session title requests are answered apart (with `title`) so that scripts stay in
-step with the Session's own Steps."""
+records every request it receives. Session title requests are answered apart (with `title`), and compaction summary
+requests from their own script (`summaries`, else a valid summary), so that scripts stay in step with the Session's
+own Steps. With `context_window` set it behaves like a model with that window: a request whose prompt (measured
+independently of the runtime, as a quarter token per character of its JSON messages and tools) plus `max_tokens` does
+not fit is refused with a context-length error, and every answer reports that prompt size as its usage."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
+import dataclasses
 import json
 import socket
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,9 +25,11 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
 
+from opencode_session.core.compaction.render import SUMMARY_SYSTEM
 from opencode_session.core.execution.title import TITLE_SYSTEM
 
 DEFAULT_MODEL = "fake-model"
+SUMMARY = "## Objective\n- Keep going with the scripted task.\n\n## Next Move\n- Continue."
 
 
 # ---------------------------------------------------------------------------------------------
@@ -192,6 +200,11 @@ class FakeOpenAI:
         self.base_url = ""
         # the answer to a request when nothing is scripted (None: a 500 that says so)
         self.fallback: Script | None = None
+        self.summaries: collections.deque[Script] = collections.deque()
+        self.summary_requests: list[RecordedRequest] = []
+        self.context_window: int | None = None
+        self.prompt_tokens: list[int] = []  # the measured prompt of every step and summary request, in order
+        self.overflows = 0
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
@@ -220,6 +233,23 @@ class FakeOpenAI:
                     script.release.set()
 
     # -- lifecycle ---------------------------------------------------------------------------
+
+    @classmethod
+    @contextlib.contextmanager
+    def running(cls) -> Iterator[FakeOpenAI]:
+        """A started server, stopped on exit (for synchronous, e.g. module-scoped, fixtures)."""
+        server = cls()
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+    def serve_config(self, models: dict[str, Any], **extra: Any) -> dict[str, Any]:
+        """An opencode.json declaring provider `loop` at this server with `models`, plus `extra` top-level keys."""
+        return {**extra, "provider": {"loop": {"npm": "@ai-sdk/openai-compatible",
+                                               "options": {"baseURL": self.base_url, "apiKey": "test-key"},
+                                               "models": models}}}
 
     def start(self) -> None:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -291,13 +321,28 @@ class FakeOpenAI:
             with self._lock:
                 self.title_requests.append(recorded)
             return _ScriptedAnswer(self, _title_answer(request.url.path, self.title))
+        summary = _first_message_is(payload, SUMMARY_SYSTEM)
         with self._lock:
-            self.requests.append(recorded)
-            script = self._script.popleft() if self._script else self.fallback
+            measured = prompt_tokens(payload)
+            self.prompt_tokens.append(measured)
+            if summary:
+                self.summary_requests.append(recorded)
+                script = self.summaries.popleft() if self.summaries else completion(text_deltas(SUMMARY))
+            else:
+                self.requests.append(recorded)
+                script = self._script.popleft() if self._script else self.fallback
+            window = self.context_window
+            if window is not None and measured + int(payload.get("max_tokens") or 0) > window:
+                self.overflows += 1
+                script = error(400, f"This model's maximum context length is {window} tokens",
+                               type="invalid_request_error", code="context_length_exceeded")
         if script is None:
             return _JSONAnswer(500, {"error": {"message": "FakeOpenAI has no scripted response left", "type": "fake"}})
         if isinstance(script, ErrorScript):
             return _JSONAnswer(script.status, script.body, script.headers)
+        if window is not None and isinstance(script, StreamScript):
+            usage = chunk(usage=usage_block(measured, 10), with_choice=False)
+            script = dataclasses.replace(script, frames=[*script.frames, json.dumps(usage)])
         return _ScriptedAnswer(self, script)
 
     def _connection_for(self, scope: dict[str, Any]) -> Any:
@@ -309,16 +354,28 @@ class FakeOpenAI:
         raise RuntimeError(f"no live connection for client {client}")
 
 
-def _is_title_request(payload: Any) -> bool:
+def _first_message_is(payload: Any, system: str) -> bool:
+    """Whether the request's system text is `system`, in whichever of the three protocols it speaks."""
     if not isinstance(payload, dict):
         return False
-    if payload.get("instructions") == TITLE_SYSTEM:  # Responses
+    if payload.get("instructions") == system:  # Responses
         return True
-    system = payload.get("system")
-    if isinstance(system, list) and system and isinstance(system[0], dict):  # Messages
-        return system[0].get("text") == TITLE_SYSTEM
+    head = payload.get("system")
+    if isinstance(head, list) and head and isinstance(head[0], dict):  # Messages
+        return head[0].get("text") == system
     messages = payload.get("messages")
-    return bool(messages) and isinstance(messages[0], dict) and messages[0].get("content") == TITLE_SYSTEM
+    return bool(messages) and isinstance(messages[0], dict) and messages[0].get("content") == system
+
+
+def _is_title_request(payload: Any) -> bool:
+    return _first_message_is(payload, TITLE_SYSTEM)
+
+
+def prompt_tokens(payload: Any) -> int:
+    """The fake's own measure of a request's prompt: a quarter token per character of its messages and tools."""
+    if not isinstance(payload, dict):
+        return 0
+    return len(json.dumps([payload.get("messages"), payload.get("tools")], ensure_ascii=False)) // 4
 
 
 def _title_answer(path: str, title: str) -> StreamScript:
@@ -411,6 +468,7 @@ class _ScriptedAnswer:
 __all__ = [
     "DropScript",
     "ErrorScript",
+    "SUMMARY",
     "FakeOpenAI",
     "RecordedRequest",
     "StreamScript",
@@ -418,6 +476,7 @@ __all__ = [
     "completion",
     "drop",
     "error",
+    "prompt_tokens",
     "raw_stream",
     "reasoning_deltas",
     "text_deltas",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import signal
@@ -11,6 +12,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 OCS = str(Path(sys.executable).parent / "ocs")
 
@@ -48,6 +50,17 @@ def isolated_env(root: Path, **extra: str) -> dict[str, str]:
     env.update(HOME=str(root / "home"), XDG_CONFIG_HOME=str(root / "config"), XDG_DATA_HOME=str(root / "data"))
     env.update(extra)
     return env
+
+
+def start_configured(root: Path, config: dict[str, Any], **env_extra: str) -> tuple[ServerProcess, Path]:
+    """`ocs serve` with `config` as its global opencode.json in an isolated environment; returns it and its
+    working directory (root/work, created empty)."""
+    env = isolated_env(root, **env_extra)
+    (root / "config" / "opencode").mkdir(parents=True, exist_ok=True)
+    (root / "config" / "opencode" / "opencode.json").write_text(json.dumps(config))
+    work = root / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    return start_server(root, env=env, workdir=work), work
 
 
 def start_server(root: Path, *, env: dict[str, str] | None = None, db: Path | None = None,

@@ -319,6 +319,18 @@ class SessionGroup:
             options=options,
         ))
 
+    async def compact(self, session_id: str, *, options: CallOptions | None = None) -> None:
+        """Compact session.
+
+        Admit a manual compaction barrier (coalesced with one already pending): input promotion waits
+        until the conversation is summarised or compaction fails.
+
+        `POST /api/session/{sessionID}/compact` (v2.session.compact). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), InvalidRequestError (413), InvalidRequestError (415), ServiceUnavailableError (503).
+        """
+        await self._client._call("v2.session.compact", path={"sessionID": session_id}, options=options)
+
     async def context(
         self,
         session_id: str,

@@ -415,6 +415,19 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         errors=_SESSION_404,
     ),
     Endpoint(
+        operation_id="v2.session.compact",
+        method="POST",
+        path="/api/session/{sessionID}/compact",
+        summary="Compact session",
+        description=(
+            "Admit a manual compaction barrier (coalesced with one already pending): input promotion waits until "
+            "the conversation is summarised or compaction fails."
+        ),
+        path_params=SessionPath,
+        success_status=204,
+        errors=(SessionNotFoundError, ServiceUnavailableError),
+    ),
+    Endpoint(
         operation_id="v2.session.interrupt",
         method="POST",
         path="/api/session/{sessionID}/interrupt",

@@ -375,6 +375,69 @@ class QuestionReplied(Struct):
 class QuestionRejected(Struct):
     sessionID: SessionID
     requestID: QuestionID
+# --- compaction --------------------------------------------------------------------------------------
+
+CompactionReason = Literal["auto", "manual"]
+
+
+@durable("session.compaction.admitted")
+class CompactionAdmitted(Struct):
+    """A manual compaction barrier entered the pending input: later promotion waits until it ends or fails."""
+
+    sessionID: SessionID
+    inputID: MessageID
+
+
+@durable("session.compaction.started")
+class CompactionStarted(Struct):
+    """A compaction message begins (`messageID` is the barrier's input ID for a manual one); `recent` is the
+    serialized recent tail it will keep."""
+
+    sessionID: SessionID
+    messageID: MessageID
+    reason: CompactionReason
+    recent: str
+    inputID: MessageID | None = None
+
+
+@live("session.compaction.delta")
+class CompactionDelta(Struct):
+    sessionID: SessionID
+    messageID: MessageID
+    text: str
+
+
+@durable("session.compaction.ended")
+class CompactionEnded(Struct):
+    """The summary is durable: active history now starts at this compaction message."""
+
+    sessionID: SessionID
+    messageID: MessageID
+    reason: CompactionReason
+    text: str
+    recent: str
+    inputID: MessageID | None = None
+
+
+@durable("session.compaction.failed")
+class CompactionFailed(Struct):
+    """No summary: history is unchanged; a manual barrier is consumed all the same."""
+
+    sessionID: SessionID
+    messageID: MessageID | None = None
+    reason: CompactionReason
+    error: SessionErrorInfo
+    inputID: MessageID | None = None
+
+
+@durable("session.usage.recorded", public=False)
+class UsageRecorded(Struct):
+    """Usage of a model call that is not a Step (a compaction summary)."""
+
+    sessionID: SessionID
+    source: Literal["title", "compaction"]
+    cost: float
+    tokens: Tokens
 
 
 # --- markers ---------------------------------------------------------------------------------------

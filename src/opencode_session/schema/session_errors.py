@@ -36,3 +36,8 @@ PROVIDER_INVALID_REQUEST: Final = "provider.invalid-request"
 PROVIDER_CONTEXT_OVERFLOW: Final = "provider.context-overflow"
 PROVIDER_INVALID_OUTPUT: Final = "provider.invalid-output"
 PROVIDER_NO_MODEL: Final = "provider.no-model"
+
+# Compaction
+COMPACTION_FAILED: Final = "compaction.failed"  # the summary call failed or did not follow the template
+COMPACTION_UNAVAILABLE: Final = "compaction.unavailable"  # nothing older than the recent tail to summarise
+COMPACTION_INTERRUPTED: Final = "compaction.interrupted"

@@ -194,6 +194,14 @@ async def session_context(rt: Runtime, call: Call) -> Any:
     return await rt.sessions.context(call.path.sessionID)
 
 
+@op("v2.session.compact")
+async def session_compact(rt: Runtime, call: Call) -> Any:
+    if rt.execution is None:  # nobody would ever run the barrier, and it would hold back all later input
+        await rt.sessions.require(call.path.sessionID)
+        raise ServiceUnavailableError("Session execution is not running", service="execution")
+    await rt.sessions.compact(call.path.sessionID)
+
+
 @op("v2.session.interrupt")
 async def session_interrupt(rt: Runtime, call: Call) -> Any:
     await rt.sessions.require(call.path.sessionID)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...schema import message_data as md
 from ...schema.common import ModelRef
+from ..compaction.render import lower_compaction
 from ..llm.model import (
     AssistantMessage,
     FilePart,
@@ -44,6 +45,8 @@ def lower_message(message: md.SessionMessageData, current: ModelRef | None) -> l
         return [UserMessage([TextPart(f"Shell command: {message['command']}\n\n{message['output']}")])]
     if message["type"] == "assistant":
         return _assistant(message, current)
+    if message["type"] == "compaction":
+        return lower_compaction(message)
     return []  # agent/model switches are transcript facts, not model input
 
 

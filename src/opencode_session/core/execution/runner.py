@@ -19,6 +19,7 @@ from ...schema.ids import message_id
 from ..agents import BUILD_PROMPT, AgentNotFoundError, resolve_agent
 from ..attachments import load_attachments, needs_loading
 from ..authority import Authority
+from ..compaction.compactor import CompactionSettings, Compactor
 from ..config import ConfigError, load_config
 from ..instructions.algebra import InstructionsBlocked
 from ..instructions.checkpoint import CheckpointPreparer
@@ -54,6 +55,10 @@ MAX_STEPS_NOTICE = (
     "Reply with text only: say that the step limit was reached, summarise what has been done, list what "
     "remains, and recommend how to continue."
 )
+
+
+SUPERSEDED = SessionErrorInfo(type=session_errors.ABORTED,
+                              message="Superseded: history was compacted and the Step rebuilt on the checkpoint")
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,7 @@ class Runner:
     def __init__(self, deps: RunnerDeps) -> None:
         self.deps = deps
         self.history = HistoryCache()
+        self.compactor = Compactor(deps.store, deps.clock, deps.retry_base_delay_ms)
 
     # --- helpers ------------------------------------------------------------------------------------
 
@@ -137,6 +143,7 @@ class Runner:
 
     async def drain(self, session_id: str, force: bool) -> None:
         store = self.deps.store
+        await self._run_barrier(session_id)
         if not force and not await self._read(lambda reader: pending.any_promotable(reader, session_id)):
             return
         await self.reconcile_orphans(session_id)
@@ -144,6 +151,8 @@ class Runner:
         continuation = False
         first = True
         attempt = PhysicalAttempt()
+        rebuild = False  # the same logical Step again, after a compaction: nothing is promoted for it
+        recover_overflow = True  # one overflow-triggered compaction per logical Step
         try:
             while True:
                 b = await self._boundary(session_id)
@@ -152,7 +161,7 @@ class Runner:
                 except InstructionsBlocked as blocked:
                     raise DrainFailure(SessionErrorInfo(type=session_errors.INSTRUCTIONS_UNAVAILABLE,
                                                         message=str(blocked))) from None
-                if attempt.retries == 0:  # a retry repeats its Step's request: nothing new joins it
+                if attempt.retries == 0 and not rebuild:  # a retry repeats its Step's request: nothing new joins it
                     scope: admission.PromotionScope = "steer" if continuation else "input"
                     promoted = await store.write(partial(admission.promote, session_id=session_id, scope=scope))
                     if promoted:
@@ -165,7 +174,16 @@ class Runner:
                 allowance_left = b.agent.steps is None or step + 1 <= b.agent.steps
                 outcome, assistant_id = await self._step(
                     b, baseline, step, attempt.assistant_id,
-                    partial(may_retry, retries_so_far=retries, allowance_left=allowance_left))
+                    partial(may_retry, retries_so_far=retries, allowance_left=allowance_left), recover_overflow)
+                rebuild = outcome is None or outcome.overflow
+                if rebuild:
+                    recover_overflow = recover_overflow and outcome is None
+                    if attempt.assistant_id is not None:
+                        # the retry's assistant now lies before the checkpoint: the rebuilt Step starts a new one
+                        await self._close_assistant(session_id, attempt.assistant_id, SUPERSEDED)
+                        attempt = PhysicalAttempt(attempt.number)
+                    continue
+                recover_overflow = True
                 step += 1
                 if outcome.retry and outcome.error is not None:
                     attempt = attempt.retry(assistant_id)
@@ -184,6 +202,8 @@ class Runner:
                 # a last (tool-less) step never asks for another one, whatever the model did
                 continuation = outcome.needs_continuation and not (b.agent.steps is not None
                                                                    and step > b.agent.steps)
+                if not continuation:
+                    await self._run_barrier(session_id)
         except BaseException as exc:
             if attempt.assistant_id is not None:  # the assistant waiting for its retry never got to run it
                 await shielded(self._close_assistant(session_id, attempt.assistant_id, _failure_of(exc)))
@@ -217,8 +237,9 @@ class Runner:
         return await self._read(_q)
 
     async def _step(self, b: Boundary, baseline: str, step: int, assistant_id: str | None,
-                    retry_policy: Callable[[ProviderError], bool]):
-        """Build and stream one Step. Returns its outcome and the assistant message ID it used."""
+                    retry_policy: Callable[[ProviderError], bool], recover_overflow: bool = False):
+        """Build and stream one Step. Returns its outcome and the assistant message ID it used; the outcome is
+        None when history was compacted instead of sending an over-budget request (the Step is to be rebuilt)."""
         session_id = b.session.id
         assistant_id = assistant_id or message_id()
         ref = self._model_ref(b)
@@ -243,8 +264,8 @@ class Runner:
             # re-checked under this Step's rules: the file, or the rules, may have changed since admission
             authority = Authority(b.location.directory, rules)
             messages = await anyio.to_thread.run_sync(load_attachments, messages, authority, abandon_on_cancel=True)
-        if last_step:
-            messages.append(llm.UserMessage([llm.TextPart(MAX_STEPS_NOTICE)]))
+        extra: list[llm.LLMMessage] = [llm.UserMessage([llm.TextPart(MAX_STEPS_NOTICE)])] if last_step else []
+        messages.extend(extra)
         offered = [] if last_step else [n for n in self.deps.tools.offered(b.config) if not disabled(rules, n)]
         tools = self.deps.tools.definitions(offered)
         request = llm.LLMRequest(
@@ -252,15 +273,25 @@ class Runner:
             tools=tools, tool_choice="none" if last_step else "auto", prompt_cache_key=session_id,
             controls=_controls(b, resolved), options=resolved.options,
         )
+        settings = CompactionSettings.of(b.config.compaction)
+        provider = self.deps.provider_for(resolved)
+        secrets = tuple(configured_secrets(b.config, self.deps.env, resolved))
+        cut = self.compactor.over_budget(session_id, assistant_id, settings, resolved, history, request, extra)
+        if cut is not None:
+            failed = await self.compactor.compact(session_id, "auto", settings, resolved, provider, history, cut,
+                                                  secrets=secrets)
+            if failed is not None:
+                raise DrainFailure(failed)
+            return None, assistant_id
         on_read = self.deps.on_read(b, assistant_id) if self.deps.on_read else None
         permissions, questions = self.deps.permissions, self.deps.questions
         limits = b.config.tool_output
         ctx = StepContext(
             store=self.deps.store, session_id=session_id, assistant_id=assistant_id, agent=b.agent.name,
-            model_ref=model_ref, resolved=resolved, provider=self.deps.provider_for(resolved), request=request,
+            model_ref=model_ref, resolved=resolved, provider=provider, request=request,
             tools=self.deps.tools, tools_enabled=not last_step, directory=b.location.directory,
             project_root=b.location.project_root, on_read=on_read, env=self.deps.env, rules=rules,
-            secrets=tuple(configured_secrets(b.config, self.deps.env, resolved)), may_retry=retry_policy,
+            secrets=secrets, may_retry=retry_policy, hold_overflow=recover_overflow and settings.auto,
             asker_for=None if permissions is None else partial(permissions.asker, session_id, b.location.project_id,
                                                                  assistant_id),
             questioner_for=None if questions is None else partial(questions.questioner, session_id, assistant_id),
@@ -269,6 +300,19 @@ class Runner:
             managed_roots=() if self.deps.tools.outputs is None else (self.deps.tools.outputs.root,),
         )
         outcome = await Step(ctx).run()
+        if outcome.overflow:
+            # held back before any output: one compaction, then the same logical Step is rebuilt
+            failed = await self.compactor.compact(session_id, "auto", settings, resolved, provider, history,
+                                                  secrets=secrets)
+            if failed is not None:
+                overflow = outcome.error.to_session_error() if outcome.error else failed
+                await self.deps.store.write(lambda tx: (
+                    tx.append(ev.StepStarted(sessionID=session_id, assistantMessageID=assistant_id,
+                                             agent=b.agent.name, model=model_ref)),
+                    tx.append(ev.StepFailed(sessionID=session_id, assistantMessageID=assistant_id,
+                                            error=overflow))))
+                raise DrainFailure(overflow)
+            return outcome, assistant_id
         if self.deps.titles is not None:
             self.deps.titles.after_step(b.session, b.config, resolved)
         return outcome, assistant_id
@@ -294,6 +338,27 @@ class Runner:
             return failed
 
         return await self.deps.store.write(_reconcile)
+
+    # --- manual compaction ---------------------------------------------------------------------------------
+
+    async def _run_barrier(self, session_id: str) -> None:
+        """Run a pending manual compaction barrier; whatever its result, the barrier is consumed and promotion
+        resumes."""
+        input_id = await self._read(lambda reader: pending.barrier(reader, session_id))
+        if input_id is None:
+            return
+        b = await self._boundary(session_id)
+        settings = CompactionSettings.of(b.config.compaction)
+        try:
+            resolved = resolve_model(b.config, self._model_ref(b), self.deps.env)
+        except ProviderError as error:
+            await self.deps.store.append(ev.CompactionFailed(sessionID=session_id, reason="manual",
+                                                             error=error.to_session_error(), inputID=input_id))
+            return
+        history = await self._read(lambda reader: self.history.load(reader, session_id))
+        await self.compactor.compact(session_id, "manual", settings, resolved, self.deps.provider_for(resolved),
+                                     history, input_id=input_id,
+                                     secrets=tuple(configured_secrets(b.config, self.deps.env, resolved)))
 
 
 def make_drain_factory(

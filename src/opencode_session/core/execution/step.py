@@ -19,7 +19,7 @@ from ...schema.common import ModelRef, SessionErrorInfo, TokenCache, Tokens
 from ...schema.message import ToolContent, ToolTextContent
 from ..llm import model as llm
 from ..llm.catalog import step_cost
-from ..llm.errors import ProviderError
+from ..llm.errors import ContextOverflowError, ProviderError
 from ..permission import DEFAULT_RULES, Ruleset
 from ..questions import Questioner
 from ..store.db import Store
@@ -44,6 +44,7 @@ class StepOutcome:
     failure: SessionErrorInfo | None = None   # why the step failed
     retry: bool = False            # failed before any output and left open: the runner schedules the retry
     declined: bool = False         # the user declined a call: the Step failed and the drain stops (interrupted)
+    overflow: bool = False         # context overflow before any output, held back: the runner compacts and rebuilds
 
     @property
     def needs_continuation(self) -> bool:
@@ -76,6 +77,7 @@ class StepContext:
     # by call ID: who asks the user for a permission, or a tool's questions; None: nobody can answer
     asker_for: Callable[[str], Asker] | None = None
     questioner_for: Callable[[str], Questioner] | None = None
+    hold_overflow: bool = False  # a context overflow before any output publishes nothing (the runner recovers)
 
 
 class _StepIds(TypedDict):
@@ -351,6 +353,9 @@ class Step:
 
     async def _settle(self) -> None:
         error = self.outcome.error
+        if isinstance(error, ContextOverflowError) and self.ctx.hold_overflow and not self.outcome.started:
+            self.outcome.overflow = True
+            return
         missing = "The provider did not return a result for this tool call" if error is None else str(error)
         unsettled = session_errors.TOOL_RESULT_MISSING if error is None else session_errors.ABORTED
         await self._fail_unsettled(SessionErrorInfo(type=unsettled, message=missing))

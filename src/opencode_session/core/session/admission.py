@@ -95,7 +95,10 @@ def pending_inputs(reader: Reader, session_id: str) -> list[SessionInputAdmitted
 
 def promote(tx: Tx, session_id: str, scope: PromotionScope) -> list[str]:
     """Promote eligible input at a Safe Step Boundary: all steers in admission order; at the idle boundary
-    (`scope="input"`) with no steer pending, the oldest queued input alone."""
+    (`scope="input"`) with no steer pending, the oldest queued input alone. Nothing while a manual compaction
+    barrier is pending."""
+    if pending.barrier(tx, session_id) is not None:
+        return []
     inputs = pending.promotable(tx, session_id)
     steers = [input_id for input_id, delivery in inputs if delivery == "steer"]
     chosen = steers
@@ -104,3 +107,12 @@ def promote(tx: Tx, session_id: str, scope: PromotionScope) -> list[str]:
     for input_id in chosen:
         tx.append(ev.InputPromoted(sessionID=session_id, inputID=input_id))
     return chosen
+
+
+def admit_compaction(tx: Tx, session_id: str, input_id: str) -> str:
+    """Admit a manual compaction barrier, or coalesce into the one already pending. Returns the barrier's ID."""
+    existing = pending.barrier(tx, session_id)
+    if existing is not None:
+        return existing
+    tx.append(ev.CompactionAdmitted(sessionID=session_id, inputID=input_id))
+    return input_id

@@ -410,3 +410,37 @@ def _execution_settled(tx: Tx, record: EventRecord,
     for message in messages.retrying_assistants(tx, data.sessionID):
         message.pop("retry", None)
         messages.save(tx, message, record.created)
+
+
+# --- compaction ---------------------------------------------------------------------------------------------
+
+
+@handles(ev.CompactionAdmitted)
+def _compaction_admitted(tx: Tx, record: EventRecord, data: ev.CompactionAdmitted) -> None:
+    pending.insert(tx, pending.PendingInput(data.inputID, data.sessionID, pending.BARRIER, {}, None,
+                                            record.sequence, record.created))
+
+
+@handles(ev.CompactionStarted)
+def _compaction_started(tx: Tx, record: EventRecord, data: ev.CompactionStarted) -> None:
+    _insert_message(tx, record, {"id": data.messageID, "time": _created(record), "type": "compaction",
+                                 "reason": data.reason, "status": "running", "summary": "", "recent": data.recent})
+
+
+@handles(ev.CompactionEnded, ev.CompactionFailed)
+def _compaction_settled(tx: Tx, record: EventRecord, data: ev.CompactionEnded | ev.CompactionFailed) -> None:
+    if data.inputID is not None:
+        pending.settle_barrier(tx, data.sessionID, data.inputID)
+    message = None if data.messageID is None else messages.running_compaction(tx, data.sessionID, data.messageID)
+    if message is None:
+        return  # failed before it started (e.g. nothing to compact)
+    if isinstance(data, ev.CompactionEnded):
+        message["status"], message["summary"], message["recent"] = "completed", data.text, data.recent
+    else:
+        message["status"] = "failed"
+    messages.save(tx, message, record.created)
+
+
+@handles(ev.UsageRecorded)
+def _usage_recorded(tx: Tx, record: EventRecord, data: ev.UsageRecorded) -> None:
+    _add_usage(tx, data.sessionID, data.cost, data.tokens)

@@ -212,6 +212,17 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
             self.wake(session_id)
         return result
 
+    async def compact(self, session_id: str) -> str:
+        """Admit a manual compaction barrier (or join the pending one) and ring the wake. Returns its input ID."""
+
+        def _admit(tx: Tx) -> str:
+            require_session(tx, session_id)
+            return admission.admit_compaction(tx, session_id, message_id())
+
+        barrier = await self.store.write(_admit)
+        self.wake(session_id)
+        return barrier
+
     async def promote(self, session_id: str, scope: admission.PromotionScope) -> builtins.list[str]:
         return await self.store.write(lambda tx: admission.promote(tx, session_id, scope))
 

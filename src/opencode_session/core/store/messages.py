@@ -11,7 +11,7 @@ from pydantic import TypeAdapter
 
 from ...schema import jsontext
 from ...schema.message import SessionMessage
-from ...schema.message_data import SessionMessageAssistantData, SessionMessageData
+from ...schema.message_data import SessionMessageAssistantData, SessionMessageCompactionData, SessionMessageData
 from .keyset import Keyset, KeysetPage, PageRequest, keyset_page
 
 if TYPE_CHECKING:
@@ -124,6 +124,14 @@ def latest_completed_compaction(reader: Reader, session_id: str) -> int | None:
         (session_id,),
     ).fetchone()
     return None if row is None else int(row[0])
+
+
+def running_compaction(reader: Reader, session_id: str, message_id: str) -> SessionMessageCompactionData | None:
+    """The session's compaction message `message_id` while it is still running."""
+    row = reader.execute(
+        "SELECT data FROM session_message WHERE id = ? AND session_id = ? AND type = 'compaction'"
+        " AND json_extract(data, '$.status') = 'running'", (message_id, session_id)).fetchone()
+    return None if row is None else cast(SessionMessageCompactionData, as_data(row[0]))
 
 
 def injected_instruction_paths(reader: Reader, session_id: str) -> set[str]:

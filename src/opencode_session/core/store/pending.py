@@ -11,6 +11,8 @@ if TYPE_CHECKING:
 
 # What promotion takes from the inbox: user prompts and synthetic input (the compaction barrier is neither).
 _PROMOTABLE = "type IN ('user', 'synthetic')"
+# The manual compaction barrier: at most one per session (admission coalesces), consumed when compaction settles.
+BARRIER = "compaction"
 
 
 class PendingInput(NamedTuple):
@@ -66,6 +68,19 @@ def any_promotable(reader: Reader, session_id: str) -> bool:
     row = reader.execute(f"SELECT 1 FROM session_pending WHERE session_id = ? AND {_PROMOTABLE} LIMIT 1",
                          (session_id,)).fetchone()
     return row is not None
+
+
+def barrier(reader: Reader, session_id: str) -> str | None:
+    """The input ID of the session's pending manual compaction barrier, if one is pending."""
+    row = reader.execute("SELECT id FROM session_pending WHERE session_id = ? AND type = ? LIMIT 1",
+                         (session_id, BARRIER)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def settle_barrier(tx: Tx, session_id: str, input_id: str) -> None:
+    """Consume the barrier `input_id` (a no-op when it is already gone)."""
+    tx.execute("DELETE FROM session_pending WHERE id = ? AND session_id = ? AND type = ?",
+               (input_id, session_id, BARRIER))
 
 
 def input_recorded(reader: Reader, input_id: str) -> bool:
