@@ -16,8 +16,9 @@ from typing import Literal
 from rich.text import Text
 
 from ..client.generated import OpenCodeClient
-from .render import EventAdapter, View
-from .run import EXIT_OK, Interrupts, RunRequest, describe_failure
+from .asking import Answerer
+from .render import View
+from .run import EXIT_OK, Interrupts, RunRequest, answerer, describe_failure, permission_policy
 from .startup import StartupError
 from .terminal import TerminalView
 from .turn import Turn
@@ -31,7 +32,7 @@ class KeyReader:
     """A terminal's keys, one call each, with the terminal in cbreak mode: no echo, no line buffering, and
     Ctrl-C still raising SIGINT. `stop()` puts the terminal back as it was."""
 
-    def __init__(self, fd: int, on_key: Callable[[str], None]) -> None:
+    def __init__(self, fd: int, on_key: Callable[[str], object]) -> None:
         self.fd = fd
         self.on_key = on_key
         self._saved = termios.tcgetattr(fd)
@@ -83,6 +84,8 @@ class PromptLoop:
         self.buffer = ""
         self.submissions: asyncio.Queue[tuple[str, Delivery] | None] = asyncio.Queue()
         self.turn: Turn | None = None
+        self.policy = permission_policy(None, view)
+        self.answers: Answerer | None = None  # the running turn's: a permission ask on screen takes the keys
         self._sent: set[asyncio.Future[None]] = set()
 
     def draw(self) -> None:
@@ -93,6 +96,8 @@ class PromptLoop:
         self.view.refresh()
 
     def key(self, key: str) -> None:
+        if self.answers is not None and self.answers.key(key):
+            return
         if key in ("\r", "\n"):
             self.send("steer")
         elif key == "\t":
@@ -142,7 +147,8 @@ class PromptLoop:
     async def run_turn(self, text: str, delivery: Delivery) -> None:
         self.view.user(text)
         self.view.busy = True
-        async with Turn(self.client, self.session_id, EventAdapter(self.view)) as turn:
+        self.answers = answerer(self.client, self.session_id, self.view, self.policy)
+        async with Turn(self.client, self.session_id, self.answers) as turn:
             self.turn = turn
             self.interrupts.turn = (self.client, self.session_id)
             self.draw()
@@ -151,6 +157,7 @@ class PromptLoop:
                 outcome = await turn.settled()
             finally:
                 self.turn = None
+                self.answers = None
                 self.interrupts.settled()
                 self.view.busy = False
         if outcome.status == "failed":
@@ -165,6 +172,7 @@ async def interact(client: OpenCodeClient, session_id: str, request: RunRequest,
     if not isinstance(view, TerminalView) or not sys.stdin.isatty():
         raise StartupError("interactive mode needs a terminal; pass the message as an argument instead")
     loop = PromptLoop(client, session_id, view, interrupts)
+    loop.policy = permission_policy(request, view)
     reader = KeyReader(sys.stdin.fileno(), loop.key)
     interrupts.restore.append(reader.stop)
     interrupts.idle = loop.ctrl_c_at_prompt
