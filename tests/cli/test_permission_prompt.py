@@ -1,5 +1,6 @@
-"""Permission asks during `ocs run`: on a pseudo-terminal the user answers with single keys (allow once, allow
-always, reject with or without feedback); without a terminal `--yes`/`--no` answer, and by default it rejects."""
+"""Permission asks and questions during `ocs run`: on a pseudo-terminal the user answers with single keys (allow
+once, allow always, reject with or without feedback; pick an option, type an answer, Esc dismisses); without a
+terminal `--yes`/`--no` answer, and by default both are declined."""
 
 from __future__ import annotations
 
@@ -139,3 +140,56 @@ async def test_interactive_mode_answers_with_the_keys_and_keeps_the_line_empty(a
     assert finish(child) == 0
     _, events, _ = await session_state(asking.db)
     assert "session.tool.success" in [e.type for e in events]
+
+
+def question_call(multiple: bool = False) -> fake.Script:
+    arguments = json.dumps({"questions": [{
+        "question": "Which greeting should I add?", "header": "Greeting", "multiple": multiple,
+        "options": [{"label": "French", "description": "Bonjour"}, {"label": "German", "description": "Hallo"}]}]})
+    return fake.completion(fake.tool_call_deltas(0, "call_q", "question", arguments), finish_reason="tool_calls")
+
+
+async def test_question_is_answered_by_a_key(home, provider):
+    provider.enqueue(question_call(), fake.completion(fake.text_deltas("German it is.")))
+    child = home.spawn("run", "add a greeting")
+    child.expect("Which greeting should I add?")
+    child.expect(r"\[Esc\] dismiss")
+    child.send("2")
+    assert finish(child) == 0
+    assert "German it is." in child.logfile_read.getvalue()
+    assert '"Which greeting should I add?" = "German"' in tool_results(provider)[0]
+
+
+async def test_question_takes_an_answer_typed_in_the_users_words(home, provider):
+    provider.enqueue(question_call(), fake.completion(fake.text_deltas("Spanish then.")))
+    child = home.spawn("run", "add a greeting")
+    child.expect(r"\[t\] type an answer")
+    child.send("t")
+    child.expect("your answer")
+    child.send("Spanish\r")
+    assert finish(child) == 0
+    assert '= "Spanish"' in tool_results(provider)[0]
+
+
+async def test_question_dismissed_with_esc_stops_the_turn(home, provider):
+    provider.enqueue(question_call())
+    child = home.spawn("run", "add a greeting")
+    child.expect(r"\[Esc\] dismiss")
+    child.send("\x1b")
+    finish(child)
+    assert "dismissed" in child.logfile_read.getvalue()
+    assert len(provider.requests) == 1
+    _, events, _ = await session_state(home.db)
+    assert "session.tool.failed" in [e.type for e in events]
+
+
+async def test_question_without_a_terminal_is_dismissed_or_with_yes_takes_the_first_option(home, provider):
+    provider.enqueue(question_call())
+    done = home.run("run", "add a greeting")
+    assert "question: Greeting — dismissed (no terminal to ask on; --yes allows)" in done.stderr
+    assert len(provider.requests) == 1
+    provider.enqueue(question_call(), fake.completion(fake.text_deltas("French it is.")))
+    done = home.run("run", "--yes", "add a greeting")
+    assert done.returncode == 0, done.stderr
+    assert "question: Greeting — answered [['French']] (--yes)" in done.stderr
+    assert '= "French"' in tool_results(provider)[0]

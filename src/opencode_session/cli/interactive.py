@@ -24,7 +24,8 @@ from .terminal import TerminalView
 from .turn import Turn
 
 Delivery = Literal["steer", "queue"]
-# Escape sequences (arrows, function keys) are read and ignored: this line editor only appends and erases.
+# Escape sequences (arrows, function keys) are read and ignored: this line editor only appends and erases. A lone
+# Esc is passed on as a key.
 _ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.|.)?", re.S)
 
 
@@ -37,7 +38,6 @@ class KeyReader:
         self.on_key = on_key
         self._saved = termios.tcgetattr(fd)
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._pending = ""
 
     def start(self) -> None:
         tty.setcbreak(self.fd)
@@ -58,15 +58,14 @@ class KeyReader:
         if not data:
             self.on_key("\x04")  # end of input reads as Ctrl-D
             return
-        text = self._pending + self._decoder.decode(data)
-        self._pending = ""
+        text = self._decoder.decode(data)
         position = 0
         while position < len(text):
             if text[position] == "\x1b":
                 match = _ESCAPE.match(text, position)
-                if match is None or match.end() == len(text) and match.group(1) is None:
-                    self._pending = text[position:]  # the rest of the sequence has not arrived yet
-                    return
+                assert match is not None  # the pattern's tail is optional
+                if match.group(1) is None:  # nothing follows: the Esc key (a sequence arrives whole in one read)
+                    self.on_key("\x1b")
                 position = match.end()
                 continue
             self.on_key(text[position])

@@ -106,8 +106,9 @@ def run(
     queue: bool = typer.Option(False, "--queue", help="Deliver the message queued instead of steering."),
     interactive: bool = typer.Option(False, "--interactive", "-i", help="Keep prompting after the first turn."),
     db: Path = typer.Option(None, help=DB_HELP),
-    yes: bool = typer.Option(False, "--yes", "-y", help="Allow each permission ask once, without asking."),
-    no: bool = typer.Option(False, "--no", help="Reject each permission ask, without asking."),
+    yes: bool = typer.Option(False, "--yes", "-y",
+                             help="Allow each permission ask once and take each question's first option."),
+    no: bool = typer.Option(False, "--no", help="Reject each permission ask and dismiss each question."),
 ) -> None:
     """Send a message to a session of this directory and show the agent's work as it happens.
 
