@@ -16,7 +16,7 @@ from typing import Literal
 from rich.text import Text
 
 from ..client.generated import OpenCodeClient
-from .asking import Answerer
+from .asking import Answerer, Policy
 from .render import View
 from .run import EXIT_OK, Interrupts, RunRequest, answerer, describe_failure, permission_policy
 from .startup import StartupError
@@ -75,7 +75,8 @@ class KeyReader:
 class PromptLoop:
     """The line being typed, what Enter and Tab do with it, and the turns it starts."""
 
-    def __init__(self, client: OpenCodeClient, session_id: str, view: TerminalView, interrupts: Interrupts) -> None:
+    def __init__(self, client: OpenCodeClient, session_id: str, view: TerminalView, interrupts: Interrupts,
+                 policy: tuple[Policy, str] = ("ask", "")) -> None:
         self.client = client
         self.session_id = session_id
         self.view = view
@@ -83,8 +84,8 @@ class PromptLoop:
         self.buffer = ""
         self.submissions: asyncio.Queue[tuple[str, Delivery] | None] = asyncio.Queue()
         self.turn: Turn | None = None
-        self.policy = permission_policy(None, view)
-        self.answers: Answerer | None = None  # the running turn's: a permission ask on screen takes the keys
+        self.policy = policy
+        self.answers: Answerer | None = None  # the running turn's: a request on screen takes the keys
         self._sent: set[asyncio.Future[None]] = set()
 
     def draw(self) -> None:
@@ -170,8 +171,7 @@ async def interact(client: OpenCodeClient, session_id: str, request: RunRequest,
                    interrupts: Interrupts) -> int:
     if not isinstance(view, TerminalView) or not sys.stdin.isatty():
         raise StartupError("interactive mode needs a terminal; pass the message as an argument instead")
-    loop = PromptLoop(client, session_id, view, interrupts)
-    loop.policy = permission_policy(request, view)
+    loop = PromptLoop(client, session_id, view, interrupts, permission_policy(request, view))
     reader = KeyReader(sys.stdin.fileno(), loop.key)
     interrupts.restore.append(reader.stop)
     interrupts.idle = loop.ctrl_c_at_prompt

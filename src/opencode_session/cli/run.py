@@ -42,8 +42,8 @@ class RunRequest:
     queue: bool = False
     interactive: bool = False
     db: Path | None = None
-    yes: bool = False  # answer permission asks with `once` instead of asking
-    no: bool = False  # reject permission asks instead of asking
+    yes: bool = False  # allow permission asks once and take questions' first options, without asking
+    no: bool = False  # reject permission asks and dismiss questions, without asking
 
     @property
     def delivery(self) -> Literal["steer", "queue"]:
@@ -163,7 +163,8 @@ async def prepare_session(client: OpenCodeClient, request: RunRequest, say: Call
 
 
 def permission_policy(request: RunRequest | None, view: View) -> tuple[Policy, str]:
-    """How permission asks are answered: a flag, else the user when there is a terminal to ask on, else reject."""
+    """How permission asks and questions are answered: a flag, else the user when there is a terminal to ask on,
+    else declined."""
     if request is not None and request.yes:
         return "once", "--yes"
     if request is not None and request.no:
@@ -174,7 +175,8 @@ def permission_policy(request: RunRequest | None, view: View) -> tuple[Policy, s
 
 
 def answerer(client: OpenCodeClient, session_id: str, view: View, policy: tuple[Policy, str]) -> Answerer:
-    """The sink a turn feeds: permission asks answered as `policy` says, every event shown in `view`."""
+    """The sink a turn feeds: permission asks and questions answered as `policy` says, every event shown in
+    `view`."""
     show = getattr(view, "show_ask", None) if policy[0] == "ask" else None
     return Answerer(client, session_id, EventAdapter(view), view.notice, policy[0], show=show, flag=policy[1])
 
