@@ -1,5 +1,6 @@
 """`ocs demo` with no configuration at all (and through `python3 run.py demo`, the README's first command): the
-scripted model lists and reads files, answers from what it read, and the end says how to use a real provider."""
+scripted model lists and reads files, edits one, runs it (answering
+its own permission ask, visibly), answers from what the tools returned, and the end says how to use a real provider."""
 
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ def check_demo(done: subprocess.CompletedProcess[str]) -> None:
     assert "> What is this project, and what is left to do in it?" in done.stderr
     assert "✓ glob **/*" in done.stderr and "✓ read README.md" in done.stderr and "✓ read greet.py" in done.stderr
     assert "00001| def greet(name: str) -> str:" in done.stderr  # the tools really ran on the scratch project
+    assert "✓ edit greet.py" in done.stderr and "✓ bash python3 greet.py" in done.stderr
+    assert "permission: bash wants to run python3 greet.py — allowed once (answered by the demo" in done.stderr
+    assert "Bonjour, monde !" in done.stderr  # the command ran the edited file
+    assert "Hello, world!\nBonjour, monde !" in done.stdout  # and the answer quotes its output
     answer = done.stdout
     assert "`greet.py` defines `greet()`" in answer and "1. greet in French too" in answer
     assert "OPENAI_API_KEY" in answer and "ocs run" in answer and '"baseURL"' in answer  # then: a real provider

@@ -10,6 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .asking import Policy
 from .demo_model import DEMO_PROMPT, MODEL_ID, DemoModel
 from .hosts import open_host
 from .render import View
@@ -22,6 +23,9 @@ PROJECT = {
                 '    print(greet("world"))\n',
     "LICENSE": "Public domain.\n",
 }
+
+# The demo must not wait for a key, so it answers the permission ask itself and says who answered.
+DEMO_ANSWERS: tuple[Policy, str] = ("once", "answered by the demo; `ocs run` asks you: once, always or reject")
 
 REAL_PROVIDER = """\
 That was a scripted model on loopback working in a scratch project. To work with a real model:
@@ -55,6 +59,7 @@ def demo_env(scratch: Path, base_url: str) -> dict[str, str]:
     config.mkdir(parents=True)
     (config / "opencode.json").write_text(json.dumps({
         "model": f"demo/{MODEL_ID}",
+        "permission": {"bash": "ask"},  # so the demo shows the prompt `ocs run` would put to the user
         "provider": {"demo": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": base_url},
                               "models": {MODEL_ID: {"name": "Scripted demo model"}}}},
     }) + "\n")
@@ -75,7 +80,7 @@ async def _demo(view: View, interrupts: Interrupts, scratch: Path, pace: float) 
             session = await client.session.create()
             view.info(f"ocs demo: a scripted model on {model.base_url}, the project {project}")
             view.user(DEMO_PROMPT)
-            outcome = await run_turn(client, session.id, DEMO_PROMPT, "steer", view, interrupts)
+            outcome = await run_turn(client, session.id, DEMO_PROMPT, "steer", view, interrupts, DEMO_ANSWERS)
             if outcome.status != "succeeded":
                 return exit_code(outcome)
             await client.runtime.settle_background(5)  # type: ignore[attr-defined]

@@ -41,6 +41,7 @@ def _answer(results: list[str]) -> str:
     files = sorted({line.rsplit("/", 1)[-1] for line in result("README.md").splitlines() if line.startswith("/")})
     todo = [line.split("- [ ]", 1)[1].strip() for line in result("# greeter").splitlines() if "- [ ]" in line]
     functions = re.findall(r"def (\w+)\(", result("def "))
+    ran = [line.strip() for line in result("Bonjour").splitlines() if line.strip().startswith(("Hello", "Bonjour"))]
     return "\n".join([
         "**greeter** is a tiny Python library that greets people by name.",
         "",
@@ -50,15 +51,30 @@ def _answer(results: list[str]) -> str:
         "Left to do, according to the README:",
         "",
         *[f"{n}. {item}" for n, item in enumerate(todo, 1)],
+        "",
+        "I did the first: `greet(name, lang=\"fr\")` now greets in French, and `python3 greet.py` prints:",
+        "",
+        "```",
+        *(ran or ["(nothing: the command did not run)"]),
+        "```",
     ])
 
 
-# The session the demo shows. New steps go here: once the `edit` and `bash` tools exist, an edit of greet.py
-# and a run of `python3 greet.py` slot in before the answer.
+GREET_BEFORE = 'def greet(name: str) -> str:\n    return f"Hello, {name}!"\n'
+GREET_AFTER = ('def greet(name: str, lang: str = "en") -> str:\n    if lang == "fr":\n'
+               '        return f"Bonjour, {name} !"\n    return f"Hello, {name}!"\n')
+MAIN = '\n\nif __name__ == "__main__":\n    print(greet("world"))\n'
+
+# The session the demo shows: look around, do the first item of the README's to-do list, check it, answer.
 DEMO_SCRIPT: tuple[DemoStep, ...] = (
     DemoStep("I'll start by listing the files in the project.", (("glob", {"pattern": "**/*"}),)),
     DemoStep("Now the README and the code it talks about.",
              (("read", {"path": "README.md"}), ("read", {"path": "greet.py"}))),
+    DemoStep("The first to-do item is greeting in French: I'll add a `lang` argument, and a French line to the "
+             "example.",
+             (("edit", {"path": "greet.py", "oldString": GREET_BEFORE + MAIN,
+                        "newString": GREET_AFTER + MAIN + '    print(greet("monde", lang="fr"))\n'}),)),
+    DemoStep("Let me run it to check.", (("bash", {"command": "python3 greet.py"}),)),
     DemoStep(_answer),
 )
 

@@ -16,14 +16,16 @@ from typing import Literal
 from rich.text import Text
 
 from ..client.generated import OpenCodeClient
-from .render import EventAdapter, View
-from .run import EXIT_OK, Interrupts, RunRequest, describe_failure
+from .asking import Answerer, Policy
+from .render import View
+from .run import EXIT_OK, Interrupts, RunRequest, answerer, describe_failure, permission_policy
 from .startup import StartupError
 from .terminal import TerminalView
 from .turn import Turn
 
 Delivery = Literal["steer", "queue"]
-# Escape sequences (arrows, function keys) are read and ignored: this line editor only appends and erases.
+# Escape sequences (arrows, function keys) are read and ignored: this line editor only appends and erases. A lone
+# Esc is passed on as a key.
 _ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|O.|.)?", re.S)
 
 
@@ -31,12 +33,11 @@ class KeyReader:
     """A terminal's keys, one call each, with the terminal in cbreak mode: no echo, no line buffering, and
     Ctrl-C still raising SIGINT. `stop()` puts the terminal back as it was."""
 
-    def __init__(self, fd: int, on_key: Callable[[str], None]) -> None:
+    def __init__(self, fd: int, on_key: Callable[[str], object]) -> None:
         self.fd = fd
         self.on_key = on_key
         self._saved = termios.tcgetattr(fd)
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._pending = ""
 
     def start(self) -> None:
         tty.setcbreak(self.fd)
@@ -57,15 +58,14 @@ class KeyReader:
         if not data:
             self.on_key("\x04")  # end of input reads as Ctrl-D
             return
-        text = self._pending + self._decoder.decode(data)
-        self._pending = ""
+        text = self._decoder.decode(data)
         position = 0
         while position < len(text):
             if text[position] == "\x1b":
                 match = _ESCAPE.match(text, position)
-                if match is None or match.end() == len(text) and match.group(1) is None:
-                    self._pending = text[position:]  # the rest of the sequence has not arrived yet
-                    return
+                assert match is not None  # the pattern's tail is optional
+                if match.group(1) is None:  # nothing follows: the Esc key (a sequence arrives whole in one read)
+                    self.on_key("\x1b")
                 position = match.end()
                 continue
             self.on_key(text[position])
@@ -75,7 +75,8 @@ class KeyReader:
 class PromptLoop:
     """The line being typed, what Enter and Tab do with it, and the turns it starts."""
 
-    def __init__(self, client: OpenCodeClient, session_id: str, view: TerminalView, interrupts: Interrupts) -> None:
+    def __init__(self, client: OpenCodeClient, session_id: str, view: TerminalView, interrupts: Interrupts,
+                 policy: tuple[Policy, str] = ("ask", "")) -> None:
         self.client = client
         self.session_id = session_id
         self.view = view
@@ -83,6 +84,8 @@ class PromptLoop:
         self.buffer = ""
         self.submissions: asyncio.Queue[tuple[str, Delivery] | None] = asyncio.Queue()
         self.turn: Turn | None = None
+        self.policy = policy
+        self.answers: Answerer | None = None  # the running turn's: a request on screen takes the keys
         self._sent: set[asyncio.Future[None]] = set()
 
     def draw(self) -> None:
@@ -93,6 +96,8 @@ class PromptLoop:
         self.view.refresh()
 
     def key(self, key: str) -> None:
+        if self.answers is not None and self.answers.key(key):
+            return
         if key in ("\r", "\n"):
             self.send("steer")
         elif key == "\t":
@@ -142,7 +147,8 @@ class PromptLoop:
     async def run_turn(self, text: str, delivery: Delivery) -> None:
         self.view.user(text)
         self.view.busy = True
-        async with Turn(self.client, self.session_id, EventAdapter(self.view)) as turn:
+        self.answers = answerer(self.client, self.session_id, self.view, self.policy)
+        async with Turn(self.client, self.session_id, self.answers) as turn:
             self.turn = turn
             self.interrupts.turn = (self.client, self.session_id)
             self.draw()
@@ -151,6 +157,7 @@ class PromptLoop:
                 outcome = await turn.settled()
             finally:
                 self.turn = None
+                self.answers = None
                 self.interrupts.settled()
                 self.view.busy = False
         if outcome.status == "failed":
@@ -164,7 +171,7 @@ async def interact(client: OpenCodeClient, session_id: str, request: RunRequest,
                    interrupts: Interrupts) -> int:
     if not isinstance(view, TerminalView) or not sys.stdin.isatty():
         raise StartupError("interactive mode needs a terminal; pass the message as an argument instead")
-    loop = PromptLoop(client, session_id, view, interrupts)
+    loop = PromptLoop(client, session_id, view, interrupts, permission_policy(request, view))
     reader = KeyReader(sys.stdin.fileno(), loop.key)
     interrupts.restore.append(reader.stop)
     interrupts.idle = loop.ctrl_c_at_prompt

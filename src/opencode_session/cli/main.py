@@ -106,6 +106,9 @@ def run(
     queue: bool = typer.Option(False, "--queue", help="Deliver the message queued instead of steering."),
     interactive: bool = typer.Option(False, "--interactive", "-i", help="Keep prompting after the first turn."),
     db: Path = typer.Option(None, help=DB_HELP),
+    yes: bool = typer.Option(False, "--yes", "-y",
+                             help="Allow each permission ask once and take each question's first option."),
+    no: bool = typer.Option(False, "--no", help="Reject each permission ask and dismiss each question."),
 ) -> None:
     """Send a message to a session of this directory and show the agent's work as it happens.
 
@@ -114,8 +117,11 @@ def run(
     if output not in ("default", "json"):
         typer.echo(f"ocs run: --format is default or json, not {output!r}", err=True)
         raise typer.Exit(2)
+    if yes and no:
+        typer.echo("ocs run: --yes and --no exclude each other", err=True)
+        raise typer.Exit(2)
     _run(message, interactive=interactive, model=model, agent=agent, session=session, continue_last=continue_last,
-         attach=attach, json=output == "json", queue=queue, db=db)
+         attach=attach, json=output == "json", queue=queue, db=db, yes=yes, no=no)
 
 
 @app.command()

@@ -18,6 +18,7 @@ from ..core.config import ConfigError, parse_model_string
 from ..core.store import DatabaseInUseError
 from ..schema.errors import TaggedError
 from ..schema.session import SessionV2Info
+from .asking import Answerer, Policy
 from .hosts import open_host
 from .render import EventAdapter, JsonView, PlainView, View
 from .startup import StartupError, report_config, say_stderr, survey
@@ -41,6 +42,8 @@ class RunRequest:
     queue: bool = False
     interactive: bool = False
     db: Path | None = None
+    yes: bool = False  # allow permission asks once and take questions' first options, without asking
+    no: bool = False  # reject permission asks and dismiss questions, without asking
 
     @property
     def delivery(self) -> Literal["steer", "queue"]:
@@ -159,16 +162,47 @@ async def prepare_session(client: OpenCodeClient, request: RunRequest, say: Call
     return session
 
 
+def permission_policy(request: RunRequest | None, view: View) -> tuple[Policy, str]:
+    """How permission asks and questions are answered: a flag, else the user when there is a terminal to ask on,
+    else declined."""
+    if request is not None and request.yes:
+        return "once", "--yes"
+    if request is not None and request.no:
+        return "reject", "--no"
+    if hasattr(view, "show_ask") and sys.stdin.isatty():
+        return "ask", ""
+    return "reject", "no terminal to ask on; --yes allows"
+
+
+def answerer(client: OpenCodeClient, session_id: str, view: View, policy: tuple[Policy, str]) -> Answerer:
+    """The sink a turn feeds: permission asks and questions answered as `policy` says, every event shown in
+    `view`."""
+    show = getattr(view, "show_ask", None) if policy[0] == "ask" else None
+    return Answerer(client, session_id, EventAdapter(view), view.notice, policy[0], show=show, flag=policy[1])
+
+
 async def run_turn(client: OpenCodeClient, session_id: str, text: str, delivery: Literal["steer", "queue"],
-                   view: View, interrupts: Interrupts | None) -> Outcome:
-    """One prompt shown from admission until the execution that ran it ends."""
-    async with Turn(client, session_id, EventAdapter(view)) as turn:
+                   view: View, interrupts: Interrupts | None, policy: tuple[Policy, str] | None = None) -> Outcome:
+    """One prompt shown from admission until the execution that ran it ends; permission asks are answered as
+    `policy` says (by default: by the user's keys on a terminal, else rejected)."""
+    sink = answerer(client, session_id, view, policy or permission_policy(None, view))
+    reader = None
+    if sink.policy == "ask":
+        from .interactive import KeyReader
+
+        reader = KeyReader(sys.stdin.fileno(), sink.key)
+        reader.start()
+        if interrupts is not None:
+            interrupts.restore.append(reader.stop)
+    async with Turn(client, session_id, sink) as turn:
         if interrupts is not None:
             interrupts.turn = (client, session_id)
         try:
             await turn.prompt(text, delivery)
             return await turn.settled()
         finally:
+            if reader is not None:
+                reader.stop()
             if interrupts is not None:
                 interrupts.settled()
 
@@ -193,7 +227,8 @@ async def _run(request: RunRequest, view: View, interrupts: Interrupts) -> int:
 
             return await interact(client, session.id, request, view, interrupts)
         assert request.message is not None
-        outcome = await run_turn(client, session.id, request.message, request.delivery, view, interrupts)
+        outcome = await run_turn(client, session.id, request.message, request.delivery, view, interrupts,
+                                 permission_policy(request, view))
         view.close()
         if outcome.status == "failed":
             interrupts.say(describe_failure(outcome))

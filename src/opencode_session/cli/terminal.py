@@ -38,6 +38,7 @@ class TerminalView:
         self._tools: dict[str, Text] = {}
         self.busy = False  # a turn is running: show a spinner while nothing else moves
         self.prompt: Text | None = None
+        self.ask: Text | None = None  # a permission request waiting for a key, shown above the prompt
         self._live = Live(_Area(self), console=self.console, refresh_per_second=12, transient=True,
                           redirect_stdout=False, redirect_stderr=False)
         self._live.start()
@@ -53,9 +54,15 @@ class TerminalView:
             rows.append(Spinner("dots", label, style="cyan"))
         if self.busy and not rows:
             rows.append(Spinner("dots", Text("working", style="dim"), style="cyan"))
+        if self.ask is not None:
+            rows.append(self.ask)
         if self.prompt is not None:
             rows.append(self.prompt)
         return Group(*rows)
+
+    def show_ask(self, line: Text | None) -> None:
+        self.ask = line
+        self.refresh()
 
     def refresh(self) -> None:
         self._live.refresh()
@@ -116,6 +123,7 @@ class TerminalView:
         self._tools.clear()
         self.busy = False
         self.prompt = None
+        self.ask = None
         self._live.stop()
 
 
