@@ -7,6 +7,7 @@ import os
 import stat
 from pathlib import Path
 
+import anyio
 import pytest
 
 from opencode_session.core.permission import Rule
@@ -279,3 +280,13 @@ def test_write_atomic_leaves_no_temp_file_when_the_write_fails(tmp_path: Path, m
         files.write_atomic(target, "new")
     assert target.read_text() == "old"
     assert [p.name for p in (tmp_path / "d").iterdir()] == ["f.txt"]
+
+
+async def test_two_edits_of_one_file_in_the_same_step_both_land(project: Path):
+    # A model may call edit twice on one file in one Step; both calls run at once and each must see the other's change.
+    (project / "two.txt").write_text("alpha\nbeta\n")
+    ctx = make_ctx(project)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(settle_ok, "edit", {"path": "two.txt", "oldString": "alpha", "newString": "ALPHA"}, ctx)
+        tg.start_soon(settle_ok, "edit", {"path": "two.txt", "oldString": "beta", "newString": "BETA"}, ctx)
+    assert (project / "two.txt").read_text() == "ALPHA\nBETA\n"

@@ -1,11 +1,15 @@
-"""File access shared by the editing tools: reading a text file whole and replacing a file atomically (temp file and
-rename in the same directory, keeping the file's mode)."""
+"""File access shared by the editing tools: reading a text file whole, replacing a file atomically (temp file and
+rename in the same directory, keeping the file's mode), and one change at a time per file."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 import tempfile
+import weakref
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 from ..authority import NotRegularFileError, open_regular_file
@@ -13,6 +17,21 @@ from .tool import ToolFailure
 
 # Files the editing tools load whole; a larger one is not something to rewrite through a model's text.
 MAX_EDIT_BYTES = 10 * 1024 * 1024
+
+
+_changing: weakref.WeakValueDictionary[Path, asyncio.Lock] = weakref.WeakValueDictionary()
+
+
+@asynccontextmanager
+async def changing(*paths: Path) -> AsyncIterator[None]:
+    """Hold `paths` for one read-modify-write: two edits of one file in the same Step would otherwise both read the
+    original and the last write would silently undo the first. Locks are taken in path order, so calls naming several
+    files cannot deadlock."""
+    locks = [_changing.setdefault(path, asyncio.Lock()) for path in sorted(set(paths))]
+    async with AsyncExitStack() as held:
+        for lock in locks:
+            await held.enter_async_context(lock)
+        yield
 
 
 def read_text(path: Path) -> str:

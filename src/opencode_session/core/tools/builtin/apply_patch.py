@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from ..files import read_text, write_atomic
+from ..files import changing, read_text, write_atomic
 from ..patch import FileOp, apply_hunks, parse_patch
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
@@ -64,7 +64,9 @@ class ApplyPatchTool:
             _commit(changes)
             return changes
 
-        changes = await anyio.to_thread.run_sync(apply)
+        touched = [p for _, path, dest in targets for p in (path, dest) if p is not None]
+        async with changing(*touched):
+            changes = await anyio.to_thread.run_sync(apply)
         summary = "\n".join(c.label for c in changes)
         return ToolOutput.of_text(f"Applied the patch:\n{summary}",
                                   {"files": [{"path": str(c.path), "change": c.label[0]} for c in changes]})

@@ -8,7 +8,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from ..files import read_text, write_atomic
+from ..files import changing, read_text, write_atomic
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
 MAX_DIFF_CHARS = 16 * 1024
@@ -57,7 +57,8 @@ class EditTool:
                 raise ToolFailure(f"Cannot write {path}: {exc.strerror or exc}") from None
             return count, _diff(path, before, after)
 
-        count, diff = await anyio.to_thread.run_sync(edit)
+        async with changing(path):
+            count, diff = await anyio.to_thread.run_sync(edit)
         noun = "occurrence" if count == 1 else "occurrences"
         return ToolOutput.of_text(f"Edited {path}: replaced {count} {noun}.",
                                   {"path": str(path), "replacements": count, "diff": diff}, title=ctx.display(path))

@@ -6,7 +6,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from ..files import write_atomic
+from ..files import changing, write_atomic
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
 
@@ -42,7 +42,8 @@ class WriteTool:
                 raise ToolFailure(f"Cannot write {path}: {exc.strerror or exc}") from None
             return existed
 
-        existed = await anyio.to_thread.run_sync(write)
+        async with changing(path):
+            existed = await anyio.to_thread.run_sync(write)
         verb = "Replaced" if existed else "Created"
         return ToolOutput.of_text(f"{verb} {path} ({len(content.encode('utf-8'))} bytes).",
                                   {"path": str(path), "created": not existed}, title=ctx.display(path))
