@@ -49,7 +49,8 @@ class ToolContext:
     env: Mapping[str, str] | None = None  # the runtime's environment (config lookups); None: os.environ
     rules: Ruleset = DEFAULT_RULES  # the permission rules of the Step that issued the call
     asker: Asker | None = None  # None: nobody can answer, so an `ask` fails the call as permission.required
-    # Live output of a running call (e.g. a command's stdout), shown to clients before the call settles.
+    # Live output of a running call (e.g. a command's stdout), shown to clients before the call settles; call it on
+    # the event loop's thread (it publishes to the live bus), never from a worker thread.
     on_output: Callable[[str], None] | None = None
     questioner: Callable[[list[dict[str, Any]]], Awaitable[list[list[str]]]] | None = None
     managed_roots: tuple[Path, ...] = ()  # Managed Tool Output File directories: readable without external_directory
