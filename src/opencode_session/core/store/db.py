@@ -8,7 +8,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -138,13 +137,12 @@ class _Pending:
 
 class Store:
     """Owns the database file. All writes go through one thread and one connection (group commit); reads use
-    another."""
+    another, on the event loop."""
 
     def __init__(self, path: str | Path, project: Projector | None = None, live_capacity: int = 4096) -> None:
         self.path = str(path)
         self._projector = project
         self._writer = GroupWriter()
-        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ocs-db-reader")
         self._wconn: sqlite3.Connection | None = None
         self._rconn: sqlite3.Connection | None = None
         self._read_handle: Reader | None = None
@@ -166,16 +164,12 @@ class Store:
             self._wconn = self._writer.conn = _connect(self.path)
             migrate(self._wconn)
 
-        def _open_reader() -> None:
-            conn = self._wconn if self.path == ":memory:" else _connect(self.path)
-            if conn is None:
-                raise RuntimeError("the writer connection opens first")
-            self._rconn = conn
-            self._read_handle = Reader(conn)
-
         try:
             await self._writer.call(_open_writer, loop)
-            await loop.run_in_executor(self._reader, _open_reader)
+            self._rconn = conn = self._wconn if self.path == ":memory:" else _connect(self.path)
+            if conn is None:
+                raise RuntimeError("the writer connection opens first")
+            self._read_handle = Reader(conn)
         except BaseException:
             await self.close()
             raise
@@ -184,13 +178,12 @@ class Store:
     async def close(self) -> None:
         loop = asyncio.get_running_loop()
         if self._rconn is not None and self._rconn is not self._wconn:
-            await loop.run_in_executor(self._reader, self._rconn.close)
+            self._rconn.close()
         if self._wconn is not None:
             await self._writer.call(self._wconn.close, loop)
         self._rconn = self._wconn = self._writer.conn = None
         self._read_handle = None
         await loop.run_in_executor(None, self._writer.close)
-        self._reader.shutdown(wait=True)
         self.live.close()
         if self._lock is not None:
             self._lock.release()
@@ -267,14 +260,15 @@ class Store:
             self.live.publish(record)
 
     async def read(self, fn: Callable[[Reader], T]) -> T:
-        """Run a read-only function on the reader connection (WAL: it never blocks the writer)."""
-        loop = asyncio.get_running_loop()
+        """Run a read-only function on the reader connection, on the calling (event loop) thread: WAL readers never
+        wait for the writer, and a read is shorter than the two thread hops it would otherwise cost (its rows are
+        Python work that holds the interpreter lock wherever it runs)."""
         handle = self._read_handle
         if handle is None:
             raise RuntimeError("store is not open")
         if self._rconn is self._wconn:  # in memory: one connection, so reads queue with the writes
-            return await self._writer.call(lambda: fn(handle), loop)
-        return await loop.run_in_executor(self._reader, fn, handle)
+            return await self._writer.call(lambda: fn(handle), asyncio.get_running_loop())
+        return fn(handle)
 
     # --- the log -------------------------------------------------------------------------------------
 
