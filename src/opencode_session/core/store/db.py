@@ -21,6 +21,7 @@ from . import events
 from .feed import DurableFeed, LiveBus
 from .lock import DatabaseLock
 from .migrations import migrate
+from .tail import Tails
 from .writer import GroupWriter, Job
 
 T = TypeVar("T")
@@ -147,6 +148,7 @@ class Store:
         self._rconn: sqlite3.Connection | None = None
         self._read_handle: Reader | None = None
         self._last: _Pending | None = None  # the newest write not yet settled
+        self._tails = Tails()
         self.durable = DurableFeed()
         self.live = LiveBus(self._events_from, capacity=live_capacity)
         self._lock = DatabaseLock(self.path) if self.path != ":memory:" else None
@@ -247,6 +249,7 @@ class Store:
 
     def _announce(self, tx: Tx) -> None:
         for position, record in tx.appended:
+            self._tails.add(record)
             self.durable.ring(record.aggregate_id)
             self.live.publish(record, position)
         for record in tx.live:
@@ -273,6 +276,11 @@ class Store:
     # --- the log -------------------------------------------------------------------------------------
 
     async def events_after(self, aggregate_id: str, after: int, limit: int = 100) -> list[EventRecord]:
+        """At most `limit` events of the session after seq `after`; a follower that keeps pace gets them from the
+        session's in-memory tail."""
+        recent = self._tails.after(aggregate_id, after, limit)
+        if recent is not None:
+            return recent
         return await self.read(lambda reader: events.after(reader, aggregate_id, after, limit))
 
     async def _events_from(self, position: int, limit: int) -> list[tuple[int, EventRecord]]:
