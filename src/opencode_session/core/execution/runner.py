@@ -340,6 +340,8 @@ class Runner:
                                         error=SessionErrorInfo(type=session_errors.ABORTED, message=INTERRUPTED_STEP)))
             return failed
 
+        if not await self._read(lambda reader: messages.open_assistants(reader, session_id)):
+            return 0  # the common case: nothing left open, so no write transaction at all
         return await self.deps.store.write(_reconcile)
 
     # --- manual compaction ---------------------------------------------------------------------------------
