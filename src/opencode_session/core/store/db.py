@@ -1,5 +1,5 @@
-"""The SQLite store: one group-committing writer thread, event append + projection atomically per write, a reader
-connection beside it, and live events published in order behind the writes queued before them."""
+"""The SQLite store: group-committed writes (event append + projection atomically per write), a reader connection
+beside them, and live events published in order behind the writes queued before them."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from .feed import DurableFeed, LiveBus
 from .lock import DatabaseLock
 from .migrations import migrate
 from .tail import Tails
-from .writer import GroupWriter, Job
+from .writer import GroupWriter
 
 T = TypeVar("T")
 Projector = Callable[["Tx", EventRecord], None]
@@ -137,13 +137,13 @@ class _Pending:
 
 
 class Store:
-    """Owns the database file. All writes go through one thread and one connection (group commit); reads use
+    """Owns the database file. All writes go through one connection (group commit, see `GroupWriter`); reads use
     another, on the event loop."""
 
     def __init__(self, path: str | Path, project: Projector | None = None, live_capacity: int = 4096) -> None:
         self.path = str(path)
         self._projector = project
-        self._writer = GroupWriter()
+        self._writer = GroupWriter(fsyncs=self.path != ":memory:")
         self._wconn: sqlite3.Connection | None = None
         self._rconn: sqlite3.Connection | None = None
         self._read_handle: Reader | None = None
@@ -157,7 +157,6 @@ class Store:
 
     async def open(self) -> Store:
         """Open (and migrate) the database; raises DatabaseInUseError while another process has it open."""
-        loop = asyncio.get_running_loop()
         if self._lock is not None:
             make_private(Path(self.path))  # first, so the lock file's directory is created private too
             self._lock.acquire()
@@ -167,7 +166,7 @@ class Store:
             migrate(self._wconn)
 
         try:
-            await self._writer.call(_open_writer, loop)
+            await self._writer.call(_open_writer)
             self._rconn = conn = self._wconn if self.path == ":memory:" else _connect(self.path)
             if conn is None:
                 raise RuntimeError("the writer connection opens first")
@@ -179,10 +178,11 @@ class Store:
 
     async def close(self) -> None:
         loop = asyncio.get_running_loop()
+        await self._writer.idle()
         if self._rconn is not None and self._rconn is not self._wconn:
             self._rconn.close()
         if self._wconn is not None:
-            await self._writer.call(self._wconn.close, loop)
+            await self._writer.call(self._wconn.close)
         self._rconn = self._wconn = self._writer.conn = None
         self._read_handle = None
         await loop.run_in_executor(None, self._writer.close)
@@ -209,7 +209,6 @@ class Store:
         is queued (each write rolls back alone if it raises); readers are notified in commit order, before the
         returned future resolves. Writes commit in submission order, and live events published after this call
         reach readers after its events. The caller must await the future (or it loses the write's error)."""
-        loop = asyncio.get_running_loop()
         pending = self._last = _Pending()
         tx_of: list[Tx] = []
 
@@ -227,10 +226,10 @@ class Store:
             if self._last is pending:
                 self._last = None
 
-        return self._writer.submit(Job(_run, _settle, loop))
+        return self._writer.submit(_run, _settle)
 
     async def write(self, fn: Callable[[Tx], T]) -> T:
-        """Run `fn` inside a write transaction on the writer thread (see `submit`) and return its result once it is
+        """Run `fn` inside a write transaction (see `submit`) and return its result once it is
         durable. Once submitted the write runs to its end (and is announced) even if the caller is cancelled
         meanwhile; the caller then still waits for it before seeing the cancellation."""
         future = self.submit(fn)
@@ -265,12 +264,11 @@ class Store:
     async def read(self, fn: Callable[[Reader], T]) -> T:
         """Run a read-only function on the reader connection, on the calling (event loop) thread: WAL readers never
         wait for the writer, and a read is shorter than the two thread hops it would otherwise cost (its rows are
-        Python work that holds the interpreter lock wherever it runs)."""
+        Python work that holds the interpreter lock wherever it runs). In memory it shares the writer's
+        connection, which is only ever used on this thread there."""
         handle = self._read_handle
         if handle is None:
             raise RuntimeError("store is not open")
-        if self._rconn is self._wconn:  # in memory: one connection, so reads queue with the writes
-            return await self._writer.call(lambda: fn(handle), asyncio.get_running_loop())
         return fn(handle)
 
     # --- the log -------------------------------------------------------------------------------------
