@@ -241,13 +241,14 @@ async def test_values_stored_before_the_door_never_poison_reads(tmp_path):
         sid = (await host.session.create()).id
         await host.session.switch_agent(sid, agent="AGENT")
         await host.session.context_entry_put(sid, "alpha", value={"n": 1})
-        # what an earlier version could store: escaped lone surrogates and NaN, written behind the door's back
-        conn = sqlite3.connect(db)
-        with conn:
-            for table in ("event", "session", "session_message"):
-                conn.execute(f"UPDATE {table} SET data = replace(data, 'AGENT', '\\ud800')")
-            conn.execute("UPDATE instruction_entry SET value = '{\"n\": NaN}'")
-        conn.close()
+    # what an earlier version could store: escaped lone surrogates and NaN, written behind the door's back
+    conn = sqlite3.connect(db)
+    with conn:
+        for table in ("event", "session", "session_message"):
+            conn.execute(f"UPDATE {table} SET data = replace(data, 'AGENT', '\\ud800')")
+        conn.execute("UPDATE instruction_entry SET value = '{\"n\": NaN}'")
+    conn.close()
+    async with OpenCode(db=db, directory=tmp_path) as host:  # this version opens what the earlier one left
         assert (await host.session.get(sid)).agent == "\ufffd"
         assert sid in [s.id for s in (await host.session.list()).items]
         assert [m.agent for m in (await host.session.messages(sid)).items] == ["\ufffd"]

@@ -341,7 +341,8 @@ def _durable_frames(batches: AsyncGenerator[list[EventRecord | LogSynced], None]
     async def gen() -> AsyncIterator[bytes]:
         try:
             async for batch in batches:
-                yield b"".join(frame(item.wire(), id=item.seq) for item in batch)
+                yield b"".join(_durable_frame(item) if isinstance(item, EventRecord)
+                               else frame(item.wire(), id=item.seq) for item in batch)
         finally:
             await batches.aclose()
 
@@ -361,16 +362,25 @@ async def session_log(rt: Runtime, call: Call) -> Any:
     return _durable_frames(await rt.sessions.log_batches(call.path.sessionID, after, follow=follow, synced=True))
 
 
-_LIVE_FRAMES: OrderedDict[str, bytes] = OrderedDict()  # by event ID: one encoding per event, however many readers
+class _FrameCache:
+    """Encoded SSE frames of recent events by event ID: one encoding per event, however many readers."""
+
+    def __init__(self, encode: Callable[[EventRecord], bytes], size: int = 4096) -> None:
+        self._encode = encode
+        self._size = size
+        self._frames: OrderedDict[str, bytes] = OrderedDict()
+
+    def __call__(self, item: EventRecord) -> bytes:
+        encoded = self._frames.get(item.id)
+        if encoded is None:
+            encoded = self._frames[item.id] = self._encode(item)
+            if len(self._frames) > self._size:
+                self._frames.popitem(last=False)
+        return encoded
 
 
-def _live_frame(item: EventRecord) -> bytes:
-    encoded = _LIVE_FRAMES.get(item.id)
-    if encoded is None:
-        encoded = _LIVE_FRAMES[item.id] = frame(item.wire())
-        if len(_LIVE_FRAMES) > 4096:
-            _LIVE_FRAMES.popitem(last=False)
-    return encoded
+_live_frame = _FrameCache(lambda item: frame(item.wire()))  # the instance stream: no SSE id
+_durable_frame = _FrameCache(lambda item: frame(item.wire(), id=item.seq))  # a session's log: its seq as SSE id
 
 
 @op("v2.event.subscribe")

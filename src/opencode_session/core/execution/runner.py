@@ -155,6 +155,9 @@ class Runner:
         recover_overflow = True  # one overflow-triggered compaction per logical Step
         try:
             while True:
+                if not (first or continuation or rebuild or attempt.retries) and \
+                        not await self._read(lambda reader: pending.any_promotable(reader, session_id)):
+                    return  # the turn is over and nothing waits: no boundary to sample for a Step that won't run
                 b = await self._boundary(session_id)
                 try:
                     baseline = await self.deps.instructions.prepare(b)
@@ -337,6 +340,8 @@ class Runner:
                                         error=SessionErrorInfo(type=session_errors.ABORTED, message=INTERRUPTED_STEP)))
             return failed
 
+        if not await self._read(lambda reader: messages.open_assistants(reader, session_id)):
+            return 0  # the common case: nothing left open, so no write transaction at all
         return await self.deps.store.write(_reconcile)
 
     # --- manual compaction ---------------------------------------------------------------------------------

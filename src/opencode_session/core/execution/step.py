@@ -131,11 +131,31 @@ class Step:
         self.publish_lock = asyncio.Lock()
         self.terminal = False
         self.usage = llm.Usage()
+        self.queued: list[asyncio.Future[Any]] = []  # durable writes submitted and not yet known committed
 
     # --- durable writes ---------------------------------------------------------------------------
 
+    def _defer(self, data: Struct) -> None:
+        """Queue a durable event without waiting for it: it commits in order with the Step's other writes (often in
+        the same transaction), and is known durable at the Step's next durability point."""
+        self.queued.append(self.ctx.store.submit(lambda tx: tx.append(data)))
+
     async def _append(self, data: Struct) -> None:
-        await self.ctx.store.append(data)
+        """A durability point: `data`, and every event the Step queued before it, are durable on return."""
+        self._defer(data)
+        await self._flush()
+
+    async def _flush(self) -> None:
+        """Wait for the Step's queued writes; the first that failed raises (after all have settled)."""
+        queued, self.queued = self.queued, []
+        failure: BaseException | None = None
+        for write in queued:
+            try:
+                await write
+            except Exception as error:
+                failure = failure or error
+        if failure is not None:
+            raise failure
 
     def _live(self, data: Struct) -> None:
         self.ctx.store.publish_live(data, self.ctx.session_id)
@@ -143,15 +163,15 @@ class Step:
     def _ids(self) -> _StepIds:
         return {"sessionID": self.ctx.session_id, "assistantMessageID": self.ctx.assistant_id}
 
-    async def _ensure_started(self) -> None:
+    def _ensure_started(self) -> None:
         if not self.outcome.started:
             self.outcome.started = True
-            await self._append(ev.StepStarted(**self._ids(), agent=self.ctx.agent, model=self.ctx.model_ref))
+            self._defer(ev.StepStarted(**self._ids(), agent=self.ctx.agent, model=self.ctx.model_ref))
 
-    async def _output(self) -> None:
+    def _output(self) -> None:
         """Durable assistant output begins: from here on a failure is the Step's, never retried."""
         self.outcome.evidence = True
-        await self._ensure_started()
+        self._ensure_started()
 
     # --- the stream ---------------------------------------------------------------------------------
 
@@ -170,6 +190,7 @@ class Step:
             await self._close_open_blocks()
             await self._join_tools()
             await self._settle()
+            await self._flush()  # a Step left for retry ends on a queued step start
         except asyncio.CancelledError:
             await shielded(self._abort())
             raise
@@ -184,9 +205,9 @@ class Step:
         ids = self._ids()
         block: _Block | None
         if isinstance(event, llm.TextStart):
-            await self._output()
+            self._output()
             block = self.text[event.id] = _Block(self._next_ordinal())
-            await self._append(ev.TextStarted(**ids, ordinal=block.ordinal))
+            self._defer(ev.TextStarted(**ids, ordinal=block.ordinal))
         elif isinstance(event, llm.TextDelta):
             block = self.text.get(event.id)
             if block is None:
@@ -197,11 +218,11 @@ class Step:
         elif isinstance(event, llm.TextEnd):
             block = self.text.pop(event.id, None)
             if block is not None:
-                await self._append(ev.TextEnded(**ids, ordinal=block.ordinal, text="".join(block.parts)))
+                self._defer(ev.TextEnded(**ids, ordinal=block.ordinal, text="".join(block.parts)))
         elif isinstance(event, llm.ReasoningStart):
-            await self._output()
+            self._output()
             block = self.reasoning[event.id] = _Block(self._next_ordinal())
-            await self._append(ev.ReasoningStarted(**ids, ordinal=block.ordinal))
+            self._defer(ev.ReasoningStarted(**ids, ordinal=block.ordinal))
         elif isinstance(event, llm.ReasoningDelta):
             block = self.reasoning.get(event.id)
             if block is None:
@@ -212,13 +233,13 @@ class Step:
         elif isinstance(event, llm.ReasoningEnd):
             block = self.reasoning.pop(event.id, None)
             if block is not None:
-                await self._append(ev.ReasoningEnded(**ids, ordinal=block.ordinal, text="".join(block.parts),
-                                                     state=event.metadata))
+                self._defer(ev.ReasoningEnded(**ids, ordinal=block.ordinal, text="".join(block.parts),
+                                              state=event.metadata))
         elif isinstance(event, llm.ToolInputStart):
-            await self._output()
+            self._output()
             self.inputs[event.call_id] = []
             self.calls[event.call_id] = _Call(event.call_id, event.name)
-            await self._append(ev.ToolInputStarted(**ids, callID=event.call_id, name=event.name))
+            self._defer(ev.ToolInputStarted(**ids, callID=event.call_id, name=event.name))
         elif isinstance(event, llm.ToolInputDelta):
             if event.call_id in self.inputs:
                 self.inputs[event.call_id].append(event.delta)
@@ -226,13 +247,13 @@ class Step:
         elif isinstance(event, llm.ToolInputEnd):
             parts = self.inputs.pop(event.call_id, None)
             if parts is not None:
-                await self._append(ev.ToolInputEnded(**ids, callID=event.call_id, text="".join(parts)))
+                self._defer(ev.ToolInputEnded(**ids, callID=event.call_id, text="".join(parts)))
         elif isinstance(event, llm.ToolCall):
             await self._on_tool_call(event)
         elif isinstance(event, llm.ToolResult):
             await self._on_tool_result(event)
         elif isinstance(event, llm.Finish):
-            await self._ensure_started()  # a bare finish makes the assistant exist but is no output evidence
+            self._ensure_started()  # a bare finish makes the assistant exist but is no output evidence
             self.outcome.finish = event.reason
             self.usage = event.usage
 
@@ -251,7 +272,7 @@ class Step:
     # --- tools ----------------------------------------------------------------------------------------
 
     async def _on_tool_call(self, call: llm.ToolCall) -> None:
-        await self._output()
+        self._output()
         ids = self._ids()
         if call.call_id in self.inputs:
             await self._on_event(llm.ToolInputEnd(call.call_id))
@@ -367,10 +388,10 @@ class Step:
             self.outcome.failure = error.to_session_error()
         if error is not None and not self.outcome.evidence and self.ctx.may_retry(error):
             # the retry is scheduled on an assistant that exists; its next attempt restarts the same message
-            await self._ensure_started()
+            self._ensure_started()
             self.outcome.retry = True
             return
-        await self._ensure_started()  # a Step that reached its provider call always ends on an assistant message
+        self._ensure_started()  # a Step that reached its provider call always ends on an assistant message
         u = self.usage
         tokens = Tokens(input=u.input, output=u.output, reasoning=u.reasoning,
                         cache=TokenCache(read=u.cache_read, write=u.cache_write))
@@ -394,7 +415,8 @@ class Step:
         await self._close_open_blocks()
         await self._fail_unsettled(SessionErrorInfo(type=session_errors.ABORTED, message=INTERRUPTED_TOOL))
         if step_error is not None:
-            await self._ensure_started()  # a defect fails the Step on its assistant, even before any output
+            self._ensure_started()  # a defect fails the Step on its assistant, even before any output
         if self.outcome.started and not self.terminal:
             self.outcome.failure = step_error or SessionErrorInfo(type=session_errors.ABORTED, message=INTERRUPTED_STEP)
             await self._terminal(ev.StepFailed(**self._ids(), error=self.outcome.failure))
+        await self._flush()

@@ -10,7 +10,7 @@ from typing import Any
 
 import anthropic
 import httpx2
-from anthropic.types import Message, RawMessageStreamEvent
+from anthropic.types import Message
 
 from .errors import TransportError
 from .model import (
@@ -313,7 +313,7 @@ class AnthropicMessagesProvider(SDKAdapter):
 
     path = "/messages"
     cast_to = Message
-    stream_cls = anthropic.AsyncStream[RawMessageStreamEvent]
+    stream_cls = anthropic.AsyncStream[object]  # items as the JSON they arrived in: see SDKAdapter
     sdk = ANTHROPIC_SDK
     omit = anthropic.Omit
 

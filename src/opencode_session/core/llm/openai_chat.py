@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx2
 import openai
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.chat import ChatCompletion
 
 from .errors import InvalidProviderOutputError, TransportError
 from .model import (
@@ -391,7 +391,7 @@ class OpenAIChatProvider(SDKAdapter):
 
     path = "/chat/completions"
     cast_to = ChatCompletion
-    stream_cls = openai.AsyncStream[ChatCompletionChunk]
+    stream_cls = openai.AsyncStream[object]  # items as the JSON they arrived in: see SDKAdapter
     sdk = OPENAI_SDK
     omit = openai.Omit
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx2
 import openai
-from openai.types.responses import Response, ResponseStreamEvent
+from openai.types.responses import Response
 
 from .errors import TransportError, classify_failure
 from .model import (
@@ -280,7 +280,7 @@ class OpenAIResponsesProvider(SDKAdapter):
 
     path = "/responses"
     cast_to = Response
-    stream_cls = openai.AsyncStream[ResponseStreamEvent]
+    stream_cls = openai.AsyncStream[object]  # items as the JSON they arrived in: see SDKAdapter
     sdk = OPENAI_SDK
     omit = openai.Omit
 

@@ -1,6 +1,7 @@
 """What every protocol adapter shares on the wire: the request body built once as plain JSON and sent through the
-SDK client's low-level `post` (the SDK's per-request walk of the body's type annotations never runs), the SDK's typed
-stream read into provider-neutral events with failures mapped in one place, and attachment and update helpers."""
+SDK client's low-level `post` (the SDK's per-request walk of the body's type annotations never runs), the SDK's
+stream of items read into provider-neutral events with failures mapped in one place, and attachment and update
+helpers."""
 
 from __future__ import annotations
 
@@ -164,8 +165,13 @@ async def read_stream(stream: Any, decoder: StreamDecoder, sdk: SDKErrors) -> As
 
 class SDKAdapter:
     """What every adapter does the same way: build the body once, send it through its SDK client's `post` (with the
-    Authorization header left out for a keyless local server), and read the typed stream through its decoder. Each
-    `stream` call is exactly one HTTP request; a shared HTTP client is closed by whoever passed it."""
+    Authorization header left out for a keyless local server), and read the SDK's stream through its decoder. Each
+    `stream` call is exactly one HTTP request; a shared HTTP client is closed by whoever passed it.
+
+    The stream is the SDK's own (`AsyncStream[object]`: its SSE decoding, `[DONE]`, in-stream error events raised
+    as its error classes, connection reuse), but each item stays the JSON it arrived in: building the SDK's typed
+    model of every chunk cost about 0.2 ms per chunk on the event loop (107 ms of CPU for a 500-chunk answer, 19 ms
+    without), and the decoders read fields the same way from either (`field_of`)."""
 
     path: ClassVar[str]
     cast_to: ClassVar[Any]

@@ -1,4 +1,5 @@
-"""The SQLite store: one writer thread, explicit BEGIN IMMEDIATE transactions, event append + projection atomically."""
+"""The SQLite store: group-committed writes (event append + projection atomically per write), a reader connection
+beside them, and live events published in order behind the writes queued before them."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,6 +21,8 @@ from . import events
 from .feed import DurableFeed, LiveBus
 from .lock import DatabaseLock
 from .migrations import migrate
+from .tail import Tails
+from .writer import GroupWriter
 
 T = TypeVar("T")
 Projector = Callable[["Tx", EventRecord], None]
@@ -126,17 +129,26 @@ class Tx(Reader):
         self.live.append(live_event(data, aggregate_id))
 
 
+@dataclass
+class _Pending:
+    """A write not yet settled: live events published meanwhile wait for it, so nobody sees them before it."""
+
+    live: list[EventRecord] = field(default_factory=list)
+
+
 class Store:
-    """Owns the database file. All writes go through one thread and one connection; reads use another."""
+    """Owns the database file. All writes go through one connection (group commit, see `GroupWriter`); reads use
+    another, on the event loop."""
 
     def __init__(self, path: str | Path, project: Projector | None = None, live_capacity: int = 4096) -> None:
         self.path = str(path)
         self._projector = project
-        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ocs-db-writer")
-        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ocs-db-reader")
+        self._writer = GroupWriter(fsyncs=self.path != ":memory:")
         self._wconn: sqlite3.Connection | None = None
         self._rconn: sqlite3.Connection | None = None
         self._read_handle: Reader | None = None
+        self._last: _Pending | None = None  # the newest write not yet settled
+        self._tails = Tails()
         self.durable = DurableFeed()
         self.live = LiveBus(self._events_from, capacity=live_capacity)
         self._lock = DatabaseLock(self.path) if self.path != ":memory:" else None
@@ -145,25 +157,20 @@ class Store:
 
     async def open(self) -> Store:
         """Open (and migrate) the database; raises DatabaseInUseError while another process has it open."""
-        loop = asyncio.get_running_loop()
         if self._lock is not None:
             make_private(Path(self.path))  # first, so the lock file's directory is created private too
             self._lock.acquire()
 
         def _open_writer() -> None:
-            self._wconn = _connect(self.path)
+            self._wconn = self._writer.conn = _connect(self.path)
             migrate(self._wconn)
 
-        def _open_reader() -> None:
-            conn = self._wconn if self.path == ":memory:" else _connect(self.path)
+        try:
+            await self._writer.call(_open_writer)
+            self._rconn = conn = self._wconn if self.path == ":memory:" else _connect(self.path)
             if conn is None:
                 raise RuntimeError("the writer connection opens first")
-            self._rconn = conn
             self._read_handle = Reader(conn)
-
-        try:
-            await loop.run_in_executor(self._writer, _open_writer)
-            await loop.run_in_executor(self._reader, _open_reader)
         except BaseException:
             await self.close()
             raise
@@ -171,14 +178,14 @@ class Store:
 
     async def close(self) -> None:
         loop = asyncio.get_running_loop()
+        await self._writer.idle()
         if self._rconn is not None and self._rconn is not self._wconn:
-            await loop.run_in_executor(self._reader, self._rconn.close)
+            self._rconn.close()
         if self._wconn is not None:
-            await loop.run_in_executor(self._writer, self._wconn.close)
-        self._rconn = self._wconn = None
+            await self._writer.call(self._wconn.close)
+        self._rconn = self._wconn = self._writer.conn = None
         self._read_handle = None
-        self._writer.shutdown(wait=True)
-        self._reader.shutdown(wait=True)
+        await loop.run_in_executor(None, self._writer.close)
         self.live.close()
         if self._lock is not None:
             self._lock.release()
@@ -197,30 +204,35 @@ class Store:
 
     # --- transactions ----------------------------------------------------------------------------------
 
-    async def write(self, fn: Callable[[Tx], T]) -> T:
-        """Run `fn` inside one BEGIN IMMEDIATE transaction on the writer thread; readers are notified in commit
-        order (before the caller resumes)."""
-        loop = asyncio.get_running_loop()
+    def submit(self, fn: Callable[[Tx], T]) -> asyncio.Future[T]:
+        """Queue `fn` to run in a write transaction without waiting for it. It commits together with whatever else
+        is queued (each write rolls back alone if it raises); readers are notified in commit order, before the
+        returned future resolves. Writes commit in submission order, and live events published after this call
+        reach readers after its events. The caller must await the future (or it loses the write's error)."""
+        pending = self._last = _Pending()
+        tx_of: list[Tx] = []
 
-        def _run() -> T:
-            conn = self._wconn
-            if conn is None:
-                raise RuntimeError("store is not open")
+        def _run(conn: sqlite3.Connection) -> T:
             tx = Tx(self, conn)
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(tx)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            # scheduled from the one writer thread, so announcements keep commit order
-            loop.call_soon_threadsafe(self._announce, tx)
+            result = fn(tx)
+            tx_of.append(tx)
             return result
 
-        # shield: once the transaction is submitted it runs to its end (and is announced) even if the caller is
-        # cancelled meanwhile; the commit itself cannot be interrupted halfway.
-        future = loop.run_in_executor(self._writer, _run)
+        def _settle(_result: object, error: BaseException | None) -> None:
+            if error is None:
+                self._announce(tx_of[0])
+            for record in pending.live:
+                self.live.publish(record)
+            if self._last is pending:
+                self._last = None
+
+        return self._writer.submit(_run, _settle)
+
+    async def write(self, fn: Callable[[Tx], T]) -> T:
+        """Run `fn` inside a write transaction (see `submit`) and return its result once it is
+        durable. Once submitted the write runs to its end (and is announced) even if the caller is cancelled
+        meanwhile; the caller then still waits for it before seeing the cancellation."""
+        future = self.submit(fn)
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
@@ -236,26 +248,37 @@ class Store:
 
     def _announce(self, tx: Tx) -> None:
         for position, record in tx.appended:
+            self._tails.add(record)
             self.durable.ring(record.aggregate_id)
             self.live.publish(record, position)
         for record in tx.live:
             self.live.publish(record)
 
     def publish_live(self, data: Struct, aggregate_id: str) -> None:
-        self.live.publish(live_event(data, aggregate_id))
+        record = live_event(data, aggregate_id)
+        if self._last is not None:
+            self._last.live.append(record)  # after the write queued before it
+        else:
+            self.live.publish(record)
 
     async def read(self, fn: Callable[[Reader], T]) -> T:
-        """Run a read-only function on the reader connection (WAL: it never blocks the writer)."""
-        loop = asyncio.get_running_loop()
+        """Run a read-only function on the reader connection, on the calling (event loop) thread: WAL readers never
+        wait for the writer, and a read is shorter than the two thread hops it would otherwise cost (its rows are
+        Python work that holds the interpreter lock wherever it runs). In memory it shares the writer's
+        connection, which is only ever used on this thread there."""
         handle = self._read_handle
         if handle is None:
             raise RuntimeError("store is not open")
-        executor = self._writer if self._rconn is self._wconn else self._reader
-        return await loop.run_in_executor(executor, fn, handle)
+        return fn(handle)
 
     # --- the log -------------------------------------------------------------------------------------
 
     async def events_after(self, aggregate_id: str, after: int, limit: int = 100) -> list[EventRecord]:
+        """At most `limit` events of the session after seq `after`; a follower that keeps pace gets them from the
+        session's in-memory tail."""
+        recent = self._tails.after(aggregate_id, after, limit)
+        if recent is not None:
+            return recent
         return await self.read(lambda reader: events.after(reader, aggregate_id, after, limit))
 
     async def _events_from(self, position: int, limit: int) -> list[tuple[int, EventRecord]]:

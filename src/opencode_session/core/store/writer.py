@@ -1,0 +1,138 @@
+"""Group commit: every write queued since the last commit runs on the event loop in one SQLite transaction, each under
+its own savepoint so a failing write rolls back alone; only the COMMIT (the fsync) runs on a thread of its own, and
+the writes queued meanwhile form the next batch. Outcomes are settled in submission order once their batch is
+durable."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+# Writes per transaction at most: bounds how long one batch holds the event loop and how much one commit can fail.
+MAX_BATCH = 256
+
+
+@dataclass
+class Job:
+    """One queued write: `run` executes inside the batch transaction; `settle` is then called with (result, error),
+    in queue order, once the batch committed (or failed)."""
+
+    run: Callable[[sqlite3.Connection], Any]
+    settle: Callable[[Any, BaseException | None], None]
+    future: asyncio.Future[Any]
+    outcome: tuple[Any, BaseException | None] = field(default=(None, None))
+
+
+class GroupWriter:
+    """Owns the writer connection. Writes run on the event loop's thread (no thread hops, and no contention for the
+    interpreter lock with a second thread doing Python work), batched per loop turn; the commit of a database file
+    runs on the commit thread so its fsync never blocks the loop. An in-memory database commits inline."""
+
+    def __init__(self, fsyncs: bool = True) -> None:
+        self.conn: sqlite3.Connection | None = None
+        self._fsyncs = fsyncs
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ocs-db-commit")
+        self._queue: list[Job] = []
+        self._scheduled = False
+        self._committing = False
+        self._idle: list[asyncio.Future[None]] = []  # who waits for every queued write to settle
+
+    async def call(self, fn: Callable[[], Any]) -> Any:
+        """Run `fn` on the commit thread, outside any transaction (opening, migrating and closing the database)."""
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
+
+    def submit(self, run: Callable[[sqlite3.Connection], Any],
+               settle: Callable[[Any, BaseException | None], None]) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        job = Job(run, settle, loop.create_future())
+        self._queue.append(job)
+        if not self._scheduled and not self._committing:
+            self._scheduled = True
+            loop.call_soon(self._flush)
+        return job.future
+
+    async def idle(self) -> None:
+        """Return once every write submitted so far has settled."""
+        if self._queue or self._committing or self._scheduled:
+            waiter = asyncio.get_running_loop().create_future()
+            self._idle.append(waiter)
+            await waiter
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=True)
+
+    # --- the pipeline ------------------------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        self._scheduled = False
+        if self._committing or not self._queue:
+            return
+        batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
+        conn = self.conn
+        if conn is None:
+            self._done(batch, RuntimeError("store is not open"))
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except Exception as error:  # every write of the batch fails with it
+            self._done(batch, error)
+            return
+        for job in batch:
+            conn.execute("SAVEPOINT job")
+            try:
+                job.outcome = (job.run(conn), None)
+                conn.execute("RELEASE job")
+            except BaseException as error:  # noqa: BLE001 - this write alone is rolled back, its caller gets why
+                conn.execute("ROLLBACK TO job")
+                conn.execute("RELEASE job")
+                job.outcome = (None, error)
+        if not self._fsyncs:
+            self._committed(batch, conn, _commit(conn))
+            return
+        self._committing = True
+        loop = asyncio.get_running_loop()
+        done = loop.run_in_executor(self._thread, _commit, conn)
+        done.add_done_callback(lambda f: self._committed(batch, conn, f.result()))
+
+    def _committed(self, batch: list[Job], conn: sqlite3.Connection, error: BaseException | None) -> None:
+        self._committing = False
+        if error is not None and conn.in_transaction:
+            conn.execute("ROLLBACK")
+        self._done(batch, error)
+
+    def _done(self, batch: list[Job], error: BaseException | None) -> None:
+        """Settle a finished batch, then start the next one (or wake who waits for the writer to be idle)."""
+        self._settle(batch, error)
+        if self._queue and not self._scheduled:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+        elif not self._queue and not self._scheduled:
+            waiters, self._idle = self._idle, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    @staticmethod
+    def _settle(batch: list[Job], error: BaseException | None) -> None:
+        """Settle each write: its own outcome, or `error` (nothing of the batch is durable) when the batch failed."""
+        for job in batch:
+            result, own = job.outcome
+            failure = own if own is not None else error
+            job.settle(None if failure else result, failure)
+            if not job.future.done():  # a waiter cancelled meanwhile has let it go
+                if failure is None:
+                    job.future.set_result(result)
+                else:
+                    job.future.set_exception(failure)
+
+
+def _commit(conn: sqlite3.Connection) -> BaseException | None:
+    try:
+        conn.execute("COMMIT")
+    except Exception as error:
+        return error
+    return None

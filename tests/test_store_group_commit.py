@@ -1,0 +1,96 @@
+"""Group commit in the store: writes queued together commit together, yet each keeps its own outcome (a failing one
+rolls back alone), their events keep submission order, and live events wait behind earlier writes."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from opencode_session.core.store import events
+from opencode_session.schema import events as ev
+from tests.support.core import open_sessions
+
+pytestmark = pytest.mark.anyio
+
+
+def _delta(sid: str, text: str) -> ev.TextDelta:
+    return ev.TextDelta(sessionID=sid, assistantMessageID="msg_x", ordinal=0, delta=text)
+
+
+async def test_a_failing_write_in_a_batch_rolls_back_alone(tmp_path):
+    async with open_sessions(tmp_path) as s:
+        sid = (await s.create()).id
+
+        def boom(tx):
+            tx.append(ev.AgentSelected(sessionID=sid, agent="never"))
+            raise ValueError("this write fails after appending")
+
+        first = s.store.submit(lambda tx: tx.append(ev.AgentSelected(sessionID=sid, agent="first")))
+        failing = s.store.submit(boom)
+        last = s.store.submit(lambda tx: tx.append(ev.AgentSelected(sessionID=sid, agent="last")))
+        with anyio.fail_after(10):  # submitted in one turn of the loop: one transaction
+            assert (await first).seq == 1
+            with pytest.raises(ValueError, match="fails after appending"):
+                await failing
+            assert (await last).seq == 2  # the failed write's seq is not a gap: it never happened
+        stored = await s.store.events_after(sid, 0)
+        session = await s.get(sid)
+    assert [(e.seq, e.data.agent) for e in stored] == [(1, "first"), (2, "last")]
+    assert session.agent == "last"
+
+
+async def test_batched_writes_reach_readers_in_order_with_live_events_behind_their_writes(tmp_path):
+    async with open_sessions(tmp_path) as s:
+        sid = (await s.create()).id
+        sub = s.store.live.subscribe()
+        writes = []
+        for n in range(5):
+            writes.append(s.store.submit(lambda tx, n=n: tx.append(ev.AgentSelected(sessionID=sid, agent=f"a{n}"))))
+            s.store.publish_live(_delta(sid, f"after a{n}"), sid)  # must not overtake the write queued before it
+        got: list = []
+        with anyio.fail_after(10):
+            for write in writes:
+                await write
+            while len(got) < 10:
+                got += await sub.next()
+        s.store.publish_live(_delta(sid, "nothing queued"), sid)  # no write pending: published at once
+        with anyio.fail_after(10):
+            got += await sub.next()
+    assert [(i.type, i.data.agent if i.seq else i.data.delta) for i in got] == [
+        t for n in range(5) for t in (("session.agent.selected", f"a{n}"), ("session.text.delta", f"after a{n}"))
+    ] + [("session.text.delta", "nothing queued")]
+
+
+async def test_many_concurrent_writers_all_commit_with_contiguous_sequences(tmp_path):
+    async with open_sessions(tmp_path) as s:
+        sids = [(await s.create()).id for _ in range(4)]
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                for sid in sids:
+                    for n in range(25):
+                        tg.start_soon(s.switch_agent, sid, f"agent{n}")
+        for sid in sids:
+            stored = await s.store.events_after(sid, 0, limit=100)
+            assert [e.seq for e in stored] == list(range(1, 26))
+            assert await s.store.read(lambda r, sid=sid: events.latest_seq(r, sid)) == 25
+
+
+async def test_a_cancelled_writer_still_commits_and_announces_its_write(tmp_path):
+    async with open_sessions(tmp_path) as s:
+        sid = (await s.create()).id
+        sub = s.store.live.subscribe()
+        scope = anyio.CancelScope()
+
+        async def writer() -> None:
+            with scope:
+                await s.store.write(lambda tx: tx.append(ev.AgentSelected(sessionID=sid, agent="kept")))
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(writer)
+                await anyio.wait_all_tasks_blocked()  # the write is submitted and its caller waits for it
+                scope.cancel()  # then gives up before it is known durable
+        assert scope.cancelled_caught
+        with anyio.fail_after(10):
+            got = await sub.next()
+    assert [(i.seq, i.data.agent) for i in got] == [(1, "kept")]
