@@ -10,7 +10,8 @@ History is built in this process through the core (one real Step on a template s
 with fresh IDs, as `bench_step_overhead` does) into the database the server then opens.
 
 Knobs: BENCH_HTTP_REPS (20 prompts per latency row), BENCH_HTTP_HISTORY ("10,1000,10000"), BENCH_HTTP_LOAD_REPS (1),
-BENCH_HTTP_START_REPS (5). OpenCode side by side is not measured here (see the README)."""
+BENCH_HTTP_START_REPS (5); BENCH_HTTP_ONLY=start measures only the start and idle RSS rows. OpenCode side by side is
+not measured here (see the README)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ REPS = int(os.environ.get("BENCH_HTTP_REPS", 20))
 HISTORY = [int(x) for x in os.environ.get("BENCH_HTTP_HISTORY", "10,1000,10000").split(",")]
 LOAD_REPS = int(os.environ.get("BENCH_HTTP_LOAD_REPS", 1))
 START_REPS = int(os.environ.get("BENCH_HTTP_START_REPS", 5))
+ONLY_START = os.environ.get("BENCH_HTTP_ONLY") == "start"
 CONCURRENT = 10
 PROMPT = "Please summarise the changes in src/ and list the files you touched."
 
@@ -211,6 +213,21 @@ async def load_rows(root: Path, llm: Loopback) -> list[dict[str, float]]:
     return runs
 
 
+def main_start_only() -> None:
+    print(f"load average before: {os.getloadavg()}")
+    with tempfile.TemporaryDirectory(prefix="bench-http-", dir=os.environ.get("BENCH_TMPDIR")) as tmp:
+        root = Path(tmp)
+        env = isolated_env(root)
+        write_global_config(env["XDG_CONFIG_HOME"], load_config("http://127.0.0.1:9/v1"))
+        starts, rss = start_rows(root, env)
+    print(table(["row", "median", "min..max", "target"], [
+        ["start -> first healthy GET /api/health (ms)", f"{median(starts):.0f}", spread(starts), "<= 400"],
+        ["idle RSS after start (MiB)", f"{median(rss):.1f}", spread(rss), "<= 60"],
+    ]))
+    print(f"load average after: {os.getloadavg()}")
+    emit("http", {"start_ms": median(starts), "rss_mib": median(rss), "raw": {"start": starts, "rss": rss}})
+
+
 async def main() -> None:
     print(f"load average before: {os.getloadavg()}")
     llm = Loopback()
@@ -263,4 +280,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    if ONLY_START:
+        main_start_only()
+    else:
+        asyncio.run(main())
