@@ -18,7 +18,8 @@ from opencode_session.core.runtime import Runtime
 
 LAZY = ("httpx2", "openai", "anthropic", "rich", "jsonschema", "opencode_session.core.execution.runner",
         "opencode_session.core.execution.step", "opencode_session.core.compaction.compactor",
-        "opencode_session.core.tools.builtin", "opencode_session.core.tools.registry")
+        "opencode_session.core.tools.builtin", "opencode_session.core.tools.registry",
+        "opencode_session.core.instructions.sources")
 
 
 def test_serving_imports_leave_provider_sdks_rich_and_the_runner_unloaded() -> None:

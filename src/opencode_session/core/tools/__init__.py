@@ -1,7 +1,7 @@
 """The tool layer the runner calls: tool contract, registry and settlement, output bounding, built-in tools.
 
-The names below load on first use, so importing one submodule (`tools.tool`, `tools.managed`) does not load every
-built-in tool and the JSON Schema validator with it (serving needs them only when a Step runs)."""
+The names load on first use: importing one submodule (`tools.tool`, `tools.managed`) does not load every built-in
+tool and the JSON Schema validator with them (a server needs those only when a Step runs)."""
 
 from __future__ import annotations
 
@@ -20,14 +20,6 @@ if TYPE_CHECKING:
         default_registry,
     )
     from .tool import Tool, ToolContext, ToolFailure, ToolOutput
-
-_WHERE = {
-    "GlobTool": ".builtin", "ReadTool": ".builtin",
-    "DEFAULT_MAX_BYTES": ".output", "DEFAULT_MAX_LINES": ".output", "bound_text": ".output",
-    "Settlement": ".registry", "ToolDefinition": ".registry", "ToolErrored": ".registry", "ToolRegistry": ".registry",
-    "ToolSucceeded": ".registry", "default_registry": ".registry",
-    "Tool": ".tool", "ToolContext": ".tool", "ToolFailure": ".tool", "ToolOutput": ".tool",
-}
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -49,7 +41,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(where, __name__), name)
+    if name in __all__:
+        for where in (".tool", ".output", ".registry", ".builtin"):
+            module = import_module(where, __name__)
+            if hasattr(module, name):
+                return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
