@@ -10,12 +10,14 @@ History is built in this process through the core (one real Step on a template s
 with fresh IDs, as `bench_step_overhead` does) into the database the server then opens.
 
 Knobs: BENCH_HTTP_REPS (20 prompts per latency row), BENCH_HTTP_HISTORY ("10,1000,10000"), BENCH_HTTP_LOAD_REPS (1),
-BENCH_HTTP_START_REPS (5). OpenCode side by side is not measured here (see the README)."""
+BENCH_HTTP_START_REPS (5); BENCH_HTTP_ONLY=start measures only the start and idle RSS rows. OpenCode side by side is
+not measured here (see the README)."""
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import compileall
 import json
 import os
 import socket
@@ -35,6 +37,7 @@ sys.path.insert(0, str(ROOT))  # the load scenario and the wire builders live wi
 
 from bench_step_overhead import Bench, InstantProvider  # noqa: E402
 
+import opencode_session  # noqa: E402
 from opencode_session.client import OpenCodeClient  # noqa: E402
 from opencode_session.core.execution.runner import make_drain_factory  # noqa: E402
 from opencode_session.core.execution.title import TITLE_SYSTEM  # noqa: E402
@@ -48,6 +51,7 @@ REPS = int(os.environ.get("BENCH_HTTP_REPS", 20))
 HISTORY = [int(x) for x in os.environ.get("BENCH_HTTP_HISTORY", "10,1000,10000").split(",")]
 LOAD_REPS = int(os.environ.get("BENCH_HTTP_LOAD_REPS", 1))
 START_REPS = int(os.environ.get("BENCH_HTTP_START_REPS", 5))
+ONLY_START = os.environ.get("BENCH_HTTP_ONLY") == "start"
 CONCURRENT = 10
 PROMPT = "Please summarise the changes in src/ and list the files you touched."
 
@@ -121,6 +125,12 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def cpu_ms(pid: int) -> float:
+    """The process's user + system CPU time so far: on a shared machine, steadier than the wall clock."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 async def prompt_idle(client: OpenCodeClient, sid: str) -> float:
     t0 = time.perf_counter()
     await client.session.prompt(sid, prompt={"text": PROMPT})
@@ -179,8 +189,11 @@ async def latency_rows(server: ServerProcess, llm: Loopback, history: dict[int, 
     return {"plain": plain, "gap": gaps, "together": together, "history": by_size}
 
 
-def start_rows(root: Path, env: dict[str, str]) -> tuple[list[float], list[float]]:
-    starts, rss = [], []
+def start_rows(root: Path, env: dict[str, str]) -> tuple[list[float], list[float], list[float]]:
+    # An installed package has its bytecode; without it (PYTHONDONTWRITEBYTECODE keeps imports from caching it) every
+    # start would also compile each module it imports, which measures the compiler, not the server's start.
+    compileall.compile_dir(Path(opencode_session.__file__).parent, quiet=1)
+    starts, cpu, rss = [], [], []
     for n in range(START_REPS):
         t0 = time.perf_counter()
         server = start_server(root / f"start{n}", env=env)
@@ -188,10 +201,11 @@ def start_rows(root: Path, env: dict[str, str]) -> tuple[list[float], list[float
             response = httpx2.get(server.url + "/api/health", timeout=30)
             starts.append((time.perf_counter() - t0) * 1000)
             assert response.status_code == 200, response.text
+            cpu.append(cpu_ms(server.proc.pid))
             rss.append(rss_mib(server.proc.pid))
         finally:
             server.stop()
-    return starts, rss
+    return starts, cpu, rss
 
 
 async def load_rows(root: Path, llm: Loopback) -> list[dict[str, float]]:
@@ -209,6 +223,27 @@ async def load_rows(root: Path, llm: Loopback) -> list[dict[str, float]]:
                      "admission_p50_ms": percentile(result.admission_ms, 50),
                      "admission_p99_ms": percentile(result.admission_ms, 99)})
     return runs
+
+
+def start_table(starts: list[float], cpu: list[float], rss: list[float]) -> list[list[Any]]:
+    return [
+        ["start -> first healthy GET /api/health (ms)", f"{median(starts):.0f}", spread(starts), "<= 400"],
+        ["  the server's CPU time until then (ms)", f"{median(cpu):.0f}", spread(cpu), ""],
+        ["idle RSS after start (MiB)", f"{median(rss):.1f}", spread(rss), "<= 60"],
+    ]
+
+
+def main_start_only() -> None:
+    print(f"load average before: {os.getloadavg()}")
+    with tempfile.TemporaryDirectory(prefix="bench-http-", dir=os.environ.get("BENCH_TMPDIR")) as tmp:
+        root = Path(tmp)
+        env = isolated_env(root)
+        write_global_config(env["XDG_CONFIG_HOME"], load_config("http://127.0.0.1:9/v1"))
+        starts, cpu, rss = start_rows(root, env)
+    print(table(["row", "median", "min..max", "target"], start_table(starts, cpu, rss)))
+    print(f"load average after: {os.getloadavg()}")
+    emit("http", {"start_ms": median(starts), "start_cpu_ms": median(cpu), "rss_mib": median(rss),
+                  "raw": {"start": starts, "start_cpu": cpu, "rss": rss}})
 
 
 async def main() -> None:
@@ -230,7 +265,7 @@ async def main() -> None:
                 rows = await latency_rows(server, llm, history)
             finally:
                 server.stop()
-            starts, rss = start_rows(root, env)
+            starts, cpu, rss = start_rows(root, env)
             load = await load_rows(root, llm)
     finally:
         llm.stop()
@@ -246,10 +281,7 @@ async def main() -> None:
         ratio = median(xs) / small
         out.append([f"prompt -> idle @ {size:,} history (ms)", f"{median(xs):.1f}", spread(xs),
                     f"ratio {ratio:.2f}x" + (" (<= 1.2x @1,000)" if size == 1000 else "")])
-    out += [
-        ["start -> first healthy GET /api/health (ms)", f"{median(starts):.0f}", spread(starts), "<= 400"],
-        ["idle RSS after start (MiB)", f"{median(rss):.1f}", spread(rss), "<= 60"],
-    ]
+    out += start_table(starts, cpu, rss)
     for key, target in (("prompts_per_s", ">= 70"), ("admission_p50_ms", ""), ("admission_p99_ms", "<= 50")):
         xs = [r[key] for r in load]
         out.append([f"load 50x4, 200 subscribers: {key}", f"{median(xs):.1f}", spread(xs), target])
@@ -258,9 +290,12 @@ async def main() -> None:
     emit("http", {"plain_ms": median(rows["plain"]), "gap_ms": median(rows["gap"]),
                   "together_ms": median(rows["together"]),
                   "history_ms": {str(k): median(v) for k, v in rows["history"].items()},
-                  "start_ms": median(starts), "rss_mib": median(rss),
+                  "start_ms": median(starts), "start_cpu_ms": median(cpu), "rss_mib": median(rss),
                   "load": {k: median([r[k] for r in load]) for k in load[0]}, "raw": rows | {"load": load}})
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    if ONLY_START:
+        main_start_only()
+    else:
+        asyncio.run(main())

@@ -1,16 +1,28 @@
-"""Start-up loads what serving needs and nothing heavier: provider SDKs, their HTTP client and the terminal UI load
-when first used (a fast `ocs serve` start and a small idle footprint depend on it)."""
+"""Start-up loads what serving needs and nothing heavier: provider SDKs, their HTTP client, the terminal UI, the runner
+with its tools and compaction, and the JSON Schema validator load when first used (a fast `ocs serve` start and a
+small idle footprint depend on it)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
+from typing import cast
 
-LAZY = ("httpx2", "openai", "anthropic", "rich")
+import pytest
+
+from opencode_session.core.execution.deferred import deferred_drain_factory
+from opencode_session.core.runtime import Runtime
+
+LAZY = ("httpx2", "openai", "anthropic", "rich", "jsonschema", "opencode_session.core.execution.runner",
+        "opencode_session.core.execution.step", "opencode_session.core.compaction.compactor",
+        "opencode_session.core.tools.builtin", "opencode_session.core.tools.registry",
+        "opencode_session.core.instructions.sources")
 
 
-def test_serving_imports_leave_provider_sdks_and_rich_unloaded() -> None:
+def test_serving_imports_leave_provider_sdks_rich_and_the_runner_unloaded() -> None:
     code = ("import json, sys\n"
             "from opencode_session.cli.main import app\n"
             "from opencode_session.cli import serving\n"
@@ -20,3 +32,22 @@ def test_serving_imports_leave_provider_sdks_and_rich_unloaded() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(out.stdout) == []
 
+
+
+@pytest.mark.anyio
+async def test_the_deferred_runner_loads_once_for_sessions_that_start_together() -> None:
+    loads: list[object] = []
+    ran: list[str] = []
+
+    def load(runtime: object) -> Callable[[str, bool], Awaitable[None]]:
+        loads.append(runtime)
+
+        async def drain(session_id: str, _force: bool) -> None:
+            ran.append(session_id)
+
+        return drain
+
+    drain = deferred_drain_factory(load)(cast(Runtime, "rt"))
+    await asyncio.gather(*(drain(sid, False) for sid in ("a", "b", "c")))
+    await drain("d", False)
+    assert loads == ["rt"] and sorted(ran) == ["a", "b", "c", "d"]

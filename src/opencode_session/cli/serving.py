@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.execution.runner import runner_drain_factory
+from ..core.execution.deferred import deferred_drain_factory
 from ..core.runtime import Runtime, RuntimeOptions
 from ..core.store import DatabaseInUseError
 from ..core.store.feed import SubscriptionLost
@@ -55,7 +55,7 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
     except StartupError as cannot:
         say(f"ocs serve: {cannot}")
         return 2
-    options = RuntimeOptions(db_path=request.db, directory=directory, drain_factory=runner_drain_factory)
+    options = RuntimeOptions(db_path=request.db, directory=directory, drain_factory=deferred_drain_factory())
     watchers: list[asyncio.Task[None]] = []
 
     def ready(url: str, runtime: Runtime) -> None:

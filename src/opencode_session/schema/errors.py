@@ -29,7 +29,7 @@ class TaggedError(Exception):
             spec[name] = (str | None, None)
         cls.body_model = create_model(
             cls.__name__,
-            __config__=ConfigDict(extra="forbid", populate_by_name=True),
+            __config__=ConfigDict(extra="forbid", populate_by_name=True, defer_build=True),
             **spec,
         )
         REGISTRY[cls.__name__] = cls

@@ -1,16 +1,25 @@
-"""The tool layer the runner calls: tool contract, registry and settlement, output bounding, built-in tools."""
+"""The tool layer the runner calls: tool contract, registry and settlement, output bounding, built-in tools.
 
-from .builtin import GlobTool, ReadTool
-from .output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, bound_text
-from .registry import (
-    Settlement,
-    ToolDefinition,
-    ToolErrored,
-    ToolRegistry,
-    ToolSucceeded,
-    default_registry,
-)
-from .tool import Tool, ToolContext, ToolFailure, ToolOutput
+The names load on first use: importing one submodule (`tools.tool`, `tools.managed`) does not load every built-in
+tool and the JSON Schema validator with them (a server needs those only when a Step runs)."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .builtin import GlobTool, ReadTool
+    from .output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, bound_text
+    from .registry import (
+        Settlement,
+        ToolDefinition,
+        ToolErrored,
+        ToolRegistry,
+        ToolSucceeded,
+        default_registry,
+    )
+    from .tool import Tool, ToolContext, ToolFailure, ToolOutput
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -29,3 +38,12 @@ __all__ = [
     "bound_text",
     "default_registry",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        for where in (".tool", ".output", ".registry", ".builtin"):
+            module = import_module(where, __name__)
+            if hasattr(module, name):
+                return getattr(module, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
