@@ -51,3 +51,24 @@ async def test_the_deferred_runner_loads_once_for_sessions_that_start_together()
     await asyncio.gather(*(drain(sid, False) for sid in ("a", "b", "c")))
     await drain("d", False)
     assert loads == ["rt"] and sorted(ran) == ["a", "b", "c", "d"]
+
+
+def test_a_provider_sdk_is_imported_off_the_event_loop_when_first_needed() -> None:
+    # importing an SDK takes hundreds of milliseconds: on the loop's thread it would stall every request meanwhile
+    code = ("import asyncio, json, sys, threading\n"
+            "from opencode_session.core.llm.providers import load_adapter\n"
+            "seen = {}\n"
+            "class Watch:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name in ('openai', 'anthropic'):\n"
+            "            seen[name] = threading.current_thread() is threading.main_thread()\n"
+            "        return None\n"
+            "sys.meta_path.insert(0, Watch())\n"
+            "async def main():\n"
+            "    await load_adapter('chat')\n"
+            "    await load_adapter('messages')\n"
+            "    await load_adapter('chat')  # already loaded: nothing to do\n"
+            "asyncio.run(main())\n"
+            "print(json.dumps(seen))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(out.stdout) == {"openai": False, "anthropic": False}

@@ -27,6 +27,7 @@ from ..instructions.nearby import NearbyInstructions
 from ..llm import model as llm
 from ..llm.catalog import configured_secrets, model_ref_from_string, resolve_model
 from ..llm.errors import ProviderError
+from ..llm.providers import load_adapter
 from ..location import resolve_location
 from ..permission import disabled
 from ..permission_requests import PermissionRequests
@@ -277,6 +278,7 @@ class Runner:
             controls=_controls(b, resolved), options=resolved.options,
         )
         settings = CompactionSettings.of(b.config.compaction)
+        await load_adapter(resolved.protocol)
         provider = self.deps.provider_for(resolved)
         secrets = tuple(configured_secrets(b.config, self.deps.env, resolved))
         cut = self.compactor.over_budget(session_id, assistant_id, settings, resolved, history, request, extra)
@@ -361,6 +363,7 @@ class Runner:
                                                              error=error.to_session_error(), inputID=input_id))
             return
         history = await self._read(lambda reader: self.history.load(reader, session_id))
+        await load_adapter(resolved.protocol)
         await self.compactor.compact(session_id, "manual", settings, resolved, self.deps.provider_for(resolved),
                                      history, input_id=input_id,
                                      secrets=tuple(configured_secrets(b.config, self.deps.env, resolved)))

@@ -14,6 +14,7 @@ from ..config import Config
 from ..llm import model as llm
 from ..llm.catalog import model_ref_from_string, resolve_model
 from ..llm.errors import ProviderError
+from ..llm.providers import load_adapter
 from ..session.service import DEFAULT_TITLE_PREFIX, require_session
 from ..store import messages
 from ..store.db import Store, Tx
@@ -81,6 +82,7 @@ class SessionTitles:
                                      messages=[llm.UserMessage([llm.TextPart(first[:MAX_INPUT_CHARS])])],
                                      tool_choice="none")
             parts: list[str] = []
+            await load_adapter(model.protocol)
             stream = self.provider_for(model).stream(request)
             try:
                 async for event in stream:

@@ -3,8 +3,12 @@ client per provider that the runtime owns and closes."""
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 if TYPE_CHECKING:
     import httpx2
@@ -34,6 +38,16 @@ def _messages(**kw: Any) -> Provider:
 
 # SDKs load when a protocol is first used, not when the server starts.
 ADAPTERS: Mapping[WireProtocol, AdapterFactory] = {"chat": _chat, "responses": _responses, "messages": _messages}
+_MODULES: Mapping[WireProtocol, str] = {"chat": "openai_chat", "responses": "openai_responses",
+                                        "messages": "anthropic_messages"}
+
+
+async def load_adapter(protocol: WireProtocol) -> None:
+    """Import a protocol's adapter, and so its SDK, in a worker thread the first time it is needed: importing an SDK
+    takes hundreds of milliseconds, which on the event loop would stall every request and session meanwhile."""
+    name = f"{__package__}.{_MODULES[protocol]}"
+    if name not in sys.modules:
+        await anyio.to_thread.run_sync(importlib.import_module, name)
 
 
 def _timeout(model: ResolvedModel) -> Any:
@@ -89,4 +103,4 @@ class Providers:
             await client.aclose()
 
 
-__all__ = ["ADAPTERS", "Providers"]
+__all__ = ["ADAPTERS", "Providers", "load_adapter"]
