@@ -14,60 +14,50 @@ import anyio
 from ...schema import events as ev
 from ..config import global_config_dir, project_config_disabled
 from ..execution.boundary import Boundary
-from ..skills import discover_skills, permitted_skills, skill_roots
+from ..skills import Skill, discover_skills, permitted_skills, skill_roots
 from ..store import instructions as stored
 from ..store import messages
 from ..store.db import Store, Tx
 from . import algebra
-from .discovery import discovery_source
+from .discovery import discovery_instructions, scan_discovery
 from .sources import (
+    InstructionFile,
     SkillInfo,
-    config_instructions_source,
+    config_instructions,
     date_source,
     entry_sources,
     environment_source,
+    scan_config,
     skill_guidance_source,
 )
+
+Files = tuple[InstructionFile, ...] | algebra.Unavailable  # what a file-reading source read
 
 
 async def compose(boundary: Boundary, store: Store, env: Mapping[str, str], today: Callable[[], date],
                   platform: str) -> algebra.Instructions:
     """The runner's fixed source order: environment, date, ambient AGENTS.md, configured instruction files,
-    selected-agent skill guidance, API-managed entries. Producers load concurrently."""
+    selected-agent skill guidance, API-managed entries. Every file the sources read is read in one worker-thread
+    call (each hop to a thread costs more than these few small reads)."""
     loc = boundary.location
-    results: dict[str, algebra.Instructions] = {}
+    patterns = list(boundary.config.instructions)
+    roots = skill_roots(global_config_dir(env), loc.project_root, loc.directory, not project_config_disabled(env))
 
-    async def _discovery() -> None:
-        results["discovery"] = await discovery_source(loc.directory, loc.project_root, global_config_dir(env),
-                                                      project_config_disabled(env))
+    def _read_files() -> tuple[Files, Files | None, list[Skill]]:
+        return (scan_discovery(loc.directory, loc.project_root, global_config_dir(env), project_config_disabled(env)),
+                scan_config(patterns, loc.project_root) if patterns else None,
+                discover_skills(roots))
 
-    async def _configured() -> None:
-        patterns = list(boundary.config.instructions)
-        results["config"] = await config_instructions_source(patterns, loc.project_root) if patterns \
-            else algebra.EMPTY
-
-    async def _skills() -> None:
-        roots = skill_roots(global_config_dir(env), loc.project_root, loc.directory, not project_config_disabled(env))
-        skills = await anyio.to_thread.run_sync(discover_skills, roots)
-        permitted = permitted_skills(boundary.rules(env), skills)
-        results["skills"] = skill_guidance_source([SkillInfo(s.name, s.description) for s in permitted])
-
-    async def _entries() -> None:
-        entries = await store.read(lambda reader: stored.entries(reader, boundary.session.id))
-        results["entries"] = entry_sources(entries)
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(_discovery)
-        tg.start_soon(_configured)
-        tg.start_soon(_skills)
-        tg.start_soon(_entries)
+    discovered, configured, skills = await anyio.to_thread.run_sync(_read_files)
+    entries = await store.read(lambda reader: stored.entries(reader, boundary.session.id))
+    permitted = permitted_skills(boundary.rules(env), skills)
     return algebra.combine(
         environment_source(loc.directory, loc.project_root, loc.is_git, platform),
         date_source(today),
-        results["discovery"],
-        results["config"],
-        results["skills"],
-        results["entries"],
+        discovery_instructions(discovered),
+        algebra.EMPTY if configured is None else config_instructions(configured),
+        skill_guidance_source([SkillInfo(s.name, s.description) for s in permitted]),
+        entry_sources(entries),
     )
 
 

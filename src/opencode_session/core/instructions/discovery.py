@@ -16,7 +16,9 @@ __all__ = [
     "AGENTS_FILE",
     "DISCOVERY_KEY",
     "discover_instruction_paths",
+    "discovery_instructions",
     "discovery_source",
+    "scan_discovery",
 ]
 
 DISCOVERY_KEY: Final = "core/instructions"
@@ -56,9 +58,10 @@ def discover_instruction_paths(
     return found
 
 
-def _scan(
+def scan_discovery(
     directory: Path, project_root: Path, global_config_dir: Path | None, disable_project: bool
 ) -> tuple[InstructionFile, ...] | Unavailable:
+    """The ambient files read (blocking; run in a worker thread); any scan or read error makes them unavailable."""
     try:
         paths = discover_instruction_paths(directory, project_root, global_config_dir, disable_project)
         return read_instruction_files(paths)
@@ -66,18 +69,9 @@ def _scan(
         return UNAVAILABLE
 
 
-async def discovery_source(
-    directory: Path,
-    project_root: Path,
-    global_config_dir: Path | None,
-    disable_project: bool,
-) -> Instructions:
-    """`core/instructions`: the ordered ambient `AGENTS.md` set (see `discover_instruction_paths`).
-
-    Scans and reads in a worker thread. A discovered file that cannot be read (or any scan
-    error) makes the source unavailable; no files at all yields EMPTY (an absent source).
-    """
-    files = await anyio.to_thread.run_sync(_scan, directory, project_root, global_config_dir, disable_project)
+def discovery_instructions(files: tuple[InstructionFile, ...] | Unavailable) -> Instructions:
+    """The `core/instructions` source of what `scan_discovery` read: no files at all yields EMPTY (an absent
+    source), an unreadable one makes the source unavailable."""
     return file_list_instructions(
         DISCOVERY_KEY,
         files,
@@ -88,3 +82,16 @@ async def discovery_source(
         ),
         removal="No AGENTS.md instruction files are in effect any more; disregard the ones given earlier.",
     )
+
+
+async def discovery_source(
+    directory: Path,
+    project_root: Path,
+    global_config_dir: Path | None,
+    disable_project: bool,
+) -> Instructions:
+    """`core/instructions`: the ordered ambient `AGENTS.md` set (see `discover_instruction_paths`), scanned and read
+    in a worker thread."""
+    files = await anyio.to_thread.run_sync(scan_discovery, directory, project_root, global_config_dir,
+                                           disable_project)
+    return discovery_instructions(files)

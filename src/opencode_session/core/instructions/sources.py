@@ -28,6 +28,7 @@ __all__ = [
     "Environment",
     "InstructionFile",
     "SkillInfo",
+    "config_instructions",
     "config_instructions_source",
     "date_source",
     "entry_key",
@@ -35,6 +36,7 @@ __all__ = [
     "environment_source",
     "file_list_instructions",
     "read_instruction_files",
+    "scan_config",
     "skill_guidance_source",
 ]
 
@@ -213,18 +215,17 @@ def _resolve_patterns(patterns: Sequence[str], base_dir: Path) -> list[Path]:
     return found
 
 
-def _scan_config(patterns: Sequence[str], base_dir: Path) -> tuple[InstructionFile, ...] | Unavailable:
+def scan_config(patterns: Sequence[str], base_dir: Path) -> tuple[InstructionFile, ...] | Unavailable:
+    """The files the config `instructions` patterns name, read (blocking; run in a worker thread)."""
     try:
         return read_instruction_files(_resolve_patterns(patterns, base_dir))
     except (OSError, ValueError):
         return UNAVAILABLE
 
 
-async def config_instructions_source(patterns: Sequence[str], base_dir: Path) -> Instructions:
-    """`core/config-instructions`: files named by the config `instructions` list (paths or globs,
-    relative to `base_dir`, absolute or `~`-prefixed allowed), in pattern order and deduplicated.
-    Scans and reads in a worker thread; an unreadable match makes the source unavailable."""
-    files = await anyio.to_thread.run_sync(_scan_config, list(patterns), Path(base_dir))
+def config_instructions(files: tuple[InstructionFile, ...] | Unavailable) -> Instructions:
+    """The `core/config-instructions` source of what `scan_config` read; an unreadable match makes it
+    unavailable."""
     return file_list_instructions(
         CONFIG_INSTRUCTIONS_KEY,
         files,
@@ -235,6 +236,13 @@ async def config_instructions_source(patterns: Sequence[str], base_dir: Path) ->
         ),
         removal="The instruction files named in the configuration earlier no longer apply; disregard them.",
     )
+
+
+async def config_instructions_source(patterns: Sequence[str], base_dir: Path) -> Instructions:
+    """`core/config-instructions`: files named by the config `instructions` list (paths or globs,
+    relative to `base_dir`, absolute or `~`-prefixed allowed), in pattern order and deduplicated.
+    Scans and reads in a worker thread; an unreadable match makes the source unavailable."""
+    return config_instructions(await anyio.to_thread.run_sync(scan_config, list(patterns), Path(base_dir)))
 
 
 # --- core/skill-guidance ---------------------------------------------------------------------
