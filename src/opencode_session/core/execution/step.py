@@ -128,7 +128,6 @@ class Step:
         self.reasoning: dict[str, _Block] = {}
         self.inputs: dict[str, list[str]] = {}
         self.calls: dict[str, _Call] = {}
-        self.publish_lock = asyncio.Lock()
         self.terminal = False
         self.usage = llm.Usage()
         self.queued: list[asyncio.Future[Any]] = []  # durable writes submitted and not yet known committed
@@ -284,10 +283,10 @@ class Step:
             return  # hosted: the provider reports the result; unsettled ones fail at the end
         self.outcome.local_calls += 1
         if call.input_error is not None:
-            await self._publish_settlement(record, ToolErrored(SessionErrorInfo(
+            self._publish_settlement(record, ToolErrored(SessionErrorInfo(
                 type=session_errors.TOOL_INVALID_INPUT, message=call.input_error)))
         elif not self.ctx.tools_enabled:
-            await self._publish_settlement(record, ToolErrored(SessionErrorInfo(
+            self._publish_settlement(record, ToolErrored(SessionErrorInfo(
                 type=session_errors.TOOL_EXECUTION, message=TOOLS_DISABLED)))
         else:
             record.task = asyncio.create_task(self._run_tool(record, call.input))
@@ -298,7 +297,7 @@ class Step:
         if record is None:
             return
         content: list[ToolContent] = [ToolTextContent(text=result.text)] if result.text else []
-        await self._publish_settlement(record, HostedResult(result, content))
+        self._publish_settlement(record, HostedResult(result, content))
 
     async def _run_tool(self, record: _Call, tool_input: dict[str, Any]) -> None:
         c = self.ctx
@@ -334,41 +333,42 @@ class Step:
     async def _bound_and_publish(self, record: _Call, settlement: ToolSucceeded | ToolErrored) -> None:
         c = self.ctx
         bounded = await anyio.to_thread.run_sync(c.tools.bound, settlement, c.max_output_lines, c.max_output_bytes)
-        await self._publish_settlement(record, bounded)
+        self._publish_settlement(record, bounded)
 
-    async def _publish_settlement(self, record: _Call, settlement: ToolSucceeded | ToolErrored | HostedResult) -> None:
-        async with self.publish_lock:
-            if record.settled:
-                return
-            ids = self._ids()
-            data: ev.ToolSuccess | ev.ToolFailed
-            if isinstance(settlement, HostedResult):
-                hosted = settlement.result
-                if hosted.is_error:
-                    data = ev.ToolFailed(**ids, callID=record.call_id, result=hosted.result, error=SessionErrorInfo(
-                        type=session_errors.TOOL_EXECUTION, message=hosted.text or "The provider's tool failed"))
-                else:
-                    data = ev.ToolSuccess(**ids, callID=record.call_id, content=settlement.content,
-                                          result=hosted.result, executed=True, resultState=hosted.metadata)
-            elif isinstance(settlement, ToolSucceeded):
-                out = settlement.output
-                data = ev.ToolSuccess(**ids, callID=record.call_id, structured=out.structured,
-                                      content=list(out.content),
-                                      outputPaths=[settlement.output_path] if settlement.output_path else None)
+    def _publish_settlement(self, record: _Call, settlement: ToolSucceeded | ToolErrored | HostedResult) -> None:
+        """Queue a call's one settlement (a second one for the same call is dropped); queued writes commit in order,
+        so settlements are published one at a time and all before the terminal."""
+        if record.settled:
+            return
+        ids = self._ids()
+        data: ev.ToolSuccess | ev.ToolFailed
+        if isinstance(settlement, HostedResult):
+            hosted = settlement.result
+            if hosted.is_error:
+                data = ev.ToolFailed(**ids, callID=record.call_id, result=hosted.result, error=SessionErrorInfo(
+                    type=session_errors.TOOL_EXECUTION, message=hosted.text or "The provider's tool failed"))
             else:
-                data = ev.ToolFailed(**ids, callID=record.call_id, error=settlement.error)
-            await self._append(data)
-            record.settled = True
+                data = ev.ToolSuccess(**ids, callID=record.call_id, content=settlement.content,
+                                      result=hosted.result, executed=True, resultState=hosted.metadata)
+        elif isinstance(settlement, ToolSucceeded):
+            out = settlement.output
+            data = ev.ToolSuccess(**ids, callID=record.call_id, structured=out.structured,
+                                  content=list(out.content),
+                                  outputPaths=[settlement.output_path] if settlement.output_path else None)
+        else:
+            data = ev.ToolFailed(**ids, callID=record.call_id, error=settlement.error)
+        self._defer(data)  # durable in order before the terminal, which waits for it
+        record.settled = True
 
     async def _join_tools(self) -> None:
         tasks = [c.task for c in self.calls.values() if c.task is not None]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def _fail_unsettled(self, error: SessionErrorInfo) -> None:
+    def _fail_unsettled(self, error: SessionErrorInfo) -> None:
         for record in self.calls.values():
             if not record.settled:
-                await self._publish_settlement(record, ToolErrored(error))
+                self._publish_settlement(record, ToolErrored(error))
 
     # --- settlement -----------------------------------------------------------------------------------
 
@@ -379,7 +379,7 @@ class Step:
             return
         missing = "The provider did not return a result for this tool call" if error is None else str(error)
         unsettled = session_errors.TOOL_RESULT_MISSING if error is None else session_errors.ABORTED
-        await self._fail_unsettled(SessionErrorInfo(type=unsettled, message=missing))
+        self._fail_unsettled(SessionErrorInfo(type=unsettled, message=missing))
         ids = self._ids()
         if error is None and self.outcome.finish == "content-filter":
             self.outcome.failure = SessionErrorInfo(type=session_errors.PROVIDER_CONTENT_FILTER,
@@ -413,7 +413,7 @@ class Step:
                 record.task.cancel()
         await self._join_tools()
         await self._close_open_blocks()
-        await self._fail_unsettled(SessionErrorInfo(type=session_errors.ABORTED, message=INTERRUPTED_TOOL))
+        self._fail_unsettled(SessionErrorInfo(type=session_errors.ABORTED, message=INTERRUPTED_TOOL))
         if step_error is not None:
             self._ensure_started()  # a defect fails the Step on its assistant, even before any output
         if self.outcome.started and not self.terminal:

@@ -81,6 +81,7 @@ class GroupWriter:
         except Exception as error:  # every write of the batch fails with it
             self._done(batch, error)
             return
+        changes = conn.total_changes
         for job in batch:
             conn.execute("SAVEPOINT job")
             try:
@@ -90,7 +91,7 @@ class GroupWriter:
                 conn.execute("ROLLBACK TO job")
                 conn.execute("RELEASE job")
                 job.outcome = (None, error)
-        if not self._fsyncs:
+        if not self._fsyncs or conn.total_changes == changes:  # nothing to make durable: no fsync to wait for
             self._committed(batch, conn, _commit(conn))
             return
         self._committing = True
