@@ -3,6 +3,8 @@ rolls back alone), their events keep submission order, and live events wait behi
 
 from __future__ import annotations
 
+import threading
+
 import anyio
 import pytest
 
@@ -94,3 +96,25 @@ async def test_a_cancelled_writer_still_commits_and_announces_its_write(tmp_path
         with anyio.fail_after(10):
             got = await sub.next()
     assert [(i.seq, i.data.agent) for i in got] == [(1, "kept")]
+
+
+async def test_commits_run_on_the_loop_while_quick_and_on_the_commit_thread_once_slow(tmp_path):
+    async with open_sessions(tmp_path) as s:
+        sid = (await s.create()).id
+        writer = s.store._writer
+        committed_on: list[str] = []
+        assert writer.conn is not None
+        writer.conn.set_trace_callback(
+            lambda sql: committed_on.append(threading.current_thread().name) if sql == "COMMIT" else None)
+
+        async def commit_one(n: int) -> str:
+            await s.store.append(ev.AgentSelected(sessionID=sid, agent=f"a{n}"))
+            return committed_on[-1]
+
+        with anyio.fail_after(10):
+            assert await commit_one(0) == threading.main_thread().name  # a local disk commits in well under 0.5 ms
+            writer._commit_s = 0.05  # as if the disk had just taken 50 ms per commit
+            assert (await commit_one(1)).startswith("ocs-db-commit")
+            threads = [await commit_one(n) for n in range(2, 40)]  # quick commits bring it back to the loop
+        assert threading.main_thread().name in threads
+        assert [e.data.agent for e in await s.store.events_after(sid, 0)] == [f"a{n}" for n in range(40)]
