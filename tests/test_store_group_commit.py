@@ -118,3 +118,25 @@ async def test_commits_run_on_the_loop_while_quick_and_on_the_commit_thread_once
             threads = [await commit_one(n) for n in range(2, 40)]  # quick commits bring it back to the loop
         assert threading.main_thread().name in threads
         assert [e.data.agent for e in await s.store.events_after(sid, 0)] == [f"a{n}" for n in range(40)]
+
+
+async def test_a_batch_whose_commit_fails_reports_every_write_failed_and_the_store_goes_on(tmp_path):
+    async with open_sessions(tmp_path) as s:
+        sid = (await s.create()).id
+
+        def violates_at_commit(tx) -> None:
+            # a deferred foreign key is checked only by COMMIT: the whole batch's commit fails, as a full disk would
+            tx.execute("PRAGMA defer_foreign_keys = ON")
+            tx.execute("INSERT INTO instruction_checkpoint VALUES ('ses_missing', '', '{}', 0)")
+
+        bystander = s.store.submit(lambda tx: tx.append(ev.AgentSelected(sessionID=sid, agent="lost with the batch")))
+        culprit = s.store.submit(violates_at_commit)
+        with anyio.fail_after(10):
+            with pytest.raises(Exception, match="FOREIGN KEY"):
+                await bystander  # written before the culprit, yet not durable: it must not look committed
+            with pytest.raises(Exception, match="FOREIGN KEY"):
+                await culprit
+            after = await s.store.append(ev.AgentSelected(sessionID=sid, agent="next"))
+        stored = await s.store.events_after(sid, 0)
+        assert [(e.seq, e.data.agent) for e in stored] == [(1, "next")] and after.seq == 1
+        assert (await s.get(sid)).agent == "next"

@@ -8,7 +8,6 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -129,13 +128,6 @@ class Tx(Reader):
         self.live.append(live_event(data, aggregate_id))
 
 
-@dataclass
-class _Pending:
-    """A write not yet settled: live events published meanwhile wait for it, so nobody sees them before it."""
-
-    live: list[EventRecord] = field(default_factory=list)
-
-
 class Store:
     """Owns the database file. All writes go through one connection (group commit, see `GroupWriter`); reads use
     another, on the event loop."""
@@ -147,7 +139,8 @@ class Store:
         self._wconn: sqlite3.Connection | None = None
         self._rconn: sqlite3.Connection | None = None
         self._read_handle: Reader | None = None
-        self._last: _Pending | None = None  # the newest write not yet settled
+        # the live events published since the newest write not yet settled: they wait for it, so none overtakes it
+        self._held: list[EventRecord] | None = None
         self._tails = Tails()
         self.durable = DurableFeed()
         self.live = LiveBus(self._events_from, capacity=live_capacity)
@@ -209,7 +202,8 @@ class Store:
         is queued (each write rolls back alone if it raises); readers are notified in commit order, before the
         returned future resolves. Writes commit in submission order, and live events published after this call
         reach readers after its events. The caller must await the future (or it loses the write's error)."""
-        pending = self._last = _Pending()
+        held: list[EventRecord] = []
+        self._held = held
         tx_of: list[Tx] = []
 
         def _run(conn: sqlite3.Connection) -> T:
@@ -221,17 +215,17 @@ class Store:
         def _settle(_result: object, error: BaseException | None) -> None:
             if error is None:
                 self._announce(tx_of[0])
-            for record in pending.live:
+            for record in held:
                 self.live.publish(record)
-            if self._last is pending:
-                self._last = None
+            if self._held is held:
+                self._held = None
 
         return self._writer.submit(_run, _settle)
 
     async def write(self, fn: Callable[[Tx], T]) -> T:
-        """Run `fn` inside a write transaction (see `submit`) and return its result once it is
-        durable. Once submitted the write runs to its end (and is announced) even if the caller is cancelled
-        meanwhile; the caller then still waits for it before seeing the cancellation."""
+        """Run `fn` inside a write transaction (see `submit`) and return its result once it is durable. Once
+        submitted the write runs to its end (and is announced) even if the caller is cancelled meanwhile; the caller
+        then still waits for it before seeing the cancellation."""
         future = self.submit(fn)
         try:
             return await asyncio.shield(future)
@@ -256,8 +250,8 @@ class Store:
 
     def publish_live(self, data: Struct, aggregate_id: str) -> None:
         record = live_event(data, aggregate_id)
-        if self._last is not None:
-            self._last.live.append(record)  # after the write queued before it
+        if self._held is not None:
+            self._held.append(record)  # after the write queued before it
         else:
             self.live.publish(record)
 

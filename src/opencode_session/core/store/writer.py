@@ -88,15 +88,19 @@ class GroupWriter:
             self._done(batch, error)
             return
         changes = conn.total_changes
-        for job in batch:
-            conn.execute("SAVEPOINT job")
-            try:
-                job.outcome = (job.run(conn), None)
-                conn.execute("RELEASE job")
-            except BaseException as error:  # noqa: BLE001 - this write alone is rolled back, its caller gets why
-                conn.execute("ROLLBACK TO job")
-                conn.execute("RELEASE job")
-                job.outcome = (None, error)
+        try:
+            for job in batch:
+                conn.execute("SAVEPOINT job")
+                try:
+                    job.outcome = (job.run(conn), None)
+                    conn.execute("RELEASE job")
+                except BaseException as error:  # noqa: BLE001 - this write alone is rolled back, its caller gets why
+                    conn.execute("ROLLBACK TO job")
+                    conn.execute("RELEASE job")
+                    job.outcome = (None, error)
+        except Exception as error:  # the connection itself failed (the disk, say): nothing of the batch is durable
+            self._committed(batch, conn, error)
+            return
         if not self._fsyncs or conn.total_changes == changes:  # nothing to make durable: no fsync to wait for
             self._committed(batch, conn, _commit(conn)[0])
             return
