@@ -16,7 +16,7 @@ import pytest
 
 from opencode_session.core.tools import ToolContext, ToolOutput, ToolRegistry, ToolSucceeded
 from opencode_session.core.tools.managed import RETENTION_SECONDS, ManagedOutputs
-from opencode_session.core.tools.registry import default_registry
+from opencode_session.core.tools.registry import QUICK_CHECK_CHARS, default_registry
 from opencode_session.sdk import OpenCode
 from tests.security.conftest import write_provider_config
 from tests.support import fake_openai as fake
@@ -182,3 +182,23 @@ async def test_an_interrupt_cannot_tear_bounding_and_publishing_apart(tmp_path, 
     assert len(success) == 1 and Path(success[0].data.outputPaths[0]).read_text().endswith("line 99")
     assert not [e for e in log if e.type == "session.tool.failed"]
     assert [e.type for e in log if e.type.startswith("session.execution.")][-1] == "session.execution.interrupted"
+
+
+def test_the_quick_check_on_the_loop_agrees_with_bounding(tmp_path):
+    registry = ToolRegistry(max_lines=LINES, max_bytes=BYTES, outputs=ManagedOutputs(tmp_path / "out"))
+    cases = {
+        "fits": "é" * 499,  # 998 bytes: within both bounds
+        "too many bytes": "é" * 501,
+        "too many lines": "line\n" * (LINES + 1),
+        "too large to check quickly": "x" * (QUICK_CHECK_CHARS + 1),
+    }
+    for name, text in cases.items():
+        settlement = ToolSucceeded(ToolOutput.of_text(text))
+        quick = registry.within_bounds(settlement)
+        unchanged = registry.bound(settlement) is settlement
+        assert quick <= unchanged, name  # never claims "nothing to do" when bounding would change the output
+        assert quick == (name == "fits"), name
+    assert len(list((tmp_path / "out").iterdir())) == 3  # only the outputs that did not fit were kept in files
+    huge_but_fitting = ToolRegistry(max_lines=10**9, max_bytes=10**9)
+    settlement = ToolSucceeded(ToolOutput.of_text("y" * (QUICK_CHECK_CHARS + 1)))
+    assert not huge_but_fitting.within_bounds(settlement) and huge_but_fitting.bound(settlement) is settlement

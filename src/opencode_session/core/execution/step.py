@@ -332,8 +332,10 @@ class Step:
 
     async def _bound_and_publish(self, record: _Call, settlement: ToolSucceeded | ToolErrored) -> None:
         c = self.ctx
-        bounded = await anyio.to_thread.run_sync(c.tools.bound, settlement, c.max_output_lines, c.max_output_bytes)
-        self._publish_settlement(record, bounded)
+        if not c.tools.within_bounds(settlement, c.max_output_lines, c.max_output_bytes):  # a file may be written
+            settlement = await anyio.to_thread.run_sync(c.tools.bound, settlement, c.max_output_lines,
+                                                        c.max_output_bytes)
+        self._publish_settlement(record, settlement)
 
     def _publish_settlement(self, record: _Call, settlement: ToolSucceeded | ToolErrored | HostedResult) -> None:
         """Queue a call's one settlement (a second one for the same call is dropped); queued writes commit in order,

@@ -37,6 +37,9 @@ from .tool import Tool, ToolContext, ToolFailure, ToolOutput
 log = logging.getLogger(__name__)
 
 _MAX_REPORTED_INPUT_ERRORS = 5
+# Outputs up to this many characters are checked against the bounds on the event loop (microseconds); larger ones are
+# left to `bound` in a worker thread.
+QUICK_CHECK_CHARS = 256 * 1024
 
 
 # what a provider adapter sends to the model for one tool: the LLM request's own tool record
@@ -149,6 +152,24 @@ class ToolRegistry:
                             f"TypeError: tool {name} returned {type(output).__name__}, not ToolOutput")
         return ToolSucceeded(output)
 
+    def within_bounds(self, settlement: Settlement, max_lines: int | None = None,
+                      max_bytes: int | None = None) -> bool:
+        """Whether `bound` would hand the settlement back as it is (writing no file). Cheap enough for the event
+        loop: an output too large to check quickly answers False, and `bound`, off the loop, decides."""
+        if not isinstance(settlement, ToolSucceeded) or settlement.truncated:
+            return True
+        output = settlement.output
+        if not any(isinstance(part, ToolTextContent) for part in output.content):
+            return True
+        text = output.text()
+        return len(text) <= QUICK_CHECK_CHARS and fits(text, self._lines(max_lines), self._bytes(max_bytes))
+
+    def _lines(self, max_lines: int | None) -> int:
+        return self.max_lines if max_lines is None else max_lines
+
+    def _bytes(self, max_bytes: int | None) -> int:
+        return self.max_bytes if max_bytes is None else max_bytes
+
     def bound(self, settlement: Settlement, max_lines: int | None = None, max_bytes: int | None = None) -> Settlement:
         """The Model Tool Output of a settlement: joined text over `max_lines` or `max_bytes` (the registry's own
         bounds by default) keeps its head and tail, and the complete text goes to a Managed Tool Output File that
@@ -156,8 +177,7 @@ class ToolRegistry:
         if not isinstance(settlement, ToolSucceeded) or settlement.truncated:
             return settlement
         output = settlement.output
-        lines = self.max_lines if max_lines is None else max_lines
-        size = self.max_bytes if max_bytes is None else max_bytes
+        lines, size = self._lines(max_lines), self._bytes(max_bytes)
         texts = [i for i, part in enumerate(output.content) if isinstance(part, ToolTextContent)]
         text = output.text()
         if not texts or fits(text, lines, size):
