@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ...schema.session import SessionV2Info
 from ..agents import Agent
@@ -19,6 +20,7 @@ class Boundary:
     agent: Agent
     config: Config
     location: Location
+    instruction_files: Any = None  # what the instruction preparer read from disk with the rest (None: not read)
 
     def rules(self, env: Mapping[str, str]) -> Ruleset:
         """The permission rules this boundary's tools and attachments run under: global config, then the agent."""

@@ -82,12 +82,19 @@ class PhysicalAttempt:
 
 class InstructionPreparer(Protocol):
     """The instruction seam: returns the Instruction Baseline text to send after the agent's system text,
-    publishing any Instruction Update first; raises InstructionsBlocked before the first complete baseline."""
+    publishing any Instruction Update first; raises InstructionsBlocked before the first complete baseline.
+    `read_files` (blocking) reads what `prepare` needs from disk; the runner calls it in the same worker-thread call
+    that samples the boundary, and hands its result over as `Boundary.instruction_files`."""
+
+    def read_files(self, boundary: Boundary) -> Any: ...
 
     async def prepare(self, boundary: Boundary) -> str: ...
 
 
 class NoInstructions:
+    def read_files(self, boundary: Boundary) -> None:
+        return None
+
     async def prepare(self, boundary: Boundary) -> str:
         return ""
 
@@ -132,7 +139,9 @@ class Runner:
             except AgentNotFoundError as missing:
                 raise DrainFailure(SessionErrorInfo(type=session_errors.AGENT_NOT_FOUND,
                                                     message=str(missing))) from None
-            return Boundary(session, agent, config, location)
+            b = Boundary(session, agent, config, location)
+            b.instruction_files = self.deps.instructions.read_files(b)  # one trip to a worker thread for both
+            return b
 
         return await anyio.to_thread.run_sync(_sample)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import platform as _platform
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -34,28 +35,42 @@ from .sources import (
 Files = tuple[InstructionFile, ...] | algebra.Unavailable  # what a file-reading source read
 
 
-async def compose(boundary: Boundary, store: Store, env: Mapping[str, str], today: Callable[[], date],
-                  platform: str) -> algebra.Instructions:
-    """The runner's fixed source order: environment, date, ambient AGENTS.md, configured instruction files,
-    selected-agent skill guidance, API-managed entries. Every file the sources read is read in one worker-thread
-    call (each hop to a thread costs more than these few small reads)."""
+@dataclass(frozen=True)
+class SourceFiles:
+    """What the file-reading sources read at one boundary."""
+
+    discovered: Files
+    configured: Files | None  # None: the config names no instruction files
+    skills: list[Skill]
+
+
+def read_files(boundary: Boundary, env: Mapping[str, str]) -> SourceFiles:
+    """Every file the sources read: ambient AGENTS.md, configured instruction files, skills (blocking)."""
     loc = boundary.location
     patterns = list(boundary.config.instructions)
     roots = skill_roots(global_config_dir(env), loc.project_root, loc.directory, not project_config_disabled(env))
+    return SourceFiles(
+        scan_discovery(loc.directory, loc.project_root, global_config_dir(env), project_config_disabled(env)),
+        scan_config(patterns, loc.project_root) if patterns else None,
+        discover_skills(roots))
 
-    def _read_files() -> tuple[Files, Files | None, list[Skill]]:
-        return (scan_discovery(loc.directory, loc.project_root, global_config_dir(env), project_config_disabled(env)),
-                scan_config(patterns, loc.project_root) if patterns else None,
-                discover_skills(roots))
 
-    discovered, configured, skills = await anyio.to_thread.run_sync(_read_files)
+async def compose(boundary: Boundary, store: Store, env: Mapping[str, str], today: Callable[[], date],
+                  platform: str) -> algebra.Instructions:
+    """The runner's fixed source order: environment, date, ambient AGENTS.md, configured instruction files,
+    selected-agent skill guidance, API-managed entries. The files come from the boundary when it read them, else
+    from one worker-thread call (each hop to a thread costs more than these few small reads)."""
+    files = boundary.instruction_files
+    if not isinstance(files, SourceFiles):
+        files = await anyio.to_thread.run_sync(read_files, boundary, env)
+    loc = boundary.location
     entries = await store.read(lambda reader: stored.entries(reader, boundary.session.id))
-    permitted = permitted_skills(boundary.rules(env), skills)
+    permitted = permitted_skills(boundary.rules(env), files.skills)
     return algebra.combine(
         environment_source(loc.directory, loc.project_root, loc.is_git, platform),
         date_source(today),
-        discovery_instructions(discovered),
-        algebra.EMPTY if configured is None else config_instructions(configured),
+        discovery_instructions(files.discovered),
+        algebra.EMPTY if files.configured is None else config_instructions(files.configured),
         skill_guidance_source([SkillInfo(s.name, s.description) for s in permitted]),
         entry_sources(entries),
     )
@@ -70,6 +85,9 @@ class CheckpointPreparer:
         self.env = env
         self.today = today
         self.platform = platform or _platform.system().lower()
+
+    def read_files(self, boundary: Boundary) -> SourceFiles:
+        return read_files(boundary, self.env)
 
     async def prepare(self, boundary: Boundary) -> str:
         session_id = boundary.session.id
