@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import os
 import stat
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from ..schema.errors import InvalidRequestError
 from ..schema.prompt import PromptFileAttachment
@@ -44,7 +43,7 @@ def local_path(uri: str) -> str | None:
         return uri
     if parts.netloc not in ("", "localhost"):
         raise AttachmentError(f"the file URI names another host: {parts.netloc}")
-    return urllib.request.url2pathname(parts.path)
+    return unquote(parts.path)  # what url2pathname does on POSIX, without loading urllib.request (~14 ms)
 
 
 def check_attachment(authority: Authority, uri: str) -> Path | None:
