@@ -58,6 +58,19 @@ def _timeout(model: ResolvedModel) -> Any:
     return None if model.timeout == 0 else model.timeout
 
 
+def _coalescing_transport(limits: httpx2.Limits) -> httpx2.AsyncHTTPTransport:
+    """httpx's own transport (as a client would make it), whose connections send a request in one write."""
+    import httpx2
+
+    from .coalesce import CoalescingBackend
+
+    transport = httpx2.AsyncHTTPTransport(limits=limits)
+    pool = getattr(transport, "_pool", None)  # httpx takes no backend argument; its pool does (pinned versions)
+    if pool is not None and hasattr(pool, "_network_backend"):
+        pool._network_backend = CoalescingBackend()
+    return transport
+
+
 _AdapterKey = tuple[str, str, str, str | None, tuple[tuple[str, str], ...], float | None]
 
 
@@ -80,8 +93,9 @@ class Providers:
 
             # the SDKs' own defaults for a client they would have made: generous pool, no redirects
             client = self._http[provider_id] = httpx2.AsyncClient(
-                transport=self._transport, timeout=DEFAULT_TIMEOUT, follow_redirects=False,
-                limits=httpx2.Limits(max_connections=1000, max_keepalive_connections=100))
+                transport=self._transport or _coalescing_transport(
+                    httpx2.Limits(max_connections=1000, max_keepalive_connections=100)),
+                timeout=DEFAULT_TIMEOUT, follow_redirects=False)
         return client
 
     def for_model(self, model: ResolvedModel) -> Provider:
