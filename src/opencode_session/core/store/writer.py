@@ -15,10 +15,10 @@ from typing import Any
 
 # Writes per transaction at most: bounds how long one batch holds the event loop and how much one commit can fail.
 MAX_BATCH = 256
-# A commit that takes less than this (a local disk: 0.1-1 ms here) runs on the loop: handing it to a thread and back
-# costs about as much in wake-ups (0.2-1 ms of CPU on this machine). Slower commits (a network disk) run on the commit
-# thread, so the loop keeps serving while they wait.
-INLINE_COMMIT_S = 0.002
+# Commits that take less than this on average (a local disk: ~0.1-0.2 ms here) run on the loop: handing one to a
+# thread and back costs 0.1-0.4 ms of wake-ups on this machine. Slower ones (a network disk, a disk under contention)
+# run on the commit thread, so the loop keeps serving while they wait.
+INLINE_COMMIT_S = 0.001
 
 
 @dataclass
