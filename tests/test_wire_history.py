@@ -1,20 +1,31 @@
 """A request body built from the previous Step's cached history items is byte for byte the body built from nothing,
 for every protocol, through appends, retries, edits anywhere, merged user turns, instruction updates, attachments,
-emptied turns, a compaction that replaces history, and sessions evicted from the cache."""
+emptied turns, a compaction that replaces history, and sessions evicted from the cache; and through the runner, the
+bytes a loopback provider receives are the cold bodies, across prompts, a tool result and a compaction."""
 
 from __future__ import annotations
 
+import json
 import random
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from opencode_session.core.execution.runner import make_drain_factory
 from opencode_session.core.llm import model as llm
 from opencode_session.core.llm.anthropic_messages import AnthropicMessagesProvider
 from opencode_session.core.llm.catalog import ResolvedModel
 from opencode_session.core.llm.openai_chat import OpenAIChatProvider
 from opencode_session.core.llm.openai_responses import OpenAIResponsesProvider
+from opencode_session.core.llm.providers import Providers
 from opencode_session.core.llm.wire import encode_body
+from opencode_session.core.runtime import Runtime, RuntimeOptions
+from opencode_session.schema.prompt import PromptInput
+from tests.support import fake_openai as fake
+from tests.support import fake_wire
 
 ADAPTERS = {"chat": OpenAIChatProvider, "responses": OpenAIResponsesProvider, "messages": AnthropicMessagesProvider}
 BASE_URL = "http://127.0.0.1:9/v1"  # never dialled
@@ -92,3 +103,99 @@ def test_no_cache_key_and_empty_history(protocol: str) -> None:
             for system in ("", "system"):
                 request = _request(protocol, messages, key, system)
                 assert adapter.encode_request(request) == encode_body(adapter.build_body(request))
+
+
+# --- through the runner ------------------------------------------------------------------------------
+
+PROVIDER = {"chat": "loop", "responses": "openai", "messages": "anthropic"}
+
+
+def _answer(protocol: str, words: str) -> fake.StreamScript:
+    if protocol == "responses":
+        return fake_wire.responses(fake_wire.r_text(words))
+    if protocol == "messages":
+        return fake_wire.messages(fake_wire.m_text(words))
+    return fake.completion(fake.text_deltas(words))
+
+
+def _glob(protocol: str, call_id: str) -> fake.StreamScript:
+    arguments = json.dumps({"pattern": "*.txt"})
+    if protocol == "responses":
+        return fake_wire.responses(fake_wire.r_call(call_id, "glob", arguments))
+    if protocol == "messages":
+        return fake_wire.messages(fake_wire.m_tool(call_id, "glob", arguments), stop_reason="tool_use")
+    return fake.completion(fake.tool_call_deltas(0, call_id, "glob", arguments), finish_reason="tool_calls")
+
+
+class ColdBodies:
+    """The real adapter, noting for every request the body built from nothing before it sends its own."""
+
+    def __init__(self, adapter: Any, cold: list[bytes]) -> None:
+        self.adapter = adapter
+        self.cold = cold
+
+    async def stream(self, request: llm.LLMRequest) -> AsyncIterator[llm.StreamEvent]:
+        self.cold.append(encode_body(self.adapter.build_body(request)))
+        async for event in self.adapter.stream(request):
+            yield event
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("protocol", sorted(ADAPTERS))
+async def test_provider_receives_the_cold_body_through_prompts_tools_and_compaction(tmp_path: Path,
+                                                                                     loop_provider: Any,
+                                                                                     protocol: str) -> None:
+    server = loop_provider
+    server.requests.clear()
+    server.summary_requests.clear()
+    config = tmp_path / "config" / "opencode"
+    config.mkdir(parents=True)
+    model = {"fake-model": {"limit": {"context": 100_000, "output": 1_000}}}
+    config.joinpath("opencode.json").write_text(json.dumps({
+        "model": f"{PROVIDER[protocol]}/fake-model",
+        "provider": {
+            "loop": {"npm": "@ai-sdk/openai-compatible", "options": {"baseURL": server.base_url, "apiKey": "k"},
+                     "models": model},
+            "openai": {"options": {"baseURL": server.base_url}, "models": model},
+            "anthropic": {"options": {"baseURL": server.base_url}, "models": model},
+        },
+    }))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.txt").write_text("alpha\n")
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config"), "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path),
+           "OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}
+    cold: list[bytes] = []
+    providers = Providers()
+    drain = make_drain_factory(provider=lambda m: ColdBodies(providers.for_model(m), cold), titles=False)
+    try:
+        async with Runtime(RuntimeOptions(db_path=tmp_path / "db.sqlite", directory=work, env=env,
+                                          drain_factory=drain)) as rt:
+            assert rt.execution is not None
+            sid = (await rt.sessions.create()).id
+
+            async def prompt(words: str, *scripts: fake.StreamScript) -> None:
+                server.enqueue(*scripts)
+                await rt.sessions.admit(sid, PromptInput(text=words))
+                with anyio.fail_after(30):
+                    await rt.execution.wait(sid)
+
+            await prompt("first", _answer(protocol, "one"))
+            await prompt("second", _answer(protocol, "two"))
+            await prompt("list the notes", _glob(protocol, "call_1"), _answer(protocol, "found notes.txt"))
+            await prompt("third", _answer(protocol, "three"))
+            if protocol != "chat":  # the fake's own summary answer speaks Chat Completions
+                server.summaries.append(_answer(protocol, fake.SUMMARY))
+            await rt.sessions.compact(sid)
+            with anyio.fail_after(30):
+                await rt.execution.wait(sid)
+            await prompt("after the summary", _answer(protocol, "four"))
+            await prompt("and again", _glob(protocol, "call_2"), _answer(protocol, "still there"))
+    finally:
+        await providers.aclose()
+    # each request arrived as built from nothing (the fake keeps summary requests apart, so order by content)
+    assert len(server.requests) == 8 and len(server.summary_requests) == 1
+    assert sorted(r.raw for r in [*server.requests, *server.summary_requests]) == sorted(cold)
+    # the last request: after the summary, with a tool round trip, and without the prompts summarised away
+    last = server.requests[-1].raw.decode()
+    assert "after the summary" in last and "call_2" in last and '"first"' not in last
