@@ -1,7 +1,8 @@
 """A request body built from the previous Step's cached history items is byte for byte the body built from nothing,
 for every protocol, through appends, retries, edits anywhere, merged user turns, instruction updates, attachments,
 emptied turns, a compaction that replaces history, and sessions evicted from the cache; and through the runner, the
-bytes a loopback provider receives are the cold bodies, across prompts, a tool result and a compaction."""
+bytes a loopback provider receives are the cold bodies, across prompts, an attachment read again (and changed), a tool
+result and a compaction."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from opencode_session.core.llm.openai_responses import OpenAIResponsesProvider
 from opencode_session.core.llm.providers import Providers
 from opencode_session.core.llm.wire import encode_body
 from opencode_session.core.runtime import Runtime, RuntimeOptions
-from opencode_session.schema.prompt import PromptInput
+from opencode_session.schema.prompt import PromptInput, PromptInputFileAttachment
 from tests.support import fake_openai as fake
 from tests.support import fake_wire
 
@@ -174,15 +175,17 @@ async def test_provider_receives_the_cold_body_through_prompts_tools_and_compact
             assert rt.execution is not None
             sid = (await rt.sessions.create()).id
 
-            async def prompt(words: str, *scripts: fake.StreamScript) -> None:
+            async def prompt(words: str, *scripts: fake.StreamScript, files: Any = None) -> None:
                 server.enqueue(*scripts)
-                await rt.sessions.admit(sid, PromptInput(text=words))
+                await rt.sessions.admit(sid, PromptInput(text=words, files=files))
                 with anyio.fail_after(30):
                     await rt.execution.wait(sid)
 
             await prompt("first", _answer(protocol, "one"))
-            await prompt("second", _answer(protocol, "two"))
+            # an attachment is read again at every Step; while it reads the same its wire form is reused
+            await prompt("second", _answer(protocol, "two"), files=[PromptInputFileAttachment(uri="notes.txt")])
             await prompt("list the notes", _glob(protocol, "call_1"), _answer(protocol, "found notes.txt"))
+            (work / "notes.txt").write_text("alpha\nbeta\n")
             await prompt("third", _answer(protocol, "three"))
             if protocol != "chat":  # the fake's own summary answer speaks Chat Completions
                 server.summaries.append(_answer(protocol, fake.SUMMARY))
@@ -199,3 +202,5 @@ async def test_provider_receives_the_cold_body_through_prompts_tools_and_compact
     # the last request: after the summary, with a tool round trip, and without the prompts summarised away
     last = server.requests[-1].raw.decode()
     assert "after the summary" in last and "call_2" in last and '"first"' not in last
+    third = server.requests[4].raw.decode()  # the attachment as it read when "third" was sent
+    assert "third" in third and ("alpha\\nbeta" in third or "YWxwaGEKYmV0YQo" in third)

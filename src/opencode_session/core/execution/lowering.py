@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import operator
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import compress, count
 
 from ...schema import message_data as md
@@ -75,6 +75,7 @@ class _Lowered:
     ends: list[int]  # ends[i]: how many messages entries[:i + 1] lower to
     messages: list[LLMMessage]
     unread: list[int]  # entries whose messages hold a local attachment still to be read
+    loaded: dict[int, tuple[LLMMessage, LLMMessage]] = field(default_factory=dict)  # id: (message, as read)
 
 
 class LoweredHistory:
@@ -103,6 +104,7 @@ class LoweredHistory:
             del state.entries[same:], state.ends[same:]
             del state.messages[state.ends[-1] if same else 0:]
             state.unread = [i for i in state.unread if i < same]
+            state.loaded.clear()
         for index in range(same, len(entries)):
             lowered = _lowered(entries[index], key, current)
             state.entries.append(entries[index])
@@ -114,6 +116,22 @@ class LoweredHistory:
         while len(self._sessions) > self.max_sessions:
             self._sessions.popitem(last=False)
         return list(state.messages), bool(state.unread)
+
+    def keep_loaded(self, session_id: str, messages: list[LLMMessage]) -> list[LLMMessage]:
+        """`messages` (as `lower` gave them, attachments since read) with each message whose attachments read the
+        same as at the previous Step replaced by the object read then, so it stays the same object Step after Step
+        (and adapters reuse its wire form)."""
+        state = self._sessions.get(session_id)
+        if state is None:
+            return messages
+        for index in compress(count(), map(operator.is_not, messages, state.messages)):
+            original = state.messages[index]
+            before = state.loaded.get(id(original))
+            if before is not None and before[0] is original and before[1] == messages[index]:
+                messages[index] = before[1]
+            else:
+                state.loaded[id(original)] = (original, messages[index])
+        return messages
 
 
 def _assistant(message: md.SessionMessageAssistantData, current: ModelRef | None) -> list[LLMMessage]:

@@ -264,7 +264,8 @@ class Runner:
         if unread:
             # re-checked under this Step's rules: the file, or the rules, may have changed since admission
             authority = Authority(b.location.directory, rules)
-            messages = await anyio.to_thread.run_sync(load_attachments, messages, authority, abandon_on_cancel=True)
+            loaded = await anyio.to_thread.run_sync(load_attachments, messages, authority, abandon_on_cancel=True)
+            messages = self.lowered.keep_loaded(session_id, loaded)
         extra: list[llm.LLMMessage] = [llm.UserMessage([llm.TextPart(MAX_STEPS_NOTICE)])] if last_step else []
         messages.extend(extra)
         offered = [] if last_step else [n for n in self.deps.tools.offered(b.config) if not disabled(rules, n)]
