@@ -73,18 +73,22 @@ def lower_history(messages: Sequence[LLMMessage], fold: Fold, seal: Seal = _as_i
 class _Folded:
     messages: list[LLMMessage]
     starts: list[int]  # starts[i]: how many items there were before messages[i] was folded
-    items: list[dict[str, Any]]  # as folded (unsealed)
     encoded: bytes  # every item sealed and encoded, comma-separated
     ends: list[int]  # ends[i]: where item i ends in `encoded`
 
+    def item(self, i: int) -> dict[str, Any]:
+        """Item `i` as sent (decoded again: only the encoding is kept)."""
+        return dict(json.loads(self.encoded[self.ends[i - 1] + 1 if i else 0:self.ends[i]]))
+
 
 class WireHistory:
-    """Per conversation (a request's `prompt_cache_key`), the previous request's history as folded wire items and
-    their encoded JSON, so a Step lowers and encodes only the messages that differ from the previous Step's
-    (unchanged history messages are the same objects) and splices the rest in, byte for byte as `encode_body`.
+    """Per conversation (a request's `prompt_cache_key`), the previous request's history as encoded wire items, so
+    a Step lowers and encodes only the messages that differ from the previous Step's (unchanged history messages are
+    the same objects) and splices the rest in, byte for byte as `encode_body`.
 
     The protocol's `fold(items, message)` must only append items or change the last one, never both, and never
-    earlier ones; `seal(item)` is an item as sent, without changing it. Use it from one thread."""
+    earlier ones, and what it decides from the last item must not depend on what `seal(item)` (an item as sent,
+    without changing it) changes. Use it from one thread."""
 
     def __init__(self, fold: Fold, seal: Seal = _as_is, max_conversations: int = 32) -> None:
         self.fold = fold
@@ -106,7 +110,7 @@ class WireHistory:
         return encode_body(build(lower_history(request.messages, self.fold, self.seal)))
 
     def _refold(self, key: str, messages: list[LLMMessage]) -> bytes:
-        before = self._folded.pop(key, None) or _Folded([], [], [], b"", [])
+        before = self._folded.pop(key, None) or _Folded([], [], b"", [])
         seen = before.messages
         # unchanged messages are the same objects (equal ones might still encode apart: 1 == 1.0)
         if all(map(operator.is_, messages, seen)):
@@ -115,7 +119,7 @@ class WireHistory:
             same = next(compress(count(), map(operator.is_not, messages, seen)))
 
         def end(i: int) -> int:  # how many items there were once messages[i] was folded
-            return before.starts[i + 1] if i + 1 < len(seen) else len(before.items)
+            return before.starts[i + 1] if i + 1 < len(seen) else len(before.ends)
 
         # restart at the last unchanged message that began an item: every item before that one is final, since a
         # fold changes only the last item and that message did not change it
@@ -123,7 +127,7 @@ class WireHistory:
         while restart > 0 and end(restart) == before.starts[restart]:
             restart -= 1
         kept = before.starts[restart] if restart < len(seen) else 0
-        context = before.items[kept - 1:kept] if kept else []  # what folding that message looks at, unchanged
+        context = [before.item(kept - 1)] if kept else []  # what folding that message looks at, and leaves alone
         work = list(context)
         starts = before.starts[:restart]
         for offset, message in enumerate(messages[restart:]):
@@ -139,7 +143,7 @@ class WireHistory:
             size += len(chunk) + 1
             ends.append(size)
             chunks.append(chunk)
-        folded = _Folded(list(messages), starts, before.items[:kept] + work[len(context):], b",".join(chunks), ends)
+        folded = _Folded(list(messages), starts, b",".join(chunks), ends)
         self._folded[key] = folded
         while len(self._folded) > self.max_conversations:
             self._folded.popitem(last=False)
