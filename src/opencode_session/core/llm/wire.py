@@ -73,7 +73,7 @@ def lower_history(messages: Sequence[LLMMessage], fold: Fold, seal: Seal = _as_i
 class _Folded:
     messages: list[LLMMessage]
     starts: list[int]  # starts[i]: how many items there were before messages[i] was folded
-    encoded: bytes  # every item sealed and encoded, comma-separated
+    encoded: bytearray  # every item sealed and encoded, comma-separated
     ends: list[int]  # ends[i]: where item i ends in `encoded`
 
     def item(self, i: int) -> dict[str, Any]:
@@ -109,9 +109,9 @@ class WireHistory:
                 return head[:-1] + tail if head.endswith(b",") else head + tail
         return encode_body(build(lower_history(request.messages, self.fold, self.seal)))
 
-    def _refold(self, key: str, messages: list[LLMMessage]) -> bytes:
-        before = self._folded.pop(key, None) or _Folded([], [], b"", [])
-        seen = before.messages
+    def _refold(self, key: str, messages: list[LLMMessage]) -> bytearray:
+        folded = self._folded.pop(key, None) or _Folded([], [], bytearray(), [])
+        seen, starts, ends = folded.messages, folded.starts, folded.ends
         # unchanged messages are the same objects (equal ones might still encode apart: 1 == 1.0)
         if all(map(operator.is_, messages, seen)):
             same = min(len(messages), len(seen))
@@ -119,31 +119,31 @@ class WireHistory:
             same = next(compress(count(), map(operator.is_not, messages, seen)))
 
         def end(i: int) -> int:  # how many items there were once messages[i] was folded
-            return before.starts[i + 1] if i + 1 < len(seen) else len(before.ends)
+            return starts[i + 1] if i + 1 < len(seen) else len(ends)
 
         # restart at the last unchanged message that began an item: every item before that one is final, since a
         # fold changes only the last item and that message did not change it
         restart = max(same - 1, 0)
-        while restart > 0 and end(restart) == before.starts[restart]:
+        while restart > 0 and end(restart) == starts[restart]:
             restart -= 1
-        kept = before.starts[restart] if restart < len(seen) else 0
-        context = [before.item(kept - 1)] if kept else []  # what folding that message looks at, and leaves alone
+        kept = starts[restart] if restart < len(seen) else 0
+        context = [folded.item(kept - 1)] if kept else []  # what folding that message looks at, and leaves alone
         work = list(context)
-        starts = before.starts[:restart]
+        del starts[restart:]
         for offset, message in enumerate(messages[restart:]):
             starts.append(kept + len(work) - len(context))
             self.fold(work, message)
             if offset == 0 and context and len(work) == len(context):
                 return self._refold(key, messages)  # it began none this time after all: fold all from nothing
-        ends = before.ends[:kept]
-        chunks = [before.encoded[:ends[-1]]] if kept else []
-        size = ends[-1] if kept else -1  # the comma before the first item is not there
+        # the rest is changed in place (the state was taken out above): only what is new is encoded and copied
+        del ends[kept:]
+        del folded.encoded[ends[-1] if kept else 0:]
         for item in work[len(context):]:
-            chunk = _compact(self.seal(item))
-            size += len(chunk) + 1
-            ends.append(size)
-            chunks.append(chunk)
-        folded = _Folded(list(messages), starts, b",".join(chunks), ends)
+            if ends:
+                folded.encoded += b","
+            folded.encoded += _compact(self.seal(item))
+            ends.append(len(folded.encoded))
+        folded.messages = list(messages)
         self._folded[key] = folded
         while len(self._folded) > self.max_conversations:
             self._folded.popitem(last=False)
