@@ -1,5 +1,7 @@
-"""The incremental history cache always equals a fresh read of the active history, through appends, in-place
-assistant updates, instruction-baseline cutoffs and deleted rows."""
+"""The incremental history cache always equals a fresh read of the active history, and the incremental lowering
+of it equals lowering it from nothing, through appends, in-place assistant updates, instruction-baseline cutoffs,
+attachments, a model switch and deleted rows; an attachment that reads the same at the next Step keeps its message
+object."""
 
 from __future__ import annotations
 
@@ -7,20 +9,32 @@ import json
 
 import pytest
 
+from opencode_session.core.attachments import load_attachments, needs_loading
+from opencode_session.core.authority import Authority
+from opencode_session.core.execution.lowering import LoweredHistory, lower_message
+from opencode_session.core.llm import model as llm
 from opencode_session.core.session.history import HistoryCache, active_history
 from opencode_session.core.store import instructions
 from opencode_session.schema import events as ev
 from opencode_session.schema.common import ModelRef
-from opencode_session.schema.prompt import PromptInput
+from opencode_session.schema.prompt import PromptInput, PromptInputFileAttachment
 from tests.support.core import open_sessions
 
 pytestmark = pytest.mark.anyio
 
 
+LOWERED = LoweredHistory()
+MODELS = (ModelRef(id="m", providerID="p"), ModelRef(id="other", providerID="p"))
+
+
 async def _check(s, cache: HistoryCache, sid: str) -> list[dict]:
-    cached = await s.store.read(lambda conn: [e.message for e in cache.load(conn, sid)])
+    entries = await s.store.read(lambda conn: cache.load(conn, sid))
+    cached = [e.message for e in entries]
     fresh = await s.store.read(lambda conn: [json.loads(d) for d in active_history(conn, sid)])
     assert cached == fresh
+    for model in (*MODELS, MODELS[0]):  # a switch and back: each model's lowering from nothing
+        cold = [m for message in fresh for m in lower_message(message, model)]
+        assert LOWERED.lower(sid, entries, model) == (cold, needs_loading(cold))
     return cached
 
 
@@ -29,7 +43,8 @@ async def test_cache_tracks_appends_updates_cutoffs_and_deletions(tmp_path):
         sid = (await s.create()).id
         cache = HistoryCache()
         assert await _check(s, cache, sid) == []
-        await s.admit(sid, PromptInput(text="one"))
+        (tmp_path / "work" / "notes.txt").write_text("read at every Step")
+        await s.admit(sid, PromptInput(text="one", files=[PromptInputFileAttachment(uri="notes.txt")]))
         await s.promote(sid, "steer")
         assert [m["type"] for m in await _check(s, cache, sid)] == ["user"]
         aid = "msg_assistant_1"
@@ -50,3 +65,30 @@ async def test_cache_tracks_appends_updates_cutoffs_and_deletions(tmp_path):
         # no operation removes a message yet (committed revert will); the cache must already notice one that vanished
         await s.store.write(lambda tx: tx.execute("DELETE FROM session_message WHERE id = ?", (aid,)))
         assert [m["type"] for m in await _check(s, cache, sid)] == ["user"]
+
+
+async def test_an_attachment_read_alike_keeps_its_message_until_the_file_changes(tmp_path):
+    async with open_sessions(tmp_path) as s:
+        sid = (await s.create()).id
+        notes = tmp_path / "work" / "notes.txt"
+        notes.write_text("first version")
+        await s.admit(sid, PromptInput(text="read it", files=[PromptInputFileAttachment(uri="notes.txt")]))
+        await s.promote(sid, "steer")
+        cache, lowered = HistoryCache(), LoweredHistory()
+        authority = Authority(tmp_path / "work")
+
+        async def step() -> llm.UserMessage:
+            entries = await s.store.read(lambda conn: cache.load(conn, sid))
+            messages, unread = lowered.lower(sid, entries, MODELS[0])
+            assert unread
+            message = lowered.keep_loaded(sid, load_attachments(messages, authority))[0]
+            assert isinstance(message, llm.UserMessage)
+            return message
+
+        first = await step()
+        assert await step() is first  # read again, same bytes: the same object, whose wire form adapters keep
+        notes.write_text("second version")
+        changed = await step()
+        assert changed is not first and changed != first
+        assert [getattr(p, "data", None) for p in changed.parts][-1] == b"second version"
+        assert await step() is changed

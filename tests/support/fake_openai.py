@@ -169,6 +169,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]
     json: Any
+    raw: bytes = b""  # the body exactly as it arrived
 
 
 class _Uvicorn(uvicorn.Server):
@@ -316,7 +317,7 @@ class FakeOpenAI:
         except ValueError:
             payload = raw.decode("utf-8", errors="replace")
         recorded = RecordedRequest(request.method, request.url.path,
-                                   {k.lower(): v for k, v in request.headers.items()}, payload)
+                                   {k.lower(): v for k, v in request.headers.items()}, payload, raw)
         if _is_title_request(payload):
             with self._lock:
                 self.title_requests.append(recorded)

@@ -8,6 +8,7 @@ import operator
 import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from itertools import compress, count
 from typing import Any
 
 from ...schema import message_data as md
@@ -143,11 +144,9 @@ class TokenEstimator:
             running = _Running()
             seen = running.entries
         # unchanged entries are the same objects: one C-level identity scan finds the few that changed
-        if any(map(operator.is_not, entries, seen)):
-            for i, (now, before) in enumerate(zip(entries, seen, strict=False)):
-                if now is not before:
-                    running.total += entry_tokens(now) - entry_tokens(before)
-                    seen[i] = now
+        for i in compress(count(), map(operator.is_not, entries, seen)):
+            running.total += entry_tokens(entries[i]) - entry_tokens(seen[i])
+            seen[i] = entries[i]
         for entry in entries[len(seen):]:
             running.total += entry_tokens(entry)
             seen.append(entry)

@@ -1,9 +1,16 @@
-"""Projected Session History lowered to the provider-neutral LLM messages of one request (pure)."""
+"""Projected Session History lowered to the provider-neutral LLM messages of one request, and per session the last
+lowering kept so a Step lowers only the entries that changed."""
 
 from __future__ import annotations
 
+import operator
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from itertools import compress, count
+
 from ...schema import message_data as md
 from ...schema.common import ModelRef
+from ..attachments import needs_loading
 from ..compaction.render import lower_compaction
 from ..llm.model import (
     AssistantMessage,
@@ -50,16 +57,81 @@ def lower_message(message: md.SessionMessageData, current: ModelRef | None) -> l
     return []  # agent/model switches are transcript facts, not model input
 
 
-def lower_entries(entries: list[HistoryEntry], current: ModelRef | None) -> list[LLMMessage]:
-    """The request messages for cached history entries, reusing each entry's lowering for the same model."""
-    key = ("lowered", current.providerID, current.id) if current is not None else ("lowered",)
-    out: list[LLMMessage] = []
-    for entry in entries:
-        lowered = entry.derived.get(key)
-        if lowered is None:
-            lowered = entry.derived[key] = lower_message(entry.message, current)
-        out.extend(lowered)
-    return out
+def _key(current: ModelRef | None) -> tuple[str, ...]:
+    return ("lowered", current.providerID, current.id) if current is not None else ("lowered",)
+
+
+def _lowered(entry: HistoryEntry, key: tuple[str, ...], current: ModelRef | None) -> list[LLMMessage]:
+    lowered = entry.derived.get(key)
+    if lowered is None:
+        lowered = entry.derived[key] = lower_message(entry.message, current)
+    return lowered
+
+
+@dataclass
+class _Lowered:
+    key: tuple[str, ...]
+    entries: list[HistoryEntry]
+    ends: list[int]  # ends[i]: how many messages entries[:i + 1] lower to
+    messages: list[LLMMessage]
+    unread: list[int]  # entries whose messages hold a local attachment still to be read
+    loaded: dict[int, tuple[LLMMessage, LLMMessage]] = field(default_factory=dict)  # id: (message, as read)
+
+
+class LoweredHistory:
+    """Per session, the messages of the history it last lowered: a Step lowers, and looks for attachments to read
+    in, only the entries after the first that is not the same object as last time (the history cache shares
+    unchanged entries). Use it from one thread."""
+
+    def __init__(self, max_sessions: int = 64) -> None:
+        self.max_sessions = max_sessions
+        self._sessions: OrderedDict[str, _Lowered] = OrderedDict()
+
+    def lower(self, session_id: str, entries: list[HistoryEntry],
+              current: ModelRef | None) -> tuple[list[LLMMessage], bool]:
+        """The request messages for `entries` (a list the caller may change), each entry's lowering reused for
+        the same model, and whether `needs_loading` holds for them."""
+        key = _key(current)
+        state = self._sessions.pop(session_id, None)
+        if state is None or state.key != key:
+            state = _Lowered(key, [], [], [], [])
+        seen = state.entries
+        if all(map(operator.is_, entries, seen)):
+            same = min(len(entries), len(seen))
+        else:
+            same = next(compress(count(), map(operator.is_not, entries, seen)))
+        if same < len(seen):
+            del state.entries[same:], state.ends[same:]
+            del state.messages[state.ends[-1] if same else 0:]
+            state.unread = [i for i in state.unread if i < same]
+            state.loaded.clear()
+        for index in range(same, len(entries)):
+            lowered = _lowered(entries[index], key, current)
+            state.entries.append(entries[index])
+            state.messages.extend(lowered)
+            state.ends.append(len(state.messages))
+            if needs_loading(lowered):
+                state.unread.append(index)
+        self._sessions[session_id] = state
+        while len(self._sessions) > self.max_sessions:
+            self._sessions.popitem(last=False)
+        return list(state.messages), bool(state.unread)
+
+    def keep_loaded(self, session_id: str, messages: list[LLMMessage]) -> list[LLMMessage]:
+        """`messages` (as `lower` gave them, attachments since read) with each message whose attachments read the
+        same as at the previous Step replaced by the object read then, so it stays the same object Step after Step
+        (and adapters reuse its wire form)."""
+        state = self._sessions.get(session_id)
+        if state is None:
+            return messages
+        for index in compress(count(), map(operator.is_not, messages, state.messages)):
+            original = state.messages[index]
+            before = state.loaded.get(id(original))
+            if before is not None and before[0] is original and before[1] == messages[index]:
+                messages[index] = before[1]
+            else:
+                state.loaded[id(original)] = (original, messages[index])
+        return messages
 
 
 def _assistant(message: md.SessionMessageAssistantData, current: ModelRef | None) -> list[LLMMessage]:

@@ -17,7 +17,7 @@ from ...schema import session_errors
 from ...schema.common import ModelRef, SessionErrorInfo
 from ...schema.ids import message_id
 from ..agents import BUILD_PROMPT, AgentNotFoundError, resolve_agent
-from ..attachments import load_attachments, needs_loading
+from ..attachments import load_attachments
 from ..authority import Authority
 from ..compaction.compactor import CompactionSettings, Compactor
 from ..config import ConfigError, load_config
@@ -41,7 +41,7 @@ from ..tools.registry import ToolRegistry, default_registry
 from .boundary import Boundary
 from .clock import Clock
 from .coordinator import Drain, DrainFailure, DrainInterrupted
-from .lowering import lower_entries
+from .lowering import LoweredHistory
 from .retry import BASE_DELAY_MS, base_delay_ms, may_retry, retry_delay_ms
 from .step import INTERRUPTED_STEP, Step, StepContext, shielded
 from .title import SessionTitles
@@ -118,6 +118,7 @@ class Runner:
     def __init__(self, deps: RunnerDeps) -> None:
         self.deps = deps
         self.history = HistoryCache()
+        self.lowered = LoweredHistory()
         self.compactor = Compactor(deps.store, deps.clock, deps.retry_base_delay_ms)
 
     # --- helpers ------------------------------------------------------------------------------------
@@ -272,11 +273,12 @@ class Runner:
         history = await self._read(lambda reader: self.history.load(reader, session_id))
         last_step = b.agent.steps is not None and step >= b.agent.steps
         rules = b.rules(self.deps.env)
-        messages = lower_entries(history, model_ref)
-        if needs_loading(messages):
+        messages, unread = self.lowered.lower(session_id, history, model_ref)
+        if unread:
             # re-checked under this Step's rules: the file, or the rules, may have changed since admission
             authority = Authority(b.location.directory, rules)
-            messages = await anyio.to_thread.run_sync(load_attachments, messages, authority, abandon_on_cancel=True)
+            loaded = await anyio.to_thread.run_sync(load_attachments, messages, authority, abandon_on_cancel=True)
+            messages = self.lowered.keep_loaded(session_id, loaded)
         extra: list[llm.LLMMessage] = [llm.UserMessage([llm.TextPart(MAX_STEPS_NOTICE)])] if last_step else []
         messages.extend(extra)
         offered = [] if last_step else [n for n in self.deps.tools.offered(b.config) if not disabled(rules, n)]

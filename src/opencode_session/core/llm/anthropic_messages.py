@@ -18,6 +18,7 @@ from .model import (
     FilePart,
     Finish,
     FinishReason,
+    LLMMessage,
     LLMRequest,
     ReasoningPart,
     StreamEvent,
@@ -36,12 +37,14 @@ from .wire import (
     DEFAULT_TIMEOUT,
     Blocks,
     SDKAdapter,
+    WireHistory,
     base64_of,
     field_of,
     int_of,
     is_remote,
     is_text_mime,
     lower_file,
+    lower_history,
     plain_data,
     text_file,
     unshowable,
@@ -118,39 +121,42 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     return blocks
 
 
+def _user(out: list[dict[str, Any]], blocks: list[dict[str, Any]]) -> None:
+    if out and out[-1]["role"] == "user":
+        out[-1]["content"].extend(blocks)
+    else:
+        out.append({"role": "user", "content": blocks})
+
+
+def _fold(out: list[dict[str, Any]], message: LLMMessage) -> None:
+    """One history message onto the turns so far: consecutive user content (tool results, updates, prompts) shares
+    one user turn, tool results first."""
+    if isinstance(message, SystemUpdate):
+        _user(out, [_text(wrap_system_update(message.text))])
+    elif isinstance(message, UserMessage):
+        _user(out, [_text(p.text) if isinstance(p, TextPart) else lower_file(p, _lower_file_unchecked, _text)
+                    for p in message.parts if not isinstance(p, TextPart) or p.text])
+    elif isinstance(message, AssistantMessage):
+        blocks = _assistant_blocks(message)
+        if blocks:
+            out.append({"role": "assistant", "content": blocks})
+    elif isinstance(message, ToolResultMessage):
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.call_id, "content": message.text}
+        if message.is_error:
+            result["is_error"] = True
+        _user(out, [result])
+    else:  # pragma: no cover - guarded by the type union
+        raise TypeError(f"unknown message type {type(message).__name__}")
+
+
+def _seal(turn: dict[str, Any]) -> dict[str, Any]:
+    """A turn as sent: the API refuses one without content."""
+    return turn if turn["content"] else {**turn, "content": [_text("")]}
+
+
 def lower_messages(request: LLMRequest) -> list[dict[str, Any]]:
-    """The Messages `messages` array for a request's history (pure: attachments arrive loaded). Consecutive user
-    content (tool results, updates, prompts) shares one user turn, tool results first."""
-    out: list[dict[str, Any]] = []
-
-    def user(blocks: list[dict[str, Any]]) -> None:
-        if out and out[-1]["role"] == "user":
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": "user", "content": blocks})
-
-    for message in request.messages:
-        if isinstance(message, SystemUpdate):
-            user([_text(wrap_system_update(message.text))])
-        elif isinstance(message, UserMessage):
-            user([_text(p.text) if isinstance(p, TextPart) else lower_file(p, _lower_file_unchecked, _text)
-                  for p in message.parts if not isinstance(p, TextPart) or p.text])
-        elif isinstance(message, AssistantMessage):
-            blocks = _assistant_blocks(message)
-            if blocks:
-                out.append({"role": "assistant", "content": blocks})
-        elif isinstance(message, ToolResultMessage):
-            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.call_id,
-                                      "content": message.text}
-            if message.is_error:
-                result["is_error"] = True
-            user([result])
-        else:  # pragma: no cover - guarded by the type union
-            raise TypeError(f"unknown message type {type(message).__name__}")
-    for turn in out:
-        if not turn["content"]:
-            turn["content"] = [_text("")]
-    return out
+    """The Messages `messages` array for a request's history (pure: attachments arrive loaded)."""
+    return lower_history(request.messages, _fold, _seal)
 
 
 def _thinking(option: Any) -> dict[str, Any] | None:
@@ -163,13 +169,13 @@ def _thinking(option: Any) -> dict[str, Any] | None:
     return wire
 
 
-def build_body(request: LLMRequest) -> dict[str, Any]:
-    """The streaming Messages request body."""
+def build_body(request: LLMRequest, *, history: list[Any] | None = None) -> dict[str, Any]:
+    """The streaming Messages request body; `history` stands for the lowered `request.messages` when given."""
     c = request.controls
     body: dict[str, Any] = {
         "model": request.model.wire_model,
         "max_tokens": c.max_output_tokens or request.model.output_limit or DEFAULT_MAX_TOKENS,
-        "messages": lower_messages(request),
+        "messages": lower_messages(request) if history is None else history,
         "stream": True,
     }
     system = [_text(s) for s in request.system if s]
@@ -336,9 +342,13 @@ class AnthropicMessagesProvider(SDKAdapter):
         # this SDK version sends the key as a bearer token, like OpenAI's
         super().__init__(base_url, client, keyless_header="Authorization" if keyless(api_key, headers) else None,
                          owns_http=http_client is None)
+        self._history = WireHistory(_fold, _seal)
 
     def build_body(self, request: LLMRequest) -> dict[str, Any]:
         return build_body(request)
+
+    def encode_request(self, request: LLMRequest) -> bytes:
+        return self._history.encode(request, lambda history: build_body(request, history=history))
 
     def decoder(self) -> MessagesStreamDecoder:
         return MessagesStreamDecoder()

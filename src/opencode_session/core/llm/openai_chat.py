@@ -20,6 +20,7 @@ from .model import (
     Finish,
     FinishReason,
     GenerationControls,
+    LLMMessage,
     LLMRequest,
     ReasoningPart,
     StreamEvent,
@@ -36,6 +37,7 @@ from .wire import (
     DEFAULT_TIMEOUT,
     Blocks,
     SDKAdapter,
+    WireHistory,
     data_url,
     field_of,
     file_label,
@@ -43,6 +45,7 @@ from .wire import (
     is_remote,
     is_text_mime,
     lower_file,
+    lower_history,
     text_file,
     unshowable,
     with_compat_fields,
@@ -146,31 +149,35 @@ def _append_user_text(previous: dict[str, Any], text: str) -> None:
         previous["content"] = [*content, _text(text)]
 
 
+def _fold(out: list[dict[str, Any]], message: LLMMessage) -> None:
+    """One history message onto the messages so far: an Instruction Update joins a user message just before it."""
+    if isinstance(message, SystemUpdate):
+        wrapped = wrap_system_update(message.text)
+        if out and out[-1]["role"] == "user":
+            _append_user_text(out[-1], wrapped)
+        else:
+            out.append({"role": "user", "content": wrapped})
+    elif isinstance(message, UserMessage):
+        out.append(_lower_user(message))
+    elif isinstance(message, AssistantMessage):
+        lowered = _lower_assistant(message)
+        if lowered is not None:
+            out.append(lowered)
+    elif isinstance(message, ToolResultMessage):
+        out.append({"role": "tool", "tool_call_id": message.call_id, "content": message.text})
+    else:  # pragma: no cover - guarded by the type union
+        raise TypeError(f"unknown message type {type(message).__name__}")
+
+
+def _system(request: LLMRequest) -> list[dict[str, Any]]:
+    system = [s for s in request.system if s]
+    # One system message: several chat templates (llama.cpp, vLLM) reject a second one.
+    return [{"role": "system", "content": "\n\n".join(system)}] if system else []
+
+
 def lower_messages(request: LLMRequest) -> list[dict[str, Any]]:
     """The Chat Completions `messages` array for a request (pure: attachments arrive loaded)."""
-    out: list[dict[str, Any]] = []
-    system = [s for s in request.system if s]
-    if system:
-        # One system message: several chat templates (llama.cpp, vLLM) reject a second one.
-        out.append({"role": "system", "content": "\n\n".join(system)})
-    for message in request.messages:
-        if isinstance(message, SystemUpdate):
-            wrapped = wrap_system_update(message.text)
-            if out and out[-1]["role"] == "user":
-                _append_user_text(out[-1], wrapped)
-            else:
-                out.append({"role": "user", "content": wrapped})
-        elif isinstance(message, UserMessage):
-            out.append(_lower_user(message))
-        elif isinstance(message, AssistantMessage):
-            lowered = _lower_assistant(message)
-            if lowered is not None:
-                out.append(lowered)
-        elif isinstance(message, ToolResultMessage):
-            out.append({"role": "tool", "tool_call_id": message.call_id, "content": message.text})
-        else:  # pragma: no cover - guarded by the type union
-            raise TypeError(f"unknown message type {type(message).__name__}")
-    return out
+    return _system(request) + lower_history(request.messages, _fold)
 
 
 def _controls(controls: GenerationControls, quirks: ChatQuirks) -> dict[str, Any]:
@@ -199,11 +206,13 @@ _OPTION_FIELDS = {
 }
 
 
-def build_body(request: LLMRequest, *, quirks: ChatQuirks = COMPATIBLE) -> dict[str, Any]:
-    """The streaming Chat Completions request body, with usage reporting."""
+def build_body(request: LLMRequest, *, quirks: ChatQuirks = COMPATIBLE,
+               history: list[Any] | None = None) -> dict[str, Any]:
+    """The streaming Chat Completions request body, with usage reporting; `history` stands for the lowered
+    `request.messages` when given."""
     body: dict[str, Any] = {
         "model": request.model.wire_model,
-        "messages": lower_messages(request),
+        "messages": _system(request) + (lower_history(request.messages, _fold) if history is None else history),
         "stream": True,
         "stream_options": {"include_usage": True},
     }
@@ -408,9 +417,14 @@ class OpenAIChatProvider(SDKAdapter):
                          keyless_header="Authorization" if keyless(api_key, headers) else None,
                          owns_http=http_client is None)
         self._quirks = quirks_for(self.base_url)
+        self._history = WireHistory(_fold)
 
     def build_body(self, request: LLMRequest) -> dict[str, Any]:
         return build_body(request, quirks=self._quirks)
+
+    def encode_request(self, request: LLMRequest) -> bytes:
+        return self._history.encode(request, lambda history: build_body(request, quirks=self._quirks,
+                                                                         history=history))
 
     def decoder(self) -> ChatStreamDecoder:
         return ChatStreamDecoder()

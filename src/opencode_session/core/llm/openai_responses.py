@@ -18,6 +18,7 @@ from .model import (
     FilePart,
     Finish,
     FinishReason,
+    LLMMessage,
     LLMRequest,
     ReasoningPart,
     StreamEvent,
@@ -35,6 +36,7 @@ from .wire import (
     DEFAULT_TIMEOUT,
     Blocks,
     SDKAdapter,
+    WireHistory,
     data_url,
     field_of,
     file_label,
@@ -42,6 +44,7 @@ from .wire import (
     is_remote,
     is_text_mime,
     lower_file,
+    lower_history,
     plain_data,
     text_file,
     unshowable,
@@ -108,29 +111,33 @@ def _lower_assistant(message: AssistantMessage, out: list[dict[str, Any]]) -> No
             out.append(call)
 
 
+def _fold(out: list[dict[str, Any]], message: LLMMessage) -> None:
+    """One history message onto the input items so far (it only ever adds items)."""
+    if isinstance(message, SystemUpdate):
+        # The Responses API takes developer messages anywhere: the native chronological instruction role.
+        out.append({"role": "developer", "content": message.text})
+    elif isinstance(message, UserMessage):
+        out.append({"role": "user", "content": [
+            _input_text(p.text) if isinstance(p, TextPart) else lower_file(p, _lower_file_unchecked, _input_text)
+            for p in message.parts]})
+    elif isinstance(message, AssistantMessage):
+        _lower_assistant(message, out)
+    elif isinstance(message, ToolResultMessage):
+        out.append({"type": "function_call_output", "call_id": message.call_id, "output": message.text})
+    else:  # pragma: no cover - guarded by the type union
+        raise TypeError(f"unknown message type {type(message).__name__}")
+
+
 def lower_input(request: LLMRequest) -> list[dict[str, Any]]:
     """The Responses `input` items for a request's history (pure: attachments arrive loaded)."""
-    out: list[dict[str, Any]] = []
-    for message in request.messages:
-        if isinstance(message, SystemUpdate):
-            # The Responses API takes developer messages anywhere: the native chronological instruction role.
-            out.append({"role": "developer", "content": message.text})
-        elif isinstance(message, UserMessage):
-            out.append({"role": "user", "content": [
-                _input_text(p.text) if isinstance(p, TextPart) else lower_file(p, _lower_file_unchecked, _input_text)
-                for p in message.parts]})
-        elif isinstance(message, AssistantMessage):
-            _lower_assistant(message, out)
-        elif isinstance(message, ToolResultMessage):
-            out.append({"type": "function_call_output", "call_id": message.call_id, "output": message.text})
-        else:  # pragma: no cover - guarded by the type union
-            raise TypeError(f"unknown message type {type(message).__name__}")
-    return out
+    return lower_history(request.messages, _fold)
 
 
-def build_body(request: LLMRequest) -> dict[str, Any]:
-    """The streaming Responses request body. Nothing is stored at the provider: history is ours."""
-    body: dict[str, Any] = {"model": request.model.wire_model, "input": lower_input(request), "stream": True,
+def build_body(request: LLMRequest, *, history: list[Any] | None = None) -> dict[str, Any]:
+    """The streaming Responses request body (`history` stands for the lowered `request.messages` when given).
+    Nothing is stored at the provider: history is ours."""
+    body: dict[str, Any] = {"model": request.model.wire_model,
+                            "input": lower_input(request) if history is None else history, "stream": True,
                             "store": False}
     system = [s for s in request.system if s]
     if system:
@@ -291,9 +298,13 @@ class OpenAIResponsesProvider(SDKAdapter):
         super().__init__(base_url, sdk_client(openai.AsyncOpenAI, base_url, api_key, headers, timeout, http_client),
                          keyless_header="Authorization" if keyless(api_key, headers) else None,
                          owns_http=http_client is None)
+        self._history = WireHistory(_fold)
 
     def build_body(self, request: LLMRequest) -> dict[str, Any]:
         return build_body(request)
+
+    def encode_request(self, request: LLMRequest) -> bytes:
+        return self._history.encode(request, lambda history: build_body(request, history=history))
 
     def decoder(self) -> ResponsesStreamDecoder:
         return ResponsesStreamDecoder()

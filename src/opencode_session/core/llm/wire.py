@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import base64
 import json
+import operator
+import secrets
 import urllib.parse
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import compress, count
 from typing import Any, ClassVar, Protocol
 from xml.sax.saxutils import escape as xml_escape
 
@@ -17,6 +22,7 @@ import httpx2
 from .errors import InvalidProviderOutputError, ProviderError
 from .model import (
     FilePart,
+    LLMMessage,
     LLMRequest,
     ReasoningDelta,
     ReasoningEnd,
@@ -34,9 +40,115 @@ DEFAULT_TIMEOUT = httpx2.Timeout(600.0, connect=15.0)
 JSON_HEADERS = {"Content-Type": "application/json"}
 
 
+def _compact(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
 def encode_body(body: Mapping[str, Any]) -> bytes:
     """The request body as sent: compact UTF-8 JSON, built from plain data once."""
-    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return _compact(body)
+
+
+# --- history lowered once per message ----------------------------------------------------------------
+
+Fold = Callable[[list[dict[str, Any]], LLMMessage], None]
+Seal = Callable[[dict[str, Any]], dict[str, Any]]
+# stands for the history items in a body while it is encoded; random per process, so no request text can forge it
+_HISTORY_MARK = "\x00ocs-history-" + secrets.token_hex(16)
+_MARK_BYTES = _compact(_HISTORY_MARK)
+
+
+def _as_is(item: dict[str, Any]) -> dict[str, Any]:
+    return item
+
+
+def lower_history(messages: Sequence[LLMMessage], fold: Fold, seal: Seal = _as_is) -> list[dict[str, Any]]:
+    """A protocol's wire items for `messages`, folded from nothing: the cold path every cached one must equal."""
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        fold(items, message)
+    return [seal(item) for item in items]
+
+
+@dataclass
+class _Folded:
+    messages: list[LLMMessage]
+    starts: list[int]  # starts[i]: how many items there were before messages[i] was folded
+    encoded: bytearray  # every item sealed and encoded, comma-separated
+    ends: list[int]  # ends[i]: where item i ends in `encoded`
+
+    def item(self, i: int) -> dict[str, Any]:
+        """Item `i` as sent (decoded again: only the encoding is kept)."""
+        return dict(json.loads(self.encoded[self.ends[i - 1] + 1 if i else 0:self.ends[i]]))
+
+
+class WireHistory:
+    """Per conversation (a request's `prompt_cache_key`), the previous request's history as encoded wire items, so
+    a Step lowers and encodes only the messages that differ from the previous Step's (unchanged history messages are
+    the same objects) and splices the rest in, byte for byte as `encode_body`.
+
+    The protocol's `fold(items, message)` must only append items or change the last one, never both, and never
+    earlier ones, and what it decides from the last item must not depend on what `seal(item)` (an item as sent,
+    without changing it) changes. Use it from one thread."""
+
+    def __init__(self, fold: Fold, seal: Seal = _as_is, max_conversations: int = 32) -> None:
+        self.fold = fold
+        self.seal = seal
+        self.max_conversations = max_conversations
+        self._folded: OrderedDict[str, _Folded] = OrderedDict()
+
+    def encode(self, request: LLMRequest, build: Callable[[list[Any]], dict[str, Any]]) -> bytes:
+        """`encode_body(build(items))`, `items` being `request.messages` lowered; `build` places the list it is
+        given where the history goes and may put items of its own before it (a system message), not after."""
+        key = request.prompt_cache_key
+        if key is not None:
+            head, mark, tail = encode_body(build([_HISTORY_MARK])).partition(_MARK_BYTES)
+            if mark and _MARK_BYTES not in tail:
+                encoded = self._refold(key, request.messages)
+                if encoded:
+                    return b"".join((head, encoded, tail))
+                return head[:-1] + tail if head.endswith(b",") else head + tail
+        return encode_body(build(lower_history(request.messages, self.fold, self.seal)))
+
+    def _refold(self, key: str, messages: list[LLMMessage]) -> bytearray:
+        folded = self._folded.pop(key, None) or _Folded([], [], bytearray(), [])
+        seen, starts, ends = folded.messages, folded.starts, folded.ends
+        # unchanged messages are the same objects (equal ones might still encode apart: 1 == 1.0)
+        if all(map(operator.is_, messages, seen)):
+            same = min(len(messages), len(seen))
+        else:
+            same = next(compress(count(), map(operator.is_not, messages, seen)))
+
+        def end(i: int) -> int:  # how many items there were once messages[i] was folded
+            return starts[i + 1] if i + 1 < len(seen) else len(ends)
+
+        # restart at the last unchanged message that began an item: every item before that one is final, since a
+        # fold changes only the last item and that message did not change it
+        restart = max(same - 1, 0)
+        while restart > 0 and end(restart) == starts[restart]:
+            restart -= 1
+        kept = starts[restart] if restart < len(seen) else 0
+        context = [folded.item(kept - 1)] if kept else []  # what folding that message looks at, and leaves alone
+        work = list(context)
+        del starts[restart:]
+        for offset, message in enumerate(messages[restart:]):
+            starts.append(kept + len(work) - len(context))
+            self.fold(work, message)
+            if offset == 0 and context and len(work) == len(context):
+                return self._refold(key, messages)  # it began none this time after all: fold all from nothing
+        # the rest is changed in place (the state was taken out above): only what is new is encoded and copied
+        del ends[kept:]
+        del folded.encoded[ends[-1] if kept else 0:]
+        for item in work[len(context):]:
+            if ends:
+                folded.encoded += b","
+            folded.encoded += _compact(self.seal(item))
+            ends.append(len(folded.encoded))
+        folded.messages = list(messages)
+        self._folded[key] = folded
+        while len(self._folded) > self.max_conversations:
+            self._folded.popitem(last=False)
+        return folded.encoded
 
 
 def with_compat_fields(body: dict[str, Any], compat: Mapping[str, Any]) -> dict[str, Any]:
@@ -195,11 +307,15 @@ class SDKAdapter:
     def build_body(self, request: LLMRequest) -> dict[str, Any]:
         raise NotImplementedError
 
+    def encode_request(self, request: LLMRequest) -> bytes:
+        """The body as sent: `build_body` encoded (adapters with a `WireHistory` reuse the previous Step's)."""
+        return encode_body(self.build_body(request))
+
     def decoder(self) -> StreamDecoder:
         raise NotImplementedError
 
     async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
-        body = encode_body(self.build_body(request))
+        body = self.encode_request(request)
         headers = {self._keyless_header: self.omit()} if self._keyless_header else None
         items = await post_stream(self._client, self.path, body, cast_to=self.cast_to, stream_cls=self.stream_cls,
                                   sdk=self.sdk, base_url=self.base_url, headers=headers)
@@ -272,8 +388,11 @@ def int_of(value: Any) -> int:
 __all__ = [
     "Blocks",
     "DEFAULT_TIMEOUT",
+    "Fold",
     "SDKAdapter",
+    "Seal",
     "StreamDecoder",
+    "WireHistory",
     "base64_of",
     "bytes_of",
     "data_url",
@@ -284,6 +403,7 @@ __all__ = [
     "is_remote",
     "is_text_mime",
     "lower_file",
+    "lower_history",
     "plain_data",
     "post_stream",
     "read_stream",

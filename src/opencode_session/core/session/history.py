@@ -47,6 +47,7 @@ class _SessionHistory:
     entries: list[HistoryEntry]
     by_id: dict[str, HistoryEntry]
     watermark: int  # the newest time_updated seen; rows touched at or after it are re-checked
+    removed: int  # the session's removed-message count when it was read whole
 
 
 class HistoryCache:
@@ -62,7 +63,8 @@ class HistoryCache:
         """The active history in seq order."""
         bounds = _bounds(reader, session_id)
         state = self._sessions.pop(session_id, None)
-        if state is None or state.bounds != bounds or not self._refresh(reader, session_id, state):
+        if (state is None or state.bounds != bounds or state.removed != messages.removed(reader, session_id)
+                or not self._refresh(reader, session_id, state)):
             state = self._full(reader, session_id, bounds)
         self._sessions[session_id] = state
         while len(self._sessions) > self.max_sessions:
@@ -70,14 +72,15 @@ class HistoryCache:
         return state.entries
 
     def _full(self, reader: Reader, session_id: str, bounds: tuple[int, int]) -> _SessionHistory:
+        removed = messages.removed(reader, session_id)
         rows = messages.window(reader, session_id, *bounds)
         entries = [HistoryEntry.of(row) for row in rows]
         watermark = max((row.updated for row in rows), default=0)
-        return _SessionHistory(bounds, entries, {e.id: e for e in entries}, watermark)
+        return _SessionHistory(bounds, entries, {e.id: e for e in entries}, watermark, removed)
 
     def _refresh(self, reader: Reader, session_id: str, state: _SessionHistory) -> bool:
-        """Apply rows touched since the watermark; False when only a full reload is safe (rows vanished or
-        appeared out of order)."""
+        """Apply rows touched since the watermark; False when only a full reload is safe (rows appeared out of
+        order; rows that vanished show in the removed-message count, checked before)."""
         start, cutoff = state.bounds
         for row in messages.touched_since(reader, session_id, state.watermark):
             if row.seq <= start or (row.type == "system" and row.seq <= cutoff):
@@ -97,4 +100,4 @@ class HistoryCache:
                 state.entries.append(fresh)
                 state.by_id[row.id] = fresh
             state.watermark = max(state.watermark, row.updated)
-        return messages.window_size(reader, session_id, start, cutoff) == len(state.entries)
+        return True

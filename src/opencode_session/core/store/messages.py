@@ -167,9 +167,10 @@ def window(reader: Reader, session_id: str, after: int, updates_through: int) ->
     return [_history_row(row) for row in rows]
 
 
-def window_size(reader: Reader, session_id: str, after: int, updates_through: int) -> int:
-    """How many messages `window` would return."""
-    return int(reader.execute("SELECT count(*)" + _WINDOW, (session_id, after, updates_through)).fetchone()[0])
+def removed(reader: Reader, session_id: str) -> int:
+    """How many of the session's messages have ever been removed (a trigger counts them)."""
+    row = reader.execute("SELECT removed FROM session_message_removal WHERE session_id = ?", (session_id,)).fetchone()
+    return 0 if row is None else int(row[0])
 
 
 def touched_since(reader: Reader, session_id: str, watermark: int) -> list[HistoryRow]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 MIGRATIONS: list[str] = [
@@ -101,6 +102,17 @@ MIGRATIONS: list[str] = [
         UNIQUE (project_id, action, resource)
     );
     """,
+    # 6: how many messages each session has had removed, so the history cache notices a removal without counting
+    # the session's messages at every Step
+    """
+    CREATE TABLE session_message_removal (
+        session_id TEXT PRIMARY KEY,
+        removed INTEGER NOT NULL
+    );
+    CREATE TRIGGER session_message_removal_count AFTER DELETE ON session_message
+        BEGIN INSERT INTO session_message_removal (session_id, removed) VALUES (OLD.session_id, 1)
+            ON CONFLICT (session_id) DO UPDATE SET removed = removed + 1; END;
+    """,
 ]
 
 
@@ -123,4 +135,5 @@ def migrate(conn: sqlite3.Connection) -> int:
 
 
 def _statements(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]
+    """The script's statements: each ends with a semicolon that ends its line (a trigger body's own do not)."""
+    return [s.strip() for s in re.split(r";[ \t]*\n", script) if s.strip()]
