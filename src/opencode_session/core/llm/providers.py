@@ -3,6 +3,7 @@ client per provider that the runtime owns and closes."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 from collections.abc import Callable, Mapping
@@ -11,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 if TYPE_CHECKING:
+    import ssl
+
     import httpx2
 
 from .model import Provider, ResolvedModel, WireProtocol
@@ -43,11 +46,21 @@ _MODULES: Mapping[WireProtocol, str] = {"chat": "openai_chat", "responses": "ope
 
 
 async def load_adapter(protocol: WireProtocol) -> None:
-    """Import a protocol's adapter, and so its SDK, in a worker thread the first time it is needed: importing an SDK
-    takes hundreds of milliseconds, which on the event loop would stall every request and session meanwhile."""
+    """Import a protocol's adapter, and so its SDK, and build the TLS context of provider connections in a worker
+    thread the first time they are needed: both take tens to hundreds of milliseconds, which on the event loop would
+    stall every request and session meanwhile."""
     name = f"{__package__}.{_MODULES[protocol]}"
-    if name not in sys.modules:
-        await anyio.to_thread.run_sync(importlib.import_module, name)
+    if name not in sys.modules or _tls_context.cache_info().currsize == 0:
+        await anyio.to_thread.run_sync(lambda: (importlib.import_module(name), _tls_context()))
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context for every provider connection (as httpx would build it for each client: loading
+    the CA bundle each time cost tens of milliseconds)."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
 
 
 def _timeout(model: ResolvedModel) -> Any:
@@ -64,7 +77,7 @@ def _coalescing_transport(limits: httpx2.Limits) -> httpx2.AsyncHTTPTransport:
 
     from .coalesce import CoalescingBackend
 
-    transport = httpx2.AsyncHTTPTransport(limits=limits)
+    transport = httpx2.AsyncHTTPTransport(verify=_tls_context(), limits=limits)
     pool = getattr(transport, "_pool", None)  # httpx takes no backend argument; its pool does (pinned versions)
     if pool is not None and hasattr(pool, "_network_backend"):
         pool._network_backend = CoalescingBackend()
