@@ -8,12 +8,14 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from typing import cast
 
+import anyio
 import pytest
 
-from opencode_session.core.execution.deferred import deferred_drain_factory
+from opencode_session.core.execution.deferred import DeferredDrain
 from opencode_session.core.runtime import Runtime
 
 LAZY = ("httpx2", "openai", "anthropic", "rich", "jsonschema", "opencode_session.core.execution.runner",
@@ -47,10 +49,32 @@ async def test_the_deferred_runner_loads_once_for_sessions_that_start_together()
 
         return drain
 
-    drain = deferred_drain_factory(load)(cast(Runtime, "rt"))
+    drain = DeferredDrain(load)(cast(Runtime, "rt"))
     await asyncio.gather(*(drain(sid, False) for sid in ("a", "b", "c")))
     await drain("d", False)
     assert loads == ["rt"] and sorted(ran) == ["a", "b", "c", "d"]
+
+
+@pytest.mark.anyio
+async def test_a_warmed_runner_is_loaded_before_the_first_session_runs() -> None:
+    loaded = threading.Event()
+    loads: list[object] = []
+
+    def load(runtime: object) -> Callable[[str, bool], Awaitable[None]]:
+        loads.append(runtime)
+        loaded.set()
+
+        async def drain(session_id: str, _force: bool) -> None:
+            return None
+
+        return drain
+
+    drains = DeferredDrain(load)
+    drain = drains(cast(Runtime, "rt"))
+    drains.warm()  # what `ocs serve` does once it is listening
+    assert await anyio.to_thread.run_sync(loaded.wait, 10)  # loaded with no session run at all
+    await drain("a", False)
+    assert loads == ["rt"]
 
 
 def test_a_provider_sdk_is_imported_off_the_event_loop_when_first_needed() -> None:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.execution.deferred import deferred_drain_factory
+from ..core.execution.deferred import DeferredDrain
 from ..core.runtime import Runtime, RuntimeOptions
 from ..core.store import DatabaseInUseError
 from ..core.store.feed import SubscriptionLost
@@ -55,7 +55,8 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
     except StartupError as cannot:
         say(f"ocs serve: {cannot}")
         return 2
-    options = RuntimeOptions(db_path=request.db, directory=directory, drain_factory=deferred_drain_factory())
+    drains = DeferredDrain()  # the runner loads once the server listens, not before it does
+    options = RuntimeOptions(db_path=request.db, directory=directory, drain_factory=drains)
     watchers: list[asyncio.Task[None]] = []
 
     def ready(url: str, runtime: Runtime) -> None:
@@ -67,6 +68,7 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
         say(f"  model         {found.model or 'none: ' + (found.model_problem or '')}")
         say(f"  auth          {auth_line(env)}")
         watchers.append(asyncio.create_task(log_failed_executions(runtime, say)))
+        drains.warm()
 
     try:
         asyncio.run(serve_app(options, request.host, request.port, on_ready=ready, guard=request.guard,
