@@ -96,3 +96,18 @@ def test_a_provider_sdk_is_imported_off_the_event_loop_when_first_needed() -> No
             "print(json.dumps(seen))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(out.stdout) == {"openai": False, "anthropic": False}
+
+
+def test_sessions_starting_together_load_the_adapter_and_build_one_tls_context() -> None:
+    # each TLS context costs ~0.1 s of CPU: fifty first Steps building their own stalled a fresh server under load
+    code = ("import asyncio, json, httpx2\n"
+            "from opencode_session.core.llm import providers\n"
+            "built = []\n"
+            "real = httpx2.create_ssl_context\n"
+            "httpx2.create_ssl_context = lambda *a, **k: built.append(1) or real(*a, **k)\n"
+            "async def main():\n"
+            "    await asyncio.gather(*(providers.load_adapter('chat') for _ in range(20)))\n"
+            "asyncio.run(main())\n"
+            "print(json.dumps(len(built)))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(out.stdout) == 1

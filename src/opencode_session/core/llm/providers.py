@@ -3,9 +3,9 @@ client per provider that the runtime owns and closes."""
 
 from __future__ import annotations
 
-import functools
 import importlib
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -50,17 +50,25 @@ async def load_adapter(protocol: WireProtocol) -> None:
     thread the first time they are needed: both take tens to hundreds of milliseconds, which on the event loop would
     stall every request and session meanwhile."""
     name = f"{__package__}.{_MODULES[protocol]}"
-    if name not in sys.modules or _tls_context.cache_info().currsize == 0:
+    if name not in sys.modules or _TLS is None:
         await anyio.to_thread.run_sync(lambda: (importlib.import_module(name), _tls_context()))
 
 
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """One verifying TLS context for every provider connection (as httpx would build it for each client: loading
-    the CA bundle each time cost tens of milliseconds)."""
-    import httpx2
+_TLS: ssl.SSLContext | None = None
+_TLS_LOCK = threading.Lock()
 
-    return httpx2.create_ssl_context()
+
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context for every provider connection (httpx would build one per client, loading the CA
+    bundle each time: ~0.1 s of CPU). Built once even when many sessions start together: without the lock, fifty
+    first Steps each built their own in a worker thread."""
+    global _TLS
+    with _TLS_LOCK:
+        if _TLS is None:
+            import httpx2
+
+            _TLS = httpx2.create_ssl_context()
+        return _TLS
 
 
 def _timeout(model: ResolvedModel) -> Any:
