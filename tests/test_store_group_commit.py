@@ -140,3 +140,35 @@ async def test_a_batch_whose_commit_fails_reports_every_write_failed_and_the_sto
         stored = await s.store.events_after(sid, 0)
         assert [(e.seq, e.data.agent) for e in stored] == [(1, "next")] and after.seq == 1
         assert (await s.get(sid)).agent == "next"
+
+
+async def test_a_lazy_write_commits_with_the_next_write_or_before_the_next_live_event(tmp_path):
+    async with open_sessions(tmp_path) as s:
+        sid = (await s.create()).id
+        writer = s.store._writer
+        commits: list[str] = []
+        assert writer.conn is not None
+        writer.conn.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+        sub = s.store.live.subscribe()
+
+        def agent(name: str):
+            return lambda tx: tx.append(ev.AgentSelected(sessionID=sid, agent=name))
+
+        with anyio.fail_after(10):
+            lazy = s.store.submit(agent("lazy"), lazy=True)
+            await anyio.wait_all_tasks_blocked()
+            assert not lazy.done() and commits == []  # nothing asked for a commit yet
+            await s.store.write(agent("eager"))  # shares the lazy write's transaction
+            assert (await lazy).seq == 1 and len(commits) == 1
+
+            lazy = s.store.submit(agent("before the delta"), lazy=True)
+            s.store.publish_live(_delta(sid, "after it"), sid)  # must not overtake it, so it commits now
+            assert (await lazy).seq == 3
+            got: list = []
+            while len(got) < 4:
+                got += await sub.next()
+
+            lazy = s.store.submit(agent("kicked"), lazy=True)
+            s.store.kick()
+            assert (await lazy).seq == 4
+    assert [(i.data.agent if i.seq else i.data.delta) for i in got] == ["lazy", "eager", "before the delta", "after it"]

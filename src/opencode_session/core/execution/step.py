@@ -131,13 +131,16 @@ class Step:
         self.terminal = False
         self.usage = llm.Usage()
         self.queued: list[asyncio.Future[Any]] = []  # durable writes submitted and not yet known committed
+        self.stream_closed = False
 
     # --- durable writes ---------------------------------------------------------------------------
 
-    def _defer(self, data: Struct) -> None:
-        """Queue a durable event without waiting for it: it commits in order with the Step's other writes (often in
-        the same transaction), and is known durable at the Step's next durability point."""
-        self.queued.append(self.ctx.store.submit(lambda tx: tx.append(data)))
+    def _defer(self, data: Struct, *, lazy: bool = True) -> None:
+        """Queue a durable event without waiting for it: it commits in order with the Step's other writes and is
+        known durable at the Step's next durability point. A `lazy` one commits with the next write that is not, or
+        before the next live event (which must not overtake it): the stream's last events and the terminal that
+        follows them share one commit."""
+        self.queued.append(self.ctx.store.submit(lambda tx: tx.append(data), lazy=lazy))
 
     async def _append(self, data: Struct) -> None:
         """A durability point: `data`, and every event the Step queued before it, are durable on return."""
@@ -147,6 +150,8 @@ class Step:
     async def _flush(self) -> None:
         """Wait for the Step's queued writes; the first that failed raises (after all have settled)."""
         queued, self.queued = self.queued, []
+        if queued:
+            self.ctx.store.kick()
         failure: BaseException | None = None
         for write in queued:
             try:
@@ -175,19 +180,18 @@ class Step:
     # --- the stream ---------------------------------------------------------------------------------
 
     async def run(self) -> StepOutcome:
+        stream = self.ctx.provider.stream(self.ctx.request)
         try:
-            stream = self.ctx.provider.stream(self.ctx.request)
             try:
                 async for event in stream:
                     await self._on_event(event)
             except ProviderError as error:
                 self.outcome.error = error.redacted(self.ctx.secrets)
-            finally:
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    await shielded(aclose())  # release the provider connection whatever ended the stream
             await self._close_open_blocks()
+            if any(c.task is not None and not c.task.done() for c in self.calls.values()):
+                await self._close(stream)  # tools may run for minutes: give the connection back meanwhile
             await self._join_tools()
+            # no wait since the stream's last events: the terminal joins their transaction (one commit, not two)
             await self._settle()
             await self._flush()  # a Step left for retry ends on a queued step start
         except asyncio.CancelledError:
@@ -198,7 +202,15 @@ class Step:
             await shielded(self._abort(SessionErrorInfo(type=session_errors.UNKNOWN,
                                                         message=f"{type(defect).__name__}: {defect}")))
             raise
+        finally:
+            await self._close(stream)  # release the provider connection whatever ended the Step
         return self.outcome
+
+    async def _close(self, stream: Any) -> None:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None and not self.stream_closed:
+            self.stream_closed = True
+            await shielded(aclose())
 
     async def _on_event(self, event: llm.StreamEvent) -> None:
         ids = self._ids()
@@ -359,7 +371,8 @@ class Step:
                                   outputPaths=[settlement.output_path] if settlement.output_path else None)
         else:
             data = ev.ToolFailed(**ids, callID=record.call_id, error=settlement.error)
-        self._defer(data)  # durable in order before the terminal, which waits for it
+        # committed now (clients see a finished call while others still run), waited for by the terminal
+        self._defer(data, lazy=False)
         record.settled = True
 
     async def _join_tools(self) -> None:

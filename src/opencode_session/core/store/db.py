@@ -197,11 +197,13 @@ class Store:
 
     # --- transactions ----------------------------------------------------------------------------------
 
-    def submit(self, fn: Callable[[Tx], T]) -> asyncio.Future[T]:
+    def submit(self, fn: Callable[[Tx], T], *, lazy: bool = False) -> asyncio.Future[T]:
         """Queue `fn` to run in a write transaction without waiting for it. It commits together with whatever else
         is queued (each write rolls back alone if it raises); readers are notified in commit order, before the
         returned future resolves. Writes commit in submission order, and live events published after this call
-        reach readers after its events. The caller must await the future (or it loses the write's error)."""
+        reach readers after its events. A `lazy` write waits for the next one that is not, a live event that must
+        follow it, or `kick`, to share their commit. The caller must await the future (or it loses the write's
+        error), after a `kick` if it was lazy."""
         held: list[EventRecord] = []
         self._held = held
         tx_of: list[Tx] = []
@@ -220,7 +222,11 @@ class Store:
             if self._held is held:
                 self._held = None
 
-        return self._writer.submit(_run, _settle)
+        return self._writer.submit(_run, _settle, lazy=lazy)
+
+    def kick(self) -> None:
+        """Commit the lazy writes queued so far, without waiting for a write that is not."""
+        self._writer.kick()
 
     async def write(self, fn: Callable[[Tx], T]) -> T:
         """Run `fn` inside a write transaction (see `submit`) and return its result once it is durable. Once
@@ -251,7 +257,8 @@ class Store:
     def publish_live(self, data: Struct, aggregate_id: str) -> None:
         record = live_event(data, aggregate_id)
         if self._held is not None:
-            self._held.append(record)  # after the write queued before it
+            self._held.append(record)  # after the write queued before it, which must commit now
+            self._writer.kick()
         else:
             self.live.publish(record)
 

@@ -52,18 +52,25 @@ class GroupWriter:
         """Run `fn` on the commit thread, outside any transaction (opening, migrating and closing the database)."""
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
 
-    def submit(self, run: Callable[[sqlite3.Connection], Any],
-               settle: Callable[[Any, BaseException | None], None]) -> asyncio.Future[Any]:
-        loop = asyncio.get_running_loop()
-        job = Job(run, settle, loop.create_future())
+    def submit(self, run: Callable[[sqlite3.Connection], Any], settle: Callable[[Any, BaseException | None], None],
+               *, lazy: bool = False) -> asyncio.Future[Any]:
+        """Queue a write for the next batch. A `lazy` one starts no batch by itself: it waits for the next write
+        that does (or `kick`), so writes that follow it closely share its commit."""
+        job = Job(run, settle, asyncio.get_running_loop().create_future())
         self._queue.append(job)
-        if not self._scheduled and not self._committing:
-            self._scheduled = True
-            loop.call_soon(self._flush)
+        if not lazy:
+            self.kick()
         return job.future
+
+    def kick(self) -> None:
+        """Start a batch of whatever is queued, on the next turn of the loop (after the commit in flight)."""
+        if self._queue and not self._scheduled and not self._committing:
+            self._scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
 
     async def idle(self) -> None:
         """Return once every write submitted so far has settled."""
+        self.kick()
         if self._queue or self._committing or self._scheduled:
             waiter = asyncio.get_running_loop().create_future()
             self._idle.append(waiter)
@@ -127,10 +134,9 @@ class GroupWriter:
     def _done(self, batch: list[Job], error: BaseException | None) -> None:
         """Settle a finished batch, then start the next one (or wake who waits for the writer to be idle)."""
         self._settle(batch, error)
-        if self._queue and not self._scheduled:
-            self._scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
-        elif not self._queue and not self._scheduled:
+        if self._queue:
+            self.kick()
+        elif not self._scheduled:
             waiters, self._idle = self._idle, []
             for waiter in waiters:
                 if not waiter.done():
