@@ -139,22 +139,25 @@ class SessionExecution:
         if woken and not self._closed:
             self._start(sid, force=ex.force)
 
-    async def _publish(self, data, hook=None) -> None:
+    @staticmethod
+    def _writing(data, hook=None) -> Callable[[Tx], None]:
         def _write(tx: Tx) -> None:
             tx.append(data)
             if hook is not None:
                 hook(tx)
 
-        await self.store.write(_write)
+        return _write
 
     async def _run(self, ex: _Execution) -> None:
         sid = ex.session_id
         outcome: str = "succeeded"
         terminal: object
+        # lazy: the start commits with the drain's first write (or the terminal), one commit fewer per busy period
+        started = self.store.submit(self._writing(
+            ev.ExecutionStarted(sessionID=sid), (lambda tx: self._on_started(tx, sid)) if self._on_started else None),
+            lazy=True)
         try:
             try:
-                await self._publish(ev.ExecutionStarted(sessionID=sid),
-                                    (lambda tx: self._on_started(tx, sid)) if self._on_started else None)
                 while True:
                     force, ex.force, ex.pending_wake = ex.force, False, False
                     await self.drain(sid, force)
@@ -177,9 +180,15 @@ class SessionExecution:
                     type=session_errors.UNKNOWN, message=f"{type(exc).__name__}: {exc}"))
             ex.outcome = outcome
             try:
-                await self._publish(terminal,
-                                    (lambda tx: self._on_settled(tx, sid, outcome)) if self._on_settled else None)
+                await self.store.write(self._writing(
+                    terminal, (lambda tx: self._on_settled(tx, sid, outcome)) if self._on_settled else None))
             except Exception:
                 log.exception("could not record the end of session %s's execution", sid)
         finally:
-            self._release(ex)
+            try:
+                self.store.kick()
+                await asyncio.shield(started)  # committed by now (before the terminal): only its error is left
+            except Exception:
+                log.exception("could not record the start of session %s's execution", sid)
+            finally:
+                self._release(ex)
