@@ -42,7 +42,6 @@ from .boundary import Boundary
 from .clock import Clock
 from .coordinator import Drain, DrainFailure, DrainInterrupted
 from .lowering import LoweredHistory
-from .offload import QuickOrThread
 from .retry import BASE_DELAY_MS, base_delay_ms, may_retry, retry_delay_ms
 from .step import INTERRUPTED_STEP, Step, StepContext, shielded
 from .title import SessionTitles
@@ -84,8 +83,8 @@ class PhysicalAttempt:
 class InstructionPreparer(Protocol):
     """The instruction seam: returns the Instruction Baseline text to send after the agent's system text,
     publishing any Instruction Update first; raises InstructionsBlocked before the first complete baseline.
-    `read_files` (blocking) reads what `prepare` needs from disk; the runner calls it with the rest of the boundary's
-    sampling (in one worker-thread call when that is slow) and hands its result over as `Boundary.instruction_files`."""
+    `read_files` (blocking) reads what `prepare` needs from disk; the runner calls it in the same worker-thread call
+    that samples the boundary, and hands its result over as `Boundary.instruction_files`."""
 
     def read_files(self, boundary: Boundary) -> Any: ...
 
@@ -120,7 +119,6 @@ class Runner:
         self.deps = deps
         self.history = HistoryCache()
         self.lowered = LoweredHistory()
-        self.sampling = QuickOrThread()  # a boundary's file reads: inline while quick (~0.3 ms), else in a thread
         self.compactor = Compactor(deps.store, deps.clock, deps.retry_base_delay_ms)
 
     # --- helpers ------------------------------------------------------------------------------------
@@ -131,7 +129,7 @@ class Runner:
     async def _boundary(self, session_id: str) -> Boundary:
         session = await self._read(lambda reader: require_session(reader, session_id))
 
-        def _sample() -> Boundary:  # filesystem work (git root, config and instruction files): see QuickOrThread
+        def _sample() -> Boundary:  # filesystem work (git root, config files) stays off the event loop
             location = resolve_location(session.location.directory, session.location.workspaceID)
             try:
                 config = load_config(location.directory, location.project_root, self.deps.env)
@@ -143,10 +141,10 @@ class Runner:
                 raise DrainFailure(SessionErrorInfo(type=session_errors.AGENT_NOT_FOUND,
                                                     message=str(missing))) from None
             b = Boundary(session, agent, config, location)
-            b.instruction_files = self.deps.instructions.read_files(b)
+            b.instruction_files = self.deps.instructions.read_files(b)  # one trip to a worker thread for both
             return b
 
-        return await self.sampling.run(_sample)
+        return await anyio.to_thread.run_sync(_sample)
 
     def _model_ref(self, b: Boundary) -> ModelRef | None:
         """The model this Step names: the session's, else its agent's, else the configured default."""

@@ -59,7 +59,7 @@ async def compose(boundary: Boundary, store: Store, env: Mapping[str, str], toda
                   platform: str) -> algebra.Instructions:
     """The runner's fixed source order: environment, date, ambient AGENTS.md, configured instruction files,
     selected-agent skill guidance, API-managed entries. The files come from the boundary when it read them, else
-    from one worker-thread call."""
+    from one worker-thread call (each hop to a thread costs more than these few small reads)."""
     files = boundary.instruction_files
     if not isinstance(files, SourceFiles):
         files = await anyio.to_thread.run_sync(read_files, boundary, env)
