@@ -131,7 +131,7 @@ class Step:
         self.terminal = False
         self.usage = llm.Usage()
         self.queued: list[asyncio.Future[Any]] = []  # durable writes submitted and not yet known committed
-        self.stream_closed = False
+        self.stream: Any = None  # the provider's stream while it is open
 
     # --- durable writes ---------------------------------------------------------------------------
 
@@ -180,16 +180,16 @@ class Step:
     # --- the stream ---------------------------------------------------------------------------------
 
     async def run(self) -> StepOutcome:
-        stream = self.ctx.provider.stream(self.ctx.request)
+        self.stream = self.ctx.provider.stream(self.ctx.request)
         try:
             try:
-                async for event in stream:
+                async for event in self.stream:
                     await self._on_event(event)
             except ProviderError as error:
                 self.outcome.error = error.redacted(self.ctx.secrets)
             await self._close_open_blocks()
             if any(c.task is not None and not c.task.done() for c in self.calls.values()):
-                await self._close(stream)  # tools may run for minutes: give the connection back meanwhile
+                await self._close()  # tools may run for minutes: give the connection back meanwhile
             await self._join_tools()
             # no wait since the stream's last events: the terminal joins their transaction (one commit, not two)
             await self._settle()
@@ -203,13 +203,13 @@ class Step:
                                                         message=f"{type(defect).__name__}: {defect}")))
             raise
         finally:
-            await self._close(stream)  # release the provider connection whatever ended the Step
+            await self._close()  # release the provider connection whatever ended the Step
         return self.outcome
 
-    async def _close(self, stream: Any) -> None:
+    async def _close(self) -> None:
+        stream, self.stream = self.stream, None
         aclose = getattr(stream, "aclose", None)
-        if aclose is not None and not self.stream_closed:
-            self.stream_closed = True
+        if aclose is not None:
             await shielded(aclose())
 
     async def _on_event(self, event: llm.StreamEvent) -> None:
