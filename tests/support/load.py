@@ -90,9 +90,7 @@ async def _read(stream: Any, sub: Subscriber, progress: asyncio.Event, connected
 async def run_load(base_url: str, *, sessions: int = 50, prompts: int = 4, instance_subscribers: int = 20,
                    session_subscribers: int = 180, prompt_chars: int = 0, settle_timeout: float = 120) -> LoadResult:
     """`prompt_chars` pads each prompt's text (more bytes through every stream, as pasted code would)."""
-    limits = httpx2.Limits(max_connections=None, max_keepalive_connections=None)
-    transport = httpx2.AsyncHTTPTransport(limits=limits)
-    async with OpenCodeClient(base_url, transport=transport, timeout=60) as client:
+    async with OpenCodeClient(base_url, timeout=60) as client:  # its own transport: streams are not capped
         subscribers: list[Subscriber] = []
         progress = asyncio.Event()  # set whenever a reader receives something (or fails)
         async with anyio.create_task_group() as readers:

@@ -23,6 +23,7 @@ from opencode_session.schema.errors import TaggedError
 
 from .errors import ClientError
 from .sse import EventStream
+from .transport import http_transport
 
 T = TypeVar("T")
 
@@ -113,9 +114,9 @@ class BaseClient:
     """Connection settings and the request machinery; constructing one is synchronous and sends nothing.
 
     `headers` go on every request (per-call `CallOptions.headers` win), `auth` is HTTP basic
-    `(username, password)`, `transport` replaces the network (e.g. `httpx2.ASGITransport(app)`), and
-    `timeout` is in seconds (for reads, only of operations that answer at once). Use `async with` or
-    `await aclose()` to release connections.
+    `(username, password)`, `transport` replaces the network (e.g. `httpx2.ASGITransport(app)`; by default
+    connections are not capped, since every open event stream holds one), and `timeout` is in seconds (for reads,
+    only of operations that answer at once). Use `async with` or `await aclose()` to release connections.
     """
 
     def __init__(
@@ -144,7 +145,7 @@ class BaseClient:
             self._http = httpx2.AsyncClient(
                 headers=self._headers,
                 auth=httpx2.BasicAuth(*self._auth) if self._auth else None,
-                transport=self._transport,
+                transport=self._transport or http_transport(),
                 timeout=self._timeout,
             )
         return self._http
