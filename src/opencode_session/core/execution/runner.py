@@ -4,6 +4,7 @@ immediate continuation remains; it owns retries, the step allowance and orphan r
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -20,7 +21,7 @@ from ..agents import BUILD_PROMPT, AgentNotFoundError, resolve_agent
 from ..attachments import load_attachments
 from ..authority import Authority
 from ..compaction.compactor import CompactionSettings, Compactor
-from ..config import ConfigError, load_config
+from ..config import ConfigError, global_config_dir, load_config
 from ..instructions.algebra import InstructionsBlocked
 from ..instructions.checkpoint import CheckpointPreparer
 from ..instructions.nearby import NearbyInstructions
@@ -28,6 +29,7 @@ from ..llm import model as llm
 from ..llm.catalog import configured_secrets, model_ref_from_string, resolve_model
 from ..llm.errors import ProviderError
 from ..llm.providers import load_adapter
+from ..localfs import all_local
 from ..location import resolve_location
 from ..permission import disabled
 from ..permission_requests import PermissionRequests
@@ -50,6 +52,8 @@ if TYPE_CHECKING:
     from ..runtime import Runtime
 
 log = logging.getLogger(__name__)
+
+LOCAL_RECHECK_S = 10.0  # how long a Location's "all on local mounts" verdict stands before a thread sample rechecks
 
 MAX_STEPS_NOTICE = (
     "You have reached the maximum number of steps this agent may take, so tools are no longer available. "
@@ -120,6 +124,7 @@ class Runner:
         self.history = HistoryCache()
         self.lowered = LoweredHistory()
         self.compactor = Compactor(deps.store, deps.clock, deps.retry_base_delay_ms)
+        self._local: dict[str, tuple[bool, float]] = {}  # Location directory -> (all on local mounts, when checked)
 
     # --- helpers ------------------------------------------------------------------------------------
 
@@ -128,11 +133,13 @@ class Runner:
 
     async def _boundary(self, session_id: str) -> Boundary:
         session = await self._read(lambda reader: require_session(reader, session_id))
+        directory = session.location.directory
+        env = self.deps.env
 
-        def _sample() -> Boundary:  # filesystem work (git root, config files) stays off the event loop
-            location = resolve_location(session.location.directory, session.location.workspaceID)
+        def _sample(inline: bool) -> Boundary:
+            location = resolve_location(directory, session.location.workspaceID)
             try:
-                config = load_config(location.directory, location.project_root, self.deps.env)
+                config = load_config(location.directory, location.project_root, env)
             except ConfigError as bad:
                 raise DrainFailure(SessionErrorInfo(type=session_errors.CONFIG_INVALID, message=str(bad))) from None
             try:
@@ -141,10 +148,22 @@ class Runner:
                 raise DrainFailure(SessionErrorInfo(type=session_errors.AGENT_NOT_FOUND,
                                                     message=str(missing))) from None
             b = Boundary(session, agent, config, location)
-            b.instruction_files = self.deps.instructions.read_files(b)  # one trip to a worker thread for both
+            if not (inline and config.instructions):  # configured patterns may glob anywhere: not on the loop
+                b.instruction_files = self.deps.instructions.read_files(b)
+            if not inline:
+                extra = env.get("OPENCODE_CONFIG")
+                paths = [location.directory, global_config_dir(env).resolve()]
+                paths += [Path(extra).expanduser().resolve()] if extra else []
+                self._local[directory] = (all_local(paths), time.monotonic())
             return b
 
-        return await anyio.to_thread.run_sync(_sample)
+        # Sampling is ~60 stats and a few small reads. On a local filesystem they run here: in a worker thread each
+        # would wait for the interpreter lock again while the loop is busy (~20 ms a boundary under load). Where
+        # any of it is on a mount that can hang, or not yet known, it runs in a thread, which also rechecks.
+        local, checked = self._local.get(directory, (False, 0.0))
+        if local and time.monotonic() - checked < LOCAL_RECHECK_S:
+            return _sample(True)
+        return await anyio.to_thread.run_sync(_sample, False)
 
     def _model_ref(self, b: Boundary) -> ModelRef | None:
         """The model this Step names: the session's, else its agent's, else the configured default."""
