@@ -10,8 +10,8 @@ History is built in this process through the core (one real Step on a template s
 with fresh IDs, as `bench_step_overhead` does) into the database the server then opens.
 
 Knobs: BENCH_HTTP_REPS (20 prompts per latency row), BENCH_HTTP_HISTORY ("10,1000,10000"), BENCH_HTTP_LOAD_REPS (1),
-BENCH_HTTP_START_REPS (5); BENCH_HTTP_ONLY=start measures only the start and idle RSS rows. OpenCode side by side is
-not measured here (see the README)."""
+BENCH_HTTP_START_REPS (5); BENCH_HTTP_ONLY ("latency,start,load": the groups of rows to measure). OpenCode side by
+side is not measured here (see the README)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ REPS = int(os.environ.get("BENCH_HTTP_REPS", 20))
 HISTORY = [int(x) for x in os.environ.get("BENCH_HTTP_HISTORY", "10,1000,10000").split(",")]
 LOAD_REPS = int(os.environ.get("BENCH_HTTP_LOAD_REPS", 1))
 START_REPS = int(os.environ.get("BENCH_HTTP_START_REPS", 5))
-ONLY_START = os.environ.get("BENCH_HTTP_ONLY") == "start"
+ONLY = set(os.environ.get("BENCH_HTTP_ONLY", "latency,start,load").split(","))
 CONCURRENT = 10
 PROMPT = "Please summarise the changes in src/ and list the files you touched."
 
@@ -216,13 +216,32 @@ async def load_rows(root: Path, llm: Loopback) -> list[dict[str, float]]:
         server = start_server(root / f"load{n}", env=env)
         try:
             result = await run_load(server.url, sessions=50, prompts=4, instance_subscribers=20)
+            floor = await burst_p99(server.url, 50 * 4)
         finally:
             server.stop()
         assert not result.missing(), result.missing()[:3]
         runs.append({"prompts_per_s": result.prompts / result.elapsed,
                      "admission_p50_ms": percentile(result.admission_ms, 50),
-                     "admission_p99_ms": percentile(result.admission_ms, 99)})
+                     "admission_p99_ms": percentile(result.admission_ms, 99),
+                     "burst_health_p99_ms": floor})
     return runs
+
+
+async def burst_p99(url: str, n: int) -> float:
+    """p99 of `n` `GET /api/health` sent at once by one fresh client to an idle server: what the client and the HTTP
+    stack alone need for a burst that size, the floor under the load's admission latency."""
+    async with OpenCodeClient(url, timeout=60) as client:
+        took: list[float] = []
+
+        async def one() -> None:
+            t0 = time.perf_counter()
+            await client.health.get()
+            took.append((time.perf_counter() - t0) * 1000)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(n):
+                tg.start_soon(one)
+    return percentile(took, 99)
 
 
 def start_table(starts: list[float], cpu: list[float], rss: list[float]) -> list[list[Any]]:
@@ -233,43 +252,49 @@ def start_table(starts: list[float], cpu: list[float], rss: list[float]) -> list
     ]
 
 
-def main_start_only() -> None:
-    print(f"load average before: {os.getloadavg()}")
-    with tempfile.TemporaryDirectory(prefix="bench-http-", dir=os.environ.get("BENCH_TMPDIR")) as tmp:
-        root = Path(tmp)
-        env = isolated_env(root)
-        write_global_config(env["XDG_CONFIG_HOME"], load_config("http://127.0.0.1:9/v1"))
-        starts, cpu, rss = start_rows(root, env)
-    print(table(["row", "median", "min..max", "target"], start_table(starts, cpu, rss)))
-    print(f"load average after: {os.getloadavg()}")
-    emit("http", {"start_ms": median(starts), "start_cpu_ms": median(cpu), "rss_mib": median(rss),
-                  "raw": {"start": starts, "start_cpu": cpu, "rss": rss}})
-
-
 async def main() -> None:
     print(f"load average before: {os.getloadavg()}")
     llm = Loopback()
     llm.start()
+    out: list[list[Any]] = []
+    result: dict[str, Any] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="bench-http-", dir=os.environ.get("BENCH_TMPDIR")) as tmp:
             root = Path(tmp)
             env = isolated_env(root)
             write_global_config(env["XDG_CONFIG_HOME"], load_config(llm.base_url))
-            workdir = root / "work"
-            workdir.mkdir()
-            t0 = time.perf_counter()
-            history = await build_history(root / "db.sqlite", workdir, env, HISTORY)
-            print(f"(history built in {time.perf_counter() - t0:.1f}s)")
-            server = start_server(root, env=env)
-            try:
-                rows = await latency_rows(server, llm, history)
-            finally:
-                server.stop()
-            starts, cpu, rss = start_rows(root, env)
-            load = await load_rows(root, llm)
+            if "latency" in ONLY:
+                out += await latency_group(root, env, llm, result)
+            if "start" in ONLY:
+                starts, cpu, rss = start_rows(root, env)
+                out += start_table(starts, cpu, rss)
+                result |= {"start_ms": median(starts), "start_cpu_ms": median(cpu), "rss_mib": median(rss),
+                           "raw_start": {"start": starts, "start_cpu": cpu, "rss": rss}}
+            if "load" in ONLY:
+                load = await load_rows(root, llm)
+                for key, target in (("prompts_per_s", ">= 70"), ("admission_p50_ms", ""),
+                                    ("admission_p99_ms", "<= 50"), ("burst_health_p99_ms", "floor")):
+                    xs = [r[key] for r in load]
+                    out.append([f"load 50x4, 200 subscribers: {key}", f"{median(xs):.1f}", spread(xs), target])
+                result |= {"load": {k: median([r[k] for r in load]) for k in load[0]}, "raw_load": load}
     finally:
         llm.stop()
+    print(table(["row", "median", "min..max", "target"], out))
+    print(f"load average after: {os.getloadavg()}")
+    emit("http", result)
 
+
+async def latency_group(root: Path, env: dict[str, str], llm: Loopback, result: dict[str, Any]) -> list[list[Any]]:
+    workdir = root / "work"
+    workdir.mkdir()
+    t0 = time.perf_counter()
+    history = await build_history(root / "db.sqlite", workdir, env, HISTORY)
+    print(f"(history built in {time.perf_counter() - t0:.1f}s)")
+    server = start_server(root, env=env)
+    try:
+        rows = await latency_rows(server, llm, history)
+    finally:
+        server.stop()
     small = median(rows["history"][HISTORY[0]])
     out: list[list[Any]] = [
         ["plain prompt -> idle (ms)", f"{median(rows['plain']):.1f}", spread(rows["plain"]), "<= 9"],
@@ -281,21 +306,11 @@ async def main() -> None:
         ratio = median(xs) / small
         out.append([f"prompt -> idle @ {size:,} history (ms)", f"{median(xs):.1f}", spread(xs),
                     f"ratio {ratio:.2f}x" + (" (<= 1.2x @1,000)" if size == 1000 else "")])
-    out += start_table(starts, cpu, rss)
-    for key, target in (("prompts_per_s", ">= 70"), ("admission_p50_ms", ""), ("admission_p99_ms", "<= 50")):
-        xs = [r[key] for r in load]
-        out.append([f"load 50x4, 200 subscribers: {key}", f"{median(xs):.1f}", spread(xs), target])
-    print(table(["row", "median", "min..max", "target"], out))
-    print(f"load average after: {os.getloadavg()}")
-    emit("http", {"plain_ms": median(rows["plain"]), "gap_ms": median(rows["gap"]),
-                  "together_ms": median(rows["together"]),
-                  "history_ms": {str(k): median(v) for k, v in rows["history"].items()},
-                  "start_ms": median(starts), "start_cpu_ms": median(cpu), "rss_mib": median(rss),
-                  "load": {k: median([r[k] for r in load]) for k in load[0]}, "raw": rows | {"load": load}})
+    result |= {"plain_ms": median(rows["plain"]), "gap_ms": median(rows["gap"]),
+               "together_ms": median(rows["together"]),
+               "history_ms": {str(k): median(v) for k, v in rows["history"].items()}, "raw": rows}
+    return out
 
 
 if __name__ == "__main__":
-    if ONLY_START:
-        main_start_only()
-    else:
-        asyncio.run(main())
+    asyncio.run(main())
