@@ -24,6 +24,8 @@ def readable(sock: socket.socket | None) -> bool:
     fd = -1 if sock is None else sock.fileno()
     if fd == -1:
         return True
+    if not hasattr(select, "poll"):  # Windows
+        return bool(select.select([fd], [], [], 0)[0])
     probe = select.poll()
     probe.register(fd, select.POLLIN)
     return bool(probe.poll(0))

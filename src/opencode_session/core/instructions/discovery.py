@@ -31,7 +31,7 @@ def discover_instruction_paths(
     global_config_dir: Path | None,
     disable_project: bool,
 ) -> list[Path]:
-    """The ambient `AGENTS.md` files, in order (blocking; run in a worker thread).
+    """The ambient `AGENTS.md` files, in order (blocking: a worker thread, or the loop on local mounts).
 
     Order: the global `<global_config_dir>/AGENTS.md` first, then project files from the
     project root DOWN to `directory` (both inclusive), so the most specific file comes last
@@ -61,7 +61,8 @@ def discover_instruction_paths(
 def scan_discovery(
     directory: Path, project_root: Path, global_config_dir: Path | None, disable_project: bool
 ) -> tuple[InstructionFile, ...] | Unavailable:
-    """The ambient files read (blocking; run in a worker thread); any scan or read error makes them unavailable."""
+    """The ambient files read (blocking: a worker thread, or the loop on local mounts); any scan or read error makes
+    them unavailable."""
     try:
         paths = discover_instruction_paths(directory, project_root, global_config_dir, disable_project)
         return read_instruction_files(paths)

@@ -154,7 +154,7 @@ def _file_block(header: str, content: str) -> str:
 
 
 def read_instruction_files(paths: Sequence[Path]) -> tuple[InstructionFile, ...]:
-    """Read files as UTF-8 (blocking; call from a worker thread). Raises OSError / ValueError."""
+    """Read files as UTF-8 (blocking: a worker thread, or the loop on local mounts). Raises OSError / ValueError."""
     return tuple(InstructionFile(str(p), p.read_text(encoding="utf-8")) for p in paths)
 
 
