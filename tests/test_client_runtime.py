@@ -357,6 +357,8 @@ def sse_app(state: StreamState) -> Starlette:
             return _Abort()
         if sid == "ses_bad":
             return sse(iter(["data: {nope\n\n"]))
+        if sid == "ses_bad_shape":  # JSON, but no event of the log
+            return sse(iter(['data: {"type": "session.nope", "id": 1}\n\n']))
         if sid == "ses_huge":
             return sse(iter(["data: \"" + "x" * 1_048_577 + "\"\n\n"]))
         if sid.startswith("ses_forever"):
@@ -529,7 +531,7 @@ async def test_stream_errors_surface_on_first_next(sse_client):
 
 @pytest.mark.anyio
 async def test_bad_items_are_malformed_response(sse_client):
-    for sid in ("ses_bad", "ses_huge"):
+    for sid in ("ses_bad", "ses_bad_shape", "ses_huge"):
         with pytest.raises(ClientError) as raised:
             async for _ in sse_client.session.events(sid):
                 pass
