@@ -26,7 +26,7 @@ LAZY = ("httpx2", "openai", "anthropic", "rich", "jsonschema", "opencode_session
 
 def test_serving_imports_leave_provider_sdks_rich_and_the_runner_unloaded() -> None:
     code = ("import json, sys\n"
-            "from opencode_session.cli.main import app\n"
+            "from opencode_session.cli.main import main\n"
             "from opencode_session.cli import serving\n"
             "from opencode_session.server import app as server_app, serve\n"
             "from opencode_session.core import runtime\n"

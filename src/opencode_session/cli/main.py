@@ -1,28 +1,29 @@
-"""`ocs` (also installed as `opencode-session`): the command line. Each command imports what it needs when it
-runs, so `ocs --help` and `ocs serve` load no more than they use."""
+"""`ocs` (also installed as `opencode-session`): the command line, parsed with argparse. Each command imports what
+it needs when it runs, so `ocs --help` and `ocs serve` load no more than they use."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
-import typer
-
-app = typer.Typer(add_completion=False, no_args_is_help=False,
-                  help="opencode-session: durable OpenCode V2 sessions. Without a command: interactive mode.")
-
+PROG = "ocs"
+ROOT_HELP = "opencode-session: durable OpenCode V2 sessions. Without a command: interactive mode."
 ATTACH_HELP = "Use the running `ocs serve` at this URL instead of the local database."
 DB_HELP = "SQLite database file (default: under the user data directory)."
+HELP_HELP = "Show this message and exit."
+
+Command = Callable[..., int]
 
 
 def _cwd() -> Path:
     return Path(os.getcwd())
 
 
-def _finish(work: Callable[[], Coroutine[Any, Any, None]]) -> None:
+def _finish(work: Callable[[], Coroutine[Any, Any, None]]) -> int:
     """Run a reading command with the same Ctrl-C and error handling as `ocs run`."""
     from .render import PlainView
     from .run import EXIT_OK, run_command
@@ -31,28 +32,12 @@ def _finish(work: Callable[[], Coroutine[Any, Any, None]]) -> None:
         await work()
         return EXIT_OK
 
-    raise typer.Exit(run_command(PlainView(), body))
+    return run_command(PlainView(), body)
 
 
-@app.command()
-def serve(
-    host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
-    port: int = typer.Option(4096, help="Port to listen on; 0 picks a free port."),
-    db: Path = typer.Option(None, help=DB_HELP),
-    directory: Path = typer.Option(None, help="Default Location for new sessions (default: current directory)."),
-    allow_host: list[str] = typer.Option([], help="A Host name clients may use besides loopback (repeatable)."),
-    allow_origin: list[str] = typer.Option(
-        [], help="A browser origin allowed to call the API, e.g. https://app.example.com (repeatable)."),
-    max_body_bytes: int = typer.Option(None, min=1, help="Largest request body accepted (default 10 MiB)."),
-    read_timeout: float = typer.Option(
-        None, min=0.1, help="Seconds a client has to send each request, body included (default 30)."),
-    max_concurrency: int = typer.Option(
-        None, min=1, help="Open connections and requests before new requests get 503 (default 512)."),
-    insecure_no_password: bool = typer.Option(
-        False, help="Listen beyond loopback even without OPENCODE_SERVER_PASSWORD."),
-    stall_timeout: float = typer.Option(15.0, help="Cut off an event stream whose reader accepts nothing for this "
-                                                   "many seconds."),
-) -> None:
+def serve(host: str, port: int, db: Path | None, directory: Path | None, allow_host: list[str],
+          allow_origin: list[str], max_body_bytes: int | None, read_timeout: float | None,
+          max_concurrency: int | None, insecure_no_password: bool, stall_timeout: float) -> int:
     """Serve the OpenCode V2 API over HTTP until SIGINT/SIGTERM."""
     from dataclasses import replace
 
@@ -73,10 +58,10 @@ def serve(
     request = ServeRequest(host=host, port=port, db=db or default_db_path(), directory=directory or _cwd(),
                            guard=guard, limits=limits, insecure_no_password=insecure_no_password,
                            stall_timeout=stall_timeout)
-    raise typer.Exit(run_server(request))
+    return run_server(request)
 
 
-def _run(message: list[str] | None, *, interactive: bool, **options: Any) -> None:
+def _run(message: list[str] | None, *, interactive: bool, **options: Any) -> int:
     from .run import RunRequest, execute
 
     text = " ".join(message or []).strip() or None
@@ -86,87 +71,54 @@ def _run(message: list[str] | None, *, interactive: bool, **options: Any) -> Non
         else:
             text = sys.stdin.read().strip() or None
             if text is None:
-                typer.echo("ocs run: no message (give one as an argument or on standard input)", err=True)
-                raise typer.Exit(2)
+                print("ocs run: no message (give one as an argument or on standard input)", file=sys.stderr)
+                return 2
     if interactive and options.get("json"):
-        typer.echo("ocs run: --format json does not go with interactive mode", err=True)
-        raise typer.Exit(2)
-    raise typer.Exit(execute(RunRequest(directory=_cwd(), message=text, interactive=interactive, **options)))
+        print("ocs run: --format json does not go with interactive mode", file=sys.stderr)
+        return 2
+    return execute(RunRequest(directory=_cwd(), message=text, interactive=interactive, **options))
 
 
-@app.command()
-def run(
-    message: list[str] = typer.Argument(None, help="The message; without one, interactive mode."),
-    model: str = typer.Option(None, "--model", "-m", help="The model, as provider/model."),
-    agent: str = typer.Option(None, "--agent", help="The agent to use."),
-    session: str = typer.Option(None, "--session", "-s", help="Continue this session."),
-    continue_last: bool = typer.Option(False, "--continue", "-c", help="Continue this directory's latest session."),
-    attach: str = typer.Option(None, "--attach", help=ATTACH_HELP),
-    output: str = typer.Option("default", "--format", help="default (text as it streams) or json (an event a line)."),
-    queue: bool = typer.Option(False, "--queue", help="Deliver the message queued instead of steering."),
-    interactive: bool = typer.Option(False, "--interactive", "-i", help="Keep prompting after the first turn."),
-    db: Path = typer.Option(None, help=DB_HELP),
-    yes: bool = typer.Option(False, "--yes", "-y",
-                             help="Allow each permission ask once and take each question's first option."),
-    no: bool = typer.Option(False, "--no", help="Reject each permission ask and dismiss each question."),
-) -> None:
+def run(message: list[str], model: str | None, agent: str | None, session: str | None, continue_last: bool,
+        attach: str | None, output: str, queue: bool, interactive: bool, db: Path | None, yes: bool,
+        no: bool) -> int:
     """Send a message to a session of this directory and show the agent's work as it happens.
 
     Ctrl-C interrupts the session (carry on later with --continue); a second Ctrl-C quits at once. In
     interactive mode, what you type while a turn runs steers it on Enter and is queued on Tab."""
     if output not in ("default", "json"):
-        typer.echo(f"ocs run: --format is default or json, not {output!r}", err=True)
-        raise typer.Exit(2)
+        print(f"ocs run: --format is default or json, not {output!r}", file=sys.stderr)
+        return 2
     if yes and no:
-        typer.echo("ocs run: --yes and --no exclude each other", err=True)
-        raise typer.Exit(2)
-    _run(message, interactive=interactive, model=model, agent=agent, session=session, continue_last=continue_last,
-         attach=attach, json=output == "json", queue=queue, db=db, yes=yes, no=no)
+        print("ocs run: --yes and --no exclude each other", file=sys.stderr)
+        return 2
+    return _run(message, interactive=interactive, model=model, agent=agent, session=session,
+                continue_last=continue_last, attach=attach, json=output == "json", queue=queue, db=db, yes=yes, no=no)
 
 
-@app.command()
-def sessions(
-    limit: int = typer.Option(30, min=1, help="How many to show."),
-    output: str = typer.Option("default", "--format", help="default (a table) or json (a session a line)."),
-    attach: str = typer.Option(None, "--attach", help=ATTACH_HELP),
-    db: Path = typer.Option(None, help=DB_HELP),
-) -> None:
+def sessions(limit: int, output: str, attach: str | None, db: Path | None) -> int:
     """List sessions, most recently updated first."""
     from .inspect import list_sessions
 
-    _finish(lambda: list_sessions(attach, db, _cwd(), limit, output == "json"))
+    return _finish(lambda: list_sessions(attach, db, _cwd(), limit, output == "json"))
 
 
-@app.command()
-def show(
-    session: str = typer.Argument(..., help="The session ID."),
-    attach: str = typer.Option(None, "--attach", help=ATTACH_HELP),
-    db: Path = typer.Option(None, help=DB_HELP),
-) -> None:
+def show(session: str, attach: str | None, db: Path | None) -> int:
     """Show a session's transcript: prompts, answers, tool calls and their results."""
     from .inspect import show_session
     from .run import make_view
 
-    _finish(lambda: show_session(attach, db, _cwd(), session, make_view()))
+    return _finish(lambda: show_session(attach, db, _cwd(), session, make_view()))
 
 
-@app.command()
-def log(
-    session: str = typer.Argument(..., help="The session ID."),
-    after: int = typer.Option(None, min=0, help="Only events after this sequence number."),
-    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events until Ctrl-C."),
-    output: str = typer.Option("default", "--format", help="default (a line an event) or json (the envelopes)."),
-    attach: str = typer.Option(None, "--attach", help=ATTACH_HELP),
-    db: Path = typer.Option(None, help=DB_HELP),
-) -> None:
+def log(session: str, after: int | None, follow: bool, output: str, attach: str | None, db: Path | None) -> int:
     """Print a session's durable events."""
     from .inspect import show_log
 
-    _finish(lambda: show_log(attach, db, _cwd(), session, after, follow, output == "json"))
+    return _finish(lambda: show_log(attach, db, _cwd(), session, after, follow, output == "json"))
 
 
-@app.command()
-def models() -> None:
+def models() -> int:
     """The models the configuration declares, and which providers have a key."""
     from ..core.config import ConfigError
     from .inspect import show_models
@@ -174,43 +126,221 @@ def models() -> None:
     try:
         show_models(_cwd())
     except ConfigError as bad:
-        typer.echo(f"ocs: {bad}", err=True)
-        raise typer.Exit(1) from None
+        print(f"ocs: {bad}", file=sys.stderr)
+        return 1
+    return 0
 
 
-@app.command()
-def openapi() -> None:
+def openapi() -> int:
     """Print the OpenAPI document of the V2 API."""
     from .inspect import print_openapi
 
     print_openapi()
+    return 0
 
 
-@app.command()
-def demo(
-    keep: bool = typer.Option(False, help="Keep the scratch project instead of removing it."),
-    pace: float = typer.Option(None, hidden=True, help="Seconds between streamed pieces (default: on a terminal)."),
-) -> None:
+def demo(keep: bool, pace: float | None) -> int:
     """A complete offline demonstration: a scripted model on loopback, a scratch project, and a session."""
     from .demo import run_demo
 
-    raise typer.Exit(run_demo(keep=keep, pace=pace))
+    return run_demo(keep=keep, pace=pace)
 
 
-@app.callback(invoke_without_command=True)
-def _root(context: typer.Context) -> None:
-    """opencode-session command line."""
-    if context.invoked_subcommand is not None:
-        return
+def _interactive_or_help(root: argparse.ArgumentParser) -> int:
+    """`ocs` without a command: interactive mode on a terminal, the help otherwise."""
     if not sys.stdin.isatty():
-        typer.echo(context.get_help())
-        raise typer.Exit(0)
-    _run(None, interactive=True, model=None, agent=None, session=None, continue_last=False, attach=None,
-         json=False, queue=False, db=None)
+        root.print_help()
+        return 0
+    return _run(None, interactive=True, model=None, agent=None, session=None, continue_last=False, attach=None,
+                json=False, queue=False, db=None)
 
 
-def main() -> None:
-    app()
+class _HelpFormatter(argparse.HelpFormatter):
+    """Descriptions keep their paragraphs; an option's help ends with its default when the default says something."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        fill = super()._fill_text
+        return "\n\n".join(fill(paragraph, width, indent) for paragraph in text.split("\n\n"))
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if action.nargs == argparse.PARSER:  # the commands are listed indented once more than measured
+            self._action_max_length += 2
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if (not action.option_strings or "%(default)" in text
+                or action.default in (None, False, [], argparse.SUPPRESS)):
+            return text
+        return text + " (default: %(default)s)"
+
+
+def _at_least(kind: Callable[[str], int | float], low: int | float) -> Callable[[str], int | float]:
+    """An argument type: a number of `kind` no smaller than `low` (violations are usage errors, exit 2)."""
+
+    def convert(text: str) -> int | float:
+        value = kind(text)  # a ValueError reads "invalid int value: 'x'"
+        if not value >= low:  # NaN included
+            raise argparse.ArgumentTypeError(f"{text} is not in the range x>={low}")
+        return value
+
+    convert.__name__ = getattr(kind, "__name__", "number")
+    return convert
+
+
+def _reading(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--attach", metavar="URL", help=ATTACH_HELP)
+    parser.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
+
+
+def _serve_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--host", default="127.0.0.1", help="Interface to listen on.")
+    p.add_argument("--port", type=int, default=4096, help="Port to listen on; 0 picks a free port.")
+    p.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
+    p.add_argument("--directory", type=Path, metavar="DIR",
+                   help="Default Location for new sessions (default: current directory).")
+    p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                   help="A Host name clients may use besides loopback (repeatable).")
+    p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                   help="A browser origin allowed to call the API, e.g. https://app.example.com (repeatable).")
+    p.add_argument("--max-body-bytes", type=_at_least(int, 1), metavar="BYTES",
+                   help="Largest request body accepted (default 10 MiB).")
+    p.add_argument("--read-timeout", type=_at_least(float, 0.1), metavar="SECONDS",
+                   help="Seconds a client has to send each request, body included (default 30).")
+    p.add_argument("--max-concurrency", type=_at_least(int, 1), metavar="N",
+                   help="Open connections and requests before new requests get 503 (default 512).")
+    p.add_argument("--insecure-no-password", action=argparse.BooleanOptionalAction, default=False,
+                   help="Listen beyond loopback even without OPENCODE_SERVER_PASSWORD.")
+    p.add_argument("--stall-timeout", type=float, default=15.0, metavar="SECONDS",
+                   help="Cut off an event stream whose reader accepts nothing for this many seconds.")
+
+
+def _run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("message", nargs="*", help="The message; without one, interactive mode.")
+    p.add_argument("-m", "--model", metavar="PROVIDER/MODEL", help="The model, as provider/model.")
+    p.add_argument("--agent", help="The agent to use.")
+    p.add_argument("-s", "--session", metavar="ID", help="Continue this session.")
+    p.add_argument("-c", "--continue", dest="continue_last", action="store_true",
+                   help="Continue this directory's latest session.")
+    p.add_argument("--attach", metavar="URL", help=ATTACH_HELP)
+    p.add_argument("--format", dest="output", default="default", metavar="FORMAT",
+                   help="default (text as it streams) or json (an event a line).")
+    p.add_argument("--queue", action="store_true", help="Deliver the message queued instead of steering.")
+    p.add_argument("-i", "--interactive", action="store_true", help="Keep prompting after the first turn.")
+    p.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
+    p.add_argument("-y", "--yes", action="store_true",
+                   help="Allow each permission ask once and take each question's first option.")
+    p.add_argument("--no", action="store_true", help="Reject each permission ask and dismiss each question.")
+
+
+def _sessions_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--limit", type=_at_least(int, 1), default=30, help="How many to show.")
+    p.add_argument("--format", dest="output", default="default", metavar="FORMAT",
+                   help="default (a table) or json (a session a line).")
+    _reading(p)
+
+
+def _show_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("session", help="The session ID.")
+    _reading(p)
+
+
+def _log_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("session", help="The session ID.")
+    p.add_argument("--after", type=_at_least(int, 0), metavar="SEQ", help="Only events after this sequence number.")
+    p.add_argument("-f", "--follow", action="store_true", help="Keep printing new events until Ctrl-C.")
+    p.add_argument("--format", dest="output", default="default", metavar="FORMAT",
+                   help="default (a line an event) or json (the envelopes).")
+    _reading(p)
+
+
+def _no_arguments(p: argparse.ArgumentParser) -> None:
+    pass
+
+
+def _demo_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--keep", action=argparse.BooleanOptionalAction, default=False,
+                   help="Keep the scratch project instead of removing it.")
+    p.add_argument("--pace", type=float, help=argparse.SUPPRESS)  # seconds between streamed pieces
+
+
+# each command: its function (whose docstring is its help) and what declares its arguments
+COMMANDS: dict[str, tuple[Command, Callable[[argparse.ArgumentParser], None]]] = {
+    "serve": (serve, _serve_arguments),
+    "run": (run, _run_arguments),
+    "sessions": (sessions, _sessions_arguments),
+    "show": (show, _show_arguments),
+    "log": (log, _log_arguments),
+    "models": (models, _no_arguments),
+    "openapi": (openapi, _no_arguments),
+    "demo": (demo, _demo_arguments),
+}
+PARSER_OPTIONS: dict[str, Any] = dict(add_help=False, allow_abbrev=False, formatter_class=_HelpFormatter)
+
+
+def _root_parser() -> argparse.ArgumentParser:
+    """The parser of `ocs` itself, only for its help and its errors: it lists the commands without building them."""
+    root = argparse.ArgumentParser(prog=PROG, description=ROOT_HELP, **PARSER_OPTIONS)
+    root.add_argument("--help", action="help", help=HELP_HELP)
+    subparsers = root.add_subparsers(title="commands", metavar="COMMAND")
+    for name, (function, _arguments) in COMMANDS.items():
+        subparsers.add_parser(name, help=(function.__doc__ or "").partition("\n")[0], add_help=False)
+    return root
+
+
+def _command_parser(name: str) -> argparse.ArgumentParser:
+    """The parser of one command (only the one that runs is built: start-up time matters)."""
+    function, arguments = COMMANDS[name]
+    parser = argparse.ArgumentParser(prog=f"{PROG} {name}", description=function.__doc__, **PARSER_OPTIONS)
+    parser.add_argument("--help", action="help", help=HELP_HELP)
+    arguments(parser)
+    return parser
+
+
+def _parse(name: str, args: list[str]) -> dict[str, Any]:
+    """The options of command `name`. `run`'s message words may stand on either side of options (as in
+    `ocs run fix -c it`); after `--` every word is message (split off here: Python 3.11's intermixed parsing
+    mishandles `--`)."""
+    parser = _command_parser(name)
+    if name != "run":
+        return vars(parser.parse_args(args))
+    rest: list[str] = []
+    if "--" in args:
+        split = args.index("--")
+        args, rest = args[:split], args[split + 1:]
+    options = vars(parser.parse_intermixed_args(args))
+    options["message"] = [*options["message"], *rest]
+    return options
+
+
+def dispatch(argv: Sequence[str]) -> int:
+    """Run the command line `ocs ARGV` to its exit code; usage errors and --help leave by SystemExit (2 and 0)."""
+    if not argv:
+        return _interactive_or_help(_root_parser())
+    first, *args = argv
+    if first not in COMMANDS:
+        root = _root_parser()
+        if first == "--help":
+            root.print_help()
+            return 0
+        root.error(f"no such option: {first}" if first.startswith("-") else
+                   f"no such command {first!r} (choose from {', '.join(COMMANDS)})")
+    return COMMANDS[first][0](**_parse(first, args))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """The `ocs` executable: exits with the command's code. Like click, Ctrl-C outside a command's own handling
+    prints "Aborted!" and a closed output pipe ends quietly, both with code 1."""
+    try:
+        code = dispatch(sys.argv[1:] if argv is None else list(argv))
+    except (KeyboardInterrupt, EOFError):
+        print("\nAborted!", file=sys.stderr)
+        code = 1
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)  # the interpreter's final flush must not fail again
+        os.dup2(devnull, sys.stdout.fileno())
+        code = 1
+    sys.exit(code)
 
 
 if __name__ == "__main__":
