@@ -10,6 +10,7 @@ import platform
 import statistics
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -74,6 +75,19 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
 def machine() -> dict[str, Any]:
     return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
             "tmp": os.environ.get("BENCH_TMPDIR") or tempfile.gettempdir()}
+
+
+def reference_ms() -> float:
+    """How long a fixed pure-Python loop takes right now (best of three): the machine's speed of the moment, which
+    on a shared machine drifts by half within the hour. Runs taken at different times compare after dividing by it."""
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        total = 0
+        for i in range(1_000_000):
+            total += i
+        best = min(best, time.perf_counter() - t0)
+    return best * 1000
 
 
 def emit(name: str, results: dict[str, Any]) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 import anyio
 import httpx2
 import uvicorn
-from _common import ROOT, emit, median, spread, table
+from _common import ROOT, emit, median, reference_ms, spread, table
 
 sys.path.insert(0, str(ROOT))  # the load scenario and the wire builders live with the tests
 
@@ -256,7 +256,8 @@ def start_table(starts: list[float], cpu: list[float], rss: list[float]) -> list
 
 
 async def main() -> None:
-    print(f"load average before: {os.getloadavg()}")
+    reference = [reference_ms()]
+    print(f"load average before: {os.getloadavg()}; reference loop {reference[0]:.0f} ms")
     llm = Loopback()
     llm.start()
     out: list[list[Any]] = []
@@ -283,8 +284,9 @@ async def main() -> None:
     finally:
         llm.stop()
     print(table(["row", "median", "min..max", "target"], out))
-    print(f"load average after: {os.getloadavg()}")
-    emit("http", result)
+    reference.append(reference_ms())
+    print(f"load average after: {os.getloadavg()}; reference loop {reference[1]:.0f} ms")
+    emit("http", result | {"reference_loop_ms": reference})
 
 
 async def latency_group(root: Path, env: dict[str, str], llm: Loopback, result: dict[str, Any]) -> list[list[Any]]:
