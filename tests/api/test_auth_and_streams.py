@@ -1,17 +1,19 @@
 """Basic auth when OPENCODE_SERVER_PASSWORD is set, SSE heartbeats, cutting off a reader that stopped reading, and
-how the instance stream ends."""
+how the instance stream and a session wait end when the server stops."""
 
 from __future__ import annotations
 
 import logging
 import signal
+from collections.abc import AsyncIterator
 
 import anyio
 import httpx2
 import pytest
 
-from opencode_session.client import ClientError, OpenCodeClient, UnauthorizedError
+from opencode_session.client import ClientError, OpenCodeClient, ServiceUnavailableError, UnauthorizedError
 from opencode_session.sdk import OpenCode
+from tests.support.config import DECLARED, write_global_config
 from tests.support.server import isolated_env, start_server
 
 pytestmark = pytest.mark.anyio
@@ -141,6 +143,36 @@ async def test_server_shutdown_says_so_before_the_instance_stream_ends(tmp_path)
                 got.append(item.type)
     assert srv.stop() == 0, "".join(srv.stderr_lines)
     assert got == ["server.connected", "global.disposed"] and ended.value.reason == "Transport"
+
+
+class Unanswered:
+    """A provider whose answer never comes: the session stays busy."""
+
+    async def stream(self, request: object) -> AsyncIterator[object]:
+        await anyio.sleep_forever()
+        yield request
+
+
+async def test_a_wait_in_flight_when_the_server_stops_is_told_so(tmp_path):
+    write_global_config(config={**DECLARED, "model": "p/m"})
+    async with OpenCode(db=tmp_path / "db.sqlite", directory=tmp_path, provider=lambda _model: Unanswered()) as host:
+        sid = (await host.session.create()).id
+        await host.session.prompt(sid, prompt={"text": "hi"})
+        outcome: list[Exception] = []
+
+        async def wait() -> None:
+            try:
+                await host.session.wait(sid)
+            except Exception as exc:
+                outcome.append(exc)
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(wait)
+                await anyio.wait_all_tasks_blocked()  # in process: the wait is inside its handler now
+                assert outcome == [] and sid in await host.session.active()
+                host._app.state.ocs.shutdown.set()  # what stopping the server does first
+    assert len(outcome) == 1 and isinstance(outcome[0], ServiceUnavailableError), outcome
 
 
 async def test_closing_a_stream_releases_the_server_side(tmp_path):
