@@ -14,7 +14,7 @@ from opencode_session.core.authority import Authority
 from opencode_session.core.execution.lowering import LoweredHistory, lower_message
 from opencode_session.core.llm import model as llm
 from opencode_session.core.session.history import HistoryCache, active_history
-from opencode_session.core.store import instructions
+from opencode_session.core.store import Checkpoint
 from opencode_session.schema import events as ev
 from opencode_session.schema.common import ModelRef
 from opencode_session.schema.prompt import PromptInput, PromptInputFileAttachment
@@ -59,11 +59,11 @@ async def test_cache_tracks_appends_updates_cutoffs_and_deletions(tmp_path):
         await s.store.append(ev.InstructionsUpdated(sessionID=sid, text="update"))
         assert history != await _check(s, cache, sid)
         # a new baseline folds the update in: the cutoff moves and the system message leaves the history
-        await s.store.write(lambda tx: instructions.initialize(tx, sid, instructions.Checkpoint(
+        await s.store.write(lambda tx: tx.instructions.initialize(sid, Checkpoint(
             "", "{}", tx.latest_seq(sid))))
         assert "system" not in [m["type"] for m in await _check(s, cache, sid)]
         # no operation removes a message yet (committed revert will); the cache must already notice one that vanished
-        await s.store.write(lambda tx: tx.execute("DELETE FROM session_message WHERE id = ?", (aid,)))
+        await s.store.write(lambda tx: tx.rows.execute("DELETE FROM session_message WHERE id = ?", (aid,)))
         assert [m["type"] for m in await _check(s, cache, sid)] == ["user"]
 
 

@@ -8,8 +8,8 @@ import threading
 import anyio
 import pytest
 
-from opencode_session.core.store import events
-from opencode_session.core.store import writer as writer_module
+from opencode_session.core.store import StoreError
+from opencode_session.core.store.sqlite import writer as writer_module
 from opencode_session.schema import events as ev
 from tests.support.core import open_sessions
 
@@ -75,7 +75,7 @@ async def test_many_concurrent_writers_all_commit_with_contiguous_sequences(tmp_
         for sid in sids:
             stored = await s.store.events_after(sid, 0, limit=100)
             assert [e.seq for e in stored] == list(range(1, 26))
-            assert await s.store.read(lambda r, sid=sid: events.latest_seq(r, sid)) == 25
+            assert await s.store.read(lambda r, sid=sid: r.events.latest_seq(sid)) == 25
 
 
 async def test_a_cancelled_writer_still_commits_and_announces_its_write(tmp_path):
@@ -104,10 +104,10 @@ async def test_commits_run_on_the_loop_while_quick_and_on_the_commit_thread_once
     monkeypatch.setattr(writer_module, "INLINE_COMMIT_S", 0.02)
     async with open_sessions(tmp_path) as s:
         sid = (await s.create()).id
-        writer = s.store._writer
+        writer = s.store.backend._writer
         committed_on: list[str] = []
-        assert writer.conn is not None
-        writer.conn.set_trace_callback(
+        assert writer.rows is not None
+        writer.rows.conn.set_trace_callback(
             lambda sql: committed_on.append(threading.current_thread().name) if sql == "COMMIT" else None)
 
         async def commit_one(n: int) -> str:
@@ -129,15 +129,15 @@ async def test_a_batch_whose_commit_fails_reports_every_write_failed_and_the_sto
 
         def violates_at_commit(tx) -> None:
             # a deferred foreign key is checked only by COMMIT: the whole batch's commit fails, as a full disk would
-            tx.execute("PRAGMA defer_foreign_keys = ON")
-            tx.execute("INSERT INTO instruction_checkpoint VALUES ('ses_missing', '', '{}', 0)")
+            tx.rows.execute("PRAGMA defer_foreign_keys = ON")
+            tx.rows.execute("INSERT INTO instruction_checkpoint VALUES ('ses_missing', '', '{}', 0)")
 
         bystander = s.store.submit(lambda tx: tx.append(ev.AgentSelected(sessionID=sid, agent="lost with the batch")))
         culprit = s.store.submit(violates_at_commit)
         with anyio.fail_after(10):
-            with pytest.raises(Exception, match="FOREIGN KEY"):
+            with pytest.raises(StoreError, match="FOREIGN KEY"):
                 await bystander  # written before the culprit, yet not durable: it must not look committed
-            with pytest.raises(Exception, match="FOREIGN KEY"):
+            with pytest.raises(StoreError, match="FOREIGN KEY"):
                 await culprit
             after = await s.store.append(ev.AgentSelected(sessionID=sid, agent="next"))
         stored = await s.store.events_after(sid, 0)
@@ -148,10 +148,10 @@ async def test_a_batch_whose_commit_fails_reports_every_write_failed_and_the_sto
 async def test_a_lazy_write_commits_with_the_next_write_or_before_the_next_live_event(tmp_path):
     async with open_sessions(tmp_path) as s:
         sid = (await s.create()).id
-        writer = s.store._writer
+        writer = s.store.backend._writer
         commits: list[str] = []
-        assert writer.conn is not None
-        writer.conn.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
+        assert writer.rows is not None
+        writer.rows.conn.set_trace_callback(lambda sql: commits.append(sql) if sql == "COMMIT" else None)
         sub = s.store.live.subscribe()
 
         def agent(name: str):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from opencode_session.core.store import events
 from opencode_session.core.store.tail import Tails
 from opencode_session.schema import events as ev
 from tests.support.core import open_sessions
@@ -21,7 +20,7 @@ async def test_the_log_served_from_memory_is_the_stored_log(tmp_path):
         for after in range(-1, 42):
             for limit in (1, 7, 100):
                 served = await s.store.events_after(sid, after, limit)
-                stored = await s.store.read(lambda r, a=after, li=limit: events.after(r, sid, a, li))
+                stored = await s.store.read(lambda r, a=after, li=limit: r.events.after(sid, a, li))
                 assert [e.wire() for e in served] == [e.wire() for e in stored], (after, limit)
     # a new process starts with an empty tail: the log comes from the database
     async with open_sessions(tmp_path) as s:

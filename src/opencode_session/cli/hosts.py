@@ -4,7 +4,6 @@ through the network client (`--attach URL`). Both are the same client API."""
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -35,13 +34,14 @@ async def open_host(attach: str | None, db: Path | None, directory: Path,
                 raise StartupError(f"cannot reach ocs serve at {attach}: {unreachable}") from None
             yield client
         return
+    from ..core.store import StoreError
     from ..sdk import OpenCode  # the embedded host brings the whole runtime: only when it is used
 
     path = db or default_db_path()
     host = OpenCode(db=path, directory=directory, env=env)
     try:
         await host.open()
-    except (OSError, sqlite3.Error) as unusable:
+    except (OSError, StoreError) as unusable:
         await host.aclose()
         raise StartupError(f"cannot open the database {path}: {_reason(unusable)} (choose another with --db)") from None
     try:

@@ -15,8 +15,7 @@ from ..schema.errors import InvalidRequestError, PermissionNotFoundError
 from ..schema.ids import permission_id
 from ..schema.permission import PermissionSavedInfo, PermissionV2Reply, PermissionV2Request, PermissionV2Source
 from .permission import Effect, Rule, Ruleset, evaluate
-from .store import permissions as saved_store
-from .store.db import Store, now_ms
+from .store import Store, now_ms
 from .tools.tool import Asker, PermissionAsk, ToolFailure
 from .waiting import Waiting, WaitingRequests
 
@@ -112,7 +111,7 @@ class PermissionRequests:
         waiting = self._find(session_id, request_id)
         request = waiting.request
         if reply == "always":
-            await self._store.write(lambda tx: saved_store.save(tx, request.projectID, request.action,
+            await self._store.write(lambda tx: tx.permissions.save(request.projectID, request.action,
                                                                 request.save or request.resources, now_ms()))
         if reply != "reject":
             self._answer(waiting, reply)
@@ -141,7 +140,7 @@ class PermissionRequests:
             waiting.answer.set_exception(refusal)
 
     async def saved(self, project_id: str | None = None) -> list[PermissionSavedInfo]:
-        return await self._store.read(lambda reader: saved_store.listed(reader, project_id))
+        return await self._store.read(lambda reader: reader.permissions.listed(project_id))
 
     async def remove_saved(self, saved_id: str) -> None:
-        await self._store.write(lambda tx: saved_store.remove(tx, saved_id))
+        await self._store.write(lambda tx: tx.permissions.remove(saved_id))

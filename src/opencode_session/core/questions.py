@@ -11,7 +11,7 @@ from ..schema import session_errors
 from ..schema.errors import QuestionNotFoundError
 from ..schema.ids import question_id
 from ..schema.question import QuestionV2Info, QuestionV2Request, QuestionV2Tool
-from .store.db import Store
+from .store import Store
 from .tools.tool import ToolFailure
 from .waiting import Waiting, WaitingRequests
 

@@ -15,7 +15,7 @@ from ..core.config import Config, ConfigError, load_config
 from ..core.llm import listing
 from ..core.location import Location, resolve_location
 from ..core.runtime import Runtime
-from ..core.store.db import now_ms
+from ..core.store import now_ms
 from ..core.tools.tool import PermissionAsk
 from ..schema.errors import InvalidRequestError, ProviderNotFoundError, ServiceUnavailableError
 from ..schema.events import EventRecord, GlobalDisposed, LogSynced, ServerConnected

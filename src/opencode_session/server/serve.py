@@ -9,7 +9,6 @@ import errno
 import logging
 import signal
 import socket
-import sqlite3
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import uvicorn
 
 from ..core.runtime import Runtime, RuntimeOptions
+from ..core.store import StoreError
 from .app import create_app
 from .connections import ResourceExhaustionLog, read_deadline_protocol
 from .guard import GuardOptions, is_loopback
@@ -118,7 +118,7 @@ async def serve(
     runtime = Runtime(options)
     try:
         await runtime.open()
-    except (OSError, sqlite3.Error) as unusable:
+    except (OSError, StoreError) as unusable:
         await runtime.close()
         reason = unusable.strerror if isinstance(unusable, OSError) and unusable.strerror else unusable
         raise ServeRefused(f"cannot open the database {options.db_path}: {reason} (choose another with --db)") from None

@@ -20,7 +20,7 @@ from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ProviderError
 from ..session.history import HistoryEntry
-from ..store.db import Store, Tx
+from ..store import Store, Tx
 from . import render
 from .tokens import TokenEstimator, text_tokens
 

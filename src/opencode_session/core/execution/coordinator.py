@@ -15,7 +15,7 @@ from typing import Literal
 from ...schema import events as ev
 from ...schema import session_errors
 from ...schema.common import SessionErrorInfo
-from ..store.db import Store, Tx
+from ..store import Store, Tx
 
 log = logging.getLogger(__name__)
 

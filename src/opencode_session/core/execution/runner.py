@@ -37,8 +37,7 @@ from ..questions import QuestionRequests
 from ..session import admission
 from ..session.history import HistoryCache
 from ..session.service import require_session
-from ..store import messages, pending
-from ..store.db import Reader, Store, Tx
+from ..store import Reader, Store, Tx
 from ..tools.registry import ToolRegistry, default_registry
 from .boundary import Boundary
 from .clock import Clock
@@ -174,7 +173,7 @@ class Runner:
     async def drain(self, session_id: str, force: bool) -> None:
         store = self.deps.store
         await self._run_barrier(session_id)
-        if not force and not await self._read(lambda reader: pending.any_promotable(reader, session_id)):
+        if not force and not await self._read(lambda reader: reader.pending.any_promotable(session_id)):
             return
         await self.reconcile_orphans(session_id)
         step = 1
@@ -186,7 +185,7 @@ class Runner:
         try:
             while True:
                 if not (first or continuation or rebuild or attempt.retries) and \
-                        not await self._read(lambda reader: pending.any_promotable(reader, session_id)):
+                        not await self._read(lambda reader: reader.pending.any_promotable(session_id)):
                     return  # the turn is over and nothing waits: no boundary to sample for a Step that won't run
                 b = await self._boundary(session_id)
                 try:
@@ -246,7 +245,7 @@ class Runner:
         """Fail an assistant message that is still open, so no Step is left without its terminal event."""
 
         def _close(tx: Tx) -> None:
-            message = messages.load(tx, assistant_id)
+            message = tx.messages.load(assistant_id)
             if message is not None and "completed" not in message["time"]:
                 tx.append(ev.StepFailed(sessionID=session_id, assistantMessageID=assistant_id, error=error))
 
@@ -360,7 +359,7 @@ class Runner:
 
         def _reconcile(tx: Tx) -> int:
             failed = 0
-            for message in messages.open_assistants(tx, session_id):
+            for message in tx.messages.open_assistants(session_id):
                 for part in message["content"]:
                     if part["type"] == "tool" and part["state"]["status"] in ("streaming", "running"):
                         tx.append(ev.ToolFailed(
@@ -372,7 +371,7 @@ class Runner:
                                         error=SessionErrorInfo(type=session_errors.ABORTED, message=INTERRUPTED_STEP)))
             return failed
 
-        if not await self._read(lambda reader: messages.open_assistants(reader, session_id)):
+        if not await self._read(lambda reader: reader.messages.open_assistants(session_id)):
             return 0  # the common case: nothing left open, so no write transaction at all
         return await self.deps.store.write(_reconcile)
 
@@ -381,7 +380,7 @@ class Runner:
     async def _run_barrier(self, session_id: str) -> None:
         """Run a pending manual compaction barrier; whatever its result, the barrier is consumed and promotion
         resumes."""
-        input_id = await self._read(lambda reader: pending.barrier(reader, session_id))
+        input_id = await self._read(lambda reader: reader.pending.barrier(session_id))
         if input_id is None:
             return
         b = await self._boundary(session_id)

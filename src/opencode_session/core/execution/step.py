@@ -22,7 +22,7 @@ from ..llm.catalog import step_cost
 from ..llm.errors import ContextOverflowError, ProviderError
 from ..permission import DEFAULT_RULES, Ruleset
 from ..questions import Questioner
-from ..store.db import Store
+from ..store import Store
 from ..tools.registry import ToolErrored, ToolRegistry, ToolSucceeded
 from ..tools.tool import Asker, ToolContext
 

@@ -16,8 +16,7 @@ from ..llm.catalog import model_ref_from_string, resolve_model
 from ..llm.errors import ProviderError
 from ..llm.providers import load_adapter
 from ..session.service import DEFAULT_TITLE_PREFIX, require_session
-from ..store import messages
-from ..store.db import Store, Tx
+from ..store import Store, Tx
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +73,7 @@ class SessionTitles:
 
     async def _generate(self, session_id: str, config: Config, step_model: llm.ResolvedModel) -> None:
         try:
-            first = await self.store.read(lambda reader: messages.first_user_text(reader, session_id))
+            first = await self.store.read(lambda reader: reader.messages.first_user_text(session_id))
             if not first:
                 return
             model = self._model(config, step_model)

@@ -16,9 +16,7 @@ from ...schema import events as ev
 from ..config import global_config_dir, project_config_disabled
 from ..execution.boundary import Boundary
 from ..skills import Skill, discover_skills, permitted_skills, skill_roots
-from ..store import instructions as stored
-from ..store import messages
-from ..store.db import Store, Tx
+from ..store import Checkpoint, Store, Tx
 from . import algebra
 from .discovery import discovery_instructions, scan_discovery
 from .sources import (
@@ -64,7 +62,7 @@ async def compose(boundary: Boundary, store: Store, env: Mapping[str, str], toda
     if not isinstance(files, SourceFiles):
         files = await anyio.to_thread.run_sync(read_files, boundary, env)
     loc = boundary.location
-    entries = await store.read(lambda reader: stored.entries(reader, boundary.session.id))
+    entries = await store.read(lambda reader: reader.instructions.entries(boundary.session.id))
     permitted = permitted_skills(boundary.rules(env), files.skills)
     return algebra.combine(
         environment_source(loc.directory, loc.project_root, loc.is_git, platform),
@@ -94,24 +92,24 @@ class CheckpointPreparer:
         instr = await compose(boundary, self.store, self.env, self.today, self.platform)
         # one read for both: every Step passes here, and each read is a hop to the reader thread
         checkpoint, compaction_seq = await self.store.read(lambda reader: (
-            stored.checkpoint(reader, session_id), messages.latest_completed_compaction(reader, session_id)))
+            reader.instructions.checkpoint(session_id), reader.messages.latest_completed_compaction(session_id)))
         if checkpoint is None:
             base = await algebra.initialize(instr)  # raises InstructionsBlocked while a source is unavailable
             applied = json.dumps(algebra.applied_to_json(base.applied))
-            return await self.store.write(lambda tx: stored.initialize(
-                tx, session_id, stored.Checkpoint(base.text, applied, tx.latest_seq(session_id))))
+            return await self.store.write(lambda tx: tx.instructions.initialize(
+                session_id, Checkpoint(base.text, applied, tx.latest_seq(session_id))))
         previous = algebra.applied_from_json(checkpoint.applied)
         if compaction_seq is not None and compaction_seq > checkpoint.baseline_seq:
             fresh = await algebra.rebaseline(instr, previous)
-            rebased = stored.Checkpoint(fresh.text, json.dumps(algebra.applied_to_json(fresh.applied)), compaction_seq)
-            await self.store.write(lambda tx: stored.rebaseline(tx, session_id, rebased))
+            rebased = Checkpoint(fresh.text, json.dumps(algebra.applied_to_json(fresh.applied)), compaction_seq)
+            await self.store.write(lambda tx: tx.instructions.rebaseline(session_id, rebased))
             return fresh.text
         result = await algebra.reconcile(instr, previous)
         if isinstance(result, algebra.Updated):
             snapshot_json = json.dumps(algebra.applied_to_json(result.applied))
 
             def _advance(tx: Tx, _record: Any) -> None:
-                stored.advance(tx, session_id, snapshot_json)
+                tx.instructions.advance(session_id, snapshot_json)
 
             await self.store.write(lambda tx: tx.append(
                 ev.InstructionsUpdated(sessionID=session_id, text=result.text), commit_hook=_advance))

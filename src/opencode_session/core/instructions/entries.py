@@ -7,8 +7,7 @@ from typing import Any
 
 from ...schema.instruction_entry import InstructionEntry
 from ..session.service import require_session
-from ..store import instructions as stored
-from ..store.db import Reader, Store, Tx, now_ms
+from ..store import Reader, Store, Tx, now_ms
 
 
 class InstructionEntries:
@@ -18,20 +17,20 @@ class InstructionEntries:
     async def list(self, session_id: str) -> list[InstructionEntry]:
         def _q(reader: Reader) -> list[InstructionEntry]:
             require_session(reader, session_id)
-            return [InstructionEntry(key=k, value=v) for k, v in stored.entries(reader, session_id)]
+            return [InstructionEntry(key=k, value=v) for k, v in reader.instructions.entries(session_id)]
 
         return await self.store.read(_q)
 
     async def put(self, session_id: str, key: str, value: Any) -> None:
         def _put(tx: Tx) -> None:
             require_session(tx, session_id)
-            stored.put_entry(tx, session_id, key, value, now_ms())
+            tx.instructions.put_entry(session_id, key, value, now_ms())
 
         await self.store.write(_put)
 
     async def remove(self, session_id: str, key: str) -> None:
         def _remove(tx: Tx) -> None:
             require_session(tx, session_id)
-            stored.remove_entry(tx, session_id, key)
+            tx.instructions.remove_entry(session_id, key)
 
         await self.store.write(_remove)

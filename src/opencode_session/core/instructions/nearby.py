@@ -11,8 +11,7 @@ import anyio
 from ...schema import events as ev
 from ..execution.boundary import Boundary
 from ..location import dirs_from_root
-from ..store import messages
-from ..store.db import Store, Tx
+from ..store import Store, Tx
 from .discovery import AGENTS_FILE
 
 
@@ -48,7 +47,7 @@ class NearbyInstructions:
                 return
 
             def _inject(tx: Tx) -> None:
-                done = messages.injected_instruction_paths(tx, session_id)
+                done = tx.messages.injected_instruction_paths(session_id)
                 todo = [(p, c) for p, c in contents if str(p) not in done]
                 if not todo:
                     return

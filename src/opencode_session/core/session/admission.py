@@ -11,8 +11,7 @@ from ...schema import events as ev
 from ...schema.errors import ConflictError, InvalidRequestError
 from ...schema.input import SessionInputAdmitted
 from ...schema.prompt import Prompt, PromptFileAttachment, PromptInput
-from ..store import events, messages, pending
-from ..store.db import Reader, Tx
+from ..store import PendingInput, Reader, Tx
 
 PromotionScope = Literal["steer", "input"]
 
@@ -56,17 +55,17 @@ def admit(tx: Tx, session_id: str, input_id: str, prompt: Prompt,
           delivery: ev.Delivery) -> tuple[SessionInputAdmitted, bool]:
     """Admit one user input in the caller's transaction. Returns the admission and whether it is new."""
     payload = prompt.wire()
-    waiting = pending.get(tx, input_id)
+    waiting = tx.pending.get(input_id)
     if waiting is not None:
         if (waiting.session_id, waiting.type, waiting.delivery) != (session_id, "user", delivery) or \
                 _canonical(waiting.data) != _canonical(payload):
             raise _conflict(input_id)
         return _from_pending(waiting), False
-    promoted = messages.placement(tx, input_id)
+    promoted = tx.messages.placement(input_id)
     if promoted is not None:
         if promoted.session_id != session_id or promoted.type != "user":
             raise _conflict(input_id)
-        admitted = events.admission_of(tx, session_id, input_id)
+        admitted = tx.events.admission_of(session_id, input_id)
         if admitted is None or not isinstance(admitted.data, ev.InputAdmitted):
             raise _conflict(input_id)
         data = admitted.data
@@ -82,7 +81,7 @@ def admit(tx: Tx, session_id: str, input_id: str, prompt: Prompt,
                                 delivery=delivery, timeCreated=record.created), True
 
 
-def _from_pending(item: pending.PendingInput) -> SessionInputAdmitted:
+def _from_pending(item: PendingInput) -> SessionInputAdmitted:
     return SessionInputAdmitted(admittedSeq=item.admitted_seq, id=item.id, sessionID=item.session_id,
                                 prompt=Prompt.model_validate(item.data),
                                 delivery=cast(ev.Delivery, item.delivery),  # a user input always has one
@@ -90,16 +89,16 @@ def _from_pending(item: pending.PendingInput) -> SessionInputAdmitted:
 
 
 def pending_inputs(reader: Reader, session_id: str) -> list[SessionInputAdmitted]:
-    return [_from_pending(item) for item in pending.user_inputs(reader, session_id)]
+    return [_from_pending(item) for item in reader.pending.user_inputs(session_id)]
 
 
 def promote(tx: Tx, session_id: str, scope: PromotionScope) -> list[str]:
     """Promote eligible input at a Safe Step Boundary: all steers in admission order; at the idle boundary
     (`scope="input"`) with no steer pending, the oldest queued input alone. Nothing while a manual compaction
     barrier is pending."""
-    if pending.barrier(tx, session_id) is not None:
+    if tx.pending.barrier(session_id) is not None:
         return []
-    inputs = pending.promotable(tx, session_id)
+    inputs = tx.pending.promotable(session_id)
     steers = [input_id for input_id, delivery in inputs if delivery == "steer"]
     chosen = steers
     if not steers and scope == "input":
@@ -111,7 +110,7 @@ def promote(tx: Tx, session_id: str, scope: PromotionScope) -> list[str]:
 
 def admit_compaction(tx: Tx, session_id: str, input_id: str) -> str:
     """Admit a manual compaction barrier, or coalesce into the one already pending. Returns the barrier's ID."""
-    existing = pending.barrier(tx, session_id)
+    existing = tx.pending.barrier(session_id)
     if existing is not None:
         return existing
     tx.append(ev.CompactionAdmitted(sessionID=session_id, inputID=input_id))

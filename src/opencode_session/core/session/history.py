@@ -8,22 +8,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...schema.message_data import SessionMessageData
-from ..store import instructions, messages
-from ..store.db import Reader
-from ..store.messages import HistoryRow
+from ..store import HistoryRow, Reader
+from ..store.codec import as_data
 
 
 def _bounds(reader: Reader, session_id: str) -> tuple[int, int]:
     """(exclusive start seq, instruction cutoff seq) of the active history: it starts at the latest completed
     compaction, and Instruction Updates up to the baseline are already in the baseline."""
-    compaction = messages.latest_completed_compaction(reader, session_id)
-    return (-1 if compaction is None else compaction - 1), instructions.baseline_seq(reader, session_id)
+    compaction = reader.messages.latest_completed_compaction(session_id)
+    return (-1 if compaction is None else compaction - 1), reader.instructions.baseline_seq(session_id)
 
 
 def active_history(reader: Reader, session_id: str) -> list[str]:
     """Message JSON in seq order: from the latest completed compaction on, minus Instruction Updates already
     folded into the stored baseline."""
-    return [row.data for row in messages.window(reader, session_id, *_bounds(reader, session_id))]
+    return [row.data for row in reader.messages.window(session_id, *_bounds(reader, session_id))]
 
 
 @dataclass(eq=False)
@@ -38,7 +37,7 @@ class HistoryEntry:
 
     @classmethod
     def of(cls, row: HistoryRow) -> HistoryEntry:
-        return cls(row.id, row.seq, row.rev, messages.as_data(row.data))
+        return cls(row.id, row.seq, row.rev, as_data(row.data))
 
 
 @dataclass
@@ -63,7 +62,7 @@ class HistoryCache:
         """The active history in seq order."""
         bounds = _bounds(reader, session_id)
         state = self._sessions.pop(session_id, None)
-        if (state is None or state.bounds != bounds or state.removed != messages.removed(reader, session_id)
+        if (state is None or state.bounds != bounds or state.removed != reader.messages.removed(session_id)
                 or not self._refresh(reader, session_id, state)):
             state = self._full(reader, session_id, bounds)
         self._sessions[session_id] = state
@@ -72,8 +71,8 @@ class HistoryCache:
         return state.entries
 
     def _full(self, reader: Reader, session_id: str, bounds: tuple[int, int]) -> _SessionHistory:
-        removed = messages.removed(reader, session_id)
-        rows = messages.window(reader, session_id, *bounds)
+        removed = reader.messages.removed(session_id)
+        rows = reader.messages.window(session_id, *bounds)
         entries = [HistoryEntry.of(row) for row in rows]
         watermark = max((row.updated for row in rows), default=0)
         return _SessionHistory(bounds, entries, {e.id: e for e in entries}, watermark, removed)
@@ -82,7 +81,7 @@ class HistoryCache:
         """Apply rows touched since the watermark; False when only a full reload is safe (rows appeared out of
         order; rows that vanished show in the removed-message count, checked before)."""
         start, cutoff = state.bounds
-        for row in messages.touched_since(reader, session_id, state.watermark):
+        for row in reader.messages.touched_since(session_id, state.watermark):
             if row.seq <= start or (row.type == "system" and row.seq <= cutoff):
                 continue
             entry = state.by_id.get(row.id)

@@ -11,8 +11,8 @@ from ...schema import message_data as md
 from ...schema.common import LocationRef, ModelRef, SessionErrorInfo, Tokens
 from ...schema.events import EventRecord
 from ...schema.ids import message_id_from_event
-from ..store import instructions, messages, pending, sessions
-from ..store.db import Tx
+from ..store import PendingInput, Tx
+from ..store.rows import BARRIER
 
 _HANDLERS: dict[type, Callable[[Tx, EventRecord, Any], None]] = {}
 
@@ -34,21 +34,21 @@ def project(tx: Tx, record: EventRecord) -> None:
     if handler is not None:
         handler(tx, record, data)
     if not isinstance(data, ev.SessionCreated):
-        sessions.touch(tx, record.aggregate_id, record.created)
+        tx.sessions.touch(record.aggregate_id, record.created)
 
 
 def _location_of(tx: Tx, record: EventRecord) -> LocationRef | None:
     """Where the event happened: its session's Location before this event applies (a move happens at its source)."""
     if isinstance(record.data, ev.SessionCreated):
         return record.data.info.location
-    return sessions.location(tx, record.aggregate_id)
+    return tx.sessions.location(record.aggregate_id)
 
 
 # --- session row -------------------------------------------------------------------------------------
 
 
 def _load_session(tx: Tx, session_id: str) -> dict[str, Any]:
-    info = sessions.load_data(tx, session_id)
+    info = tx.sessions.load_data(session_id)
     if info is None:
         raise LookupError(f"projection for unknown session {session_id}")
     return info
@@ -56,14 +56,14 @@ def _load_session(tx: Tx, session_id: str) -> dict[str, Any]:
 
 @handles(ev.SessionCreated)
 def _session_created(tx: Tx, record: EventRecord, data: ev.SessionCreated) -> None:
-    sessions.insert(tx, data.info.wire())
+    tx.sessions.insert(data.info.wire())
 
 
 @handles(ev.AgentSelected)
 def _agent_selected(tx: Tx, record: EventRecord, data: ev.AgentSelected) -> None:
     info = _load_session(tx, data.sessionID)
     info["agent"] = data.agent
-    sessions.save_data(tx, data.sessionID, info)
+    tx.sessions.save_data(data.sessionID, info)
     _insert_message(tx, record, {"id": _message_id(record), "time": _created(record), "type": "agent-switched",
                                  "agent": data.agent})
 
@@ -72,7 +72,7 @@ def _agent_selected(tx: Tx, record: EventRecord, data: ev.AgentSelected) -> None
 def _model_selected(tx: Tx, record: EventRecord, data: ev.ModelSelected) -> None:
     info = _load_session(tx, data.sessionID)
     info["model"] = data.model.wire()
-    sessions.save_data(tx, data.sessionID, info)
+    tx.sessions.save_data(data.sessionID, info)
     message: md.SessionMessageModelSwitchedData = {"id": _message_id(record), "time": _created(record),
                                                    "type": "model-switched", "model": _model(data.model)}
     if data.previous is not None:
@@ -84,7 +84,7 @@ def _model_selected(tx: Tx, record: EventRecord, data: ev.ModelSelected) -> None
 def _renamed(tx: Tx, record: EventRecord, data: ev.Renamed) -> None:
     info = _load_session(tx, data.sessionID)
     info["title"] = data.title
-    sessions.save_data(tx, data.sessionID, info)
+    tx.sessions.save_data(data.sessionID, info)
 
 
 @handles(ev.Moved)
@@ -95,9 +95,9 @@ def _moved(tx: Tx, record: EventRecord, data: ev.Moved) -> None:
         info["subpath"] = data.subpath
     else:
         info.pop("subpath", None)
-    sessions.save_data(tx, data.sessionID, info)
+    tx.sessions.save_data(data.sessionID, info)
     # a moved session re-initializes its instruction baseline in the destination before input promotes
-    instructions.reset(tx, data.sessionID)
+    tx.instructions.reset(data.sessionID)
 
 
 def _add_usage(tx: Tx, session_id: str, cost: float | None, tokens: Tokens | None) -> None:
@@ -112,7 +112,7 @@ def _add_usage(tx: Tx, session_id: str, cost: float | None, tokens: Tokens | Non
         t["reasoning"] += tokens.reasoning
         t["cache"]["read"] += tokens.cache.read
         t["cache"]["write"] += tokens.cache.write
-    sessions.save_data(tx, session_id, info)
+    tx.sessions.save_data(session_id, info)
     tx.publish_live(ev.UsageUpdated.model_validate({"sessionID": session_id, "cost": info["cost"],
                                                      "tokens": info["tokens"]}), session_id)
 
@@ -142,18 +142,18 @@ def _created(record: EventRecord) -> md.CreatedTimeData:
 
 
 def _insert_message(tx: Tx, record: EventRecord, message: md.SessionMessageData) -> None:
-    messages.insert(tx, record.aggregate_id, record.sequence, message)
+    tx.messages.insert(record.aggregate_id, record.sequence, message)
 
 
 @handles(ev.InputAdmitted)
 def _admitted(tx: Tx, record: EventRecord, data: ev.InputAdmitted) -> None:
-    pending.insert(tx, pending.PendingInput(data.inputID, data.sessionID, data.input.type, data.input.data.wire(),
+    tx.pending.insert(PendingInput(data.inputID, data.sessionID, data.input.type, data.input.data.wire(),
                                             data.input.delivery, record.sequence, record.created))
 
 
 @handles(ev.InputPromoted)
 def _promoted(tx: Tx, record: EventRecord, data: ev.InputPromoted) -> None:
-    taken = pending.take(tx, data.sessionID, data.inputID)
+    taken = tx.pending.take(data.sessionID, data.inputID)
     head = {"id": data.inputID, "time": _created(record)}
     # the pending row holds the admitted input's wire form: a Prompt, or synthetic input
     if taken.type == "user":
@@ -184,7 +184,7 @@ def _synthetic(tx: Tx, record: EventRecord, data: ev.Synthetic) -> None:
 
 
 def _load_assistant(tx: Tx, message_id: str) -> md.SessionMessageAssistantData | None:
-    message = messages.load(tx, message_id)
+    message = tx.messages.load(message_id)
     return message if message is not None and message["type"] == "assistant" else None
 
 
@@ -198,9 +198,9 @@ def _assistant(tx: Tx, data: ev.StepEvent) -> md.SessionMessageAssistantData:
 @handles(ev.StepStarted)
 def _step_started(tx: Tx, record: EventRecord, data: ev.StepStarted) -> None:
     # an older incomplete assistant (an interrupted step) is closed when a new one starts
-    for older in messages.open_assistants(tx, data.sessionID, excluding=data.assistantMessageID):
+    for older in tx.messages.open_assistants(data.sessionID, excluding=data.assistantMessageID):
         older["time"]["completed"] = record.created
-        messages.save(tx, older, record.created)
+        tx.messages.save(older, record.created)
     existing = _load_assistant(tx, data.assistantMessageID)
     if existing is None:
         message: md.SessionMessageAssistantData = {
@@ -218,7 +218,7 @@ def _step_started(tx: Tx, record: EventRecord, data: ev.StepStarted) -> None:
     existing.pop("tokens", None)
     existing["time"].pop("completed", None)
     existing["agent"], existing["model"] = data.agent, _model(data.model)
-    messages.save(tx, existing, record.created)
+    tx.messages.save(existing, record.created)
 
 
 @handles(ev.StepEnded)
@@ -235,7 +235,7 @@ def _step_ended(tx: Tx, record: EventRecord, data: ev.StepEnded) -> None:
         if data.files:
             snap["files"] = data.files
     message.pop("retry", None)
-    messages.save(tx, message, record.created)
+    tx.messages.save(message, record.created)
     _add_usage(tx, data.sessionID, data.cost, data.tokens)
 
 
@@ -253,7 +253,7 @@ def _step_failed(tx: Tx, record: EventRecord, data: ev.StepFailed) -> None:
         message["cost"] = data.cost
     if data.tokens is not None:
         message["tokens"] = _tokens(data.tokens)
-    messages.save(tx, message, record.created)
+    tx.messages.save(message, record.created)
     _add_usage(tx, data.sessionID, data.cost, data.tokens)
 
 
@@ -291,14 +291,14 @@ def _require_tool_part(message: md.SessionMessageAssistantData,
 def _text_started(tx: Tx, record: EventRecord, data: ev.TextStarted) -> None:
     message = _assistant(tx, data)
     message["content"].append({"type": "text", "id": f"text-{data.ordinal}", "text": ""})
-    messages.save(tx, message, record.created)
+    tx.messages.save(message, record.created)
 
 
 @handles(ev.TextEnded)
 def _text_ended(tx: Tx, record: EventRecord, data: ev.TextEnded) -> None:
     message = _assistant(tx, data)
     _text_part(message, data.ordinal)["text"] = data.text
-    messages.save(tx, message, record.created)
+    tx.messages.save(message, record.created)
 
 
 @handles(ev.ReasoningStarted)
@@ -309,7 +309,7 @@ def _reasoning_started(tx: Tx, record: EventRecord, data: ev.ReasoningStarted) -
     if data.state is not None:
         part["providerMetadata"] = data.state
     message["content"].append(part)
-    messages.save(tx, message, record.created)
+    tx.messages.save(message, record.created)
 
 
 @handles(ev.ReasoningEnded)
@@ -320,7 +320,7 @@ def _reasoning_ended(tx: Tx, record: EventRecord, data: ev.ReasoningEnded) -> No
     part.setdefault("time", {"created": record.created})["completed"] = record.created
     if data.state is not None:
         part["providerMetadata"] = data.state
-    messages.save(tx, message, record.created)
+    tx.messages.save(message, record.created)
 
 
 @handles(ev.ToolInputStarted)
@@ -330,7 +330,7 @@ def _tool_input_started(tx: Tx, record: EventRecord, data: ev.ToolInputStarted) 
         "type": "tool", "id": data.callID, "name": data.name, "state": {"status": "streaming", "input": ""},
         "time": {"created": record.created},
     })
-    messages.save(tx, message, record.created)
+    tx.messages.save(message, record.created)
 
 
 @handles(ev.ToolInputEnded)
@@ -339,7 +339,7 @@ def _tool_input_ended(tx: Tx, record: EventRecord, data: ev.ToolInputEnded) -> N
     state = _require_tool_part(message, data.callID)["state"]
     if state["status"] == "streaming":
         state["input"] = data.text
-    messages.save(tx, message, record.created)
+    tx.messages.save(message, record.created)
 
 
 @handles(ev.ToolCalled)
@@ -358,7 +358,7 @@ def _tool_called(tx: Tx, record: EventRecord, data: ev.ToolCalled) -> None:
         provider["metadata"] = data.state
     part["provider"] = provider
     part["time"]["ran"] = record.created
-    messages.save(tx, message, record.created)
+    tx.messages.save(message, record.created)
 
 
 def _settle_tool(tx: Tx, record: EventRecord, data: ev.ToolSuccess | ev.ToolFailed,
@@ -371,7 +371,7 @@ def _settle_tool(tx: Tx, record: EventRecord, data: ev.ToolSuccess | ev.ToolFail
     if data.resultState is not None:
         part.setdefault("provider", {"executed": data.executed})["resultMetadata"] = data.resultState
     part["time"]["completed"] = record.created
-    messages.save(tx, message, record.created)
+    tx.messages.save(message, record.created)
 
 
 @handles(ev.ToolSuccess)
@@ -401,15 +401,15 @@ def _retry(tx: Tx, record: EventRecord, data: ev.RetryScheduled) -> None:
     if message is None:
         return
     message["retry"] = {"attempt": data.attempt, "at": data.at, "error": _error(data.error)}
-    messages.save(tx, message, record.created)
+    tx.messages.save(message, record.created)
 
 
 @handles(ev.ExecutionSucceeded, ev.ExecutionFailed, ev.ExecutionInterrupted)
 def _execution_settled(tx: Tx, record: EventRecord,
                        data: ev.ExecutionSucceeded | ev.ExecutionFailed | ev.ExecutionInterrupted) -> None:
-    for message in messages.retrying_assistants(tx, data.sessionID):
+    for message in tx.messages.retrying_assistants(data.sessionID):
         message.pop("retry", None)
-        messages.save(tx, message, record.created)
+        tx.messages.save(message, record.created)
 
 
 # --- compaction ---------------------------------------------------------------------------------------------
@@ -417,7 +417,7 @@ def _execution_settled(tx: Tx, record: EventRecord,
 
 @handles(ev.CompactionAdmitted)
 def _compaction_admitted(tx: Tx, record: EventRecord, data: ev.CompactionAdmitted) -> None:
-    pending.insert(tx, pending.PendingInput(data.inputID, data.sessionID, pending.BARRIER, {}, None,
+    tx.pending.insert(PendingInput(data.inputID, data.sessionID, BARRIER, {}, None,
                                             record.sequence, record.created))
 
 
@@ -430,15 +430,15 @@ def _compaction_started(tx: Tx, record: EventRecord, data: ev.CompactionStarted)
 @handles(ev.CompactionEnded, ev.CompactionFailed)
 def _compaction_settled(tx: Tx, record: EventRecord, data: ev.CompactionEnded | ev.CompactionFailed) -> None:
     if data.inputID is not None:
-        pending.settle_barrier(tx, data.sessionID, data.inputID)
-    message = None if data.messageID is None else messages.running_compaction(tx, data.sessionID, data.messageID)
+        tx.pending.settle_barrier(data.sessionID, data.inputID)
+    message = None if data.messageID is None else tx.messages.running_compaction(data.sessionID, data.messageID)
     if message is None:
         return  # failed before it started (e.g. nothing to compact)
     if isinstance(data, ev.CompactionEnded):
         message["status"], message["summary"], message["recent"] = "completed", data.text, data.recent
     else:
         message["status"] = "failed"
-    messages.save(tx, message, record.created)
+    tx.messages.save(message, record.created)
 
 
 @handles(ev.UsageRecorded)

@@ -24,9 +24,8 @@ from ..attachments import admission_authority, check_prompt_files
 from ..config import ConfigError, load_config
 from ..llm.catalog import undeclared
 from ..location import Location, resolve_location
-from ..store import messages as stored_messages
-from ..store import pending, sessions
-from ..store.db import Reader, Store, Tx, now_ms
+from ..store import Reader, SessionFilter, Store, Tx, now_ms
+from ..store.codec import decode
 from ..store.feed import Doorbell
 from ..store.keyset import Direction, Key, Order, PageRequest
 from . import admission
@@ -39,7 +38,7 @@ MESSAGE_PAGE_DEFAULT = 50
 
 
 def require_session(reader: Reader, session_id: str) -> SessionV2Info:
-    info = sessions.load(reader, session_id)
+    info = reader.sessions.load(session_id)
     if info is None:
         raise SessionNotFoundError(sessionID=session_id)
     return info
@@ -89,7 +88,7 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         sid = id or new_session_id()
 
         def _create(tx: Tx) -> SessionV2Info:
-            existing = sessions.load(tx, sid)
+            existing = tx.sessions.load(sid)
             if existing is not None:
                 return existing
             now = now_ms()
@@ -166,11 +165,11 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
             return SessionCursor(kind="sessions", query=query, anchor=(key[0], key[1]), direction=to).encode()
 
         def _page(reader: Reader) -> tuple[list[SessionV2Info], CursorLinks]:
-            where = sessions.SessionFilter(
+            where = SessionFilter(
                 search=query.search, project=query.project, workspace=query.workspace, subpath=query.subpath,
                 directory=_directory_key(query.directory, from_cursor=cursor is not None) if query.directory else None,
             )
-            page = sessions.page(reader, where, PageRequest(query.order, query.limit, anchor, direction))
+            page = reader.sessions.page(where, PageRequest(query.order, query.limit, anchor, direction))
             return page.items, page_links(page, cursor_at)
 
         return await self.store.read(_page)
@@ -192,7 +191,7 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         stored = admission.resolve_prompt(prompt)
         input_id = id or message_id()
         if stored.files and not (id is not None and await self.store.read(
-                lambda reader: pending.input_recorded(reader, input_id))):
+                lambda reader: reader.pending.input_recorded(input_id))):
             session = await self.get(session_id)
             files = stored.files
 
@@ -260,7 +259,7 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
 
         def _page(reader: Reader) -> tuple[builtins.list[SessionMessage], CursorLinks]:
             require_session(reader, session_id)
-            page = stored_messages.page(reader, session_id, request)
+            page = reader.messages.page(session_id, request)
             return page.items, page_links(page, cursor_at)
 
         return await self.store.read(_page)
@@ -268,7 +267,7 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
     async def message(self, session_id: str, message_id_: str) -> SessionMessage:
         def _q(reader: Reader) -> SessionMessage:
             require_session(reader, session_id)
-            message = stored_messages.find(reader, session_id, message_id_)
+            message = reader.messages.find(session_id, message_id_)
             if message is None:
                 raise MessageNotFoundError(sessionID=session_id, messageID=message_id_)
             return message
@@ -280,7 +279,7 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
 
         def _q(reader: Reader) -> builtins.list[SessionMessage]:
             require_session(reader, session_id)
-            return [stored_messages.decode(data) for data in active_history(reader, session_id)]
+            return [decode(data) for data in active_history(reader, session_id)]
 
         return await self.store.read(_q)
 

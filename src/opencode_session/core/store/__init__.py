@@ -1,12 +1,15 @@
-"""Durable storage: the SQLite event log, its projections and the feeds that wake readers.
+"""Durable storage: the event log, its projections and the feeds that wake readers, over a backend.
 
-All SQL lives in this package, one module per concern (events, sessions, messages, pending, instructions, suspension,
-keyset paging); code above it speaks in their domain operations over a Reader or a Tx, so another backend is a
-replacement of these modules, not a hunt through the runtime."""
+Core speaks in the operations `rows.py` declares (events, sessions, messages, pending input, instruction state,
+saved permissions, suspension marks), through a `Reader` or a `Tx` that a `Store` hands out; `sqlite/` implements
+them (the embedded default), and a backend for another database implements the same protocols (`backend.py`)."""
 
-from .db import PROJECTION_TABLES, Reader, Store, Tx
+from .backend import Backend, open_backend
+from .errors import DatabaseInUseError, StoreError
 from .feed import DurableFeed, LiveBus, LiveSubscription
-from .lock import DatabaseInUseError
+from .rows import Checkpoint, HistoryRow, PendingInput, Placement, Reader, SessionFilter, Writer
+from .store import Store, Tx, live_event, now_ms
 
-__all__ = ["PROJECTION_TABLES", "Reader", "Store", "Tx", "DatabaseInUseError", "DurableFeed", "LiveBus",
-           "LiveSubscription"]
+__all__ = ["Backend", "Checkpoint", "DatabaseInUseError", "DurableFeed", "HistoryRow", "LiveBus", "LiveSubscription",
+           "PendingInput", "Placement", "Reader", "SessionFilter", "Store", "StoreError", "Tx", "Writer",
+           "live_event", "now_ms", "open_backend"]

@@ -1,30 +1,15 @@
-"""Keyset paging: one page of a table's rows ordered by a key, after (or before) an anchor key, and whether rows lie
-beyond either edge of the page."""
+"""Keyset paging's values: what a page request asks (order, size, an anchor key and a direction) and what a page
+holds (its items, the keys at its edges, whether rows lie beyond either edge). Backends compute pages."""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
-
-if TYPE_CHECKING:
-    from .db import Reader
+from typing import Generic, Literal, TypeVar
 
 T = TypeVar("T")
 Order = Literal["asc", "desc"]
 Direction = Literal["next", "previous"]
 Key = tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class Keyset:
-    """The rows of `table` matching every clause of `where` (with `params`), ordered by the `key` columns."""
-
-    table: str
-    key: tuple[str, ...]
-    where: tuple[str, ...] = ()
-    params: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -46,48 +31,3 @@ class KeysetPage(Generic[T]):
     last: Key | None = None
     has_previous: bool = False
     has_next: bool = False
-
-
-def keyset_page(reader: Reader, keyset: Keyset, request: PageRequest,
-                decode: Callable[[sqlite3.Row], T]) -> KeysetPage[T]:
-    toward_next = request.direction == "next"
-    rows = _rows(reader, keyset, request.order, toward_next, request.anchor, request.limit + 1)
-    more = len(rows) > request.limit
-    rows = rows[:request.limit]
-    if not toward_next:
-        rows.reverse()
-    if not rows:
-        return KeysetPage([])
-    first, last = _key_of(keyset, rows[0]), _key_of(keyset, rows[-1])
-    has_next = more if toward_next else _exists(reader, keyset, request.order, True, last)
-    has_previous = more if not toward_next else (
-        request.anchor is not None and _exists(reader, keyset, request.order, False, first))
-    return KeysetPage([decode(row) for row in rows], first, last, has_previous, has_next)
-
-
-def _beyond(keyset: Keyset, order: Order, toward_next: bool, anchor: Key) -> tuple[list[str], list[Any]]:
-    """The query's clauses and parameters narrowed to rows beyond `anchor` toward the next (or previous) page."""
-    forward = (order == "asc") == toward_next
-    columns = ", ".join(keyset.key)
-    marks = ", ".join("?" * len(anchor))
-    return [*keyset.where, f"({columns}) {'>' if forward else '<'} ({marks})"], [*keyset.params, *anchor]
-
-
-def _rows(reader: Reader, keyset: Keyset, order: Order, toward_next: bool, anchor: Key | None,
-          limit: int) -> list[sqlite3.Row]:
-    clauses, params = (list(keyset.where), list(keyset.params)) if anchor is None else \
-        _beyond(keyset, order, toward_next, anchor)
-    sort = "ASC" if (order == "asc") == toward_next else "DESC"
-    order_by = ", ".join(f"{column} {sort}" for column in keyset.key)
-    sql = f"SELECT * FROM {keyset.table} WHERE {' AND '.join(clauses) or '1'} ORDER BY {order_by} LIMIT ?"
-    return reader.execute(sql, (*params, limit)).fetchall()
-
-
-def _exists(reader: Reader, keyset: Keyset, order: Order, toward_next: bool, anchor: Key) -> bool:
-    clauses, params = _beyond(keyset, order, toward_next, anchor)
-    sql = f"SELECT 1 FROM {keyset.table} WHERE {' AND '.join(clauses)} LIMIT 1"
-    return reader.execute(sql, params).fetchone() is not None
-
-
-def _key_of(keyset: Keyset, row: sqlite3.Row) -> Key:
-    return tuple(row[column] for column in keyset.key)

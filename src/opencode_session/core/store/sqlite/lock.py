@@ -1,4 +1,4 @@
-"""One database, one running runtime: an advisory OS lock on `<database>.lock` that names its holder's pid and
+"""One SQLite database, one running runtime: an advisory OS lock on `<database>.lock` that names its holder's pid and
 vanishes with the holder's process, so a crash never leaves the database blocked."""
 
 from __future__ import annotations
@@ -7,15 +7,7 @@ import fcntl
 import os
 from pathlib import Path
 
-
-class DatabaseInUseError(Exception):
-    """Another running process (a server or an embedded host) holds the database; two would execute Sessions twice."""
-
-    def __init__(self, database: str, pid: int | None) -> None:
-        self.database = database
-        self.pid = pid
-        holder = f"process {pid}" if pid is not None else "another process"
-        super().__init__(f"The database {database} is in use by {holder}; stop it first or choose another database")
+from ..errors import DatabaseInUseError
 
 
 class DatabaseLock:

@@ -1,4 +1,4 @@
-"""Group commit: every write queued since the last commit runs on the event loop in one SQLite transaction, each under
+"""SQLite group commit: every write queued since the last commit runs on the event loop in one transaction, each under
 its own savepoint so a failing write rolls back alone; a COMMIT (the fsync) that is slow runs on a thread of its own,
 and the writes queued meanwhile form the next batch. Outcomes are settled in submission order once their batch is
 durable."""
@@ -11,7 +11,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ..errors import StoreError
+
+if TYPE_CHECKING:
+    from .backend import SqliteRows
 
 # Writes per transaction at most: bounds how long one batch holds the event loop and how much one commit can fail.
 MAX_BATCH = 256
@@ -23,13 +28,14 @@ INLINE_COMMIT_S = 0.001
 
 @dataclass
 class Job:
-    """One queued write: `run` executes inside the batch transaction; `settle` is then called with (result, error),
-    in queue order, once the batch committed (or failed)."""
+    """One queued write: `run` executes inside the batch transaction; `settle` is then called with (result, error,
+    the positions of the events it inserted), in queue order, once the batch committed (or failed)."""
 
-    run: Callable[[sqlite3.Connection], Any]
-    settle: Callable[[Any, BaseException | None], None]
+    run: Callable[[SqliteRows], Any]
+    settle: Callable[[Any, BaseException | None, list[int]], None]
     future: asyncio.Future[Any]
     outcome: tuple[Any, BaseException | None] = field(default=(None, None))
+    positions: list[int] = field(default_factory=list)
 
 
 class GroupWriter:
@@ -39,7 +45,7 @@ class GroupWriter:
     does not block the loop. An in-memory database always commits inline."""
 
     def __init__(self, fsyncs: bool = True) -> None:
-        self.conn: sqlite3.Connection | None = None
+        self.rows: SqliteRows | None = None  # the writer connection's handle, set once it is open
         self._fsyncs = fsyncs
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ocs-db-commit")
         self._queue: list[Job] = []
@@ -52,7 +58,7 @@ class GroupWriter:
         """Run `fn` on the commit thread, outside any transaction (opening, migrating and closing the database)."""
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn)
 
-    def submit(self, run: Callable[[sqlite3.Connection], Any], settle: Callable[[Any, BaseException | None], None],
+    def submit(self, run: Callable[[SqliteRows], Any], settle: Callable[[Any, BaseException | None, list[int]], None],
                *, lazy: bool = False) -> asyncio.Future[Any]:
         """Queue a write for the next batch. A `lazy` one starts no batch by itself: it waits for the next write
         that does (or `kick`), so writes that follow it closely share its commit."""
@@ -86,28 +92,31 @@ class GroupWriter:
         if self._committing or not self._queue:
             return
         batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
-        conn = self.conn
-        if conn is None:
+        rows = self.rows
+        if rows is None:
             self._done(batch, RuntimeError("store is not open"))
             return
+        conn = rows.conn
         try:
             conn.execute("BEGIN IMMEDIATE")
         except Exception as error:  # every write of the batch fails with it
-            self._done(batch, error)
+            self._done(batch, _neutral(error))
             return
         changes = conn.total_changes
+        events = rows.events
         try:
             for job in batch:
                 conn.execute("SAVEPOINT job")
+                events.positions = job.positions
                 try:
-                    job.outcome = (job.run(conn), None)
+                    job.outcome = (job.run(rows), None)
                     conn.execute("RELEASE job")
                 except BaseException as error:  # noqa: BLE001 - this write alone is rolled back, its caller gets why
                     conn.execute("ROLLBACK TO job")
                     conn.execute("RELEASE job")
-                    job.outcome = (None, error)
+                    job.outcome = (None, _neutral(error))
         except Exception as error:  # the connection itself failed (the disk, say): nothing of the batch is durable
-            self._committed(batch, conn, error)
+            self._committed(batch, conn, _neutral(error))
             return
         if not self._fsyncs or conn.total_changes == changes:  # nothing to make durable: no fsync to wait for
             self._committed(batch, conn, _commit(conn)[0])
@@ -129,7 +138,7 @@ class GroupWriter:
         self._committing = False
         if error is not None and conn.in_transaction:
             conn.execute("ROLLBACK")
-        self._done(batch, error)
+        self._done(batch, _neutral(error))
 
     def _done(self, batch: list[Job], error: BaseException | None) -> None:
         """Settle a finished batch, then start the next one (or wake who waits for the writer to be idle)."""
@@ -148,12 +157,22 @@ class GroupWriter:
         for job in batch:
             result, own = job.outcome
             failure = own if own is not None else error
-            job.settle(None if failure else result, failure)
+            job.settle(None if failure else result, failure, job.positions)
             if not job.future.done():  # a waiter cancelled meanwhile has let it go
                 if failure is None:
                     job.future.set_result(result)
                 else:
                     job.future.set_exception(failure)
+
+
+def _neutral(error: BaseException | None) -> BaseException | None:
+    """SQLite's own failures as the store's backend-neutral StoreError (the original is its cause); anything else,
+    such as a domain error a write raised, as it is."""
+    if isinstance(error, sqlite3.Error):
+        neutral = StoreError(str(error) or type(error).__name__)
+        neutral.__cause__ = error
+        return neutral
+    return error
 
 
 def _commit(conn: sqlite3.Connection) -> tuple[BaseException | None, float]:

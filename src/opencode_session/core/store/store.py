@@ -1,27 +1,34 @@
-"""The SQLite store: group-committed writes (event append + projection atomically per write), a reader connection
-beside them, and live events published in order behind the writes queued before them."""
+"""The Store: durable events appended with their projections in one transaction on a backend, sequence numbers the
+backend allocates, and readers told in commit order (the per-session doorbells, the session tails and the live bus),
+with live events published behind the writes queued before them."""
 
 from __future__ import annotations
 
 import asyncio
-import os
-import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from ...schema import jsontext
 from ...schema.base import Struct
 from ...schema.common import LocationRef
 from ...schema.events import EventRecord, definition_of
 from ...schema.ids import event_id
-from . import events
+from .backend import Backend, open_backend
 from .feed import DurableFeed, LiveBus
-from .lock import DatabaseLock
-from .migrations import migrate
+from .rows import (
+    EventWrites,
+    InstructionWrites,
+    MessageWrites,
+    PendingWrites,
+    PermissionWrites,
+    Reader,
+    SessionWrites,
+    SuspensionWrites,
+    Writer,
+)
 from .tail import Tails
-from .writer import GroupWriter
 
 T = TypeVar("T")
 Projector = Callable[["Tx", EventRecord], None]
@@ -32,68 +39,30 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-# The database holds prompts, file contents and tool output: only its owner may read it.
-_PRIVATE_DIR, _PRIVATE_FILE = 0o700, 0o600
-_SQLITE_FILES = ("", "-wal", "-shm", "-journal")
-
-
-def make_private(path: Path) -> None:
-    """Prepare `path` as a private database: missing directories created 0700, the file created 0600 before SQLite
-    opens it (SQLite gives its -wal and -shm files the database file's mode), existing files narrowed to 0600."""
-    missing = [d for d in (path.parent, *path.parent.parents) if not d.exists()]
-    for folder in reversed(missing):
-        folder.mkdir(mode=_PRIVATE_DIR, exist_ok=True)
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), _PRIVATE_FILE))
-    for suffix in _SQLITE_FILES:
-        existing = Path(str(path) + suffix)
-        if existing.exists():
-            os.chmod(existing, _PRIVATE_FILE)
-
-
-def _connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=FULL")
-    conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute("PRAGMA busy_timeout=5000")
-    return conn
-
-
-# The tables the projector writes: cleared and rebuilt from the event log by replay.
-PROJECTION_TABLES = ("session", "session_message", "session_pending")
-
-
 def live_event(data: Struct, aggregate_id: str) -> EventRecord:
     """A live-only event: no sequence, published once and never stored."""
     return EventRecord(id=event_id(), created=now_ms(), data=data, aggregate_id=aggregate_id)
 
 
-class Reader:
-    """What the store's table modules run SQL on: the reader connection, or (as Tx) the open write transaction.
-    Code above the store only passes it along to those modules."""
+class Tx:
+    """One open write transaction: the backend's operations (it is a `Reader` that sees its own writes), plus
+    `append`, which takes the next sequence from the backend, runs the projections and the optional commit hook."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
-        return self._conn.execute(sql, params)
-
-    def executemany(self, sql: str, params: Any) -> sqlite3.Cursor:
-        return self._conn.executemany(sql, params)
-
-
-class Tx(Reader):
-    """One open write transaction. `append` assigns the next seq, runs projections and the optional commit hook."""
-
-    def __init__(self, store: Store, conn: sqlite3.Connection) -> None:
-        super().__init__(conn)
+    def __init__(self, store: Store, rows: Writer) -> None:
         self.store = store
-        self.appended: list[tuple[int, EventRecord]] = []  # with each event's store position
+        self.rows = rows
+        self.events: EventWrites = rows.events
+        self.sessions: SessionWrites = rows.sessions
+        self.messages: MessageWrites = rows.messages
+        self.pending: PendingWrites = rows.pending
+        self.instructions: InstructionWrites = rows.instructions
+        self.permissions: PermissionWrites = rows.permissions
+        self.suspension: SuspensionWrites = rows.suspension
+        self.appended: list[EventRecord] = []
         self.live: list[EventRecord] = []
 
     def latest_seq(self, aggregate_id: str) -> int:
-        return events.latest_seq(self, aggregate_id)
+        return self.events.latest_seq(aggregate_id)
 
     def append(
         self,
@@ -112,15 +81,15 @@ class Tx(Reader):
         clean, text = jsontext.encode(wire)
         if clean is not wire:  # text from outside (a provider, a tool) that JSON cannot carry is never stored as is
             data = type(data).model_validate(clean)
-        seq = self.latest_seq(aggregate_id) + 1
         record = EventRecord(
-            id=id or event_id(), created=created or now_ms(), data=data, aggregate_id=aggregate_id, seq=seq,
-            location=location,
+            id=id or event_id(), created=created or now_ms(), data=data, aggregate_id=aggregate_id,
+            seq=self.events.allocate_seq(aggregate_id), location=location,
         )
         self.store.project(self, record)
         if commit_hook is not None:
             commit_hook(self, record)
-        self.appended.append((events.insert(self, record, text), record))
+        self.events.insert(record, text)
+        self.appended.append(record)
         return record
 
     def publish_live(self, data: Struct, aggregate_id: str) -> None:
@@ -129,59 +98,30 @@ class Tx(Reader):
 
 
 class Store:
-    """Owns the database file. All writes go through one connection (group commit, see `GroupWriter`); reads use
-    another, on the event loop."""
+    """Owns one database through its backend (`database` is a path, `:memory:`, or a backend's address)."""
 
-    def __init__(self, path: str | Path, project: Projector | None = None, live_capacity: int = 4096) -> None:
-        self.path = str(path)
+    def __init__(self, database: str | Path | Backend, project: Projector | None = None,
+                 live_capacity: int = 4096) -> None:
+        self.backend: Backend = open_backend(database) if isinstance(database, (str, Path)) else database
+        self.path = self.backend.description
         self._projector = project
-        self._writer = GroupWriter(fsyncs=self.path != ":memory:")
-        self._wconn: sqlite3.Connection | None = None
-        self._rconn: sqlite3.Connection | None = None
-        self._read_handle: Reader | None = None
         # the live events published since the newest write not yet settled: they wait for it, so none overtakes it
         self._held: list[EventRecord] | None = None
         self._tails = Tails()
         self.durable = DurableFeed()
         self.live = LiveBus(self._events_from, capacity=live_capacity)
-        self._lock = DatabaseLock(self.path) if self.path != ":memory:" else None
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
     async def open(self) -> Store:
-        """Open (and migrate) the database; raises DatabaseInUseError while another process has it open."""
-        if self._lock is not None:
-            make_private(Path(self.path))  # first, so the lock file's directory is created private too
-            self._lock.acquire()
-
-        def _open_writer() -> None:
-            self._wconn = self._writer.conn = _connect(self.path)
-            migrate(self._wconn)
-
-        try:
-            await self._writer.call(_open_writer)
-            self._rconn = conn = self._wconn if self.path == ":memory:" else _connect(self.path)
-            if conn is None:
-                raise RuntimeError("the writer connection opens first")
-            self._read_handle = Reader(conn)
-        except BaseException:
-            await self.close()
-            raise
+        """Open (and migrate) the database; raises StoreError (DatabaseInUseError while another process holds a
+        database that admits one)."""
+        await self.backend.open()
         return self
 
     async def close(self) -> None:
-        loop = asyncio.get_running_loop()
-        await self._writer.idle()
-        if self._rconn is not None and self._rconn is not self._wconn:
-            self._rconn.close()
-        if self._wconn is not None:
-            await self._writer.call(self._wconn.close)
-        self._rconn = self._wconn = self._writer.conn = None
-        self._read_handle = None
-        await loop.run_in_executor(None, self._writer.close)
+        await self.backend.close()
         self.live.close()
-        if self._lock is not None:
-            self._lock.release()
 
     async def __aenter__(self) -> Store:
         return await self.open()
@@ -208,25 +148,25 @@ class Store:
         self._held = held
         tx_of: list[Tx] = []
 
-        def _run(conn: sqlite3.Connection) -> T:
-            tx = Tx(self, conn)
+        def _run(rows: Writer) -> T:
+            tx = Tx(self, rows)
             result = fn(tx)
             tx_of.append(tx)
             return result
 
-        def _settle(_result: object, error: BaseException | None) -> None:
+        def _settle(_result: object, error: BaseException | None, positions: list[int]) -> None:
             if error is None:
-                self._announce(tx_of[0])
+                self._announce(tx_of[0], positions)
             for record in held:
                 self.live.publish(record)
             if self._held is held:
                 self._held = None
 
-        return self._writer.submit(_run, _settle, lazy=lazy)
+        return self.backend.submit(_run, _settle, lazy=lazy)
 
     def kick(self) -> None:
         """Commit the lazy writes queued so far, without waiting for a write that is not."""
-        self._writer.kick()
+        self.backend.kick()
 
     async def write(self, fn: Callable[[Tx], T]) -> T:
         """Run `fn` inside a write transaction (see `submit`) and return its result once it is durable. Once
@@ -246,8 +186,8 @@ class Store:
         """Commit one durable event, and what it projects, in a transaction of its own."""
         return await self.write(lambda tx: tx.append(data))
 
-    def _announce(self, tx: Tx) -> None:
-        for position, record in tx.appended:
+    def _announce(self, tx: Tx, positions: list[int]) -> None:
+        for position, record in zip(positions, tx.appended, strict=True):
             self._tails.add(record)
             self.durable.ring(record.aggregate_id)
             self.live.publish(record, position)
@@ -258,19 +198,13 @@ class Store:
         record = live_event(data, aggregate_id)
         if self._held is not None:
             self._held.append(record)  # after the write queued before it, which must commit now
-            self._writer.kick()
+            self.backend.kick()
         else:
             self.live.publish(record)
 
-    async def read(self, fn: Callable[[Reader], T]) -> T:
-        """Run a read-only function on the reader connection, on the calling (event loop) thread: WAL readers never
-        wait for the writer, and a read is shorter than the two thread hops it would otherwise cost (its rows are
-        Python work that holds the interpreter lock wherever it runs). In memory it shares the writer's
-        connection, which is only ever used on this thread there."""
-        handle = self._read_handle
-        if handle is None:
-            raise RuntimeError("store is not open")
-        return fn(handle)
+    def read(self, fn: Callable[[Reader], T]) -> Awaitable[T]:
+        """Run a read-only function on the backend's read handle; it sees every write already settled."""
+        return self.backend.read(fn)
 
     # --- the log -------------------------------------------------------------------------------------
 
@@ -280,23 +214,21 @@ class Store:
         recent = self._tails.after(aggregate_id, after, limit)
         if recent is not None:
             return recent
-        return await self.read(lambda reader: events.after(reader, aggregate_id, after, limit))
+        return await self.read(lambda reader: reader.events.after(aggregate_id, after, limit))
 
     async def _events_from(self, position: int, limit: int) -> list[tuple[int, EventRecord]]:
-        """Durable events committed after a store position (the event rowid: a global commit order), oldest first."""
-        return await self.read(lambda reader: events.from_position(reader, position, limit))
+        """Durable events committed after a store position (commit-ordered by the backend), oldest first."""
+        return await self.read(lambda reader: reader.events.from_position(position, limit))
 
     async def latest_seq(self, aggregate_id: str) -> int:
-        return await self.read(lambda reader: events.latest_seq(reader, aggregate_id))
+        return await self.read(lambda reader: reader.events.latest_seq(aggregate_id))
 
     async def rebuild_projections(self) -> None:
         """Clear the projection tables and replay every stored event through the projector, in one transaction."""
 
         def _rebuild(tx: Tx) -> None:
-            tx.execute("PRAGMA defer_foreign_keys = ON")
-            for table in reversed(PROJECTION_TABLES):
-                tx.execute(f"DELETE FROM {table}")
-            for record in events.every(tx):
+            tx.rows.clear_projections()
+            for record in tx.events.every():
                 self.project(tx, record)
 
         await self.write(_rebuild)

@@ -1,0 +1,60 @@
+"""The store backend protocol: what a database must offer the Store (open and close, reads, queued write
+transactions that report their events' commit-ordered positions), and which backend a database address selects."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Protocol, TypeVar
+
+from .rows import Reader, Writer
+
+T = TypeVar("T")
+# Called once per write when its transaction has settled: (result, error, the store positions of the events the
+# write inserted, in insertion order). Called in submission order, before the write's future resolves.
+Settle = Callable[[object, BaseException | None, list[int]], None]
+
+
+class Backend(Protocol):
+    """One database. A write is a synchronous function over a `Writer` (it reads its own writes) run inside one
+    transaction; the backend chooses where it runs (SQLite: on the event loop, group-committed; a networked database:
+    on a worker thread), so Core never awaits inside a transaction. Failures of the database itself are raised as
+    `StoreError`; an exception a write raises rolls that write back alone and reaches its caller unchanged."""
+
+    @property
+    def description(self) -> str:
+        """The database as a user named it, for messages (never with a password)."""
+        ...
+
+    async def open(self) -> None:
+        """Connect and migrate; raises StoreError (DatabaseInUseError where one process may hold it)."""
+        ...
+
+    async def close(self) -> None:
+        """Settle every queued write, then release the database."""
+        ...
+
+    def read(self, fn: Callable[[Reader], T]) -> Awaitable[T]:
+        """Run a read-only function on a read handle that sees every write already settled."""
+        ...
+
+    def submit(self, fn: Callable[[Writer], T], settle: Settle, *, lazy: bool = False) -> asyncio.Future[T]:
+        """Queue a write. Writes commit in submission order; a `lazy` one may wait for the next write that is not
+        (or `kick`) to share its commit."""
+        ...
+
+    def kick(self) -> None:
+        """Commit the lazy writes queued so far."""
+        ...
+
+    async def idle(self) -> None:
+        """Return once every write submitted so far has settled."""
+        ...
+
+
+def open_backend(database: str | Path) -> Backend:
+    """The backend a database address names: a file path (or `:memory:`) is SQLite."""
+    from .sqlite import SqliteBackend
+
+    return SqliteBackend(database)

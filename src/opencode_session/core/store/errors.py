@@ -1,0 +1,18 @@
+"""The store's backend-neutral failures: what code above the store may catch, whichever database is underneath."""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """The database failed (it cannot be opened, read or written); the backend's own error is the cause."""
+
+
+class DatabaseInUseError(Exception):
+    """Another running process (a server or an embedded host) holds a database that admits one process; two would
+    execute Sessions twice. Not a StoreError: the database is fine, and the caller is told who holds it."""
+
+    def __init__(self, database: str, pid: int | None) -> None:
+        self.database = database
+        self.pid = pid
+        holder = f"process {pid}" if pid is not None else "another process"
+        super().__init__(f"The database {database} is in use by {holder}; stop it first or choose another database")

@@ -1,0 +1,345 @@
+"""The store's operations as a backend must provide them: per concern (events, sessions, messages, pending input,
+instruction state, saved permissions, suspension marks) a read protocol and a write protocol, plus the plain values
+they exchange. Core speaks only these; `sqlite/` (and any other backend) implements them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol
+
+from ...schema.common import LocationRef
+from ...schema.events import EventRecord
+from ...schema.message import SessionMessage
+from ...schema.message_data import SessionMessageAssistantData, SessionMessageCompactionData, SessionMessageData
+from ...schema.permission import PermissionSavedInfo
+from ...schema.session import SessionV2Info
+from .keyset import KeysetPage, PageRequest
+
+# --- values ------------------------------------------------------------------------------------------------
+
+
+# What promotion takes from the inbox: user prompts and synthetic input (the compaction barrier is neither).
+PROMOTABLE = ("user", "synthetic")
+# The manual compaction barrier: at most one per session (admission coalesces), consumed when compaction settles.
+BARRIER = "compaction"
+
+
+class PendingInput(NamedTuple):
+    """One admitted input waiting in a session's inbox; `data` is the admitted input's wire form."""
+
+    id: str
+    session_id: str
+    type: str
+    data: dict[str, Any]
+    delivery: str | None
+    admitted_seq: int
+    time_created: int
+
+
+class Placement(NamedTuple):
+    """Which session holds a message, its type and sequence."""
+
+    session_id: str
+    type: str
+    seq: int
+
+
+class HistoryRow(NamedTuple):
+    """A message of the active history window as stored: its JSON text undecoded, with its revision."""
+
+    id: str
+    seq: int
+    rev: int
+    type: str
+    data: str
+    updated: int
+
+
+class Checkpoint(NamedTuple):
+    """A session's InstructionCheckpoint: the baseline text, the Applied Instructions record (JSON text) and the
+    sequence the baseline was taken at."""
+
+    baseline: str
+    applied: str
+    baseline_seq: int
+
+
+@dataclass(frozen=True)
+class SessionFilter:
+    """Which sessions a list shows; None leaves a field unfiltered. `directory` is the stored (resolved) form."""
+
+    search: str | None = None
+    directory: str | None = None
+    project: str | None = None
+    workspace: str | None = None
+    subpath: str | None = None
+
+
+# --- reads -------------------------------------------------------------------------------------------------
+
+
+class EventReads(Protocol):
+    def latest_seq(self, aggregate_id: str) -> int:
+        """The newest sequence of `aggregate_id`; -1 before its first event."""
+        ...
+
+    def after(self, aggregate_id: str, seq: int, limit: int) -> list[EventRecord]:
+        """At most `limit` events of `aggregate_id` after `seq` (exclusive), in sequence order."""
+        ...
+
+    def from_position(self, position: int, limit: int) -> list[tuple[int, EventRecord]]:
+        """At most `limit` events committed after store position `position`, oldest first, with their positions.
+        Positions are commit-ordered: an event committed later has a larger position, whoever wrote it."""
+        ...
+
+    def every(self) -> Iterator[EventRecord]:
+        """Every stored event, sessions' sequences in order (replay)."""
+        ...
+
+    def admission_of(self, session_id: str, input_id: str) -> EventRecord | None:
+        """The `session.input.admitted` event that admitted `input_id` into `session_id`, if any."""
+        ...
+
+
+class SessionReads(Protocol):
+    def load_data(self, session_id: str) -> dict[str, Any] | None:
+        """The stored wire record of a session, for a projection to change and save."""
+        ...
+
+    def location(self, session_id: str) -> LocationRef | None: ...
+
+    def load(self, session_id: str) -> SessionV2Info | None: ...
+
+    def page(self, where: SessionFilter, request: PageRequest) -> KeysetPage[SessionV2Info]:
+        """One page of sessions in creation order; the keys are (time created, creation order)."""
+        ...
+
+
+class MessageReads(Protocol):
+    def load(self, message_id: str) -> SessionMessageData | None:
+        """The stored JSON of a message, for a projection to change and save."""
+        ...
+
+    def find(self, session_id: str, message_id: str) -> SessionMessage | None:
+        """A message of `session_id`; None when absent or owned by another session."""
+        ...
+
+    def placement(self, message_id: str) -> Placement | None: ...
+
+    def page(self, session_id: str, request: PageRequest) -> KeysetPage[SessionMessage]:
+        """One page of a session's messages in sequence order; the key is the sequence."""
+        ...
+
+    def open_assistants(self, session_id: str, *,
+                        excluding: str | None = None) -> list[SessionMessageAssistantData]:
+        """Assistant messages not yet completed (an interrupted or running Step), in sequence order."""
+        ...
+
+    def retrying_assistants(self, session_id: str) -> list[SessionMessageAssistantData]:
+        """Assistant messages that show a scheduled retry."""
+        ...
+
+    def first_user_text(self, session_id: str) -> str | None: ...
+
+    def latest_completed_compaction(self, session_id: str) -> int | None:
+        """The sequence of the session's latest completed compaction message, if any."""
+        ...
+
+    def running_compaction(self, session_id: str, message_id: str) -> SessionMessageCompactionData | None: ...
+
+    def injected_instruction_paths(self, session_id: str) -> set[str]:
+        """The nearby instruction files already shown to the model as synthetic messages."""
+        ...
+
+    def window(self, session_id: str, after: int, updates_through: int) -> list[HistoryRow]:
+        """Messages after sequence `after`, except Instruction Updates at or before `updates_through` (folded into
+        the baseline), in sequence order."""
+        ...
+
+    def removed(self, session_id: str) -> int:
+        """How many of the session's messages have ever been removed."""
+        ...
+
+    def touched_since(self, session_id: str, watermark: int) -> list[HistoryRow]:
+        """Every message of the session created or updated at or after `watermark`, in sequence order."""
+        ...
+
+
+class PendingReads(Protocol):
+    def get(self, input_id: str) -> PendingInput | None: ...
+
+    def user_inputs(self, session_id: str) -> list[PendingInput]:
+        """The session's pending user prompts in admission order."""
+        ...
+
+    def promotable(self, session_id: str) -> list[tuple[str, str | None]]:
+        """(input ID, delivery) of every input promotion may take, in admission order."""
+        ...
+
+    def any_promotable(self, session_id: str) -> bool: ...
+
+    def barrier(self, session_id: str) -> str | None:
+        """The input ID of the session's pending manual compaction barrier, if one is pending."""
+        ...
+
+    def input_recorded(self, input_id: str) -> bool:
+        """Whether an input with this ID was admitted, still pending or already promoted into a message."""
+        ...
+
+
+class InstructionReads(Protocol):
+    def checkpoint(self, session_id: str) -> Checkpoint | None: ...
+
+    def baseline_seq(self, session_id: str) -> int:
+        """The sequence the baseline was taken at; -1 without a checkpoint."""
+        ...
+
+    def entries(self, session_id: str) -> list[tuple[str, Any]]:
+        """The session's InstructionEntry values by key, in key order."""
+        ...
+
+
+class PermissionReads(Protocol):
+    def listed(self, project_id: str | None = None) -> list[PermissionSavedInfo]:
+        """Saved permissions, oldest first; all projects' when `project_id` is None."""
+        ...
+
+
+class Reader(Protocol):
+    """A read handle: the backend's reader, or an open write transaction (which sees its own writes)."""
+
+    @property
+    def events(self) -> EventReads: ...
+
+    @property
+    def sessions(self) -> SessionReads: ...
+
+    @property
+    def messages(self) -> MessageReads: ...
+
+    @property
+    def pending(self) -> PendingReads: ...
+
+    @property
+    def instructions(self) -> InstructionReads: ...
+
+    @property
+    def permissions(self) -> PermissionReads: ...
+
+
+# --- writes ------------------------------------------------------------------------------------------------
+
+
+class EventWrites(EventReads, Protocol):
+    def allocate_seq(self, aggregate_id: str) -> int:
+        """Reserve the aggregate's next sequence in this transaction: gap-free and ordered under concurrent
+        writers (a rolled-back write gives its number back)."""
+        ...
+
+    def insert(self, record: EventRecord, data_text: str) -> None:
+        """Store one event (its data already encoded as `data_text`); its store position is given at commit."""
+        ...
+
+
+class SessionWrites(SessionReads, Protocol):
+    def insert(self, info: dict[str, Any]) -> None:
+        """A new session row from its wire record; it lists after every session created before it."""
+        ...
+
+    def save_data(self, session_id: str, info: dict[str, Any]) -> None: ...
+
+    def touch(self, session_id: str, at: int) -> None:
+        """Record activity: the session's `time.updated`."""
+        ...
+
+
+class MessageWrites(MessageReads, Protocol):
+    def insert(self, session_id: str, seq: int, message: SessionMessageData) -> None:
+        """A new message at `seq` (the sequence of the event that created it)."""
+        ...
+
+    def save(self, message: SessionMessageData, updated: int) -> None:
+        """Store a changed message: a new revision, updated at `updated`."""
+        ...
+
+
+class PendingWrites(PendingReads, Protocol):
+    def insert(self, item: PendingInput) -> None: ...
+
+    def take(self, session_id: str, input_id: str) -> PendingInput:
+        """Remove one pending input of `session_id` and return it; LookupError when it is not pending there."""
+        ...
+
+    def settle_barrier(self, session_id: str, input_id: str) -> None:
+        """Consume the barrier `input_id` (a no-op when it is already gone)."""
+        ...
+
+
+class InstructionWrites(InstructionReads, Protocol):
+    def initialize(self, session_id: str, fresh: Checkpoint) -> str:
+        """Store the session's first checkpoint unless one exists already; returns the baseline in effect."""
+        ...
+
+    def rebaseline(self, session_id: str, fresh: Checkpoint) -> None: ...
+
+    def advance(self, session_id: str, applied: str) -> None:
+        """Overwrite the Applied Instructions record (with the Instruction Update that told the model)."""
+        ...
+
+    def reset(self, session_id: str) -> None:
+        """Drop the checkpoint: the next Step initializes a fresh baseline."""
+        ...
+
+    def put_entry(self, session_id: str, key: str, value: Any, now: int) -> None: ...
+
+    def remove_entry(self, session_id: str, key: str) -> None: ...
+
+
+class PermissionWrites(PermissionReads, Protocol):
+    def save(self, project_id: str, action: str, resources: list[str], now: int) -> None:
+        """Remember each resource pattern as allowed for `action` in the project; one already saved stays."""
+        ...
+
+    def remove(self, saved_id: str) -> None: ...
+
+
+class SuspensionWrites(Protocol):
+    """The private mark a graceful shutdown leaves on the sessions it interrupts (replay never infers it)."""
+
+    def mark(self, session_ids: list[str], at: int) -> None: ...
+
+    def clear(self, session_id: str) -> None: ...
+
+    def take_all(self) -> list[str]:
+        """Consume every mark; returns the sessions that were marked, each once."""
+        ...
+
+
+class Writer(Protocol):
+    """One open write transaction of a backend: every concern's reads and writes."""
+
+    @property
+    def events(self) -> EventWrites: ...
+
+    @property
+    def sessions(self) -> SessionWrites: ...
+
+    @property
+    def messages(self) -> MessageWrites: ...
+
+    @property
+    def pending(self) -> PendingWrites: ...
+
+    @property
+    def instructions(self) -> InstructionWrites: ...
+
+    @property
+    def permissions(self) -> PermissionWrites: ...
+
+    @property
+    def suspension(self) -> SuspensionWrites: ...
+
+    def clear_projections(self) -> None:
+        """Empty every table the projector writes (replay rebuilds them from the log)."""
+        ...

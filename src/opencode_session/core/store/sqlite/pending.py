@@ -1,0 +1,70 @@
+"""The session_pending table in SQLite: the durable inbox of admitted input waiting for promotion."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from ..rows import BARRIER, PROMOTABLE, PendingInput
+
+_PROMOTABLE = "type IN (" + ", ".join(f"'{kind}'" for kind in PROMOTABLE) + ")"
+
+
+class SqlitePending:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def insert(self, item: PendingInput) -> None:
+        self.conn.execute(
+            "INSERT INTO session_pending (id, session_id, type, data, delivery, admitted_seq, time_created)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (item.id, item.session_id, item.type, json.dumps(item.data, separators=(",", ":")), item.delivery,
+             item.admitted_seq, item.time_created),
+        )
+
+    def get(self, input_id: str) -> PendingInput | None:
+        row = self.conn.execute("SELECT * FROM session_pending WHERE id = ?", (input_id,)).fetchone()
+        return None if row is None else _pending(row)
+
+    def take(self, session_id: str, input_id: str) -> PendingInput:
+        row = self.conn.execute("SELECT * FROM session_pending WHERE id = ? AND session_id = ?",
+                                (input_id, session_id)).fetchone()
+        if row is None:
+            raise LookupError(f"promotion of input {input_id} that is not pending")
+        self.conn.execute("DELETE FROM session_pending WHERE id = ?", (input_id,))
+        return _pending(row)
+
+    def user_inputs(self, session_id: str) -> list[PendingInput]:
+        rows = self.conn.execute(
+            "SELECT * FROM session_pending WHERE session_id = ? AND type = 'user' ORDER BY admitted_seq",
+            (session_id,)).fetchall()
+        return [_pending(row) for row in rows]
+
+    def promotable(self, session_id: str) -> list[tuple[str, str | None]]:
+        rows = self.conn.execute(f"SELECT id, delivery FROM session_pending WHERE session_id = ? AND {_PROMOTABLE}"
+                                 " ORDER BY admitted_seq", (session_id,)).fetchall()
+        return [(row[0], row[1]) for row in rows]
+
+    def any_promotable(self, session_id: str) -> bool:
+        row = self.conn.execute(f"SELECT 1 FROM session_pending WHERE session_id = ? AND {_PROMOTABLE} LIMIT 1",
+                                (session_id,)).fetchone()
+        return row is not None
+
+    def barrier(self, session_id: str) -> str | None:
+        row = self.conn.execute("SELECT id FROM session_pending WHERE session_id = ? AND type = ? LIMIT 1",
+                                (session_id, BARRIER)).fetchone()
+        return None if row is None else str(row[0])
+
+    def settle_barrier(self, session_id: str, input_id: str) -> None:
+        self.conn.execute("DELETE FROM session_pending WHERE id = ? AND session_id = ? AND type = ?",
+                          (input_id, session_id, BARRIER))
+
+    def input_recorded(self, input_id: str) -> bool:
+        row = self.conn.execute("SELECT 1 FROM session_pending WHERE id = ?"
+                                " UNION ALL SELECT 1 FROM session_message WHERE id = ? LIMIT 1", (input_id, input_id))
+        return row.fetchone() is not None
+
+
+def _pending(row: sqlite3.Row) -> PendingInput:
+    return PendingInput(row["id"], row["session_id"], row["type"], json.loads(row["data"]), row["delivery"],
+                        row["admitted_seq"], row["time_created"])

@@ -1,0 +1,77 @@
+"""The session table in SQLite: the projected Session record (as stored JSON and as SessionV2Info), its Location,
+its last activity, and pages of sessions under a filter."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from ....schema.common import LocationRef
+from ....schema.session import SessionV2Info
+from ..keyset import KeysetPage, PageRequest
+from ..rows import SessionFilter
+from .keyset import Keyset, keyset_page
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+class SqliteSessions:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def insert(self, info: dict[str, Any]) -> None:
+        self.conn.execute(
+            "INSERT INTO session (id, project_id, workspace_id, parent_id, directory, title, time_created,"
+            " time_updated, created_order, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(created_order),"
+            " 0) + 1 FROM session), ?)",
+            (
+                info["id"], info["projectID"], info["location"].get("workspaceID"), info.get("parentID"),
+                info["location"]["directory"], info["title"], info["time"]["created"], info["time"]["updated"],
+                _dump(info),
+            ),
+        )
+
+    def load_data(self, session_id: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT data FROM session WHERE id = ?", (session_id,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def save_data(self, session_id: str, info: dict[str, Any]) -> None:
+        self.conn.execute(
+            "UPDATE session SET data = ?, title = ?, directory = ?, workspace_id = ? WHERE id = ?",
+            (_dump(info), info["title"], info["location"]["directory"], info["location"].get("workspaceID"),
+             session_id),
+        )
+
+    def touch(self, session_id: str, at: int) -> None:
+        self.conn.execute("UPDATE session SET time_updated = ? WHERE id = ?", (at, session_id))
+
+    def location(self, session_id: str) -> LocationRef | None:
+        row = self.conn.execute("SELECT directory, workspace_id FROM session WHERE id = ?", (session_id,)).fetchone()
+        return None if row is None else LocationRef(directory=row[0], workspaceID=row[1])
+
+    def load(self, session_id: str) -> SessionV2Info | None:
+        row = self.conn.execute("SELECT data, time_updated FROM session WHERE id = ?", (session_id,)).fetchone()
+        return None if row is None else _info(row)
+
+    def page(self, where: SessionFilter, request: PageRequest) -> KeysetPage[SessionV2Info]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if where.search:
+            clauses.append("title LIKE ? ESCAPE '\\'")
+            params.append("%" + where.search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
+        for column, value in (("directory", where.directory), ("project_id", where.project),
+                              ("workspace_id", where.workspace), ("json_extract(data, '$.subpath')", where.subpath)):
+            if value:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        keyset = Keyset("session", ("time_created", "created_order"), tuple(clauses), tuple(params))
+        return keyset_page(self.conn, keyset, request, _info)
+
+
+def _info(row: sqlite3.Row) -> SessionV2Info:
+    info = json.loads(row["data"])
+    info["time"]["updated"] = row["time_updated"]
+    return SessionV2Info.model_validate(info)
