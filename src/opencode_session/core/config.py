@@ -376,7 +376,7 @@ def config_files(directory: Path, project_root: Path, env: Mapping[str, str] = o
     return ordered
 
 
-# The top-level keys this runtime acts on (`tool_output` is its own, the rest are OpenCode's).
+# The top-level keys this runtime acts on (`tool_output` is its own).
 ACTED_ON_KEYS = frozenset({
     "model", "small_model", "default_agent", "provider", "agent", "instructions", "permission", "compaction",
     "tool_output", "websearch",
@@ -526,12 +526,12 @@ def parse_model_string(value: str) -> tuple[str, str] | None:
 
 
 __all__ = [
+    "ACTED_ON_KEYS",
     "AgentConfig",
     "Config",
     "ConfigError",
     "ConfigReport",
     "ConfigWarning",
-    "ACTED_ON_KEYS",
     "KNOWN_TOP_LEVEL_KEYS",
     "NOT_ACTED_ON",
     "ModelConfig",
