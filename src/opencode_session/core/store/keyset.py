@@ -1,5 +1,5 @@
 """Keyset paging's values: what a page request asks (order, size, an anchor key and a direction) and what a page
-holds (its items, the keys at its edges, whether rows lie beyond either edge). Backends compute pages."""
+holds (its items and the keys of its first and last rows, to page on from). Backends compute pages."""
 
 from __future__ import annotations
 
@@ -24,10 +24,8 @@ class PageRequest:
 
 @dataclass(frozen=True)
 class KeysetPage(Generic[T]):
-    """The items in `order`, the keys of the first and last (None when empty), and whether more lie beyond each."""
+    """The items in `order` and the keys of the first and last (None when empty)."""
 
     items: list[T]
     first: Key | None = None
     last: Key | None = None
-    has_previous: bool = False
-    has_next: bool = False

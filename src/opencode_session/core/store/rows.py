@@ -4,7 +4,7 @@ they exchange. Core speaks only these; `sqlite/` (and any other backend) impleme
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
@@ -340,6 +340,8 @@ class Writer(Protocol):
     @property
     def suspension(self) -> SuspensionWrites: ...
 
-    def clear_projections(self) -> None:
-        """Empty every table the projector writes (replay rebuilds them from the log)."""
+    def replace_projections(self, replay: Callable[[], None]) -> None:
+        """Empty every table the projector writes and call `replay` to write them again from the log. State kept
+        beside the projections but not derived from events (instruction checkpoints and entries, saved permissions,
+        suspension marks, removal counts) reads exactly the same afterwards, whatever replay touched."""
         ...

@@ -224,11 +224,15 @@ class Store:
         return await self.read(lambda reader: reader.events.latest_seq(aggregate_id))
 
     async def rebuild_projections(self) -> None:
-        """Clear the projection tables and replay every stored event through the projector, in one transaction."""
+        """Clear the projections and replay every stored event through the projector, in one transaction. The
+        state beside them reads the same afterwards; replay publishes nothing."""
 
         def _rebuild(tx: Tx) -> None:
-            tx.rows.clear_projections()
-            for record in tx.events.every():
-                self.project(tx, record)
+            def replay() -> None:
+                for record in tx.events.every():
+                    self.project(tx, record)
+
+            tx.rows.replace_projections(replay)
+            tx.live.clear()  # the usage of old Steps is no news to live readers
 
         await self.write(_rebuild)

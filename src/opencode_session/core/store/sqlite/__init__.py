@@ -1,5 +1,5 @@
 """The SQLite backend of the store: the embedded default (one process per database file)."""
 
-from .backend import PROJECTION_TABLES, SqliteBackend, SqliteRows
+from .backend import LOG_TABLES, PROJECTION_TABLES, STATE_TABLES, SqliteBackend, SqliteRows
 
-__all__ = ["PROJECTION_TABLES", "SqliteBackend", "SqliteRows"]
+__all__ = ["LOG_TABLES", "PROJECTION_TABLES", "STATE_TABLES", "SqliteBackend", "SqliteRows"]
