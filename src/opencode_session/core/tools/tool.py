@@ -79,11 +79,14 @@ class ToolContext:
                      metadata: dict[str, Any] | None = None) -> None:
         """Return once `action` on every resource is allowed (e.g. `bash` on a command); else ToolFailure.
         `save` defaults to the resources themselves."""
-        await self.satisfy([Requirement(action, r) for r in resources], metadata, save)
+        await self.satisfy([Requirement(action, r) for r in resources], metadata,
+                           None if save is None else {action: save})
 
     async def satisfy(self, needs: Sequence[Requirement], metadata: dict[str, Any] | None = None,
-                      save: Sequence[str] | None = None) -> None:
-        """Check each requirement in order: a `deny` fails at once; the ones that `ask` are asked per action."""
+                      save: Mapping[str, Sequence[str]] | None = None) -> None:
+        """Check each requirement in order: a `deny` fails at once (before anything is asked); the ones that `ask`
+        are asked per action, in order. `save` are an action's patterns an `always` remembers (default: the
+        resources asked)."""
         asking: dict[str, list[str]] = {}
         for need in needs:
             effect = need.effect(self.rules)
@@ -98,8 +101,8 @@ class ToolContext:
                     f"Permission required: {action} {', '.join(resources)}. Nobody can approve it here; the user "
                     f"can allow it under \"permission\".\"{action}\" in opencode.json.",
                     session_errors.PERMISSION_REQUIRED)
-            await self.asker(PermissionAsk(action, tuple(resources), tuple(save if save is not None else resources),
-                                           dict(metadata or {})))
+            saved = (save or {}).get(action, resources)
+            await self.asker(PermissionAsk(action, tuple(resources), tuple(saved), dict(metadata or {})))
 
     @staticmethod
     async def _resolve(find: Callable[[], tuple[Path, list[Requirement]]]) -> tuple[Path, list[Requirement]]:
