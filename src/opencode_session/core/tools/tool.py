@@ -146,6 +146,20 @@ class ToolFailure(Exception):
         self.type = type
 
 
+class Correction(ToolFailure):
+    """The user refused a call's permission and said what to do instead (`feedback`): the model reads it and goes
+    on, and the calls of the same Step that have not started yet are not run (`elsewhere`)."""
+
+    def __init__(self, message: str, feedback: str) -> None:
+        super().__init__(message, session_errors.PERMISSION_REJECTED)
+        self.feedback = feedback
+
+    def elsewhere(self) -> ToolFailure:
+        """What another call of the Step fails with instead of asking or running."""
+        return ToolFailure(f"Not run: the user rejected another tool call of this step and said: {self.feedback}",
+                           session_errors.PERMISSION_REJECTED)
+
+
 @contextmanager
 def refusals_as_failures() -> Iterator[None]:
     """Turn an authority refusal into the typed ToolFailure the model reads."""
