@@ -324,7 +324,7 @@ class Step:
                                env=c.env, rules=c.rules, managed_roots=c.managed_roots,
                                asker=self._asker(c.asker_for(record.call_id)) if c.asker_for else None,
                                questioner=c.questioner_for(record.call_id) if c.questioner_for else None,
-                               on_output=self._progress(record.call_id),
+                               on_output=self._progress(record.call_id), publish_live=self._live,
                                model_accepts_images=c.resolved.capabilities.images)
         settlement = await c.tools.run(record.name, tool_input, tool_ctx)
         if isinstance(settlement, ToolErrored) and settlement.error.type in session_errors.DECLINES:

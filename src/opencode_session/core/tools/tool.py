@@ -11,6 +11,7 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 
 from opencode_session.schema import session_errors
+from opencode_session.schema.base import Struct
 from opencode_session.schema.message import ToolContent, ToolTextContent
 
 from ..authority import AccessRefused, Authority, Requirement
@@ -52,6 +53,9 @@ class ToolContext:
     # Live output of a running call (e.g. a command's stdout), shown to clients before the call settles; call it on
     # the event loop's thread (it publishes to the live bus), never from a worker thread.
     on_output: Callable[[str], None] | None = None
+    # Publishes a live-only event about the call's session on the instance stream (e.g. `todo.updated`); on the
+    # event loop's thread too. None: nobody listens.
+    publish_live: Callable[[Struct], None] | None = None
     questioner: Callable[[list[dict[str, Any]]], Awaitable[list[list[str]]]] | None = None
     managed_roots: tuple[Path, ...] = ()  # Managed Tool Output File directories: readable without external_directory
     # Whether the Step's model takes image input, so `read` may return an image as an attachment.
