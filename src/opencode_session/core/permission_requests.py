@@ -112,8 +112,8 @@ class PermissionRequests:
     async def reply(self, session_id: str, request_id: str, reply: PermissionV2Reply, message: str | None) -> None:
         """`once` allows this call; `always` also saves the request's `save` patterns for the project and allows the
         other pending requests they now cover; `reject` with a message fails the call with that feedback for the
-        model, and the other calls of its Step that wait on a request with it; `reject` without one declines: the call fails, the drain stops and the session's other pending
-        requests are declined too."""
+        model, and the other calls of its Step that wait on a request with it; `reject` without one declines: the
+        call fails, the drain stops and the session's other pending requests are declined too."""
         waiting = self._find(session_id, request_id)
         request = waiting.request
         if reply == "always":
