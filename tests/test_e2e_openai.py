@@ -44,6 +44,13 @@ async def client(ocs, provider):
     assert provider.pending == 0, "a scripted provider response was never requested"
 
 
+def enqueue_call(provider, name: str, arguments: dict, answer: str) -> None:
+    """The model calls one tool, then answers once the call settled."""
+    provider.enqueue(fake.completion(fake.tool_call_deltas(0, "call_1", name, json.dumps(arguments)),
+                                     finish_reason="tool_calls"),
+                     fake.completion(fake.text_deltas(answer)))
+
+
 async def _run(client, text: str) -> tuple[str, list]:
     sid = (await client.session.create()).id
     await prompt_and_wait(client, sid, text)
@@ -185,10 +192,7 @@ async def test_bash_output_reaches_an_event_stream_client_while_the_command_runs
     # in the Location, so the command needs no permission to look for it
     gate = Path((await client.location.get()).directory) / "go"
     command = "echo first; while [ ! -f go ]; do sleep 0.05; done; echo second"
-    provider.enqueue(
-        fake.completion(fake.tool_call_deltas(0, "call_1", "bash", json.dumps({"command": command})),
-                        finish_reason="tool_calls"),
-        fake.completion(fake.text_deltas("ran it")))
+    enqueue_call(provider, "bash", {"command": command}, "ran it")
     stream = client.event.subscribe()
     sid = None
     progress: list[str] = []
@@ -218,10 +222,7 @@ async def test_bash_output_reaches_an_event_stream_client_while_the_command_runs
 async def test_todowrite_publishes_the_new_list_on_the_instance_stream(client, provider):
     todos = [{"content": "write the test", "status": "in_progress", "priority": "high"},
              {"content": "run it", "status": "pending", "priority": "low"}]
-    provider.enqueue(
-        fake.completion(fake.tool_call_deltas(0, "call_1", "todowrite", json.dumps({"todos": todos})),
-                        finish_reason="tool_calls"),
-        fake.completion(fake.text_deltas("planned")))
+    enqueue_call(provider, "todowrite", {"todos": todos}, "planned")
     stream = client.event.subscribe()
     sid = None
     seen: list[tuple[str, dict]] = []

@@ -342,7 +342,7 @@ class Step:
 
         async def asking(need: PermissionAsk) -> None:
             if self.refusal is not None:
-                raise self.refusal
+                raise ToolFailure(self.refusal.message, self.refusal.type)
             try:
                 await ask(need)
             except Correction as corrected:
