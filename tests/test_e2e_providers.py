@@ -45,7 +45,8 @@ def ocs(tmp_path_factory, provider):
                        ANTHROPIC_API_KEY=ANTHROPIC_KEY)
     (root / "config" / "opencode").mkdir(parents=True)
     model = {"fake-model": {"cost": COST, "limit": {"context": 100000, "output": 2000}, "variants": {
-        "high": {"reasoningEffort": "high", "thinking": {"type": "enabled", "budgetTokens": 1024}}}}}
+        "high": {"reasoningEffort": "high", "thinking": {"type": "enabled", "budgetTokens": 1024}}}},
+        "stored-model": {"options": {"store": True}}}
     (root / "config" / "opencode" / "opencode.json").write_text(json.dumps({
         "model": "loop/fake-model",
         "agent": {"build": {"temperature": 0.25}},
@@ -69,6 +70,7 @@ def ocs(tmp_path_factory, provider):
 @pytest.fixture
 async def client(ocs, provider):
     provider.requests.clear()
+    provider.refused.clear()
     async with OpenCodeClient(ocs.url) as c:
         yield c
     assert provider.pending == 0, "a scripted provider response was never requested"
@@ -184,6 +186,29 @@ async def test_tool_turn_sends_the_result_back_in_the_protocols_shape(client, pr
         assert "alpha" in result["output"]
     else:
         assert result["type"] == "tool_result" and result["tool_use_id"] == "call_1" and "alpha" in result["content"]
+
+
+@pytest.mark.parametrize("store", [False, True])
+async def test_a_responses_tool_turn_goes_on_with_items_as_the_store_option_keeps_them(client, provider, store):
+    """Without `store` the service keeps no output items and refuses a request naming one: the turn's second request
+    sends reasoning as its encrypted content and the call by its call ID. With `store`, items go by their IDs."""
+    provider.enqueue(wire.responses(wire.r_reasoning("Read it first", encrypted="enc-turn"),
+                                    wire.r_call("call_1", "read", '{"path": "notes.txt"}')),
+                     wire.responses(wire.r_text("It says alpha.")))
+    sid = (await client.session.create(model=ModelRef(providerID="openai",
+                                                      id="stored-model" if store else "fake-model"))).id
+    await prompt_and_wait(client, sid, "what is in notes.txt?")
+    log = await durable_log(client, sid)
+    assert event_types(log)[-1] == "session.execution.succeeded" and not provider.refused
+    second = provider.requests[1].json
+    assert second["store"] is store
+    reasoning, call = (next(i for i in second["input"] if i.get("type") == kind)
+                       for kind in ("reasoning", "function_call"))
+    assert reasoning["encrypted_content"] == "enc-turn" and call["call_id"] == "call_1"
+    if store:
+        assert reasoning["id"].startswith("rs_") and call["id"].startswith("fc_")
+    else:
+        assert not [i for i in second["input"] if "id" in i]
 
 
 @pytest.mark.parametrize(("protocol", "status", "kind"), [
