@@ -33,6 +33,7 @@ PROVIDER = {"chat": "loop", "responses": "openai", "messages": "anthropic"}
 @pytest.fixture(scope="module")
 def provider():
     server = fake.FakeOpenAI()
+    server.keys = {"loop-key", OPENAI_KEY, ANTHROPIC_KEY}  # each in its protocol's scheme, as the services check
     server.start()
     yield server
     server.stop()
@@ -138,7 +139,10 @@ async def test_plain_turn_records_usage_and_cost(client, provider, protocol):
     assert request.path == {"chat": "/v1/chat/completions", "responses": "/v1/responses",
                             "messages": "/v1/messages"}[protocol]
     key = {"chat": "loop-key", "responses": OPENAI_KEY, "messages": ANTHROPIC_KEY}[protocol]
-    assert request.headers["authorization"] == f"Bearer {key}"
+    if protocol == "messages":
+        assert request.headers["x-api-key"] == key and "authorization" not in request.headers
+    else:
+        assert request.headers["authorization"] == f"Bearer {key}"
     # the agent's temperature and the model's output limit reach the request
     assert request.json["temperature"] == 0.25
     limit_field = {"chat": "max_tokens", "responses": "max_output_tokens", "messages": "max_tokens"}[protocol]
@@ -237,6 +241,19 @@ async def test_400_fails_visibly_without_retry_and_without_the_key(client, provi
     assert "temperature" in failed.data.error.message
     assert event_types(log)[-1] == "session.execution.failed" and len(provider.requests) == 1
     assert key not in json.dumps([e.model_dump(mode="json") for e in log])
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_after_a_failed_step_the_next_prompt_is_answered(client, provider, protocol):
+    provider.enqueue(failure(protocol, 400, "invalid_request_error", "Unsupported parameter"))
+    sid, log = await _run(client, protocol, "hi")
+    assert [e.data.error.status for e in log if e.type == "session.step.failed"] == [400]
+    provider.enqueue(text(protocol, "Hello again."))
+    await prompt_and_wait(client, sid, "are you there?")
+    log = await durable_log(client, sid)
+    assert event_types(log)[-1] == "session.execution.succeeded" and not provider.refused
+    answer = [m for m in await client.session.context(sid) if m.type == "assistant"][-1]
+    assert [c.text for c in answer.content] == ["Hello again."]
 
 
 async def test_a_hosted_tool_result_settles_its_call(client, provider):

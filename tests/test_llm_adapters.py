@@ -380,7 +380,10 @@ async def test_only_configured_headers_and_the_key_reach_the_server(server, prot
         await providers.aclose()
     headers = server.requests[0].headers
     assert headers["x-team"] == "blue"
-    assert headers["authorization"] == "Bearer sk-test-key"
+    if protocol == "messages":
+        assert headers["x-api-key"] == "sk-test-key" and "authorization" not in headers
+    else:
+        assert headers["authorization"] == "Bearer sk-test-key"
     assert "x-leak" not in headers and "openai-organization" not in headers
     assert "sk-env-leak" not in json.dumps(headers)
 
@@ -394,7 +397,7 @@ async def test_keyless_server_gets_no_authorization_header(server, protocol):
         [e async for e in provider.stream(request(server.base_url, protocol))]
     finally:
         await provider.aclose()
-    assert "authorization" not in server.requests[0].headers
+    assert "authorization" not in server.requests[0].headers and "x-api-key" not in server.requests[0].headers
 
 
 async def test_providers_share_one_http_client_per_provider_and_close_it(server):
