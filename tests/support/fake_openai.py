@@ -357,8 +357,7 @@ class FakeOpenAI:
             usage = chunk(usage=usage_block(measured, 10), with_choice=False)
             script = dataclasses.replace(script, frames=[*script.frames, json.dumps(usage)])
         if isinstance(script, StreamScript) and _stores_items(recorded):
-            with self._lock:
-                self._stored.update(_output_item_ids(script))
+            self._stored.update(_output_item_ids(script))  # only the server's thread reads and writes it
         return _ScriptedAnswer(self, script)
 
     def _unauthorized(self, request: RecordedRequest) -> _JSONAnswer | None:
