@@ -16,6 +16,7 @@ from opencode_session.schema.message import ToolContent, ToolTextContent
 
 from ..authority import AccessRefused, Authority, Requirement
 from ..permission import DEFAULT_RULES, Ruleset
+from .output import structured_text
 
 # The tool failure type of each kind of refusal: a denial, or a permission only the user could grant.
 _REFUSALS = {"deny": session_errors.PERMISSION_REJECTED, "ask": session_errors.PERMISSION_REQUIRED}
@@ -138,6 +139,12 @@ class ToolOutput:
     def text(self) -> str:
         """All text parts joined by newlines; file parts are not text and are skipped."""
         return "\n".join(part.text for part in self.content if isinstance(part, ToolTextContent))
+
+    def model_text(self) -> str:
+        """The text the model reads: the text parts, or with none the structured value's JSON."""
+        if any(isinstance(part, ToolTextContent) for part in self.content):
+            return self.text()
+        return structured_text(self.structured)
 
 
 class ToolFailure(Exception):
