@@ -283,6 +283,15 @@ async def test_a_method_the_path_lacks_is_a_405_naming_the_methods_it_has(api, m
     assert response.json()["_tag"] == "InvalidRequestError"
 
 
+async def test_a_session_is_created_without_a_body_as_the_document_says(api):
+    async with raw_http(api) as http:
+        doc = (await http.get("/doc")).json()
+        assert doc["paths"]["/api/session"]["post"]["requestBody"]["required"] is False
+        response = await http.post("/api/session")
+    assert response.status_code == 200, response.text
+    assert (await api.session.get(response.json()["data"]["id"])).id == response.json()["data"]["id"]
+
+
 async def test_durable_envelopes_say_where_they_happened(api, tmp_path):
     where = tmp_path / "place"
     where.mkdir()
