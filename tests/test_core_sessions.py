@@ -14,6 +14,7 @@ from opencode_session.schema.errors import (
     SessionNotFoundError,
 )
 from opencode_session.schema.events import LogSynced
+from opencode_session.schema.page import CursorLinks
 from opencode_session.schema.prompt import PromptInput, PromptInputFileAttachment
 from tests.support.core import open_sessions, projected_state
 
@@ -51,11 +52,13 @@ async def test_session_list_pages_both_ways_with_opaque_cursor(tmp_path):
         made = [(await s.create()).id for _ in range(5)]
         newest_first = list(reversed(made))
         page1, links1 = await s.list(limit=2)
-        assert [x.id for x in page1] == newest_first[:2] and links1.previous is None
+        assert [x.id for x in page1] == newest_first[:2]
+        assert await s.list(cursor=links1.previous) == ([], CursorLinks(previous=None, next=None))
         page2, links2 = await s.list(cursor=links1.next)
         assert [x.id for x in page2] == newest_first[2:4]
         page3, links3 = await s.list(cursor=links2.next)
-        assert [x.id for x in page3] == newest_first[4:] and links3.next is None
+        assert [x.id for x in page3] == newest_first[4:]
+        assert await s.list(cursor=links3.next) == ([], CursorLinks(previous=None, next=None))
         back, _ = await s.list(cursor=links3.previous)
         assert [x.id for x in back] == newest_first[2:4]
         asc, _ = await s.list(order="asc", limit=10)
@@ -239,4 +242,4 @@ async def test_session_list_defaults_to_pages_of_fifty(tmp_path):
         page, links = await s.list()
         assert len(page) == 50 and links.next is not None
         rest, more = await s.list(cursor=links.next)
-        assert len(rest) == 1 and more.next is None
+        assert len(rest) == 1 and await s.list(cursor=more.next) == ([], CursorLinks(previous=None, next=None))

@@ -63,9 +63,9 @@ async def test_create_get_adopt_and_not_found(api, tmp_path):
 async def test_list_pages_with_opaque_cursors(api, tmp_path):
     ids = [(await api.session.create(location={"directory": str(tmp_path)})).id for _ in range(3)]
     first = await api.session.list(directory=str(tmp_path), limit=2)
-    assert [s.id for s in first.items] == ids[::-1][:2] and first.previous is None and first.next
+    assert [s.id for s in first.items] == ids[::-1][:2] and first.next
     second = await api.session.list(cursor=first.next)
-    assert [s.id for s in second.items] == ids[::-1][2:] and second.next is None and second.previous
+    assert [s.id for s in second.items] == ids[::-1][2:] and second.previous
     asc = await api.session.list(directory=str(tmp_path), order="asc")
     assert [s.id for s in asc.items] == ids
     with pytest.raises(InvalidCursorError):
@@ -74,6 +74,39 @@ async def test_list_pages_with_opaque_cursors(api, tmp_path):
         await api.session.list(cursor=first.next, order="asc")
     with pytest.raises(InvalidRequestError):
         await api.session.list(limit=0)
+
+
+async def test_page_cursors_are_both_present_on_every_page_and_null_on_an_empty_one(api, tmp_path):
+    # OpenCode 1.18.33's wire: a non-empty page links both ways, even at an edge (the page beyond is then empty);
+    # an empty page has null for both. Session list and messages alike.
+    ids = [(await api.session.create(location={"directory": str(tmp_path)})).id for _ in range(3)]
+    for name in ("a", "b", "c"):
+        await api.session.switch_agent(ids[0], agent=name)
+    lists = {"/api/session": {"directory": str(tmp_path), "limit": "2"},
+             f"/api/session/{ids[0]}/message": {"limit": "2"}}
+    async with raw_http(api) as http:
+        schemas = (await http.get("/doc")).json()["components"]["schemas"]
+        for path, query in lists.items():
+            first = (await http.get(path, params=query)).json()
+            assert set(first["cursor"]) == {"previous", "next"}, first["cursor"]
+            assert all(isinstance(c, str) for c in first["cursor"].values())
+            last = (await http.get(path, params={"cursor": first["cursor"]["next"]})).json()
+            assert len(last["data"]) == 1 and all(isinstance(c, str) for c in last["cursor"].values()), last
+            for beyond in (first["cursor"]["previous"], last["cursor"]["next"]):
+                empty = (await http.get(path, params={"cursor": beyond})).json()
+                assert empty == {"data": [], "cursor": {"previous": None, "next": None}}
+            back = (await http.get(path, params={"cursor": last["cursor"]["previous"]})).json()
+            assert back["data"] == first["data"]
+        nothing = (await http.get("/api/session", params={"directory": str(tmp_path / "none")})).json()
+        assert nothing == {"data": [], "cursor": {"previous": None, "next": None}}
+    # the document says so, and the generated client reads it
+    links = schemas["CursorLinks"]
+    assert sorted(links["required"]) == ["next", "previous"]
+    assert all(prop["type"] == ["string", "null"] for prop in links["properties"].values())
+    edge = await api.session.list(directory=str(tmp_path), order="asc", limit=3)
+    assert [s.id for s in edge.items] == ids and edge.previous and edge.next
+    past = await api.session.list(cursor=edge.next)
+    assert (past.items, past.previous, past.next) == ([], None, None)
 
 
 async def test_switch_agent_and_model(api):
@@ -147,7 +180,8 @@ async def test_messages_page_and_single_message(api):
     page = await api.session.messages(sid, limit=2)
     assert [m.agent for m in page.items] == ["c", "b"] and page.next
     rest = await api.session.messages(sid, cursor=page.next)
-    assert [m.agent for m in rest.items] == ["a"] and rest.next is None
+    assert [m.agent for m in rest.items] == ["a"]
+    assert (await api.session.messages(sid, cursor=rest.next)).items == []
     with pytest.raises(InvalidCursorError):
         await api.session.messages(other, cursor=page.next)
     with pytest.raises(InvalidRequestError):

@@ -7,8 +7,11 @@ import json
 import signal
 import subprocess
 
+import anyio
+import httpx2
 import pytest
 
+from opencode_session.client import OpenCodeClient
 from tests.support import fake_openai as fake
 from tests.support.cli import TIMEOUT, make_home
 from tests.support.server import OCS, start_server
@@ -49,11 +52,66 @@ def test_show_prints_the_transcript(two_sessions):
     older = two_sessions.run("sessions").stdout.splitlines()[1].split("\t")[0]
     done = two_sessions.run("show", older)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "They say **alpha**.\n"  # a pipe gets the text as written
-    assert "> what do the notes say?" in done.stderr
-    assert "✓ read notes.txt" in done.stderr and "00001| alpha" in done.stderr
+    # a pipe gets the whole story on stdout, in order, the answer as written
+    assert done.stdout == ("> what do the notes say?\n✓ read notes.txt\n  00001| alpha\n  00002| beta\n  \n"
+                           "  (End of file: 2 lines)\nThey say **alpha**.\n")
+    assert done.stderr == ""
     missing = two_sessions.run("show", "ses_nope")
     assert missing.returncode == 1 and "SessionNotFoundError" in missing.stderr
+
+
+def _index_in_order(lines: list[str], *expected: str) -> None:
+    """Each expected line appears, after the one before it."""
+    at = -1
+    for text in expected:
+        found = [i for i, line in enumerate(lines) if line == text and i > at]
+        assert found, f"{text!r} not after line {at} in {lines}"
+        at = found[0]
+
+
+async def test_show_is_the_whole_transcript_in_order_and_json_is_the_projected_messages(tmp_path, provider):
+    home = make_home(tmp_path)
+    home.configure(provider)
+    plan = home.work / "plan.md"
+    plan.write_text("step one\n")
+    provider.enqueue(fake.completion(fake.tool_call_deltas(0, "c1", "read", '{"path": "notes.txt"}'),
+                                     finish_reason="tool_calls"),
+                     fake.completion(fake.text_deltas("They say alpha.")),
+                     fake.completion(fake.tool_call_deltas(0, "c2", "read", '{"path": "missing.txt"}'),
+                                     finish_reason="tool_calls"),
+                     fake.completion(fake.text_deltas("Done.")))
+    srv = start_server(tmp_path, env=home.env, db=home.db)
+    try:
+        async with OpenCodeClient(srv.url) as client:
+            sid = (await client.session.create()).id
+            for prompt in ({"text": "what do the notes say?"},
+                           {"text": "and the plan?", "files": [{"uri": plan.as_uri(), "name": "plan.md"}],
+                            "agents": [{"name": "plan"}]}):
+                await client.session.prompt(sid, prompt=prompt)
+                with anyio.fail_after(TIMEOUT):
+                    await client.session.wait(sid)
+            await client.session.compact(sid)
+            with anyio.fail_after(TIMEOUT):
+                await client.session.wait(sid)
+        raw: list = []  # what GET /api/session/{id}/message answers, page after page
+        async with httpx2.AsyncClient(base_url=srv.url) as http:
+            page = (await http.get(f"/api/session/{sid}/message", params={"order": "asc", "limit": 2})).json()
+            while page["data"]:
+                raw += page["data"]
+                page = (await http.get(f"/api/session/{sid}/message", params={"cursor": page["cursor"]["next"]})).json()
+        attached = home.run("show", sid, "--attach", srv.url)
+        attached_json = home.run("show", sid, "--format", "json", "--attach", srv.url)
+    finally:
+        assert srv.stop() == 0, "".join(srv.stderr_lines)
+    local, local_json = home.run("show", sid), home.run("show", sid, "--format", "json")
+    for done in (attached, attached_json, local, local_json):
+        assert done.returncode == 0, done.stderr
+    assert local.stdout == attached.stdout
+    _index_in_order(local.stdout.splitlines(), "> what do the notes say?", "✓ read notes.txt", "  00001| alpha",
+                    "They say alpha.", "> and the plan? [file plan.md] [agent plan]", "✗ read missing.txt", "Done.",
+                    "[context compacted (manual)]")
+    assert len(raw) > 4 and [json.loads(line) for line in local_json.stdout.splitlines()] == raw
+    assert local_json.stdout == attached_json.stdout
 
 
 def test_log_prints_durable_events_after_a_sequence(two_sessions):

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from tests.support import fake_openai as fake
-from tests.support.cli import TIMEOUT, make_home, session_state, types
+from tests.support.cli import (
+    TIMEOUT,
+    assert_ignored_keys_named_once,
+    configure_ignored_keys,
+    make_home,
+    session_state,
+    types,
+)
 from tests.support.server import OCS, start_server
 
 # each test starts `ocs` processes (and some a server): slow on a busy machine
@@ -132,6 +139,16 @@ async def test_bad_config_names_file_and_line(tmp_path, provider):
     assert f"warning: {project}:2: unknown key 'modle' (did you mean 'model'?)" in done.stderr
     assert f"Invalid config {project}:3: model: Input should be a valid string" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+async def test_run_names_each_config_key_it_does_not_act_on_once(tmp_path, provider):
+    home = make_home(tmp_path)
+    global_file, project = configure_ignored_keys(home, provider)
+    provider.enqueue(fake.completion(fake.text_deltas("hello")))
+    done = home.run("run", "hi")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "hello\n"
+    assert_ignored_keys_named_once(done.stderr, global_file, project)
 
 
 async def test_unreachable_provider_names_its_url_and_ctrl_c_ends_the_wait(tmp_path, provider):

@@ -10,7 +10,7 @@ import pytest
 
 from opencode_session.client import OpenCodeClient
 from tests.support import fake_openai as fake
-from tests.support.cli import TIMEOUT, make_home
+from tests.support.cli import TIMEOUT, assert_ignored_keys_named_once, configure_ignored_keys, make_home
 from tests.support.server import start_server
 
 # each test starts `ocs` processes (and some a server): slow on a busy machine
@@ -48,6 +48,17 @@ async def test_start_says_model_config_auth_and_document_then_logs_failed_execut
     finally:
         assert srv.stop() == 0, "".join(srv.stderr_lines)
     assert not any("Traceback" in line for line in srv.stderr_lines)
+
+
+async def test_start_names_each_config_key_it_does_not_act_on_once(tmp_path, loop_provider):
+    home = make_home(tmp_path)
+    global_file, project = configure_ignored_keys(home, loop_provider)
+    srv = start_server(tmp_path, env=home.env)
+    try:
+        assert srv.wait_for_stderr("auth", TIMEOUT)
+    finally:
+        assert srv.stop() == 0, "".join(srv.stderr_lines)
+    assert_ignored_keys_named_once("".join(srv.stderr_lines), global_file, project)
 
 
 async def test_no_model_is_said_at_start(tmp_path):

@@ -77,6 +77,33 @@ def test_a_foreign_origin_is_refused_and_no_cors_headers_are_sent(server, http):
     assert plain.status_code == 200 and not any(h.lower().startswith("access-control-") for h in plain.headers)
 
 
+def test_the_servers_own_origin_is_allowed(server, http):
+    # A page the server itself serves says so in Origin: the scheme and the (allowed) Host it was addressed by.
+    port = server.url.rsplit(":", 1)[1]
+    for host, origin in ((f"127.0.0.1:{port}", server.url), (f"localhost:{port}", f"http://localhost:{port}"),
+                         (f"[::1]:{port}", f"http://[::1]:{port}"), (f"LocalHost:{port}", f"http://localhost:{port}/"),
+                         ("localhost", "http://localhost"), ("localhost:80", "http://localhost"),
+                         (f"{ALLOWED_HOST}:{port}", f"http://{ALLOWED_HOST}:{port}")):
+        response = http.post(server.url + "/api/session", json={}, headers={"Host": host, "Origin": origin},
+                             timeout=TIMEOUT)
+        assert response.status_code == 200, (host, origin, response.text)
+        assert "access-control-allow-origin" not in response.headers  # same-origin needs no CORS
+    # Anything else about the origin differs: another scheme, port or name, or a Host that is not allowed (a page
+    # rebound to 127.0.0.1 names its own domain in both).
+    for host, origin in ((f"127.0.0.1:{port}", f"https://127.0.0.1:{port}"),
+                         (f"127.0.0.1:{port}", f"http://127.0.0.1:{int(port) + 1}"),
+                         (f"127.0.0.1:{port}", f"http://localhost:{port}"),
+                         (f"localhost:{port}", f"http://localhost:{port}/app"),
+                         (f"localhost:{port}", f"http://user@localhost:{port}"),
+                         ("localhost:443", "https://localhost"), (f"127.0.0.1:{port}", "null"),
+                         (f"attacker.example:{port}", f"http://attacker.example:{port}")):
+        response = http.post(server.url + "/api/session", json={"id": "ses_cross_origin"},
+                             headers={"Host": host, "Origin": origin}, timeout=TIMEOUT)
+        assert response.status_code == 403, (host, origin, response.text)
+        assert _tag(response) == "ForbiddenError"
+    assert http.get(server.url + "/api/session/ses_cross_origin", timeout=TIMEOUT).status_code == 404
+
+
 def test_an_allowed_origin_gets_cors(server, http):
     preflight = http.options(server.url + "/api/session", headers={
         "Origin": ALLOWED_ORIGIN, "Access-Control-Request-Method": "POST",

@@ -13,7 +13,7 @@ from typing import Any
 from ..client.generated import OpenCodeClient
 from ..schema.base import wire
 from .hosts import open_host
-from .render import View, show_transcript, tool_summary
+from .render import show_transcript, tool_summary
 
 PAGE = 200
 
@@ -72,10 +72,19 @@ async def _messages(client: OpenCodeClient, session_id: str) -> list[dict[str, A
         page = await client.session.messages(session_id, cursor=page.next)
 
 
-async def show_session(attach: str | None, db: Path | None, directory: Path, session_id: str, view: View) -> None:
+async def show_session(attach: str | None, db: Path | None, directory: Path, session_id: str,
+                       as_json: bool) -> None:
+    """The transcript, or (`as_json`) every projected message as GET .../message answers it, oldest first."""
+    from .run import make_view
+
     async with open_host(attach, db, directory) as client:
         session = await client.session.get(session_id)
         messages = await _messages(client, session_id)
+    if as_json:
+        for message in messages:
+            _json_line(message)
+        return
+    view = make_view(one_stream=True)
     view.info(f"{session.title}  ({session.id}, {session.location.directory})")
     show_transcript(view, messages)
     view.close()

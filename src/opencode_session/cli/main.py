@@ -103,12 +103,11 @@ def sessions(limit: int, output: str, attach: str | None, db: Path | None) -> in
     return _finish(lambda: list_sessions(attach, db, _cwd(), limit, output == "json"))
 
 
-def show(session: str, attach: str | None, db: Path | None) -> int:
+def show(session: str, output: str, attach: str | None, db: Path | None) -> int:
     """Show a session's transcript: prompts, answers, tool calls and their results."""
     from .inspect import show_session
-    from .run import make_view
 
-    return _finish(lambda: show_session(attach, db, _cwd(), session, make_view()))
+    return _finish(lambda: show_session(attach, db, _cwd(), session, output == "json"))
 
 
 def log(session: str, after: int | None, follow: bool, output: str, attach: str | None, db: Path | None) -> int:
@@ -242,6 +241,8 @@ def _sessions_arguments(p: argparse.ArgumentParser) -> None:
 
 def _show_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("session", help="The session ID.")
+    p.add_argument("--format", dest="output", default="default", metavar="FORMAT",
+                   help="default (the transcript) or json (its projected messages, one a line, oldest first).")
     _reading(p)
 
 

@@ -42,6 +42,10 @@ def bounded_lines(text: str, max_lines: int = RESULT_LINES) -> list[str]:
     return shown
 
 
+def _file(part: dict[str, Any]) -> str:
+    return f"[file {part.get('name') or part.get('uri', '')}]"
+
+
 def content_text(content: list[dict[str, Any]] | None) -> str:
     """The text parts of a tool result's content, joined; file parts are named."""
     parts = []
@@ -49,8 +53,15 @@ def content_text(content: list[dict[str, Any]] | None) -> str:
         if part.get("type") == "text":
             parts.append(part.get("text", ""))
         elif part.get("type") == "file":
-            parts.append(f"[file {part.get('name') or part.get('uri', '')}]")
+            parts.append(_file(part))
     return "\n".join(parts)
+
+
+def prompt_text(message: dict[str, Any]) -> str:
+    """What the user said: the text, then the files and agents attached, by name."""
+    attached = [_file(f) for f in message.get("files") or []]
+    attached += [f"[agent {a.get('name', '')}]" for a in message.get("agents") or []]
+    return " ".join(piece for piece in (message.get("text", ""), *attached) if piece)
 
 
 class View(Protocol):
@@ -189,9 +200,13 @@ def show_transcript(view: View, messages: list[dict[str, Any]]) -> None:
     for message in messages:
         kind = message.get("type")
         if kind == "user":
-            view.user(message.get("text", ""))
+            view.user(prompt_text(message))
         elif kind == "synthetic":
             view.notice(f"[context] {message.get('description') or message.get('text', '')[:SUMMARY_CHARS]}")
+        elif kind == "compaction":
+            status = message.get("status") or "completed"  # stored before compactions had a status
+            outcome = {"completed": "compacted", "failed": "compaction failed"}.get(status, "compacting")
+            view.notice(f"[context {outcome} ({message.get('reason')})]")
         elif kind in ("agent-switched", "model-switched"):
             model = message.get("model") or {}
             view.notice(f"[agent {message['agent']}]" if kind == "agent-switched"

@@ -57,15 +57,16 @@ def model_ref(value: str) -> dict[str, str]:
     return {"providerID": parsed[0], "id": parsed[1]}
 
 
-def make_view(as_json: bool = False) -> View:
-    """JSON lines, the terminal view when stdout is a terminal, else plain text."""
+def make_view(as_json: bool = False, *, one_stream: bool = False) -> View:
+    """JSON lines, the terminal view when stdout is a terminal, else plain text: the answer on stdout and the rest on
+    stderr, or (`one_stream`, for a transcript) all of it on stdout in order."""
     if as_json:
         return JsonView()
     if sys.stdout.isatty() and os.environ.get("TERM") != "dumb":
         from .terminal import TerminalView
 
         return TerminalView()
-    return PlainView()
+    return PlainView(err=sys.stdout) if one_stream else PlainView()
 
 
 # --- Ctrl-C ---------------------------------------------------------------------------------------------------

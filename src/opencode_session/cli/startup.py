@@ -81,9 +81,12 @@ def survey(directory: Path, env: Mapping[str, str], *, model: str | None = None,
 
 
 def report_config(found: Survey, say: Callable[[str], None]) -> None:
-    """Warnings about the config, one line each; raises StartupError for a config that cannot be used."""
+    """Warnings about the config and the keys it sets that are not acted on, one line each; raises StartupError
+    for a config that cannot be used."""
     for warning in found.report.warnings:
         say(f"warning: {warning}")
+    for ignored in found.report.ignored.values():
+        say(f"note: {ignored}")
     if found.report.error is not None:
         raise StartupError(str(found.report.error))
 

@@ -42,7 +42,8 @@ class CallOptions:
 
 @dataclass
 class Page(Generic[T]):
-    """A bounded, ordered slice of a list with opaque cursors to the neighbouring slices of the same query."""
+    """A bounded, ordered slice of a list with opaque cursors to the neighbouring slices of the same query: both
+    are set whenever the slice has items (at an edge they lead to an empty slice), neither when it is empty."""
 
     items: list[T]
     previous: str | None = None

@@ -376,14 +376,43 @@ def config_files(directory: Path, project_root: Path, env: Mapping[str, str] = o
     return ordered
 
 
-# OpenCode's own top-level keys (its config schema is strict), and this runtime's `tool_output`. Anything else
-# is kept (it may be newer than this list) but flagged: most often it is a typo.
-KNOWN_TOP_LEVEL_KEYS = frozenset({
-    "$schema", "theme", "keybinds", "logLevel", "tui", "server", "command", "skills", "watcher", "plugin",
-    "snapshot", "share", "autoshare", "autoupdate", "disabled_providers", "enabled_providers", "model",
-    "small_model", "default_agent", "username", "mode", "agent", "provider", "mcp", "formatter", "lsp",
-    "instructions", "layout", "permission", "tools", "enterprise", "compaction", "experimental", "tool_output",
+# The top-level keys this runtime acts on (`tool_output` is its own).
+ACTED_ON_KEYS = frozenset({
+    "model", "small_model", "default_agent", "provider", "agent", "instructions", "permission", "compaction",
+    "tool_output", "websearch",
 })
+# OpenCode's keys this runtime knows but does not act on yet, each with what it configures there. A file that sets
+# one loads as before, and `ocs serve` and `ocs run` name it once at start; the work that implements a key takes it
+# out of this table (and reads it).
+NOT_ACTED_ON: dict[str, str] = {
+    "mcp": "MCP servers and their tools",
+    "plugin": "plugins",
+    "command": "custom commands",
+    "snapshot": "working-tree snapshots per step",
+    "skills": "more skill folders",
+    "formatter": "formatters run on edited files",
+    "lsp": "language servers",
+    "watcher": "the file watcher",
+    "tools": "tools switched on and off for every agent",
+    "mode": "agents, under their old name",
+    "disabled_providers": "providers left out",
+    "enabled_providers": "the only providers offered",
+    "server": "the server's address and CORS origins",
+    "share": "session sharing",
+    "autoshare": "session sharing",
+    "enterprise": "an enterprise share server",
+    "experimental": "experimental features",
+    "autoupdate": "updates",
+    "logLevel": "log verbosity",
+    "username": "the name the TUI shows",
+    "theme": "the TUI",
+    "keybinds": "the TUI",
+    "tui": "the TUI",
+    "layout": "the TUI",
+}
+# Every key OpenCode's (strict) config schema has, and this runtime's own. Anything else is kept (it may be newer than
+# these lists) but flagged: most often it is a typo.
+KNOWN_TOP_LEVEL_KEYS = ACTED_ON_KEYS | NOT_ACTED_ON.keys() | {"$schema"}
 # Deprecated keys are never suggested for a typo: "modle" means "model", not the old "mode".
 _SUGGESTED_KEYS = sorted(KNOWN_TOP_LEVEL_KEYS - {"mode", "autoshare", "layout", "tools"})
 
@@ -403,12 +432,14 @@ class ConfigWarning:
 @dataclass
 class ConfigReport:
     """What the configuration of one directory is made of: its files in merge order, the merged config (None
-    when a file is unusable, then `error` says why), and warnings about keys and variables."""
+    when a file is unusable, then `error` says why), warnings about keys and variables, and the keys set that this
+    runtime does not act on (each where it is first set)."""
 
     files: list[Path]
     config: Config | None = None
     error: ConfigError | None = None
     warnings: list[ConfigWarning] = field(default_factory=list)
+    ignored: dict[str, ConfigWarning] = field(default_factory=dict)
 
 
 def _format_validation(exc: ValidationError) -> str:
@@ -419,7 +450,7 @@ def _format_validation(exc: ValidationError) -> str:
     return "; ".join(problems)
 
 
-def _read_file(path: Path, env: Mapping[str, str], warnings: list[ConfigWarning]) -> dict[str, Any]:
+def _read_file(path: Path, env: Mapping[str, str], report: ConfigReport) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -432,16 +463,19 @@ def _read_file(path: Path, env: Mapping[str, str], warnings: list[ConfigWarning]
         return _line_of(cleaned, key_offsets(cleaned), where)
 
     for key in raw:
-        if key not in KNOWN_TOP_LEVEL_KEYS:
+        if key in NOT_ACTED_ON and key not in report.ignored:
+            report.ignored[key] = ConfigWarning(path, line_of((key,)), f"key {key!r} ({NOT_ACTED_ON[key]}) is not"
+                                                                       " acted on by this runtime yet: ignored")
+        elif key not in KNOWN_TOP_LEVEL_KEYS:
             close = difflib.get_close_matches(key, _SUGGESTED_KEYS, n=1, cutoff=0.6)
             hint = f" (did you mean {close[0]!r}?)" if close else " (ignored)"
-            warnings.append(ConfigWarning(path, line_of((key,)), f"unknown key {key!r}{hint}"))
+            report.warnings.append(ConfigWarning(path, line_of((key,)), f"unknown key {key!r}{hint}"))
 
     def unset(name: str) -> None:
         placeholder = text.find("{env:" + name)
         line = _line_col(text, placeholder)[0] if placeholder >= 0 else None
-        warnings.append(ConfigWarning(path, line, f"{{env:{name}}} names an unset environment variable"
-                                                  " (it reads as an empty string)"))
+        report.warnings.append(ConfigWarning(path, line, f"{{env:{name}}} names an unset environment variable"
+                                                         " (it reads as an empty string)"))
 
     data = _substitute(raw, env, path.parent, path, unset)
     try:
@@ -454,7 +488,7 @@ def _read_file(path: Path, env: Mapping[str, str], warnings: list[ConfigWarning]
 
 def load_file(path: Path, env: Mapping[str, str] = os.environ) -> dict[str, Any]:
     """One config file, parsed, substituted and checked against the typed model."""
-    return _read_file(path, env, [])
+    return _read_file(path, env, ConfigReport([path]))
 
 
 def inspect_config(directory: Path, project_root: Path, env: Mapping[str, str] = os.environ) -> ConfigReport:
@@ -464,7 +498,7 @@ def inspect_config(directory: Path, project_root: Path, env: Mapping[str, str] =
     merged: dict[str, Any] = {}
     try:
         for path in report.files:
-            merged = merge_config(merged, _read_file(path, env, report.warnings))
+            merged = merge_config(merged, _read_file(path, env, report))
         report.config = Config.model_validate(merged)
     except ConfigError as bad:
         report.error = bad
@@ -492,12 +526,14 @@ def parse_model_string(value: str) -> tuple[str, str] | None:
 
 
 __all__ = [
+    "ACTED_ON_KEYS",
     "AgentConfig",
     "Config",
     "ConfigError",
     "ConfigReport",
     "ConfigWarning",
     "KNOWN_TOP_LEVEL_KEYS",
+    "NOT_ACTED_ON",
     "ModelConfig",
     "ModelCostConfig",
     "ModelLimit",

@@ -65,7 +65,7 @@ def _encode(endpoint: Endpoint, result: Any) -> Any:
         return {"data": wire(result)}
     if kind == "page":
         items, links = result
-        return {"data": wire(items), "cursor": wire(links)}
+        return {"data": wire(items), "cursor": links.wire()}
     return wire(result)
 
 

@@ -39,16 +39,34 @@ def is_loopback(host: str) -> bool:
     return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
-def _host_name(value: str) -> str | None:
-    """The name in a Host header (`name`, `name:port`, `[v6]:port`); None when it is not a valid authority."""
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _authority(url: str) -> tuple[str, int | None] | None:
+    """(name, port) of `//name[:port]`; None when it is anything else (a path, user info, a bad port)."""
     try:
-        parts = urlsplit("//" + value.strip())
-        parts.port  # noqa: B018 - raises ValueError for a non-numeric or out-of-range port
+        parts = urlsplit(url)
+        port = parts.port  # raises ValueError for a non-numeric or out-of-range port
     except ValueError:
         return None
     if parts.username is not None or parts.path or parts.query or parts.fragment or not parts.hostname:
         return None
-    return parts.hostname
+    return parts.hostname, port
+
+
+def _host_name(value: str) -> str | None:
+    """The name in a Host header (`name`, `name:port`, `[v6]:port`); None when it is not a valid authority."""
+    authority = _authority("//" + value.strip())
+    return None if authority is None else authority[0]
+
+
+def _same_origin(origin: str, scheme: str, host: str) -> bool:
+    """Whether `origin` is the one a request addressed to `scheme://host` comes from: a page this server served."""
+    default, prefix, text = _DEFAULT_PORTS.get(scheme), scheme + "://", _normalise_origin(origin)
+    if default is None or not text.startswith(prefix):
+        return False
+    own, theirs = _authority("//" + host.strip()), _authority("//" + text.removeprefix(prefix))
+    return own is not None and theirs is not None and (own[0], own[1] or default) == (theirs[0], theirs[1] or default)
 
 
 def _normalise_origin(origin: str) -> str:
@@ -63,7 +81,8 @@ async def _reject(send: Send, err: TaggedError, status: int | None = None) -> No
 
 
 class OriginGuard:
-    """403 unless the Host names a loopback address or an allowed host, and any browser Origin is an allowed one.
+    """403 unless the Host names a loopback address or an allowed host, and any browser Origin is an allowed one or
+    the server's own (the request's scheme and Host).
 
     A page on another site can make a browser send requests here (no preflight for "simple" requests) and, by
     rebinding its own domain to 127.0.0.1, read the answers; the Origin and Host headers are what give it away.
@@ -92,7 +111,9 @@ class OriginGuard:
             elif key == b"origin":
                 origin = value.decode("latin-1")
         refusal = self._host_refusal(host)
-        if refusal is None and origin is not None and _normalise_origin(origin) not in self.origins:
+        # Only once the Host is allowed may the Origin match it: a rebound page names its own domain in both.
+        if refusal is None and origin is not None and _normalise_origin(origin) not in self.origins and not (
+                host is not None and _same_origin(origin, scope.get("scheme", "http"), host.decode("latin-1"))):
             refusal = f"Origin {origin!r} is not allowed (start the server with --allow-origin to allow it)"
         return refusal
 

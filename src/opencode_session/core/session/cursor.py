@@ -73,8 +73,8 @@ class MessageCursor(_Cursor):
 
 
 def page_links(page: KeysetPage[Any], cursor_at: Callable[[Key, Direction], str]) -> CursorLinks:
-    """Links to the neighbouring pages, present only when items lie beyond that edge."""
-    return CursorLinks(
-        previous=cursor_at(page.first, "previous") if page.has_previous and page.first is not None else None,
-        next=cursor_at(page.last, "next") if page.has_next and page.last is not None else None,
-    )
+    """Links to the neighbouring pages, both whenever the page has items (as OpenCode links them: whether any lie
+    beyond an edge is for the next page to say), neither on an empty page."""
+    if page.first is None or page.last is None:
+        return CursorLinks(previous=None, next=None)
+    return CursorLinks(previous=cursor_at(page.first, "previous"), next=cursor_at(page.last, "next"))

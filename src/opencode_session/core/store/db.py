@@ -60,13 +60,26 @@ def _connect(path: str) -> sqlite3.Connection:
     return conn
 
 
+# The log, which replay reads and never changes.
+LOG_TABLES = ("event_sequence", "event")
 # The tables the projector writes: cleared and rebuilt from the event log by replay.
 PROJECTION_TABLES = ("session", "session_message", "session_pending")
+# State kept beside the projections but not derived from events, which a rebuild leaves as it was: the instruction
+# checkpoint and entries (the files and values a baseline was read from are not in the log), the "always"
+# permissions, the count of removed messages the history cache watches, and the suspension mark of a session row.
+STATE_TABLES = ("instruction_checkpoint", "instruction_entry", "permission_saved", "session_message_removal")
+SESSION_STATE_COLUMNS = ("time_suspended",)
 
 
 def live_event(data: Struct, aggregate_id: str) -> EventRecord:
     """A live-only event: no sequence, published once and never stored."""
     return EventRecord(id=event_id(), created=now_ms(), data=data, aggregate_id=aggregate_id)
+
+
+def _read_all(reader: Reader, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
+    """A query's column names and all its rows."""
+    cursor = reader.execute(sql)
+    return [d[0] for d in cursor.description], [tuple(row) for row in cursor]
 
 
 class Reader:
@@ -290,13 +303,24 @@ class Store:
         return await self.read(lambda reader: events.latest_seq(reader, aggregate_id))
 
     async def rebuild_projections(self) -> None:
-        """Clear the projection tables and replay every stored event through the projector, in one transaction."""
+        """Clear the projection tables and replay every stored event through the projector, in one transaction.
+        The state beside them reads the same afterwards, whatever clearing the sessions cascaded into (or replaying
+        an event reset); replay publishes nothing."""
 
         def _rebuild(tx: Tx) -> None:
             tx.execute("PRAGMA defer_foreign_keys = ON")
+            kept = {table: _read_all(tx, f"SELECT rowid, * FROM {table}") for table in STATE_TABLES}
+            marks = {column: _read_all(tx, f"SELECT {column}, id FROM session")[1] for column in SESSION_STATE_COLUMNS}
             for table in reversed(PROJECTION_TABLES):
                 tx.execute(f"DELETE FROM {table}")
             for record in events.every(tx):
                 self.project(tx, record)
+            tx.live.clear()  # the usage of old Steps is no news to live readers
+            for table, (columns, rows) in kept.items():
+                tx.execute(f"DELETE FROM {table}")
+                tx.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                               rows)
+            for column, values in marks.items():
+                tx.executemany(f"UPDATE session SET {column} = ? WHERE id = ?", values)
 
         await self.write(_rebuild)

@@ -1,5 +1,5 @@
-"""Keyset paging: one page of a table's rows ordered by a key, after (or before) an anchor key, and whether rows lie
-beyond either edge of the page."""
+"""Keyset paging: one page of a table's rows ordered by a key, after (or before) an anchor key, with the keys of its
+first and last rows to page on from."""
 
 from __future__ import annotations
 
@@ -39,30 +39,22 @@ class PageRequest:
 
 @dataclass(frozen=True)
 class KeysetPage(Generic[T]):
-    """The items in `order`, the keys of the first and last (None when empty), and whether more lie beyond each."""
+    """The items in `order` and the keys of the first and last (None when empty)."""
 
     items: list[T]
     first: Key | None = None
     last: Key | None = None
-    has_previous: bool = False
-    has_next: bool = False
 
 
 def keyset_page(reader: Reader, keyset: Keyset, request: PageRequest,
                 decode: Callable[[sqlite3.Row], T]) -> KeysetPage[T]:
     toward_next = request.direction == "next"
-    rows = _rows(reader, keyset, request.order, toward_next, request.anchor, request.limit + 1)
-    more = len(rows) > request.limit
-    rows = rows[:request.limit]
+    rows = _rows(reader, keyset, request.order, toward_next, request.anchor, request.limit)
     if not toward_next:
         rows.reverse()
     if not rows:
         return KeysetPage([])
-    first, last = _key_of(keyset, rows[0]), _key_of(keyset, rows[-1])
-    has_next = more if toward_next else _exists(reader, keyset, request.order, True, last)
-    has_previous = more if not toward_next else (
-        request.anchor is not None and _exists(reader, keyset, request.order, False, first))
-    return KeysetPage([decode(row) for row in rows], first, last, has_previous, has_next)
+    return KeysetPage([decode(row) for row in rows], _key_of(keyset, rows[0]), _key_of(keyset, rows[-1]))
 
 
 def _beyond(keyset: Keyset, order: Order, toward_next: bool, anchor: Key) -> tuple[list[str], list[Any]]:
@@ -81,12 +73,6 @@ def _rows(reader: Reader, keyset: Keyset, order: Order, toward_next: bool, ancho
     order_by = ", ".join(f"{column} {sort}" for column in keyset.key)
     sql = f"SELECT * FROM {keyset.table} WHERE {' AND '.join(clauses) or '1'} ORDER BY {order_by} LIMIT ?"
     return reader.execute(sql, (*params, limit)).fetchall()
-
-
-def _exists(reader: Reader, keyset: Keyset, order: Order, toward_next: bool, anchor: Key) -> bool:
-    clauses, params = _beyond(keyset, order, toward_next, anchor)
-    sql = f"SELECT 1 FROM {keyset.table} WHERE {' AND '.join(clauses)} LIMIT 1"
-    return reader.execute(sql, params).fetchone() is not None
 
 
 def _key_of(keyset: Keyset, row: sqlite3.Row) -> Key:

@@ -172,6 +172,21 @@ def window(reader: Reader, session_id: str, after: int, updates_through: int) ->
     return [_history_row(row) for row in rows]
 
 
+def compaction_trigger(reader: Reader, session_id: str, compaction_seq: int) -> HistoryRow | None:
+    """The input an automatic compaction at `compaction_seq` was made for: the newest user message before it, unless
+    a completed manual compaction lies between the two (that message had its answer before then)."""
+    row = reader.execute(_COLUMNS + " FROM session_message WHERE session_id = ? AND type = 'user' AND seq < ?"
+                         " ORDER BY seq DESC LIMIT 1", (session_id, compaction_seq)).fetchone()
+    if row is None:
+        return None
+    manual = reader.execute(
+        "SELECT 1 FROM session_message WHERE session_id = ? AND type = 'compaction' AND seq > ? AND seq < ?"
+        " AND json_extract(data, '$.reason') = 'manual'"
+        " AND coalesce(json_extract(data, '$.status'), 'completed') = 'completed' LIMIT 1",
+        (session_id, row[1], compaction_seq)).fetchone()
+    return None if manual is not None else _history_row(row)
+
+
 def removed(reader: Reader, session_id: str) -> int:
     """How many of the session's messages have ever been removed (a trigger counts them)."""
     row = reader.execute("SELECT removed FROM session_message_removal WHERE session_id = ?", (session_id,)).fetchone()

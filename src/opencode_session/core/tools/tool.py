@@ -11,10 +11,12 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 
 from opencode_session.schema import session_errors
+from opencode_session.schema.base import Struct
 from opencode_session.schema.message import ToolContent, ToolTextContent
 
 from ..authority import AccessRefused, Authority, Requirement
 from ..permission import DEFAULT_RULES, Ruleset
+from .output import structured_text
 
 # The tool failure type of each kind of refusal: a denial, or a permission only the user could grant.
 _REFUSALS = {"deny": session_errors.PERMISSION_REJECTED, "ask": session_errors.PERMISSION_REQUIRED}
@@ -52,6 +54,9 @@ class ToolContext:
     # Live output of a running call (e.g. a command's stdout), shown to clients before the call settles; call it on
     # the event loop's thread (it publishes to the live bus), never from a worker thread.
     on_output: Callable[[str], None] | None = None
+    # Publishes a live-only event about the call's session on the instance stream (e.g. `todo.updated`); on the
+    # event loop's thread too. None: nobody listens.
+    publish_live: Callable[[Struct], None] | None = None
     questioner: Callable[[list[dict[str, Any]]], Awaitable[list[list[str]]]] | None = None
     managed_roots: tuple[Path, ...] = ()  # Managed Tool Output File directories: readable without external_directory
     # Whether the Step's model takes image input, so `read` may return an image as an attachment.
@@ -79,11 +84,14 @@ class ToolContext:
                      metadata: dict[str, Any] | None = None) -> None:
         """Return once `action` on every resource is allowed (e.g. `bash` on a command); else ToolFailure.
         `save` defaults to the resources themselves."""
-        await self.satisfy([Requirement(action, r) for r in resources], metadata, save)
+        await self.satisfy([Requirement(action, r) for r in resources], metadata,
+                           None if save is None else {action: save})
 
     async def satisfy(self, needs: Sequence[Requirement], metadata: dict[str, Any] | None = None,
-                      save: Sequence[str] | None = None) -> None:
-        """Check each requirement in order: a `deny` fails at once; the ones that `ask` are asked per action."""
+                      save: Mapping[str, Sequence[str]] | None = None) -> None:
+        """Check each requirement in order: a `deny` fails at once (before anything is asked); the ones that `ask`
+        are asked per action, in order. `save` are an action's patterns an `always` remembers (default: the
+        resources asked)."""
         asking: dict[str, list[str]] = {}
         for need in needs:
             effect = need.effect(self.rules)
@@ -98,8 +106,8 @@ class ToolContext:
                     f"Permission required: {action} {', '.join(resources)}. Nobody can approve it here; the user "
                     f"can allow it under \"permission\".\"{action}\" in opencode.json.",
                     session_errors.PERMISSION_REQUIRED)
-            await self.asker(PermissionAsk(action, tuple(resources), tuple(save if save is not None else resources),
-                                           dict(metadata or {})))
+            saved = (save or {}).get(action, resources)
+            await self.asker(PermissionAsk(action, tuple(resources), tuple(saved), dict(metadata or {})))
 
     @staticmethod
     async def _resolve(find: Callable[[], tuple[Path, list[Requirement]]]) -> tuple[Path, list[Requirement]]:
@@ -132,6 +140,12 @@ class ToolOutput:
         """All text parts joined by newlines; file parts are not text and are skipped."""
         return "\n".join(part.text for part in self.content if isinstance(part, ToolTextContent))
 
+    def model_text(self) -> str:
+        """The text the model reads: the text parts, or with none the structured value's JSON."""
+        if any(isinstance(part, ToolTextContent) for part in self.content):
+            return self.text()
+        return structured_text(self.structured)
+
 
 class ToolFailure(Exception):
     """A failure the model should read and can act on (bad path, missing file, refused permission), not a defect.
@@ -141,6 +155,20 @@ class ToolFailure(Exception):
         super().__init__(message)
         self.message = message
         self.type = type
+
+
+class Correction(ToolFailure):
+    """The user refused a call's permission and said what to do instead (`feedback`): the model reads it and goes
+    on, and the calls of the same Step that have not started yet are not run (`elsewhere`)."""
+
+    def __init__(self, message: str, feedback: str) -> None:
+        super().__init__(message, session_errors.PERMISSION_REJECTED)
+        self.feedback = feedback
+
+    def elsewhere(self) -> ToolFailure:
+        """What another call of the Step fails with instead of asking or running."""
+        return ToolFailure(f"Not run: the user rejected another tool call of this step and said: {self.feedback}",
+                           session_errors.PERMISSION_REJECTED)
 
 
 @contextmanager
