@@ -49,6 +49,7 @@ class Refusal:
             return self.field is None and field is None
         return re.fullmatch(re.escape(self.field).replace(r"\*", "[0-9]+"), field) is not None
 
+
 # Every route answers these, whatever it declares: request validation, the request guard (Host/Origin 403, body
 # media type 415 and size 413, for any request that carries a body) and auth run before the handler.
 IMPLICIT_ERRORS: tuple[ErrorDeclaration, ...] = (
