@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -132,7 +133,7 @@ def _schemas_in_operations(document: dict[str, Any]) -> Iterator[dict[str, Any]]
                 yield media["schema"]
             for response in op["responses"].values():
                 for media in response.get("content", {}).values():
-                    yield media["schema"]
+                    yield media.get("schema") or media["itemSchema"]
 
 
 # --- the table ------------------------------------------------------------------------------------
@@ -348,3 +349,97 @@ def test_schemathesis_loads_every_operation(doc):
     labels = {result.ok().label for result in schema.get_all_operations()}
     assert len(labels) == len(ENDPOINTS)
     assert "POST /api/session/{sessionID}/prompt" in labels
+
+
+# --- what the document promises beyond shapes -------------------------------------------------------------
+
+
+def _param(op: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(p for p in op["parameters"] if p["name"] == name)
+
+
+def test_rules_the_decoder_enforces_are_in_the_document(doc):
+    ops = _operations(doc)
+    after = _param(ops["v2.session.events"][2], "after")["schema"]
+    assert after == {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
+    decode_query(SessionLogQuery, [("after", str(2**63 - 1))])
+    with pytest.raises(ValidationError):
+        decode_query(SessionLogQuery, [("after", str(2**63))])
+    workspace = _param(ops["v2.location.get"][2], "location")["schema"]["properties"]["workspace"]
+    assert workspace["pattern"] == "^wrk"
+    with pytest.raises(ValidationError):
+        decode_query(LocationQuery, [("location[workspace]", "not-a-workspace")])
+    attachment = doc["components"]["schemas"]["PromptInputFileAttachment"]["properties"]["uri"]
+    pattern = re.compile(attachment["pattern"])
+    for uri, accepted in (("file:///a", True), ("https://x", True), ("data:,x", True), ("notes.md", True),
+                          ("/abs/path", True), ("ftp://x", False), ("mailto:x", False), (" gopher:x", False)):
+        assert bool(pattern.search(uri)) is accepted, uri
+        prompt = {"prompt": {"text": "t", "files": [{"uri": uri}]}}
+        if accepted:
+            SessionPromptBody.model_validate(prompt)
+        else:
+            with pytest.raises(ValidationError):
+                SessionPromptBody.model_validate(prompt)
+
+
+def test_a_body_without_required_fields_may_be_left_out(doc):
+    bodies = {op_id: op["requestBody"]["required"] for op_id, (_, _, op) in _operations(doc).items()
+              if "requestBody" in op}
+    assert bodies["v2.session.create"] is False  # a blank body reads as {}
+    assert bodies["v2.session.prompt"] is True and bodies["v2.session.switchAgent"] is True
+
+
+def test_refusals_no_schema_states_are_named_on_their_status(doc):
+    ops = _operations(doc)
+    for ep in ENDPOINTS:
+        for refusal in ep.refusals:
+            response = ops[ep.operation_id][2]["responses"][str(refusal.error.status)]
+            assert refusal.error.__name__ in response["description"].split(".")[0], ep.operation_id
+            assert refusal.reason in response["description"], ep.operation_id
+    listing = ops["v2.session.list"][2]["responses"]["400"]["description"]
+    assert "cursor" in listing and "InvalidCursorError" in listing
+
+
+def test_event_streams_describe_each_frame_and_its_json_data(doc):
+    ops = _operations(doc)
+    for op_id, component, sequenced in (("v2.event.subscribe", "InstanceEvent", False),
+                                        ("v2.session.events", "SessionDurableEvent", True),
+                                        ("v2.session.log", "SessionLogItem", True)):
+        media = ops[op_id][2]["responses"]["200"]["content"]["text/event-stream"]
+        assert set(media) == {"itemSchema"}  # 3.2's form: `schema` would have to cover the whole stream
+        frame = media["itemSchema"]
+        assert frame["required"] == ["data"]
+        assert frame["properties"]["data"] == {"type": "string", "contentMediaType": "application/json",
+                                               "contentSchema": {"$ref": f"#/components/schemas/{component}"}}
+        assert ("id" in frame["properties"]) is sequenced, op_id
+
+
+def _links(doc: dict[str, Any], op_id: str) -> dict[str, Any]:
+    _, _, op = _operations(doc)[op_id]
+    success = next(r for status, r in op["responses"].items() if status.startswith("2"))
+    links: dict[str, Any] = success.get("links", {})
+    return links
+
+
+def test_links_lead_from_each_identifier_to_the_operations_that_take_it(doc):
+    ops = _operations(doc)
+    takes_only_a_session = {op_id for op_id, (_, path, _) in ops.items()
+                            if re.findall(r"{(\w+)}", path) == ["sessionID"]}
+    created = _links(doc, "v2.session.create")
+    assert set(created) == takes_only_a_session and len(created) > 10
+    assert {link["parameters"]["sessionID"] for link in created.values()} == {"$response.body#/data/id"}
+    assert _links(doc, "v2.session.prompt") == {"v2.session.message": {
+        "operationId": "v2.session.message",
+        "parameters": {"sessionID": "$request.path.sessionID", "messageID": "$response.body#/data/id"}}}
+    assert set(_links(doc, "v2.session.permission.list")) == {"v2.session.permission.get",
+                                                              "v2.session.permission.reply"}
+    assert set(_links(doc, "v2.session.question.list")) == {"v2.session.question.reply",
+                                                            "v2.session.question.reject"}
+    # a request ID (^per) never goes to the question operations' requestID (^que), nor one that names no request
+    assert set(_links(doc, "v2.permission.request.list")) == {"v2.session.permission.get",
+                                                              "v2.session.permission.reply"}
+    assert _links(doc, "v2.session.permission.create") == {}
+    for op_id in ops:
+        for link in _links(doc, op_id).values():
+            target = ops[link["operationId"]]
+            assert set(link["parameters"]) == set(re.findall(r"{(\w+)}", target[1])), (op_id, link)

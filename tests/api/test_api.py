@@ -303,6 +303,29 @@ async def test_unknown_route_and_bad_json_are_tagged_errors(api):
     assert response.status_code == 400 and response.json()["_tag"] == "InvalidRequestError"
 
 
+@pytest.mark.parametrize(("method", "path", "allowed"), [
+    ("TRACE", "/api/session", "GET, HEAD, POST"),  # two operations on one path: both methods
+    ("DELETE", "/api/session/ses_x", "GET, HEAD"),
+    ("PATCH", "/api/session/ses_x/context-entry/k", "DELETE, PUT"),
+    ("OPTIONS", "/doc", "GET, HEAD"),
+])
+async def test_a_method_the_path_lacks_is_a_405_naming_the_methods_it_has(api, method, path, allowed):
+    async with raw_http(api) as http:
+        response = await http.request(method, path)
+    assert response.status_code == 405
+    assert response.headers["allow"] == allowed  # RFC 9110: a 405 says what would have worked
+    assert response.json()["_tag"] == "InvalidRequestError"
+
+
+async def test_a_session_is_created_without_a_body_as_the_document_says(api):
+    async with raw_http(api) as http:
+        doc = (await http.get("/doc")).json()
+        assert doc["paths"]["/api/session"]["post"]["requestBody"]["required"] is False
+        response = await http.post("/api/session")
+    assert response.status_code == 200, response.text
+    assert (await api.session.get(response.json()["data"]["id"])).id == response.json()["data"]["id"]
+
+
 async def test_durable_envelopes_say_where_they_happened(api, tmp_path):
     where = tmp_path / "place"
     where.mkdir()

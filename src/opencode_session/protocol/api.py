@@ -48,7 +48,7 @@ from opencode_session.schema.prompt import PromptInput
 from opencode_session.schema.question import QuestionV2Reply, QuestionV2Request
 from opencode_session.schema.session import SessionActive, SessionV2Info
 
-from .endpoint import Endpoint, StreamSpec
+from .endpoint import Endpoint, Refusal, StreamSpec
 
 # --- query scalars: typed for callers, strings on the wire ---------------------------------------
 
@@ -77,7 +77,8 @@ Seq = Annotated[
     int,
     BeforeValidator(_seq_from_query),
     Field(ge=0, le=MAX_SEQ),
-    WithJsonSchema({"type": "string", "pattern": "^[0-9]+$"}),
+    # a decimal integer in the URL; the bounds are the server's (SQLite's signed 64-bit integers)
+    WithJsonSchema({"type": "integer", "minimum": 0, "maximum": MAX_SEQ}),
 ]
 QueryBool = Annotated[
     bool,
@@ -145,7 +146,7 @@ class ContextEntryPath(Struct):
 
 class LocationSelector(Struct):
     directory: str | None = None
-    workspace: str | None = None
+    workspace: WorkspaceID | None = None
 
 
 class LocationQuery(Struct):
@@ -263,6 +264,19 @@ InstanceEvent = Annotated[ServerConnected | GlobalDisposed | Event, Field(union_
 shuts down."""
 
 
+# --- refusals no schema can state -----------------------------------------------------------------
+
+_LOCATION = Refusal(InvalidRequestError, "location.directory",
+                    "the location's directory does not exist, is not a directory, or is a path this machine cannot"
+                    " look up")
+_DIRECTORY_FILTER = Refusal(InvalidRequestError, "directory", "the directory is a path this machine cannot look up")
+_MODEL = Refusal(InvalidRequestError, "model",
+                 "the model is not declared under its provider in the configuration of the session's location")
+_CURSOR = Refusal(InvalidCursorError, None,
+                  "the cursor is not one this server issued for this list, or comes with the query parameters it"
+                  " replaces")
+_LOCATION_QUERY = (_LOCATION,)
+
 # --- the table ------------------------------------------------------------------------------------
 
 _SESSION_404 = (SessionNotFoundError,)
@@ -284,6 +298,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         description="Resolve the requested location or the server default location.",
         query=LocationQuery,
         success=LocationInfo,
+        refusals=_LOCATION_QUERY,
     ),
     Endpoint(
         operation_id="v2.session.list",
@@ -298,6 +313,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         success=SessionV2Info,
         page=True,
         errors=(InvalidCursorError, InvalidRequestError),
+        refusals=(_CURSOR, _DIRECTORY_FILTER),
     ),
     Endpoint(
         operation_id="v2.session.create",
@@ -308,6 +324,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         body=SessionCreateBody,
         success=SessionV2Info,
         unwrap_data=True,
+        refusals=(_LOCATION, _MODEL),
+        provides=(("sessionID", "/data/id"),),
     ),
     Endpoint(
         operation_id="v2.session.active",
@@ -353,6 +371,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         body=SessionSwitchModelBody,
         success_status=204,
         errors=_SESSION_404,
+        refusals=(_MODEL,),
     ),
     Endpoint(
         operation_id="v2.session.prompt",
@@ -365,6 +384,10 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         success=SessionInputAdmitted,
         unwrap_data=True,
         errors=(SessionNotFoundError, ConflictError),
+        refusals=(Refusal(InvalidRequestError, "prompt.files.*.uri",
+                          "an attachment is one the session may not read: outside its location without an allow"
+                          " rule, denied, missing, not a regular file, or too large"),),
+        provides=(("messageID", "/data/id"),),
     ),
     Endpoint(
         operation_id="v2.session.wait",
@@ -396,7 +419,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         description="Replay durable events after an aggregate sequence, then continue with new durable events.",
         path_params=SessionPath,
         query=SessionEventsQuery,
-        stream=StreamSpec(item=SessionDurableEvent, name="SessionDurableEvent", endless=True),
+        stream=StreamSpec(item=SessionDurableEvent, name="SessionDurableEvent", endless=True, sequenced=True),
         errors=_SESSION_404,
     ),
     Endpoint(
@@ -411,7 +434,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         ),
         path_params=SessionPath,
         query=SessionLogQuery,
-        stream=StreamSpec(item=SessionLogItem, name="SessionLogItem", endless="follow"),
+        stream=StreamSpec(item=SessionLogItem, name="SessionLogItem", endless="follow", sequenced=True),
         errors=_SESSION_404,
     ),
     Endpoint(
@@ -462,6 +485,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         success=SessionMessage,
         page=True,
         errors=(InvalidCursorError, InvalidRequestError, SessionNotFoundError, UnknownError),
+        refusals=(_CURSOR,),
+        provides=(("messageID", "/data/0/id"),),
     ),
     Endpoint(
         operation_id="v2.session.context.entry.list",
@@ -473,6 +498,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         success=list[InstructionEntry],
         unwrap_data=True,
         errors=_SESSION_404,
+        provides=(("key", "/data/0/key"),),
     ),
     Endpoint(
         operation_id="v2.session.context.entry.put",
@@ -509,6 +535,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         query=LocationQuery,
         success=ModelList,
         errors=(ServiceUnavailableError,),
+        refusals=_LOCATION_QUERY,
     ),
     Endpoint(
         operation_id="v2.provider.list",
@@ -519,6 +546,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         query=LocationQuery,
         success=ProviderList,
         errors=(ServiceUnavailableError,),
+        refusals=_LOCATION_QUERY,
     ),
     Endpoint(
         operation_id="v2.provider.get",
@@ -530,6 +558,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         query=LocationQuery,
         success=ProviderAnswer,
         errors=(ProviderNotFoundError, ServiceUnavailableError),
+        refusals=_LOCATION_QUERY,
     ),
     Endpoint(
         operation_id="v2.agent.list",
@@ -539,6 +568,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         description="Retrieve the agents available at the requested location: the built-in ones and the configured.",
         query=LocationQuery,
         success=AgentList,
+        refusals=_LOCATION_QUERY,
     ),
     Endpoint(
         operation_id="v2.permission.request.list",
@@ -548,6 +578,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         description="Retrieve the permission requests waiting for a reply in the requested location's sessions.",
         query=LocationQuery,
         success=PermissionRequestList,
+        refusals=_LOCATION_QUERY,
+        provides=(("sessionID", "/data/0/sessionID"), ("requestID", "/data/0/id")),
     ),
     Endpoint(
         operation_id="v2.permission.saved.list",
@@ -583,6 +615,9 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         success=PermissionCreated,
         unwrap_data=True,
         errors=_SESSION_404,
+        refusals=(Refusal(InvalidRequestError, "agent", "the agent is not configured"),
+                  Refusal(InvalidRequestError, "id", "the request ID is already in use")),
+        # no link from the answer's `id`: it names a pending request only when the effect is `ask`
     ),
     Endpoint(
         operation_id="v2.session.permission.list",
@@ -594,6 +629,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         success=list[PermissionV2Request],
         unwrap_data=True,
         errors=_SESSION_404,
+        provides=(("requestID", "/data/0/id"),),
     ),
     Endpoint(
         operation_id="v2.session.permission.get",
@@ -629,6 +665,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         description="Retrieve the questions waiting for an answer in the requested location's sessions.",
         query=LocationQuery,
         success=QuestionRequestList,
+        refusals=_LOCATION_QUERY,
+        provides=(("sessionID", "/data/0/sessionID"), ("requestID", "/data/0/id")),
     ),
     Endpoint(
         operation_id="v2.session.question.list",
@@ -640,6 +678,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         success=list[QuestionV2Request],
         unwrap_data=True,
         errors=_SESSION_404,
+        provides=(("requestID", "/data/0/id"),),
     ),
     Endpoint(
         operation_id="v2.session.question.reply",

@@ -29,6 +29,27 @@ class ErrorAt:
 
 ErrorDeclaration = type[TaggedError] | ErrorAt
 
+
+@dataclass(frozen=True)
+class Refusal:
+    """A well-formed request the server refuses for a reason no schema can state: it depends on the configuration,
+    the file system, or what the server handed out before. The answer is `error` naming `field` (a dotted path;
+    `*` stands for one list index), and the document gives `reason` on the operation."""
+
+    error: type[TaggedError]
+    field: str | None
+    reason: str
+
+    def matches(self, body: Mapping[str, Any]) -> bool:
+        """Whether an error body is this refusal."""
+        if body.get("_tag") != self.error.__name__:
+            return False
+        field = body.get("field")
+        if self.field is None or not isinstance(field, str):
+            return self.field is None and field is None
+        return re.fullmatch(re.escape(self.field).replace(r"\*", "[0-9]+"), field) is not None
+
+
 # Every route answers these, whatever it declares: request validation, the request guard (Host/Origin 403, body
 # media type 415 and size 413, for any request that carries a body) and auth run before the handler.
 IMPLICIT_ERRORS: tuple[ErrorDeclaration, ...] = (
@@ -46,6 +67,8 @@ class StreamSpec:
     # True: the stream never ends by itself (a client takes its end for a lost connection); the name of a boolean
     # query parameter: endless only when that parameter is true
     endless: bool | str = False
+    # each frame's SSE `id:` is the item's sequence number (a reader resumes after it)
+    sequenced: bool = False
 
 
 def _snake(word: str) -> str:
@@ -90,6 +113,10 @@ class Endpoint:
     tag: str = ""
     # the answer comes only once something happens (like a stream's next item): clients set no read timeout for it
     waits: bool = False
+    # (path parameter, JSON pointer into the success body): identifiers the answer holds for other operations. The
+    # document links it to each operation that takes them all, same name and schema (`/data/0/id`: the first item's)
+    provides: tuple[tuple[str, str], ...] = ()
+    refusals: tuple[Refusal, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.client_name:
@@ -111,7 +138,7 @@ class Endpoint:
     def declared_errors(self) -> tuple[tuple[type[TaggedError], int], ...]:
         """(error, status) for the declared errors plus the implicit ones, without duplicates, in declaration order."""
         seen: dict[tuple[str, int], tuple[type[TaggedError], int]] = {}
-        for decl in (*IMPLICIT_ERRORS, *self.errors):
+        for decl in (*IMPLICIT_ERRORS, *self.errors, *(r.error for r in self.refusals)):
             err, status = (decl.error, decl.status) if isinstance(decl, ErrorAt) else (decl, decl.status)
             seen.setdefault((err.__name__, status), (err, status))
         return tuple(seen.values())

@@ -186,10 +186,9 @@ class _Builder:
             out["204"] = {"description": "<No Content>"}
         elif kind == "stream":
             assert ep.stream is not None
-            item = self.refs[stream_item_model(ep.stream)]
             out[str(ep.success_status)] = {
                 "description": "Event stream",
-                "content": {SSE_CONTENT_TYPE: {"schema": dict(item)}},
+                "content": {SSE_CONTENT_TYPE: {"itemSchema": self.frame(ep.stream)}},
             }
         else:
             assert ep.response_model is not None
@@ -200,11 +199,62 @@ class _Builder:
         for status in sorted({status for _, status in ep.declared_errors}):
             errors = ep.errors_for(status)
             refs = [dict(self.refs[e.body_model]) for e in errors]
+            description = " | ".join(e.__name__ for e in errors)
+            reasons = [r.reason for r in ep.refusals if r.error.status == status]
+            if reasons:
+                description += ". Also the answer to a well-formed request when " + "; or when ".join(reasons) + "."
             out[str(status)] = {
-                "description": " | ".join(e.__name__ for e in errors),
+                "description": description,
                 "content": {JSON_CONTENT_TYPE: {"schema": refs[0] if len(refs) == 1 else {"anyOf": refs}}},
             }
         return out
+
+    def frame(self, stream: StreamSpec) -> dict[str, Any]:
+        """One SSE frame as a reader parses it (OpenAPI 3.2's `itemSchema` of `text/event-stream`): its `data` is
+        the JSON text of one stream item."""
+        properties: dict[str, Any] = {
+            "data": {"type": "string", "contentMediaType": JSON_CONTENT_TYPE,
+                     "contentSchema": dict(self.refs[stream_item_model(stream)])},
+        }
+        if stream.sequenced:
+            properties["id"] = {"type": "string", "pattern": "^[0-9]+$"}
+        return {"type": "object", "properties": properties, "required": ["data"]}
+
+    def at_pointer(self, schema: dict[str, Any], pointer: str) -> dict[str, Any]:
+        """The schema of the value at a JSON pointer into instances of `schema` (a number steps into an array; in a
+        union, every branch must agree)."""
+        schema = self.resolve(schema)
+        if not pointer:
+            return schema
+        part, _, rest = pointer.lstrip("/").partition("/")
+        branches = schema.get("oneOf") or schema.get("anyOf")
+        if branches:
+            found = [self.at_pointer(branch, pointer) for branch in branches]
+            if any(f != found[0] for f in found):
+                raise ValueError(f"the union's branches disagree at {pointer}")
+            return found[0]
+        return self.at_pointer(schema["items"] if part.isdigit() else schema["properties"][part], rest)
+
+    def links(self, ep: Endpoint, operations: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """Links from `ep`'s answer to every operation that takes all the identifiers it provides (as path parameters
+        of the same name and schema) and whose other path parameters `ep`'s own path fills."""
+        source = operations[ep.operation_id]
+        own = {p["name"]: self.resolve(p["schema"]) for p in source["parameters"] if p["in"] == "path"}
+        body = source["responses"][str(ep.success_status)]["content"][JSON_CONTENT_TYPE]["schema"]
+        provided = {name: ("$response.body#" + pointer, self.at_pointer(body, pointer))
+                    for name, pointer in ep.provides}
+        links: dict[str, Any] = {}
+        for target, op in operations.items():
+            path = {p["name"]: self.resolve(p["schema"]) for p in op["parameters"] if p["in"] == "path"}
+            fills = {}
+            for name, schema in path.items():
+                if name in provided and provided[name][1] == schema:
+                    fills[name] = provided[name][0]
+                elif own.get(name) == schema:
+                    fills[name] = "$request.path." + name
+            if len(fills) == len(path) and all(name in fills for name in provided):
+                links[target] = {"operationId": target, "parameters": fills}
+        return links
 
     def operation(self, ep: Endpoint) -> dict[str, Any]:
         op: dict[str, Any] = {
@@ -217,7 +267,8 @@ class _Builder:
         op["parameters"] = self.parameters(ep)
         if ep.body is not None:
             op["requestBody"] = {
-                "required": True,
+                # a blank body reads as `{}`: optional when the body has no required field
+                "required": any(f.is_required() for f in ep.body.model_fields.values()),
                 "content": {JSON_CONTENT_TYPE: {"schema": copy.deepcopy(self.definition(ep.body))}},
             }
         op["responses"] = self.responses(ep)
@@ -225,11 +276,16 @@ class _Builder:
 
     def document(self, title: str, version: str) -> dict[str, Any]:
         paths: dict[str, dict[str, Any]] = {}
+        operations: dict[str, dict[str, Any]] = {}
         for ep in self.endpoints:
             methods = paths.setdefault(ep.path, {})
             if ep.method.lower() in methods:
                 raise ValueError(f"two endpoints on {ep.method} {ep.path}")
-            methods[ep.method.lower()] = self.operation(ep)
+            methods[ep.method.lower()] = operations[ep.operation_id] = self.operation(ep)
+        for ep in self.endpoints:
+            links = self.links(ep, operations) if ep.provides else {}
+            if links:
+                operations[ep.operation_id]["responses"][str(ep.success_status)]["links"] = links
         components = self._reachable(paths)
         return {
             "openapi": "3.1.0",

@@ -14,7 +14,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Match, Route
 
 from ..core.runtime import Runtime
 from ..protocol import ENDPOINTS, Endpoint, decode_query
@@ -93,6 +93,14 @@ def _route(runtime: Runtime, endpoint: Endpoint, state: AppState):
     return Route(endpoint.path, endpoint_fn, methods=[endpoint.method], name=endpoint.operation_id)
 
 
+def _allowed_methods(routes: list[Route], request: Request) -> list[str]:
+    methods: set[str] = set()
+    for route in routes:
+        if route.methods and route.matches(request.scope)[0] is not Match.NONE:
+            methods |= route.methods
+    return sorted(methods)
+
+
 class AppState:
     def __init__(self, heartbeat: float, stall_timeout: float) -> None:
         self.heartbeat = heartbeat
@@ -121,8 +129,11 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
 
     async def not_found(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
+        # RFC 9110: a 405 names the methods the path has. Starlette's names those of the first route on the path
+        # only, and each method of a path is a route of its own here.
+        headers = {"Allow": ", ".join(_allowed_methods(routes, request))} if status == 405 else None
         return JSONResponse(InvalidRequestError(f"No route for {request.method} {request.url.path}",
-                                                kind="route").body(), status_code=status)
+                                                kind="route").body(), status_code=status, headers=headers)
 
     routes = [_route(runtime, e, state) for e in ENDPOINTS]
     routes.append(Route("/doc", openapi_doc, methods=["GET"], name="doc"))

@@ -82,7 +82,8 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         loc = self.default_location if location is None else resolve_location(location.directory,
                                                                                 location.workspaceID)
         if location is not None and not loc.directory.is_dir():
-            raise InvalidRequestError(f"Location directory does not exist: {location.directory}", field="location")
+            raise InvalidRequestError(f"Location directory does not exist: {location.directory}", kind="body",
+                                      field="location.directory")
         if model is not None:
             await self._require_declared(loc, model)
         sid = id or new_session_id()
