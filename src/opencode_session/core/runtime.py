@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import httpx2
 
+from .config import ConfigSource
 from .execution import suspension
 from .execution.coordinator import Drain, SessionExecution
 from .instructions.entries import InstructionEntries
@@ -50,7 +51,8 @@ class Runtime:
         self.options = options
         self.location: Location = resolve_location(options.directory)
         self.store = Store(options.db_path, project=project, live_capacity=options.live_capacity)
-        self.sessions = Sessions(self.store, self.location, env=options.env)
+        self.config = ConfigSource(options.env)  # the configuration in effect at any Location, cached
+        self.sessions = Sessions(self.store, self.location, env=options.env, config=self.config)
         self.entries = InstructionEntries(self.store)
         self.providers = Providers(options.provider_transport)  # the provider HTTP clients: closed with the runtime
         self.permissions = PermissionRequests(self.store)

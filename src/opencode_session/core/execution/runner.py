@@ -21,7 +21,7 @@ from ..agents import BUILD_PROMPT, AgentNotFoundError, resolve_agent
 from ..attachments import load_attachments
 from ..authority import Authority
 from ..compaction.compactor import CompactionSettings, Compactor
-from ..config import ConfigError, global_config_dir, load_config
+from ..config import ConfigError, ConfigSource, global_config_dir
 from ..instructions.algebra import InstructionsBlocked
 from ..instructions.checkpoint import CheckpointPreparer
 from ..instructions.nearby import NearbyInstructions
@@ -115,6 +115,7 @@ class RunnerDeps:
     retry_base_delay_ms: float = BASE_DELAY_MS
     permissions: PermissionRequests | None = None  # None: nobody can answer, an `ask` fails the call
     questions: QuestionRequests | None = None
+    config: ConfigSource | None = None  # the runtime's configuration source; None: one of the runner's own over env
 
 
 class Runner:
@@ -123,6 +124,7 @@ class Runner:
         self.history = HistoryCache()
         self.lowered = LoweredHistory()
         self.compactor = Compactor(deps.store, deps.clock, deps.retry_base_delay_ms)
+        self.configs = deps.config if deps.config is not None else ConfigSource(deps.env)
         self._local: dict[str, tuple[bool, float]] = {}  # Location directory -> (all on local mounts, when checked)
 
     # --- helpers ------------------------------------------------------------------------------------
@@ -138,7 +140,7 @@ class Runner:
         def _sample(inline: bool) -> Boundary:
             location = resolve_location(directory, session.location.workspaceID)
             try:
-                config = load_config(location.directory, location.project_root, env)
+                config = self.configs.at_sync(location)
             except ConfigError as bad:
                 raise DrainFailure(SessionErrorInfo(type=session_errors.CONFIG_INVALID, message=str(bad))) from None
             try:
@@ -332,6 +334,7 @@ class Runner:
             max_output_lines=_positive(limits.max_lines if limits else None),
             max_output_bytes=_positive(limits.max_bytes if limits else None),
             managed_roots=() if self.deps.tools.outputs is None else (self.deps.tools.outputs.root,),
+            config=b.config,
         )
         outcome = await Step(ctx).run()
         if outcome.overflow:
@@ -415,7 +418,7 @@ def make_drain_factory(
                           instructions=CheckpointPreparer(runtime.store, options.env),
                           on_read=NearbyInstructions(runtime.store).hook,
                           retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base,
-                          permissions=runtime.permissions, questions=runtime.questions)
+                          permissions=runtime.permissions, questions=runtime.questions, config=runtime.config)
         if tools is not None:
             deps.tools = tools
         if deps.tools.outputs is None:

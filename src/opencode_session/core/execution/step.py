@@ -17,6 +17,7 @@ from ...schema import session_errors
 from ...schema.base import Struct
 from ...schema.common import ModelRef, SessionErrorInfo, TokenCache, Tokens
 from ...schema.message import ToolContent, ToolTextContent
+from ..config import Config
 from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ContextOverflowError, ProviderError
@@ -78,6 +79,7 @@ class StepContext:
     asker_for: Callable[[str], Asker] | None = None
     questioner_for: Callable[[str], Questioner] | None = None
     hold_overflow: bool = False  # a context overflow before any output publishes nothing (the runner recovers)
+    config: Config = field(default_factory=Config)  # sampled at the boundary: what the Step's tools are configured by
 
 
 class _StepIds(TypedDict):
@@ -319,7 +321,7 @@ class Step:
                                asker=c.asker_for(record.call_id) if c.asker_for else None,
                                questioner=c.questioner_for(record.call_id) if c.questioner_for else None,
                                on_output=self._progress(record.call_id),
-                               model_accepts_images=c.resolved.capabilities.images)
+                               model_accepts_images=c.resolved.capabilities.images, config=c.config)
         settlement = await c.tools.run(record.name, tool_input, tool_ctx)
         if isinstance(settlement, ToolErrored) and settlement.error.type in session_errors.DECLINES:
             # E2 (digest 5.4): a decline without feedback fails the assistant and ends the drain as a user interrupt

@@ -14,6 +14,7 @@ from opencode_session.schema import session_errors
 from opencode_session.schema.message import ToolContent, ToolTextContent
 
 from ..authority import AccessRefused, Authority, Requirement
+from ..config import Config
 from ..permission import DEFAULT_RULES, Ruleset
 
 # The tool failure type of each kind of refusal: a denial, or a permission only the user could grant.
@@ -56,6 +57,8 @@ class ToolContext:
     managed_roots: tuple[Path, ...] = ()  # Managed Tool Output File directories: readable without external_directory
     # Whether the Step's model takes image input, so `read` may return an image as an attachment.
     model_accepts_images: bool = False
+    # The configuration in effect at the Step's Safe Step Boundary (a tool never reads the files itself).
+    config: Config = field(default_factory=Config)
 
     @property
     def authority(self) -> Authority:
