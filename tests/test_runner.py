@@ -16,8 +16,6 @@ from typing import Any
 import anyio
 import pytest
 
-from opencode_session.core.execution.clock import Clock
-from opencode_session.core.execution.retry import base_delay_ms, retry_delay_ms
 from opencode_session.core.execution.runner import MAX_STEPS_NOTICE, Runner, RunnerDeps
 from opencode_session.core.execution.step import TOOLS_DISABLED
 from opencode_session.core.instructions.checkpoint import CheckpointPreparer
@@ -28,6 +26,7 @@ from opencode_session.core.llm.errors import (
     RateLimitError,
     TransportError,
 )
+from opencode_session.core.llm.retry import Clock, base_delay_ms, retry_delay_ms
 from opencode_session.core.runtime import Runtime, RuntimeOptions
 from opencode_session.core.tools.builtin import BashTool, WebSearchTool
 from opencode_session.core.tools.registry import ToolRegistry

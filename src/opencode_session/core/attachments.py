@@ -14,11 +14,10 @@ from urllib.parse import unquote, urlsplit
 from ..schema.errors import InvalidRequestError
 from ..schema.prompt import PromptFileAttachment
 from .agents import AgentNotFoundError, resolve_agent
-from .authority import AccessRefused, Authority, NotRegularFileError, open_regular_file
 from .config import ConfigError, ConfigSource
 from .llm.model import FilePart, LLMMessage, TextPart, UserMessage
 from .location import resolve_location
-from .permission import DEFAULT_RULES, effective_rules
+from .permission import DEFAULT_RULES, AccessRefused, Authority, NotRegularFileError, effective_rules, open_regular_file
 
 # One attachment, as OpenCode bounds inline media; and all the local attachments one request carries.
 MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024

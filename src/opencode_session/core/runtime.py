@@ -20,7 +20,7 @@ from .execution.coordinator import Drain, SessionExecution
 from .instructions.entries import InstructionEntries
 from .llm.providers import Providers
 from .location import Location, resolve_location
-from .permission_requests import PermissionRequests
+from .permission import PermissionRequests
 from .questions import QuestionRequests
 from .session import Sessions
 from .session.projector import project

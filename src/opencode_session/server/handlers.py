@@ -14,9 +14,9 @@ from ..core.agents import AgentNotFoundError, agent_info, resolve_agent
 from ..core.config import Config, ConfigError
 from ..core.llm import listing
 from ..core.location import Location, resolve_location
+from ..core.permission import PermissionAsk
 from ..core.runtime import Runtime
 from ..core.store import now_ms
-from ..core.tools.tool import PermissionAsk
 from ..schema.errors import InvalidRequestError, ProviderNotFoundError, ServiceUnavailableError
 from ..schema.events import EventRecord, GlobalDisposed, LogSynced, ServerConnected
 from ..schema.ids import WorkspaceID, event_id

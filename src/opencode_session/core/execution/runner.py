@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import anyio
 
@@ -19,36 +19,29 @@ from ...schema.common import ModelRef, SessionErrorInfo
 from ...schema.ids import message_id
 from ..agents import BUILD_PROMPT, AgentNotFoundError, resolve_agent
 from ..attachments import load_attachments
-from ..authority import Authority
+from ..boundary import Boundary
+from ..cancellation import shielded
 from ..compaction.compactor import CompactionSettings, Compactor
 from ..config import ConfigError, ConfigSource, global_config_dir
 from ..instructions.algebra import InstructionsBlocked
-from ..instructions.checkpoint import CheckpointPreparer
-from ..instructions.nearby import NearbyInstructions
 from ..llm import model as llm
 from ..llm.catalog import configured_secrets, model_ref_from_string, resolve_model
 from ..llm.errors import ProviderError
 from ..llm.providers import load_adapter
+from ..llm.retry import BASE_DELAY_MS, Clock, may_retry, retry_delay_ms
 from ..localfs import all_local
 from ..location import resolve_location
-from ..permission import disabled
-from ..permission_requests import PermissionRequests
+from ..permission import Authority, PermissionRequests, disabled
 from ..questions import QuestionRequests
 from ..session import admission
 from ..session.history import HistoryCache
 from ..session.service import require_session
 from ..store import Reader, Store, Tx
 from ..tools.registry import ToolRegistry, default_registry
-from .boundary import Boundary
-from .clock import Clock
-from .coordinator import Drain, DrainFailure, DrainInterrupted
+from .coordinator import DrainFailure, DrainInterrupted
 from .lowering import LoweredHistory
-from .retry import BASE_DELAY_MS, base_delay_ms, may_retry, retry_delay_ms
-from .step import INTERRUPTED_STEP, Step, StepContext, shielded
+from .step import INTERRUPTED_STEP, Step, StepContext
 from .title import SessionTitles
-
-if TYPE_CHECKING:
-    from ..runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -399,40 +392,6 @@ class Runner:
         await self.compactor.compact(session_id, "manual", settings, resolved, self.deps.provider_for(resolved),
                                      history, input_id=input_id,
                                      secrets=tuple(configured_secrets(b.config, self.deps.env, resolved)))
-
-
-def make_drain_factory(
-    *,
-    tools: ToolRegistry | None = None,
-    provider: Callable[[llm.ResolvedModel], llm.Provider] | None = None,
-    clock: Clock | None = None,
-    titles: bool = True,
-) -> Callable[[Runtime], Drain]:
-    """A `RuntimeOptions.drain_factory` running this runner over the runtime's store; defaults are the real
-    providers, the built-in tools, the wall clock and background session titles."""
-
-    def factory(runtime: Runtime) -> Drain:
-        options = runtime.options
-        retry_base = options.retry_base_delay_ms
-        deps = RunnerDeps(store=runtime.store, env=options.env, provider_for=provider or runtime.providers.for_model,
-                          instructions=CheckpointPreparer(runtime.store, options.env),
-                          on_read=NearbyInstructions(runtime.store).hook,
-                          retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base,
-                          permissions=runtime.permissions, questions=runtime.questions, config=runtime.config)
-        if tools is not None:
-            deps.tools = tools
-        if deps.tools.outputs is None:
-            deps.tools.outputs = runtime.outputs
-        if clock is not None:
-            deps.clock = clock
-        if titles:
-            deps.titles = SessionTitles(runtime.store, options.env, deps.provider_for, runtime.spawn)
-        return Runner(deps).drain
-
-    return factory
-
-
-runner_drain_factory = make_drain_factory()
 
 
 def _controls(b: Boundary, model: llm.ResolvedModel) -> llm.GenerationControls:

@@ -17,15 +17,16 @@ from ...schema import session_errors
 from ...schema.base import Struct
 from ...schema.common import ModelRef, SessionErrorInfo, TokenCache, Tokens
 from ...schema.message import ToolContent, ToolTextContent
+from ..cancellation import shielded
 from ..config import Config
 from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ContextOverflowError, ProviderError
-from ..permission import DEFAULT_RULES, Ruleset
+from ..permission import DEFAULT_RULES, Asker, Ruleset
 from ..questions import Questioner
 from ..store import Store
 from ..tools.registry import ToolErrored, ToolRegistry, ToolSucceeded
-from ..tools.tool import Asker, ToolContext
+from ..tools.tool import ToolContext
 
 TOOLS_DISABLED = "Tools are disabled on this step: the agent reached its maximum number of steps."
 INTERRUPTED_TOOL = "Tool execution interrupted"
@@ -109,16 +110,6 @@ class HostedResult:
 class _Block:
     ordinal: int
     parts: list[str] = field(default_factory=list)
-
-
-async def shielded(coro: Awaitable[Any]) -> Any:
-    """Run a durable write to completion even when the caller is being cancelled."""
-    task = asyncio.ensure_future(coro)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await task
-        raise
 
 
 class Step:

@@ -13,8 +13,8 @@ from typing import Any
 import anyio
 
 from ...schema import events as ev
+from ..boundary import Boundary
 from ..config import global_config_dir, project_config_disabled
-from ..execution.boundary import Boundary
 from ..skills import Skill, discover_skills, permitted_skills, skill_roots
 from ..store import Checkpoint, Store, Tx
 from . import algebra

@@ -13,27 +13,9 @@ import anyio
 from opencode_session.schema import session_errors
 from opencode_session.schema.message import ToolContent, ToolTextContent
 
-from ..authority import AccessRefused, Authority, Requirement
+from .. import permission
 from ..config import Config
-from ..permission import DEFAULT_RULES, Ruleset
-
-# The tool failure type of each kind of refusal: a denial, or a permission only the user could grant.
-_REFUSALS = {"deny": session_errors.PERMISSION_REJECTED, "ask": session_errors.PERMISSION_REQUIRED}
-
-
-@dataclass(frozen=True)
-class PermissionAsk:
-    """What one tool call asks the user to allow: `action` on `resources`; `save` are the patterns an `always`
-    reply remembers for the project (e.g. `git push *` for the command `git push origin main`)."""
-
-    action: str
-    resources: tuple[str, ...]
-    save: tuple[str, ...]
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-# Asks the user and returns once they allow; raises ToolFailure when they refuse.
-Asker = Callable[[PermissionAsk], Awaitable[None]]
+from ..permission import DEFAULT_RULES, AccessRefused, Asker, Authority, Requirement, Ruleset
 
 
 @dataclass(frozen=True)
@@ -87,22 +69,8 @@ class ToolContext:
     async def satisfy(self, needs: Sequence[Requirement], metadata: dict[str, Any] | None = None,
                       save: Sequence[str] | None = None) -> None:
         """Check each requirement in order: a `deny` fails at once; the ones that `ask` are asked per action."""
-        asking: dict[str, list[str]] = {}
-        for need in needs:
-            effect = need.effect(self.rules)
-            if effect == "deny":
-                raise ToolFailure(f"Permission denied: {need.action} {need.resource}",
-                                  session_errors.PERMISSION_REJECTED)
-            if effect == "ask":
-                asking.setdefault(need.action, []).append(need.resource)
-        for action, resources in asking.items():
-            if self.asker is None:
-                raise ToolFailure(
-                    f"Permission required: {action} {', '.join(resources)}. Nobody can approve it here; the user "
-                    f"can allow it under \"permission\".\"{action}\" in opencode.json.",
-                    session_errors.PERMISSION_REQUIRED)
-            await self.asker(PermissionAsk(action, tuple(resources), tuple(save if save is not None else resources),
-                                           dict(metadata or {})))
+        with refusals_as_failures():
+            await permission.satisfy(self.rules, self.asker, needs, metadata, save)
 
     @staticmethod
     async def _resolve(find: Callable[[], tuple[Path, list[Requirement]]]) -> tuple[Path, list[Requirement]]:
@@ -148,11 +116,11 @@ class ToolFailure(Exception):
 
 @contextmanager
 def refusals_as_failures() -> Iterator[None]:
-    """Turn an authority refusal into the typed ToolFailure the model reads."""
+    """Turn a permission refusal into the typed ToolFailure the model reads."""
     try:
         yield
     except AccessRefused as refused:
-        raise ToolFailure(refused.message, _REFUSALS.get(refused.effect, session_errors.TOOL_EXECUTION)) from None
+        raise ToolFailure(refused.message, refused.type) from None
 
 
 @runtime_checkable

@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from ..command import save_pattern, simple_commands
+from ...permission.command import save_pattern, simple_commands
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
 DEFAULT_TIMEOUT_MS = 120_000
