@@ -162,7 +162,8 @@ def config(home: Path, *, agent_steps: int | None = None) -> dict[str, str]:
 
 @asynccontextmanager
 async def harness(tmp_path: Path, scripts: list[list[Any]] | None = None, *, tools: list[Any] = (),
-                  agent_steps: int | None = None, provider: ScriptedProvider | None = None):
+                  agent_steps: int | None = None, provider: ScriptedProvider | None = None,
+                  sources: list[Any] = ()):
     home = tmp_path / "home"
     workdir = tmp_path / "work"
     workdir.mkdir(exist_ok=True)
@@ -170,7 +171,7 @@ async def harness(tmp_path: Path, scripts: list[list[Any]] | None = None, *, too
     provider = provider or ScriptedProvider()
     provider.push(*(scripts or []))
     clock = FakeClock()
-    registry = ToolRegistry()
+    registry = ToolRegistry(sources)
     for tool in tools:
         registry.register(tool)
     drains: list[tuple[str, bool]] = []

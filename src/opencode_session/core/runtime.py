@@ -6,7 +6,7 @@ import asyncio
 import getpass
 import os
 import tempfile
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,12 +61,17 @@ class Runtime:
         self._sweeper: asyncio.Task[None] | None = None
         self.execution: SessionExecution | None = None
         self._background: set[asyncio.Task[None]] = set()
+        self._closers: list[Callable[[], Awaitable[None]]] = []
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` (a session title, say) beside the drains; closing the runtime cancels what is left of it."""
         task = asyncio.create_task(work, name="runtime-background")
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def on_close(self, close: Callable[[], Awaitable[None]]) -> None:
+        """Have `close` awaited when the runtime closes, after every drain stopped (e.g. the tool sources' stop)."""
+        self._closers.append(close)
 
     async def settle_background(self, timeout: float) -> None:
         """Give background work up to `timeout` seconds to finish (before a short-lived host closes)."""
@@ -103,6 +108,8 @@ class Runtime:
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
+        for close in reversed(self._closers):
+            await close()
         await self.providers.aclose()
         await self.store.close()
 

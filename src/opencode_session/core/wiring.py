@@ -13,6 +13,7 @@ import anyio
 from .execution.coordinator import Drain
 
 if TYPE_CHECKING:
+    from .instructions.composition import InstructionSources
     from .llm import model as llm
     from .llm.retry import Clock
     from .runtime import Runtime
@@ -25,9 +26,10 @@ def make_drain_factory(
     provider: Callable[[llm.ResolvedModel], llm.Provider] | None = None,
     clock: Clock | None = None,
     titles: bool = True,
+    instruction_sources: InstructionSources | None = None,
 ) -> Callable[[Runtime], Drain]:
     """A `RuntimeOptions.drain_factory` running the runner over the runtime's services; defaults are the real
-    providers, the built-in tools, the wall clock and background session titles."""
+    providers, the built-in tools and instruction sources, the wall clock and background session titles."""
 
     def factory(runtime: Runtime) -> Drain:
         # imported here, not above: importing this module (a server does at start) loads none of the runner
@@ -40,7 +42,7 @@ def make_drain_factory(
         options = runtime.options
         retry_base = options.retry_base_delay_ms
         deps = RunnerDeps(store=runtime.store, env=options.env, provider_for=provider or runtime.providers.for_model,
-                          instructions=CheckpointPreparer(runtime.store, options.env),
+                          instructions=CheckpointPreparer(runtime.store, options.env, sources=instruction_sources),
                           on_read=NearbyInstructions(runtime.store).hook,
                           retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base,
                           permissions=runtime.permissions, questions=runtime.questions, config=runtime.config)
@@ -48,6 +50,7 @@ def make_drain_factory(
             deps.tools = tools
         if deps.tools.outputs is None:
             deps.tools.outputs = runtime.outputs
+        runtime.on_close(deps.tools.stop)
         if clock is not None:
             deps.clock = clock
         if titles:

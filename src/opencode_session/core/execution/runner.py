@@ -171,6 +171,7 @@ class Runner:
         if not force and not await self._read(lambda reader: reader.pending.any_promotable(session_id)):
             return
         await self.reconcile_orphans(session_id)
+        await self.deps.tools.start()
         step = 1
         continuation = False
         first = True
@@ -294,8 +295,9 @@ class Runner:
             messages = self.lowered.keep_loaded(session_id, loaded)
         extra: list[llm.LLMMessage] = [llm.UserMessage([llm.TextPart(MAX_STEPS_NOTICE)])] if last_step else []
         messages.extend(extra)
-        offered = [] if last_step else [n for n in self.deps.tools.offered(b.config) if not disabled(rules, n)]
-        tools = self.deps.tools.definitions(offered)
+        toolset = self.deps.tools.snapshot()  # this Step's tools, whatever a source lists meanwhile
+        offered = [] if last_step else [n for n in toolset.offered(b.config) if not disabled(rules, n)]
+        tools = toolset.definitions(offered)
         request = llm.LLMRequest(
             model=resolved, system=[s for s in (b.agent.prompt or BUILD_PROMPT, baseline) if s], messages=messages,
             tools=tools, tool_choice="none" if last_step else "auto", prompt_cache_key=session_id,
@@ -318,7 +320,7 @@ class Runner:
         ctx = StepContext(
             store=self.deps.store, session_id=session_id, assistant_id=assistant_id, agent=b.agent.name,
             model_ref=model_ref, resolved=resolved, provider=provider, request=request,
-            tools=self.deps.tools, tools_enabled=not last_step, directory=b.location.directory,
+            tools=toolset, tools_enabled=not last_step, directory=b.location.directory,
             project_root=b.location.project_root, on_read=on_read, env=self.deps.env, rules=rules,
             secrets=secrets, may_retry=retry_policy, hold_overflow=recover_overflow and settings.auto,
             asker_for=None if permissions is None else partial(permissions.asker, session_id, b.location.project_id,

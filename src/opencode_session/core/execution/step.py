@@ -25,7 +25,7 @@ from ..llm.errors import ContextOverflowError, ProviderError
 from ..permission import DEFAULT_RULES, Asker, Ruleset
 from ..questions import Questioner
 from ..store import Store
-from ..tools.registry import ToolErrored, ToolRegistry, ToolSucceeded
+from ..tools.registry import ToolErrored, ToolSet, ToolSucceeded
 from ..tools.tool import ToolContext
 
 TOOLS_DISABLED = "Tools are disabled on this step: the agent reached its maximum number of steps."
@@ -63,7 +63,7 @@ class StepContext:
     resolved: llm.ResolvedModel
     provider: llm.Provider
     request: llm.LLMRequest
-    tools: ToolRegistry
+    tools: ToolSet  # the tools the registry's sources listed at this Step's boundary
     tools_enabled: bool
     directory: Path
     project_root: Path
