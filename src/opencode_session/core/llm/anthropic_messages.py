@@ -12,6 +12,7 @@ import anthropic
 import httpx2
 from anthropic.types import Message
 
+from ..compat import pin_sdk_headers
 from .errors import TransportError
 from .model import (
     AssistantMessage,
@@ -337,8 +338,7 @@ class AnthropicMessagesProvider(SDKAdapter):
         )
         # The SDK merges ANTHROPIC_CUSTOM_HEADERS (and profile headers) whatever server it talks to: only what the
         # provider entry names may reach that server.
-        client._custom_headers = user_headers
-        client._credential_headers = {}
+        pin_sdk_headers(client, user_headers, drop_credential_headers=True)
         # this SDK version sends the key as a bearer token, like OpenAI's
         super().__init__(base_url, client, keyless_header="Authorization" if keyless(api_key, headers) else None,
                          owns_http=http_client is None)

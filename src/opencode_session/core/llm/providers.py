@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 
     import httpx2
 
+from ..compat import set_network_backend
 from .model import Provider, ResolvedModel, WireProtocol
 
 # Builds an adapter: called with base_url=, api_key=, headers=, timeout= and http_client= (the provider's shared
@@ -122,9 +123,7 @@ def _coalescing_transport(limits: httpx2.Limits) -> httpx2.AsyncHTTPTransport:
     from .coalesce import CoalescingBackend
 
     transport = httpx2.AsyncHTTPTransport(verify=_tls_context(), limits=limits)
-    pool = getattr(transport, "_pool", None)  # httpx takes no backend argument; its pool does (pinned versions)
-    if pool is not None and hasattr(pool, "_network_backend"):
-        pool._network_backend = CoalescingBackend()
+    set_network_backend(transport, CoalescingBackend())
     return transport
 
 
