@@ -156,10 +156,35 @@ async def test_overflow_before_output_compacts_once_and_rebuilds_the_same_step(c
         "session.compaction.started", "session.compaction.ended", "session.step.started", "session.step.ended"], [
         (e.type, e.data) for e in last]
     assert last[-1].type == "session.execution.succeeded"
-    # the second Physical Attempt sent the checkpoint alone: its recent context ends with the unanswered prompt
-    rebuilt = step_messages(provider.requests[-1])
-    assert checkpoints_in(provider.requests[-1]) == 1 and rebuilt[-1]["role"] == "user"
-    assert rebuilt[-1]["content"].endswith("[User]: And now?\n</recent-context>\n</conversation-checkpoint>")
+    # the second Physical Attempt sends the checkpoint and then the prompt itself, verbatim, as its latest user
+    # message (the checkpoint says it is background, not a request); and it is smaller than the one that overflowed
+    overflowed, rebuilt = provider.requests[-2], provider.requests[-1]
+    assert step_messages(overflowed)[-1] == {"role": "user", "content": "And now?"}
+    assert step_messages(rebuilt)[-1] == {"role": "user", "content": "And now?"}
+    assert "<conversation-checkpoint>" in step_messages(rebuilt)[-2]["content"]
+    assert checkpoints_in(rebuilt) == 1 and "And now?" not in step_messages(rebuilt)[-2]["content"]
+    assert fake.prompt_tokens(rebuilt.json) < fake.prompt_tokens(overflowed.json)
+
+
+async def test_a_step_after_an_automatic_compaction_still_answers_its_prompt(client, provider):
+    sid = (await client.session.create()).id
+    await history(client, provider, sid, 2)
+    # a long prompt: with it the history no longer fits, and is compacted before the prompt's Step is sent
+    prompt = "Compare the two files line by line and list every warning code they share. " * 60
+    provider.enqueue(answer("They share none."), answer("Yes."))
+    await turn(client, sid, prompt)
+    log = await log_of(client, sid)
+    promoted = max(i for i, e in enumerate(log) if e.type == "session.input.promoted")
+    assert [e.type for e in log[promoted:] if e.type.startswith(("session.compaction", "session.step"))] == [
+        "session.compaction.started", "session.compaction.ended", "session.step.started", "session.step.ended"]
+    assert provider.overflows == 0 and log[-1].type == "session.execution.succeeded"
+    step = provider.requests[-1]
+    assert checkpoints_in(step) == 1 and step_messages(step)[-1] == {"role": "user", "content": prompt}
+    assert prompt not in step_messages(step)[-2]["content"]  # the checkpoint holds only its place
+    # the next prompt follows the answer: the earlier one stays in its place, after the checkpoint
+    await turn(client, sid, "Sure?")
+    turns = [(m["role"], m["content"]) for m in step_messages(provider.requests[-1])[-3:]]
+    assert turns == [("user", prompt), ("assistant", "They share none."), ("user", "Sure?")]
 
 
 async def test_an_overflow_on_a_retry_rebuilds_on_a_new_assistant_after_the_checkpoint(client, provider):

@@ -3,6 +3,7 @@ history into summarised head and kept tail; chunking; settings and the budget ce
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from opencode_session.core.compaction import compactor, render
@@ -149,3 +150,14 @@ def test_summary_validation_needs_a_template_heading_on_its_own_line():
     assert render.follows_template("## Objective\n- x")
     assert not render.follows_template("I will write ## Objective later")
     assert all(heading in render.summary_prompt(False) for heading in render.HEADINGS)
+
+
+def test_a_structured_only_tool_result_counts_and_shows_as_its_json():
+    rows = {"rows": [{"id": n, "name": f"row {n}"} for n in range(200)]}
+    message = assistant(1, tool_output="")
+    state = message["content"][0]["state"]
+    state["content"], empty = [], entry_tokens(entry(1, assistant(1, tool_output="")))
+    state["structured"] = rows
+    as_json = "[Tool result]: " + render._clip(json.dumps(rows, ensure_ascii=False))
+    assert entry_tokens(entry(1, message)) > empty + text_tokens(json.dumps(rows)) // 2  # what the model is sent
+    assert as_json in render.serialize(message)  # and what a summary reads of it

@@ -4,6 +4,7 @@ that speaks the streaming wire protocol; the client drives prompts and reads the
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import anyio
 import httpx2
@@ -41,6 +42,13 @@ async def client(ocs, provider):
     async with OpenCodeClient(ocs.url) as c:
         yield c
     assert provider.pending == 0, "a scripted provider response was never requested"
+
+
+def enqueue_call(provider, name: str, arguments: dict, answer: str) -> None:
+    """The model calls one tool, then answers once the call settled."""
+    provider.enqueue(fake.completion(fake.tool_call_deltas(0, "call_1", name, json.dumps(arguments)),
+                                     finish_reason="tool_calls"),
+                     fake.completion(fake.text_deltas(answer)))
 
 
 async def _run(client, text: str) -> tuple[str, list]:
@@ -180,13 +188,11 @@ async def test_long_waits_and_quiet_streams_outlast_the_default_timeout(ocs, pro
     assert seen[-1] == "session.execution.succeeded" and "session.text.ended" in seen
 
 
-async def test_bash_output_reaches_an_event_stream_client_while_the_command_runs(client, provider, ocs, tmp_path):
-    gate = tmp_path / "go"
-    command = f"echo first; while [ ! -f {gate} ]; do sleep 0.05; done; echo second"
-    provider.enqueue(
-        fake.completion(fake.tool_call_deltas(0, "call_1", "bash", json.dumps({"command": command})),
-                        finish_reason="tool_calls"),
-        fake.completion(fake.text_deltas("ran it")))
+async def test_bash_output_reaches_an_event_stream_client_while_the_command_runs(client, provider, ocs):
+    # in the Location, so the command needs no permission to look for it
+    gate = Path((await client.location.get()).directory) / "go"
+    command = "echo first; while [ ! -f go ]; do sleep 0.05; done; echo second"
+    enqueue_call(provider, "bash", {"command": command}, "ran it")
     stream = client.event.subscribe()
     sid = None
     progress: list[str] = []
@@ -211,3 +217,31 @@ async def test_bash_output_reaches_an_event_stream_client_while_the_command_runs
     success = [e for e in log if e.type == "session.tool.success"]
     assert success[0].data.content[0].text == "first\nsecond\n"
     assert "session.tool.progress" not in [e.type for e in log]
+
+
+async def test_todowrite_publishes_the_new_list_on_the_instance_stream(client, provider):
+    todos = [{"content": "write the test", "status": "in_progress", "priority": "high"},
+             {"content": "run it", "status": "pending", "priority": "low"}]
+    enqueue_call(provider, "todowrite", {"todos": todos}, "planned")
+    stream = client.event.subscribe()
+    sid = None
+    seen: list[tuple[str, dict]] = []
+    with anyio.fail_after(40):
+        async for item in stream:
+            if item.type == "server.connected":
+                sid = (await client.session.create()).id
+                await client.session.prompt(sid, prompt={"text": "plan it"})
+            elif item.data.get("sessionID") == sid:
+                seen.append((item.type, item.data))
+                if item.type == "session.execution.succeeded":
+                    break
+    await stream.aclose()
+    updates = [data for type_, data in seen if type_ == "todo.updated"]
+    assert updates == [{"sessionID": sid, "todos": todos}]
+    order = [type_ for type_, _ in seen]
+    assert order.index("session.tool.called") < order.index("todo.updated") < order.index("session.tool.success")
+    # live only: the durable record is the call, which the log and the messages already carry
+    log = await durable_log(client, sid)
+    assert "todo.updated" not in event_types(log)
+    success = [e for e in log if e.type == "session.tool.success"]
+    assert success[0].data.structured == {"todos": todos}

@@ -33,6 +33,7 @@ PROVIDER = {"chat": "loop", "responses": "openai", "messages": "anthropic"}
 @pytest.fixture(scope="module")
 def provider():
     server = fake.FakeOpenAI()
+    server.keys = {"loop-key", OPENAI_KEY, ANTHROPIC_KEY}  # each in its protocol's scheme, as the services check
     server.start()
     yield server
     server.stop()
@@ -45,7 +46,8 @@ def ocs(tmp_path_factory, provider):
                        ANTHROPIC_API_KEY=ANTHROPIC_KEY)
     (root / "config" / "opencode").mkdir(parents=True)
     model = {"fake-model": {"cost": COST, "limit": {"context": 100000, "output": 2000}, "variants": {
-        "high": {"reasoningEffort": "high", "thinking": {"type": "enabled", "budgetTokens": 1024}}}}}
+        "high": {"reasoningEffort": "high", "thinking": {"type": "enabled", "budgetTokens": 1024}}}},
+        "stored-model": {"options": {"store": True}}}
     (root / "config" / "opencode" / "opencode.json").write_text(json.dumps({
         "model": "loop/fake-model",
         "agent": {"build": {"temperature": 0.25}},
@@ -69,6 +71,7 @@ def ocs(tmp_path_factory, provider):
 @pytest.fixture
 async def client(ocs, provider):
     provider.requests.clear()
+    provider.refused.clear()
     async with OpenCodeClient(ocs.url) as c:
         yield c
     assert provider.pending == 0, "a scripted provider response was never requested"
@@ -136,7 +139,10 @@ async def test_plain_turn_records_usage_and_cost(client, provider, protocol):
     assert request.path == {"chat": "/v1/chat/completions", "responses": "/v1/responses",
                             "messages": "/v1/messages"}[protocol]
     key = {"chat": "loop-key", "responses": OPENAI_KEY, "messages": ANTHROPIC_KEY}[protocol]
-    assert request.headers["authorization"] == f"Bearer {key}"
+    if protocol == "messages":
+        assert request.headers["x-api-key"] == key and "authorization" not in request.headers
+    else:
+        assert request.headers["authorization"] == f"Bearer {key}"
     # the agent's temperature and the model's output limit reach the request
     assert request.json["temperature"] == 0.25
     limit_field = {"chat": "max_tokens", "responses": "max_output_tokens", "messages": "max_tokens"}[protocol]
@@ -186,6 +192,29 @@ async def test_tool_turn_sends_the_result_back_in_the_protocols_shape(client, pr
         assert result["type"] == "tool_result" and result["tool_use_id"] == "call_1" and "alpha" in result["content"]
 
 
+@pytest.mark.parametrize("store", [False, True])
+async def test_a_responses_tool_turn_goes_on_with_items_as_the_store_option_keeps_them(client, provider, store):
+    """Without `store` the service keeps no output items and refuses a request naming one: the turn's second request
+    sends reasoning as its encrypted content and the call by its call ID. With `store`, items go by their IDs."""
+    provider.enqueue(wire.responses(wire.r_reasoning("Read it first", encrypted="enc-turn"),
+                                    wire.r_call("call_1", "read", '{"path": "notes.txt"}')),
+                     wire.responses(wire.r_text("It says alpha.")))
+    sid = (await client.session.create(model=ModelRef(providerID="openai",
+                                                      id="stored-model" if store else "fake-model"))).id
+    await prompt_and_wait(client, sid, "what is in notes.txt?")
+    log = await durable_log(client, sid)
+    assert event_types(log)[-1] == "session.execution.succeeded" and not provider.refused
+    second = provider.requests[1].json
+    assert second["store"] is store
+    reasoning, call = (next(i for i in second["input"] if i.get("type") == kind)
+                       for kind in ("reasoning", "function_call"))
+    assert reasoning["encrypted_content"] == "enc-turn" and call["call_id"] == "call_1"
+    if store:
+        assert reasoning["id"].startswith("rs_") and call["id"].startswith("fc_")
+    else:
+        assert not [i for i in second["input"] if "id" in i]
+
+
 @pytest.mark.parametrize(("protocol", "status", "kind"), [
     ("chat", 429, "rate_limit_error"), ("responses", 429, "rate_limit_error"), ("messages", 429, "rate_limit_error"),
     ("messages", 529, "overloaded_error"),
@@ -212,6 +241,19 @@ async def test_400_fails_visibly_without_retry_and_without_the_key(client, provi
     assert "temperature" in failed.data.error.message
     assert event_types(log)[-1] == "session.execution.failed" and len(provider.requests) == 1
     assert key not in json.dumps([e.model_dump(mode="json") for e in log])
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+async def test_after_a_failed_step_the_next_prompt_is_answered(client, provider, protocol):
+    provider.enqueue(failure(protocol, 400, "invalid_request_error", "Unsupported parameter"))
+    sid, log = await _run(client, protocol, "hi")
+    assert [e.data.error.status for e in log if e.type == "session.step.failed"] == [400]
+    provider.enqueue(text(protocol, "Hello again."))
+    await prompt_and_wait(client, sid, "are you there?")
+    log = await durable_log(client, sid)
+    assert event_types(log)[-1] == "session.execution.succeeded" and not provider.refused
+    answer = [m for m in await client.session.context(sid) if m.type == "assistant"][-1]
+    assert [c.text for c in answer.content] == ["Hello again."]
 
 
 async def test_a_hosted_tool_result_settles_its_call(client, provider):

@@ -1,7 +1,7 @@
 """The incremental history cache always equals a fresh read of the active history, and the incremental lowering
 of it equals lowering it from nothing, through appends, in-place assistant updates, instruction-baseline cutoffs,
 attachments, a model switch and deleted rows; an attachment that reads the same at the next Step keeps its message
-object."""
+object; after an automatic compaction the model's history goes on with the input it was made for."""
 
 from __future__ import annotations
 
@@ -29,11 +29,11 @@ MODELS = (ModelRef(id="m", providerID="p"), ModelRef(id="other", providerID="p")
 
 async def _check(s, cache: HistoryCache, sid: str) -> list[dict]:
     entries = await s.store.read(lambda conn: cache.load(conn, sid))
-    cached = [e.message for e in entries]
+    cached = [e.message for e in entries if not e.replayed]  # the public context has no replayed input
     fresh = await s.store.read(lambda conn: [json.loads(d) for d in active_history(conn, sid)])
     assert cached == fresh
     for model in (*MODELS, MODELS[0]):  # a switch and back: each model's lowering from nothing
-        cold = [m for message in fresh for m in lower_message(message, model)]
+        cold = [m for entry in entries for m in lower_message(entry.message, model)]
         assert LOWERED.lower(sid, entries, model) == (cold, needs_loading(cold))
     return cached
 
@@ -92,3 +92,41 @@ async def test_an_attachment_read_alike_keeps_its_message_until_the_file_changes
         assert changed is not first and changed != first
         assert [getattr(p, "data", None) for p in changed.parts][-1] == b"second version"
         assert await step() is changed
+
+
+async def _compacted(s, sid: str, mid: str, reason: str) -> None:
+    await s.store.append(ev.CompactionStarted(sessionID=sid, messageID=mid, reason=reason, recent=""))
+    await s.store.append(ev.CompactionEnded(sessionID=sid, messageID=mid, reason=reason, text="## Objective",
+                                            recent=""))
+
+
+async def _prompted(s, sid: str, text: str) -> None:
+    await s.admit(sid, PromptInput(text=text))
+    await s.promote(sid, "steer")
+
+
+async def test_an_automatic_checkpoint_is_followed_by_the_input_it_was_made_for(tmp_path):
+    async with open_sessions(tmp_path) as s:
+        sid = (await s.create()).id
+        cache = HistoryCache()
+
+        async def shown() -> list[tuple[str, str]]:
+            await _check(s, cache, sid)  # and the public context, without it, is the fresh read
+            entries = await s.store.read(lambda conn: cache.load(conn, sid))
+            return [(e.message["type"], str(e.message.get("text", e.message["id"]))) for e in entries]
+
+        await _prompted(s, sid, "one")
+        await _compacted(s, sid, "msg_auto_1", "auto")
+        assert await shown() == [("compaction", "msg_auto_1"), ("user", "one")]
+        await _prompted(s, sid, "two")
+        assert await shown() == [("compaction", "msg_auto_1"), ("user", "one"), ("user", "two")]
+        await _compacted(s, sid, "msg_auto_2", "auto")  # made for the newest prompt
+        assert await shown() == [("compaction", "msg_auto_2"), ("user", "two")]
+        # a manual checkpoint is made between turns: the prompt before it was answered, none is replayed, nor after
+        # a later automatic one with no newer prompt
+        await _compacted(s, sid, "msg_manual", "manual")
+        assert await shown() == [("compaction", "msg_manual")]
+        await _compacted(s, sid, "msg_auto_3", "auto")
+        assert await shown() == [("compaction", "msg_auto_3")]
+        cold = await s.store.read(lambda conn: HistoryCache().load(conn, sid))
+        assert [e.message["type"] for e in cold] == ["compaction"]

@@ -188,19 +188,49 @@ async def test_responses_lowers_tool_results_reasoning_and_updates_natively(serv
     await run(server, "responses", *_history(), tools=[READ],
               controls=GenerationControls(temperature=0.3, max_output_tokens=77))
     body = server.requests[0].json
+    # nothing is stored at the service, which refuses the IDs of items it did not keep: reasoning travels as its
+    # encrypted content, the call by its call ID
+    assert body["store"] is False
     assert body["input"] == [
         {"role": "user", "content": [{"type": "input_text", "text": "read a.txt"}]},
-        {"type": "reasoning", "id": "rs_9", "summary": [{"type": "summary_text", "text": "thinking"}],
-         "encrypted_content": "enc-9"},
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "thinking"}], "encrypted_content": "enc-9"},
         {"role": "assistant", "content": "Reading."},
-        {"type": "function_call", "call_id": "call_1", "name": "read", "arguments": '{"path": "a.txt"}',
-         "id": "fc_9"},
+        {"type": "function_call", "call_id": "call_1", "name": "read", "arguments": '{"path": "a.txt"}'},
         {"type": "function_call_output", "call_id": "call_1", "output": "contents of a"},
         {"role": "developer", "content": "Rules changed: be <brief> & kind"},
         {"role": "user", "content": [{"type": "input_text", "text": "and now?"}]},
     ]
     assert body["tools"][0]["name"] == "read" and body["tools"][0]["type"] == "function"
     assert (body["temperature"], body["max_output_tokens"]) == (0.3, 77)
+
+
+async def test_responses_without_store_replays_reasoning_with_no_encrypted_content_as_text(server):
+    history = [UserMessage([TextPart("q")]),
+               AssistantMessage([ReasoningPart("I pondered", {"openai": {"itemId": "rs_1"}}), TextPart("A")]),
+               UserMessage([TextPart("q2")])]
+    server.enqueue(responses(r_text("ok")))
+    await run(server, "responses", *history)
+    assert server.requests[0].json["input"][1:3] == [{"role": "assistant", "content": "I pondered"},
+                                                     {"role": "assistant", "content": "A"}]
+
+
+async def test_responses_with_store_names_the_items_the_service_kept(server):
+    """With the `store` option the service keeps each answer's output items, and later requests name them."""
+    server.enqueue(responses(r_reasoning("Read it", encrypted="enc-1"), r_call("call_1", "read", '{"path": "a"}')),
+                   responses(r_text("done")))
+    m = model(server.base_url, "responses", options={"store": True})
+    first = await run(server, "responses", model=m, options=m.options, tools=[READ])
+    [end] = [e for e in first if isinstance(e, ReasoningEnd)]
+    [call] = [e for e in first if isinstance(e, ToolCall)]
+    history = [UserMessage([TextPart("read a")]),
+               AssistantMessage([ReasoningPart("Read it", end.metadata),
+                                 ToolCallPart(call.call_id, call.name, call.input, call.metadata)]),
+               ToolResultMessage("call_1", "read", "contents")]
+    assert text_of(await run(server, "responses", *history, model=m, options=m.options, tools=[READ])) == "done"
+    body = server.requests[1].json
+    assert body["store"] is True and not server.refused
+    assert [(i.get("type"), i.get("id")) for i in body["input"][1:3]] == [
+        ("reasoning", end.metadata["openai"]["itemId"]), ("function_call", call.metadata["openai"]["itemId"])]
 
 
 async def test_messages_lowers_tool_results_thinking_and_updates_natively(server):
@@ -350,7 +380,10 @@ async def test_only_configured_headers_and_the_key_reach_the_server(server, prot
         await providers.aclose()
     headers = server.requests[0].headers
     assert headers["x-team"] == "blue"
-    assert headers["authorization"] == "Bearer sk-test-key"
+    if protocol == "messages":
+        assert headers["x-api-key"] == "sk-test-key" and "authorization" not in headers
+    else:
+        assert headers["authorization"] == "Bearer sk-test-key"
     assert "x-leak" not in headers and "openai-organization" not in headers
     assert "sk-env-leak" not in json.dumps(headers)
 
@@ -364,7 +397,7 @@ async def test_keyless_server_gets_no_authorization_header(server, protocol):
         [e async for e in provider.stream(request(server.base_url, protocol))]
     finally:
         await provider.aclose()
-    assert "authorization" not in server.requests[0].headers
+    assert "authorization" not in server.requests[0].headers and "x-api-key" not in server.requests[0].headers
 
 
 async def test_providers_share_one_http_client_per_provider_and_close_it(server):

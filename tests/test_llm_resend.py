@@ -87,7 +87,8 @@ async def test_a_later_request_differs_from_the_first_only_in_its_body(server, p
             {k: v for k, v in first.headers.items() if k != "content-length"}
         assert int(sent.headers["content-length"]) == len(sent.raw)
     assert first.headers["x-team"] == "blue"
-    assert first.headers.get("authorization") == (f"Bearer {key}" if key else None)
+    credential = ("x-api-key", key) if protocol == "messages" else ("authorization", f"Bearer {key}")
+    assert first.headers.get(credential[0]) == (credential[1] if key else None)
 
 
 FAILURES = [  # (status, kind, message, headers) -> what the runtime gets

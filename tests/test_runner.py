@@ -162,8 +162,8 @@ def config(home: Path, *, agent_steps: int | None = None) -> dict[str, str]:
 
 @asynccontextmanager
 async def harness(tmp_path: Path, scripts: list[list[Any]] | None = None, *, tools: list[Any] = (),
-                  agent_steps: int | None = None, provider: ScriptedProvider | None = None,
-                  sources: list[Any] = ()):
+                  agent_steps: int | None = None, provider: ScriptedProvider | None = None, asking: bool = False):
+    """`asking`: a permission the rules `ask` for waits for a reply to `rt.permissions` (else the call fails)."""
     home = tmp_path / "home"
     workdir = tmp_path / "work"
     workdir.mkdir(exist_ok=True)
@@ -171,14 +171,15 @@ async def harness(tmp_path: Path, scripts: list[list[Any]] | None = None, *, too
     provider = provider or ScriptedProvider()
     provider.push(*(scripts or []))
     clock = FakeClock()
-    registry = ToolRegistry(sources)
+    registry = ToolRegistry()
     for tool in tools:
         registry.register(tool)
     drains: list[tuple[str, bool]] = []
 
     def factory(rt: Runtime):
         runner = Runner(RunnerDeps(store=rt.store, env=env, provider_for=lambda _model: provider, tools=registry,
-                                   clock=clock, instructions=CheckpointPreparer(rt.store, env)))
+                                   clock=clock, instructions=CheckpointPreparer(rt.store, env),
+                                   permissions=rt.permissions if asking else None))
 
         async def drain(session_id: str, force: bool) -> None:
             drains.append((session_id, force))
@@ -980,7 +981,7 @@ async def test_a_tool_is_handed_the_configuration_its_step_sampled(tmp_path):
 
 
 async def test_interrupting_a_session_kills_the_whole_process_group_of_its_bash_call(tmp_path):
-    pidfile = tmp_path / "child.pid"
+    pidfile = tmp_path / "work" / "child.pid"  # in the Location: writing it needs no asking
     command = f"sleep 300 & echo $! > {pidfile}; wait"
     script = [llm.ToolCall("c1", "bash", {"command": command}), llm.Finish("tool-calls", USAGE)]
     async with harness(tmp_path, [script], tools=[BashTool()]) as h:
@@ -998,3 +999,90 @@ async def test_interrupting_a_session_kills_the_whole_process_group_of_its_bash_
         with anyio.fail_after(TIMEOUT):
             while process_alive(child):
                 await anyio.sleep(0.02)
+
+
+# --- 11. refusals ---------------------------------------------------------------------------------------------------
+
+
+class ReachTool:
+    """A tool that reaches the directory it is given (outside the Location, that asks first), and counts its runs."""
+
+    name = "reach"
+    description = "Reaches a directory"
+    parameters: dict[str, Any] = {"type": "object"}
+
+    def __init__(self) -> None:
+        self.ran: list[str] = []
+
+    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        await ctx.locate(input["path"])
+        self.ran.append(input["path"])
+        return ToolOutput.of_text("reached")
+
+
+async def asked(sub: Any, sid: str, count: int) -> list[Any]:
+    """The next `count` permission requests of the session, as they are published live."""
+    found: list[Any] = []
+    with anyio.fail_after(TIMEOUT):
+        while len(found) < count:
+            found += [item.data for item in await sub.next()
+                      if item.aggregate_id == sid and item.type == "permission.v2.asked"]
+    return found
+
+
+def refusal_scripts(tmp_path: Path, gate: Gate) -> list[Any]:
+    """Two calls that ask to leave the Location, then (once the test opens the gate) a call that needs nothing."""
+    first = [llm.ToolCall("c1", "reach", {"path": str(tmp_path / "a")}),
+             llm.ToolCall("c2", "reach", {"path": str(tmp_path / "b")}),
+             gate, llm.ToolCall("c3", "echo", {}), llm.Finish("tool-calls", USAGE)]
+    return [first, text("understood")]
+
+
+async def test_a_refusal_with_feedback_fails_the_steps_calls_that_have_not_started(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    gate, reach, echo = Gate(), ReachTool(), EchoTool()
+    async with harness(tmp_path, refusal_scripts(tmp_path, gate), tools=[reach, echo], asking=True) as h:
+        sid = await h.session()
+        sub = h.rt.store.live.subscribe()
+        await h.admit(sid, "p1")
+        first, second = await asked(sub, sid, 2)
+        refused = first if first.source.callID == "c1" else second
+        await h.rt.permissions.reply(sid, refused.id, "reject", "use the project's copy instead")
+        # the other waiting call was answered with the same feedback: nobody has to refuse it again
+        assert h.rt.permissions.pending(sid) == []
+        await reached(gate)
+        gate.open()  # the third call arrives after the refusal
+        records = await h.settled_log(sid)
+
+        failed = {d["callID"]: d["error"] for d in of_type(records, "session.tool.failed")}
+        assert set(failed) == {"c1", "c2", "c3"}
+        assert {e["type"] for e in failed.values()} == {"permission.rejected"}
+        assert all("use the project's copy instead" in e["message"] for e in failed.values())
+        assert failed["c2"]["message"].startswith("Not run") and failed["c3"]["message"].startswith("Not run")
+        assert reach.ran == [] and echo.calls == []
+        # the model reads the feedback and the session goes on
+        assert len(h.provider.requests) == 2
+        assert types(records)[-2:] == ["session.step.ended", "session.execution.succeeded"]
+
+
+async def test_a_decline_stops_the_turn_and_runs_none_of_the_steps_later_calls(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    gate, reach, echo = Gate(), ReachTool(), EchoTool()
+    async with harness(tmp_path, refusal_scripts(tmp_path, gate)[:1], tools=[reach, echo], asking=True) as h:
+        sid = await h.session()
+        sub = h.rt.store.live.subscribe()
+        await h.admit(sid, "p1")
+        first, _ = await asked(sub, sid, 2)
+        await h.rt.permissions.reply(sid, first.id, "reject", None)
+        assert h.rt.permissions.pending(sid) == []
+        await reached(gate)
+        gate.open()
+        records = await h.settled_log(sid)
+
+        failed = {d["callID"]: d["error"]["type"] for d in of_type(records, "session.tool.failed")}
+        assert failed == {"c1": "permission.declined", "c2": "permission.declined", "c3": "aborted"}
+        assert reach.ran == [] and echo.calls == []
+        assert len(h.provider.requests) == 1  # the model was not asked to go on
+        assert types(records)[-2:] == ["session.step.failed", "session.execution.interrupted"]

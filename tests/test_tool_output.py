@@ -5,6 +5,7 @@ multi-byte text, the file holding the complete text, the lossy path when the dir
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import time
@@ -202,3 +203,59 @@ def test_the_quick_check_on_the_loop_agrees_with_bounding(tmp_path):
     huge_but_fitting = ToolRegistry(max_lines=10**9, max_bytes=10**9)
     settlement = ToolSucceeded(ToolOutput.of_text("y" * (QUICK_CHECK_CHARS + 1)))
     assert not huge_but_fitting.within_bounds(settlement) and huge_but_fitting.bound(settlement) is settlement
+
+
+class Rows:
+    """Returns only a structured value: `count` rows, no text."""
+
+    name = "rows"
+    description = "Returns rows."
+    parameters: dict[str, Any] = {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]}
+
+    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        return ToolOutput(content=[], structured=rows(input["count"]))
+
+
+def rows(count: int) -> dict[str, Any]:
+    return {"rows": [{"id": n, "name": f"row {n}", "tags": ["a", "b"]} for n in range(count)]}
+
+
+async def test_a_structured_only_result_is_bounded_as_its_json_and_keeps_its_value(tmp_path):
+    outputs = ManagedOutputs(tmp_path / "tool-output")
+    reg = ToolRegistry(max_lines=LINES, max_bytes=BYTES, outputs=outputs)
+    reg.register(Rows())
+    small = await reg.settle("rows", {"count": 2}, ctx(tmp_path))
+    assert isinstance(small, ToolSucceeded) and not small.truncated and small.output.content == []  # read as JSON
+
+    large = await reg.settle("rows", {"count": 2000}, ctx(tmp_path))
+    assert isinstance(large, ToolSucceeded) and large.truncated and large.output_path is not None
+    assert large.output.structured == rows(2000)  # unchanged for Session consumers
+    preview = large.output.text()  # a text part holding the bounded JSON
+    assert preview.startswith('{"rows": [{"id": 0, ') and len(preview.encode()) <= BYTES
+    assert large.output_path in preview
+    assert json.loads(Path(large.output_path).read_text()) == rows(2000)  # the complete JSON
+
+
+async def test_the_model_reads_a_structured_only_result_as_bounded_json(tmp_path, loop_provider):
+    (tmp_path / "work").mkdir()
+    write_provider_config(tmp_path, loop_provider, tool_output={"max_bytes": 4096})
+    loop_provider.requests.clear()
+    calls = [fake.completion(fake.tool_call_deltas(0, f"call_{n}", "rows", json.dumps({"count": n})),
+                             finish_reason="tool_calls") for n in (3, 2000)]
+    loop_provider.enqueue(calls[0], calls[1], fake.completion(fake.text_deltas("Two thousand rows.")))
+    async with OpenCode(db=tmp_path / "db.sqlite", directory=tmp_path / "work", env=isolated_env(tmp_path),
+                        tools=[Rows()]) as oc:
+        sid = (await oc.session.create()).id
+        await oc.session.prompt(sid, prompt={"text": "count the rows"})
+        with anyio.fail_after(60):
+            await oc.session.wait(sid)
+        log = [e async for e in oc.session.log(sid, follow=False) if e.type != "log.synced"]
+    assert [e.type for e in log if e.type.startswith("session.execution.")][-1] == "session.execution.succeeded"
+    small, large = [e.data for e in log if e.type == "session.tool.success"]
+    assert small.structured == rows(3) and large.structured == rows(2000)
+    seen = [r.json["messages"][-1] for r in loop_provider.requests[1:]]
+    assert [m["role"] for m in seen] == ["tool", "tool"]
+    assert json.loads(seen[0]["content"]) == rows(3)  # the whole value, as JSON
+    assert seen[1]["content"].startswith('{"rows": [{"id": 0, ') and len(seen[1]["content"].encode()) <= 4096
+    assert large.outputPaths and large.outputPaths[0] in seen[1]["content"]
+    assert json.loads(Path(large.outputPaths[0]).read_text()) == rows(2000)

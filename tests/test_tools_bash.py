@@ -12,6 +12,7 @@ import pytest
 
 from opencode_session.core.permission import Rule
 from opencode_session.core.permission.command import save_pattern, simple_commands
+from opencode_session.core.permission.shell_paths import command_paths
 from opencode_session.core.tools import ToolRegistry, ToolSucceeded
 from opencode_session.core.tools.builtin import BashTool
 from opencode_session.schema import session_errors
@@ -104,6 +105,82 @@ async def test_an_ask_carries_the_commands_and_arity_prefixes_to_save(project: P
                                                                          asker=refused))
     assert result.error.type == session_errors.PERMISSION_REJECTED
     assert not (project / "made").exists()
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A directory next to the Location, with files a command may name."""
+    root = tmp_path.resolve() / "outside"
+    (root / "deep").mkdir(parents=True)
+    (root / "secret").write_text("s")
+    (root / "x").write_text("x")
+    return root
+
+
+async def test_paths_a_command_names_outside_the_location_ask_for_their_directories(project: Path, outside: Path,
+                                                                                    tmp_path: Path):
+    home = tmp_path.resolve() / "home"
+    cases = [
+        (f"cat {outside}/secret", [outside]),  # an argument
+        (f"cd {outside} && rm x", [outside]),  # a `cd` target, and a relative path taken there
+        (f"echo hi > {outside}/made", [outside]),  # a redirection target
+        (f"cd {outside}/deep; touch ../made made", [outside / "deep", outside]),
+        ("cd .. && touch escaped", [tmp_path.resolve()]),  # `..` from the Location
+        ('cat "$HOME/notes" ~/more', [home]),
+        (f"(cd {outside}) && echo $(cat {outside}/deep/k) 2>/dev/null", [outside, outside / "deep"]),
+    ]
+    for command, directories in cases:
+        refused = RecordingAsker(refuse=True)
+        ctx = make_ctx(project, asker=refused, env={"PATH": os.environ["PATH"], "HOME": str(home)})
+        result = await settle_err("bash", {"command": command}, ctx)
+        assert result.error.type == session_errors.PERMISSION_REJECTED, command
+        patterns = [f"{d}/*" for d in directories]
+        assert [(a.action, list(a.resources), list(a.save)) for a in refused.asked] == [
+            ("external_directory", patterns, patterns)], command
+    # nothing ran
+    assert (outside / "x").exists() and not (outside / "made").exists() and not (tmp_path / "escaped").exists()
+
+
+async def test_outside_paths_follow_the_rules_and_the_location_needs_no_asking(project: Path, outside: Path):
+    asker = RecordingAsker()
+    allowed = make_ctx(project, asker=asker, extra=(Rule("external_directory", f"{outside}/*", "allow"),))
+    assert (await settle_ok("bash", {"command": f"cat {outside}/secret"}, allowed)).text() == "s"
+    denied = make_ctx(project, asker=asker, extra=(Rule("external_directory", f"{outside}/*", "deny"),))
+    result = await settle_err("bash", {"command": f"cat {outside}/secret"}, denied)
+    assert result.error.type == session_errors.PERMISSION_REJECTED
+    # a denied command is refused before anything is asked
+    no_rm = make_ctx(project, asker=asker, extra=(Rule("bash", "rm *", "deny"),))
+    result = await settle_err("bash", {"command": f"rm {outside}/x"}, no_rm)
+    assert result.error.type == session_errors.PERMISSION_REJECTED
+    # inside the Location, and device files, nothing is asked
+    ctx = make_ctx(project, asker=asker)
+    out = await settle_ok("bash", {"command": "cd sub && ls .. > ../listing 2>/dev/null; cat ../listing"}, ctx)
+    assert out.text() == "listing\nsub\n"
+    assert asker.asked == []
+    # once the user allows it, the command runs
+    await settle_ok("bash", {"command": f"cd {outside} && rm x"}, ctx)
+    assert [a.resources for a in asker.asked] == [(f"{outside}/*",)]
+    assert not (outside / "x").exists()
+
+
+@pytest.mark.parametrize("command, paths", [
+    ("cat /etc/passwd", ["/etc/passwd"]),
+    ("cd /tmp && rm x", ["/tmp", "/tmp/x"]),
+    ("echo hi > /tmp/o 2>>err 2>&1 </dev/null", ["/tmp/o", "/loc/err", "/loc/hi"]),
+    ("cd /a && ls > o; cd /b > p", ["/a", "/a/o", "/a/p", "/b"]),  # a redirection is opened before its command
+    ("(cd /srv; rm y) | cat; rm z", ["/srv", "/srv/y", "/loc/z"]),
+    ("cd; ls x", ["/home/u", "/home/u/x"]),
+    ("cd $DIR && rm q; cd - && rm r", []),  # unknown directories: relative paths there are unknown too
+    ('ls "$(pwd)/x" $UNSET/y', []),
+    ("cat <<EOF > out\n$(rm /victim)\nEOF", ["/loc/out", "/victim"]),
+    ("cat <<< /text/not/a/path", []),
+    ("git commit -m 'fix /api' --file=/etc/m -rf", ["/loc/commit", "/loc/fix /api", "/etc/m"]),
+    ("FOO=/opt BAR=rel make", ["/opt"]),
+    ("for f in /etc/*; do cat \"$f\"; done", ["/etc/*"]),
+    ("cat ~/a ~root/b q\\ r", ["/home/u/a", os.path.expanduser("~root") + "/b", "/loc/q r"]),
+])
+def test_the_paths_a_command_names(command: str, paths: list[str]):
+    assert command_paths(command, "/loc", "/home/u") == paths
 
 
 @pytest.mark.parametrize("command, commands, saved", [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -115,3 +116,89 @@ async def test_grep_anchors_match_per_line_and_crlf_lines_in_both_engines(projec
                               (r"\Aend", ["  Line 3: end gamma"]), (r"^beta$", ["  Line 2: beta"])):
         out = await settle_ok("grep", {"pattern": pattern, "include": "anchors.txt"}, ctx)
         assert out.text().splitlines()[2:] == expected, pattern
+
+
+# --- ignore files: both engines, and glob, see what ripgrep sees ----------------------------------------------------
+
+
+@pytest.fixture
+def ignoring(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A repository whose ignore files say what a search skips, every file holding TOKEN; and the environment (its
+    HOME has a global excludes file)."""
+    home = tmp_path / "home"
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / ".config" / "git" / "ignore").write_text("*.global\n")
+    root = tmp_path / "repo"
+    files = {
+        ".gitignore": "*.log\nbuild/\n!keep.log\n/top-only.txt\n",
+        ".ignore": "*.ign\n",
+        ".rgignore": "!special.ign\n",
+        ".git/info/exclude": "*.excl\n",
+        "sub/.gitignore": "*.tmp\n!important.log\n",
+        "nested/.git/HEAD": "",  # a repository of its own: the outer one's rules stop at it
+    }
+    for name in ["a.log", "keep.log", "top-only.txt", "plain.txt", "x.ign", "special.ign", "y.excl", "z.global",
+                 ".hidden.txt", ".dotdir/inner.txt", "build/out.txt", "sub/top-only.txt", "sub/s.tmp",
+                 "sub/important.log", "sub/deep/d.log", "sub/deep/d.txt", "nested/n.log", "node_modules/m.txt",
+                 ".git/objects.txt"]:
+        files[name] = "TOKEN\n"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root, {"HOME": str(home)}
+
+
+SEEN = [".hidden.txt", ".dotdir/inner.txt", "keep.log", "plain.txt", "special.ign", "sub/top-only.txt",
+        "sub/important.log", "sub/deep/d.txt", "nested/n.log"]
+
+
+async def test_both_engines_honour_ignore_files_as_ripgrep_does(ignoring: tuple[Path, dict[str, str]],
+                                                               engine: dict[str, str]):
+    root, env = ignoring
+    ctx = make_ctx(root, env={**engine, **env})
+    cases = [
+        (None, SEEN),
+        # a glob takes precedence, as ripgrep's --glob: a file it names is searched even if ignored, unless it is
+        # in an ignored directory (or .git / node_modules)
+        ("*.log", ["a.log", "keep.log", "sub/important.log", "sub/deep/d.log", "nested/n.log"]),
+        ("sub/**", ["sub/top-only.txt", "sub/s.tmp", "sub/important.log", "sub/deep/d.log", "sub/deep/d.txt"]),
+        ("*.txt", [".hidden.txt", ".dotdir/inner.txt", "top-only.txt", "plain.txt", "sub/top-only.txt",
+                   "sub/deep/d.txt"]),
+    ]
+    for include, expected in cases:
+        arguments = {"pattern": "TOKEN", "limit": 1000, **({"include": include} if include else {})}
+        out = await settle_ok("grep", arguments, ctx)
+        found = sorted(line[:-1] for line in out.text().splitlines() if line.endswith(":"))
+        assert found == sorted(f"{root.resolve()}/{name}" for name in expected), include
+
+
+@pytest.mark.skipif(not HAVE_RG, reason="ripgrep is not installed next to the interpreter (the pinned wheel)")
+async def test_glob_lists_what_ripgrep_lists(ignoring: tuple[Path, dict[str, str]]):
+    root, env = ignoring
+    ctx = make_ctx(root, env={"PATH": VENV_BIN, **env})
+    for pattern in ("**/*", "*.log", "*.txt", "sub/**", "**/*.{txt,ign}"):
+        out = await settle_ok("glob", {"pattern": pattern, "limit": 1000}, ctx)
+        listed = sorted(out.text().splitlines())
+        rg = subprocess.run([shutil.which("rg", path=VENV_BIN), "--files", "--hidden", "--no-config", "--glob",
+                             pattern, "--glob", "!.git", "--glob", "!node_modules", "."], cwd=root,
+                            env={"PATH": VENV_BIN, **env}, capture_output=True, text=True, check=True)
+        assert listed == sorted(os.path.normpath(root.resolve() / p) for p in rg.stdout.splitlines()), pattern
+    out = await settle_ok("glob", {"pattern": "*.log"}, ctx)
+    assert f"{root.resolve()}/sub/deep/d.log" in out.text()  # named by the pattern: listed though ignored
+    out = await settle_ok("glob", {"pattern": "**/*.txt"}, ctx)
+    assert "build" not in out.text() and "top-only" in out.text()
+
+
+async def test_outside_a_repository_only_ignore_files_that_are_not_git_s_apply(tmp_path: Path, engine: dict[str, str]):
+    root = tmp_path / "plain"
+    root.mkdir()
+    (root / ".gitignore").write_text("*.log\n")
+    (root / ".ignore").write_text("*.ign\n")
+    for name in ("a.log", "b.ign", "c.txt"):
+        (root / name).write_text("TOKEN\n")
+    out = await settle_ok("grep", {"pattern": "TOKEN", "include": "[abc].*"}, make_ctx(root, env=engine))
+    assert sorted(line for line in out.text().splitlines() if line.endswith(":")) == [
+        f"{root.resolve()}/a.log:", f"{root.resolve()}/b.ign:", f"{root.resolve()}/c.txt:"]
+    out = await settle_ok("grep", {"pattern": "TOKEN"}, make_ctx(root, env=engine))
+    assert sorted(line for line in out.text().splitlines() if line.endswith(":")) == [
+        f"{root.resolve()}/a.log:", f"{root.resolve()}/c.txt:"]

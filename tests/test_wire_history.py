@@ -51,8 +51,9 @@ def _message(rng: random.Random, n: int) -> llm.LLMMessage:
         return llm.UserMessage([llm.TextPart(f"see {n}"), llm.FilePart(uri="data:text/plain;base64,aGk=",
                                                                       mime="text/plain", name=f"f{n}.txt")])
     if kind == "assistant":
+        openai = {"itemId": f"rs_{n}", **({"encryptedContent": f"enc {n}"} if rng.random() < 0.5 else {})}
         return llm.AssistantMessage([llm.ReasoningPart(f"thinking {n}", {"anthropic": {"signature": "s"},
-                                                                          "openai": {"itemId": f"rs_{n}"}}),
+                                                                          "openai": openai}),
                                      llm.TextPart(f"answer {n}")])
     if kind == "tools":
         return llm.AssistantMessage([llm.ToolCallPart(f"call_{n}", "read", {"path": f"a{n}", "n": n, "x": 1.0,
@@ -62,9 +63,11 @@ def _message(rng: random.Random, n: int) -> llm.LLMMessage:
     return llm.AssistantMessage([llm.TextPart("")])  # lowers to nothing
 
 
-def _request(protocol: str, messages: list[llm.LLMMessage], key: str | None, system: str) -> llm.LLMRequest:
+def _request(protocol: str, messages: list[llm.LLMMessage], key: str | None, system: str,
+             store: bool = False) -> llm.LLMRequest:
     return llm.LLMRequest(model=_model(protocol), system=[system] if system else [], messages=list(messages),
-                          tools=[llm.ToolSpec("read", "Read a file", {"type": "object"})], prompt_cache_key=key)
+                          tools=[llm.ToolSpec("read", "Read a file", {"type": "object"})], prompt_cache_key=key,
+                          options={"store": True} if store else {})
 
 
 @pytest.mark.parametrize("protocol", sorted(ADAPTERS))
@@ -72,7 +75,8 @@ def _request(protocol: str, messages: list[llm.LLMMessage], key: str | None, sys
 def test_cached_bodies_equal_cold_bodies(protocol: str, seed: int) -> None:
     rng = random.Random(seed)
     adapter: Any = ADAPTERS[protocol](BASE_URL, "key")
-    adapter._history.max_conversations = 2  # three sessions: evictions happen too
+    for cache in (adapter._history, getattr(adapter, "_stored_history", adapter._history)):
+        cache.max_conversations = 2  # three sessions: evictions happen too
     sessions: dict[str, list[llm.LLMMessage]] = {f"s{i}": [] for i in range(3)}
     n = 0
     for step in range(300):
@@ -92,7 +96,8 @@ def test_cached_bodies_equal_cold_bodies(protocol: str, seed: int) -> None:
         elif action < 0.85:  # the newest messages leave (a revert)
             del history[rng.randrange(len(history)):]
         # else: the same request again (a retry)
-        request = _request(protocol, history, key, "" if step % 7 == 0 else f"system {step % 3}")
+        # now and then with `store`, which Responses lowers apart (a variant switched on and off)
+        request = _request(protocol, history, key, "" if step % 7 == 0 else f"system {step % 3}", rng.random() < 0.2)
         assert adapter.encode_request(request) == encode_body(adapter.build_body(request)), (seed, step)
 
 

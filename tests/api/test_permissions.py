@@ -188,6 +188,36 @@ async def test_always_saves_for_the_project_covers_waiting_calls_and_is_removabl
     await finish(api, sid)
 
 
+def bash(command: str) -> fake.Script:
+    return fake.completion(fake.tool_call_deltas(0, "call_1", "bash", json.dumps({"command": command})),
+                           finish_reason="tool_calls")
+
+
+async def test_a_command_naming_an_outside_path_asks_and_always_is_saved_like_any_other(api, provider, root, live):
+    outside = root / "outside"
+    command = f"cat {outside}/in-outside.txt"
+    sid = await start(api, provider, bash(command), fake.completion(fake.text_deltas("done")))
+    asked = await live.next("permission.v2.asked", sid)
+    assert asked["action"] == "external_directory"
+    assert asked["resources"] == asked["save"] == [f"{outside}/*"]
+    assert asked["metadata"] == {"command": command}
+    await api.session.permission_reply(sid, asked["id"], reply="always")
+    log = await finish(api, sid)
+    assert settlements(log)["call_1"].type == "session.tool.success"
+    assert "outside" in last_tool_message(provider)
+    saved = await api.permission.saved_list()
+    try:
+        assert [(s.action, s.resource) for s in saved] == [("external_directory", f"{outside}/*")]
+        # the saved rule covers the next command there, which runs without asking (nobody replies here)
+        sid = await start(api, provider, bash(f"cd {outside} && cat in-outside.txt"),
+                          fake.completion(fake.text_deltas("done")))
+        log = await finish(api, sid)
+        assert settlements(log)["call_1"].type == "session.tool.success"
+    finally:
+        for rule in saved:
+            await api.permission.saved_remove(rule.id)
+
+
 async def test_a_config_deny_beats_a_saved_allow(api, provider, root, live):
     outside = root / "outside"
     sid = await start(api, provider, globs(outside), fake.completion(fake.text_deltas("done")))

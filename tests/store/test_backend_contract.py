@@ -224,6 +224,33 @@ async def test_compaction_and_synthetic_lookups(factory):
             {"/w/AGENTS.md", "/w/x/AGENTS.md"}
 
 
+async def test_the_input_an_automatic_compaction_was_made_for(factory):
+    async with Store(factory.backend(), project=project) as store:
+        await _created(store, "ses_a")
+
+        async def prompt(input_id: str) -> None:
+            await store.append(ev.InputAdmitted(sessionID="ses_a", inputID=input_id,
+                                                input=ev.UserInput(data=Prompt(text=input_id), delivery="steer")))
+            await store.append(ev.InputPromoted(sessionID="ses_a", inputID=input_id))
+
+        async def compaction(message_id: str, reason: str) -> int:
+            started = await store.append(ev.CompactionStarted(sessionID="ses_a", messageID=message_id, reason=reason,
+                                                              recent=""))
+            await store.append(ev.CompactionEnded(sessionID="ses_a", messageID=message_id, reason=reason, text="s",
+                                                  recent=""))
+            return started.seq
+
+        assert await store.read(lambda r: r.messages.compaction_trigger("ses_a", 100)) is None
+        await prompt("msg_first")
+        await prompt("msg_second")
+        auto = await compaction("msg_c1", "auto")
+        trigger = await store.read(lambda r: r.messages.compaction_trigger("ses_a", auto))
+        assert trigger is not None and trigger.id == "msg_second" and trigger.type == "user"
+        await compaction("msg_c2", "manual")
+        later = await compaction("msg_c3", "auto")
+        assert await store.read(lambda r: r.messages.compaction_trigger("ses_a", later)) is None  # answered before
+
+
 async def test_pending_input_inbox(factory):
     async with Store(factory.backend(), project=project) as store:
         await _created(store, "ses_a")

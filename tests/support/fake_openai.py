@@ -4,7 +4,11 @@ records every request it receives. Session title requests are answered apart (wi
 requests from their own script (`summaries`, else a valid summary), so that scripts stay in step with the Session's
 own Steps. With `context_window` set it behaves like a model with that window: a request whose prompt (measured
 independently of the runtime, as a quarter token per character of its JSON messages and tools) plus `max_tokens` does
-not fit is refused with a context-length error, and every answer reports that prompt size as its usage."""
+not fit is refused with a context-length error, and every answer reports that prompt size as its usage. With `keys`
+set it authenticates as the real services do, each protocol in its own scheme (`Authorization: Bearer` for the OpenAI
+protocols, `x-api-key` with `anthropic-version` for Messages), refusing anything else with 401. Like the real Responses
+API it keeps no output items unless a request asks for `store` (the API's default), and refuses an input item that
+names an ID it does not hold, or a call output without its call."""
 
 from __future__ import annotations
 
@@ -206,6 +210,9 @@ class FakeOpenAI:
         self.context_window: int | None = None
         self.prompt_tokens: list[int] = []  # the measured prompt of every step and summary request, in order
         self.overflows = 0
+        self.keys: set[str] | None = None  # the API keys it accepts (None: it checks none)
+        self.refused: list[RecordedRequest] = []  # requests answered 401 or 400 before any script was used
+        self._stored: set[str] = set()  # Responses output item IDs kept for later requests (`store`)
         self.app = Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat_completions, methods=["POST"]),
@@ -318,6 +325,11 @@ class FakeOpenAI:
             payload = raw.decode("utf-8", errors="replace")
         recorded = RecordedRequest(request.method, request.url.path,
                                    {k.lower(): v for k, v in request.headers.items()}, payload, raw)
+        refusal = self._unauthorized(recorded) or self._unknown_items(recorded)
+        if refusal is not None:
+            with self._lock:
+                self.refused.append(recorded)
+            return refusal
         if _is_title_request(payload):
             with self._lock:
                 self.title_requests.append(recorded)
@@ -344,7 +356,47 @@ class FakeOpenAI:
         if window is not None and isinstance(script, StreamScript):
             usage = chunk(usage=usage_block(measured, 10), with_choice=False)
             script = dataclasses.replace(script, frames=[*script.frames, json.dumps(usage)])
+        if isinstance(script, StreamScript) and _stores_items(recorded):
+            self._stored.update(_output_item_ids(script))  # only the server's thread reads and writes it
         return _ScriptedAnswer(self, script)
+
+    def _unauthorized(self, request: RecordedRequest) -> _JSONAnswer | None:
+        """The 401 a real service answers a request whose key is missing, wrong or sent in another scheme."""
+        if self.keys is None:
+            return None
+        headers = request.headers
+        if request.path.endswith("/messages"):
+            if headers.get("x-api-key") in self.keys and headers.get("anthropic-version"):
+                return None
+            return _JSONAnswer(401, {"type": "error", "error": {"type": "authentication_error",
+                                                                "message": "invalid x-api-key"}})
+        scheme, _, key = headers.get("authorization", "").partition(" ")
+        if scheme == "Bearer" and key in self.keys:
+            return None
+        return _JSONAnswer(401, {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error",
+                                           "param": None, "code": "invalid_api_key"}})
+
+    def _unknown_items(self, request: RecordedRequest) -> _JSONAnswer | None:
+        """The 400 the Responses API answers an input item naming an ID it does not hold (with `store: false` it
+        holds none), or a call output whose call is not in the input."""
+        if not request.path.endswith("/responses") or not isinstance(request.json, dict):
+            return None
+        items = [i for i in request.json.get("input") or () if isinstance(i, dict)]
+        calls = {i.get("call_id") for i in items if i.get("type") == "function_call"}
+        for item in items:
+            item_id = item.get("id")
+            if item_id is not None and item_id not in self._stored:
+                message = f"Item with id '{item_id}' not found."
+                if request.json.get("store") is False:
+                    message += (" Items are not persisted when `store` is set to false. Try again with `store` set"
+                                " to true, or remove this item from your input.")
+                return _JSONAnswer(400, {"error": {"message": message, "type": "invalid_request_error",
+                                                   "param": "input", "code": None}})
+            if item.get("type") == "function_call_output" and item.get("call_id") not in calls:
+                return _JSONAnswer(400, {"error": {
+                    "message": f"No tool call found for function call output with call_id {item.get('call_id')}.",
+                    "type": "invalid_request_error", "param": "input", "code": None}})
+        return None
 
     def _connection_for(self, scope: dict[str, Any]) -> Any:
         assert self._server is not None
@@ -366,6 +418,25 @@ def _first_message_is(payload: Any, system: str) -> bool:
         return head[0].get("text") == system
     messages = payload.get("messages")
     return bool(messages) and isinstance(messages[0], dict) and messages[0].get("content") == system
+
+
+def _stores_items(request: RecordedRequest) -> bool:
+    """A Responses request that asks for its output to be kept (the API's default)."""
+    return request.path.endswith("/responses") and isinstance(request.json, dict) and \
+        request.json.get("store", True) is not False
+
+
+def _output_item_ids(script: StreamScript) -> set[str]:
+    ids = set()
+    for frame in script.frames:
+        try:
+            event = json.loads(frame[1] if isinstance(frame, tuple) else frame)
+        except ValueError:
+            continue
+        item = event.get("item") if isinstance(event, dict) else None
+        if event.get("type") == "response.output_item.done" and isinstance(item, dict) and item.get("id"):
+            ids.add(item["id"])
+    return ids
 
 
 def _is_title_request(payload: Any) -> bool:

@@ -14,7 +14,7 @@ WRITTEN_FOR: Mapping[str, str] = {
     "httpx2": "2.16.2",  # AsyncHTTPTransport._pool
     "httpcore2": "2.16.2",  # AsyncConnectionPool._network_backend
     "openai": "3.51.0",  # the client's _client, _make_status_error_from_response, _custom_headers; AsyncStream(...)
-    "anthropic": "2.10.0",  # the same, and _credential_headers
+    "anthropic": "2.10.0",  # the same, _credential_headers, and the auth_headers its client subclass overrides
 }
 
 
@@ -70,6 +70,12 @@ def sdk_stream(stream_cls: Any, client: Any, response: Any) -> Any:
     return stream_cls(cast_to=object, response=response, client=client)
 
 
+def sdk_custom_headers(client: Any) -> Mapping[str, str]:
+    """The custom headers an SDK client sends (after `pin_sdk_headers`: exactly the provider entry's)."""
+    headers: Mapping[str, str] = client._custom_headers
+    return headers
+
+
 def pin_sdk_headers(client: Any, headers: Mapping[str, str], *, drop_credential_headers: bool = False) -> None:
     """Send exactly `headers` as the client's custom headers: the SDKs merge in ones from the environment
     (OPENAI_CUSTOM_HEADERS, ANTHROPIC_CUSTOM_HEADERS, a profile's) whatever server they talk to. Anthropic's client
@@ -79,5 +85,5 @@ def pin_sdk_headers(client: Any, headers: Mapping[str, str], *, drop_credential_
         client._credential_headers = {}
 
 
-__all__ = ["WRITTEN_FOR", "IncompatibleDependencyError", "check_versions", "pin_sdk_headers", "sdk_http_client",
-           "sdk_status_error", "sdk_stream", "set_network_backend"]
+__all__ = ["WRITTEN_FOR", "IncompatibleDependencyError", "check_versions", "pin_sdk_headers", "sdk_custom_headers",
+           "sdk_http_client", "sdk_status_error", "sdk_stream", "set_network_backend"]

@@ -330,6 +330,24 @@ class ToolFailed(StepEvent):
     resultState: dict[str, Any] | None = None
 
 
+class Todo(Struct):
+    """One item of a session's todo list, as `todowrite` writes it."""
+
+    content: str
+    status: str  # pending, in_progress, completed or cancelled
+    priority: str  # high, medium or low
+
+
+@live("todo.updated")
+class TodoUpdated(Struct):
+    """A `todowrite` call replaced the session's todo list. Live only: the durable record is the call itself (its
+    input and its `session.tool.success`), which replay and the messages already carry; like OpenCode's event it
+    is outside the Session catalogue, so the log does not repeat it."""
+
+    sessionID: SessionID
+    todos: list[Todo]
+
+
 @durable("session.retry.scheduled")
 class RetryScheduled(StepEvent):
     attempt: int = Field(ge=1)

@@ -35,6 +35,8 @@ SUMMARY_TOO_LONG = "Compaction summary reached the output token limit"
 SUMMARY_BLOCKED = "Compaction summary was blocked by the provider"
 INTERRUPTED = "Compaction was interrupted"
 EARLIER_CUT = "[the start of the recent context was cut]\n"
+# where the input an automatic compaction is made for stood in the recent context: it follows the checkpoint verbatim
+REPLAYED_INPUT = "[User]: (this request follows the checkpoint, word for word)"
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,17 @@ def _is_checkpoint(message: md.SessionMessageData) -> bool:
     return message["type"] == "compaction" and message.get("status", "completed") == "completed"
 
 
+def _fresh_checkpoint(entries: list[HistoryEntry]) -> bool:
+    """History starts from a checkpoint with nothing after it but the input it was made for."""
+    return bool(entries) and _is_checkpoint(entries[0].message) and all(e.replayed for e in entries[1:])
+
+
+def trigger_of(entries: list[HistoryEntry]) -> HistoryEntry | None:
+    """The input an automatic compaction of `entries` is made for: the newest user message, which the history sends
+    again after the checkpoint (`HistoryCache.load`), so the rebuilt Step answers it as its latest user message."""
+    return next((e for e in reversed(entries) if e.message["type"] == "user"), None)
+
+
 @dataclass
 class Split:
     """Active history cut in two: `head` is summarised (with the earlier checkpoint, if any), `tail` is kept."""
@@ -100,12 +113,14 @@ class Split:
     head: list[HistoryEntry]
     tail: list[HistoryEntry]
     keep_tokens: int
+    trigger: HistoryEntry | None = None  # the input sent again after the checkpoint: only its place stays in `recent`
 
     @property
     def recent(self) -> str:
         """The tail as transcript text, at most twice `keep_tokens`: a newest message too long for that (a huge
         answer) keeps its end, which is what the next Step continues from."""
-        text = "\n\n".join(text for text in map(_serialized, self.tail) if text)
+        text = "\n\n".join(text for text in (REPLAYED_INPUT if e is self.trigger else _serialized(e)
+                                               for e in self.tail) if text)
         size = text_tokens(text)
         if size <= 2 * self.keep_tokens:
             return text
@@ -113,10 +128,11 @@ class Split:
         return EARLIER_CUT + text[len(text) - keep:]
 
 
-def split(entries: list[HistoryEntry], keep_tokens: int) -> Split | None:
+def split(entries: list[HistoryEntry], keep_tokens: int, trigger: HistoryEntry | None = None) -> Split | None:
     """Keep the newest messages up to `keep_tokens` (always the newest one), starting at a user message when that
     keeps the tail within twice the budget (a cut between assistant messages never separates a tool call from its
-    result: both live in one message). None when nothing older than the tail is left to summarise."""
+    result: both live in one message). None when nothing older than the tail is left to summarise. `trigger` is the
+    input an automatic compaction is made for (`trigger_of`)."""
     previous = None
     body = entries
     if body and body[0].message["type"] == "compaction" and _is_checkpoint(body[0].message):
@@ -141,7 +157,7 @@ def split(entries: list[HistoryEntry], keep_tokens: int) -> Split | None:
     head, tail = body[:start], body[start:]
     if not any(map(_serialized, head)) and not (previous and previous["recent"]):
         return None
-    return Split(previous, head, tail, keep_tokens)
+    return Split(previous, head, tail, keep_tokens, trigger)
 
 
 def _chunks(pieces: list[str], budget: int) -> list[str]:
@@ -206,9 +222,9 @@ class Compactor:
         self.estimator.observe(session_id, model, entries)
         raw = self.estimator.raw_request_tokens(session_id, request.system, entries, extra, request.tools)
         self.estimator.sent(session_id, assistant_id, raw)
-        if self.estimator.calibrated(model, raw) < limit or (entries and _is_checkpoint(entries[-1].message)):
+        if self.estimator.calibrated(model, raw) < limit or _fresh_checkpoint(entries):
             return None
-        return split(entries, settings.keep_tokens)
+        return split(entries, settings.keep_tokens, trigger_of(entries))
 
     # --- a compaction -----------------------------------------------------------------------------------
 
@@ -218,7 +234,7 @@ class Compactor:
                       secrets: tuple[str, ...] = ()) -> SessionErrorInfo | None:
         """Summarise older history durably; returns None once active history starts at the new checkpoint, else
         the typed error of the failed compaction (history is then unchanged)."""
-        cut = chosen or split(entries, settings.keep_tokens)
+        cut = chosen or split(entries, settings.keep_tokens, trigger_of(entries) if reason == "auto" else None)
         if cut is None:
             error = SessionErrorInfo(type=session_errors.COMPACTION_UNAVAILABLE, message=NOTHING_TO_COMPACT)
             await self.store.append(ev.CompactionFailed(sessionID=session_id, reason=reason, error=error,

@@ -7,6 +7,7 @@ import json
 
 from ...schema import message_data as md
 from ..llm import model as llm
+from ..tools.output import settled_text
 
 TOOL_OUTPUT_MAX_CHARS = 2_000
 TRUNCATED = "\n[truncated]"
@@ -82,8 +83,7 @@ def _tool_lines(part: md.SessionMessageAssistantToolData) -> list[str]:
     state = part["state"]
     lines = [f"[Assistant tool call]: {part['name']}({json.dumps(state.get('input') or {}, ensure_ascii=False)})"]
     if state["status"] == "completed":
-        text = "\n".join(c["text"] for c in state.get("content", ()) if c["type"] == "text")
-        lines.append(f"[Tool result]: {_clip(text)}")
+        lines.append(f"[Tool result]: {_clip(settled_text(state))}")
     elif state["status"] == "error":
         lines.append(f"[Tool error]: {_clip(state['error']['message'])}")
     return lines

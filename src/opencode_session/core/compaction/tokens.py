@@ -14,6 +14,7 @@ from typing import Any
 from ...schema import message_data as md
 from ..llm import model as llm
 from ..session.history import HistoryEntry
+from ..tools.output import settled_text
 
 IMAGE_TOKEN_ESTIMATE = 1_500
 PDF_TOKEN_ESTIMATE = 2_000
@@ -43,7 +44,7 @@ def _file_tokens(mime: str) -> int:
 def _tool_result_text(state: Any) -> str:
     if state["status"] == "error":
         return str(state["error"]["message"])
-    return "\n".join(c.get("text", "") for c in state.get("content", ()) if c.get("type") == "text")
+    return settled_text(state)  # a structured-only result costs its JSON
 
 
 def message_tokens(message: md.SessionMessageData) -> int:

@@ -24,6 +24,7 @@ from ..llm.model import (
     UserMessage,
 )
 from ..session.history import HistoryEntry
+from ..tools.output import settled_text
 
 
 def _user_parts(message: md.SessionMessageUserData) -> list[TextPart | FilePart]:
@@ -33,10 +34,6 @@ def _user_parts(message: md.SessionMessageUserData) -> list[TextPart | FilePart]
     for f in message.get("files") or ():
         parts.append(FilePart(uri=f["uri"], mime=f["mime"], name=f.get("name")))
     return parts or [TextPart("")]
-
-
-def _tool_result_text(state: md.ToolStateCompletedData) -> str:
-    return "\n".join(c["text"] for c in state.get("content", ()) if c["type"] == "text")
 
 
 def lower_message(message: md.SessionMessageData, current: ModelRef | None) -> list[LLMMessage]:
@@ -165,7 +162,7 @@ def _assistant(message: md.SessionMessageAssistantData, current: ModelRef | None
                 continue
             parts.append(ToolCallPart(part["id"], part["name"], state.get("input") or {}, metadata))
             if state["status"] == "completed":
-                results.append(ToolResultMessage(part["id"], part["name"], _tool_result_text(state)))
+                results.append(ToolResultMessage(part["id"], part["name"], settled_text(state)))
             else:
                 results.append(ToolResultMessage(part["id"], part["name"], state["error"]["message"], is_error=True))
     if not parts:

@@ -22,7 +22,7 @@ from ..config import Config
 from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ContextOverflowError, ProviderError
-from ..permission import DEFAULT_RULES, Asker, Ruleset
+from ..permission import DEFAULT_RULES, AccessRefused, Asker, Correction, PermissionAsk, Ruleset
 from ..questions import Questioner
 from ..store import Store
 from ..tools.registry import ToolErrored, ToolSet, ToolSucceeded
@@ -125,6 +125,9 @@ class Step:
         self.usage = llm.Usage()
         self.queued: list[asyncio.Future[Any]] = []  # durable writes submitted and not yet known committed
         self.stream: Any = None  # the provider's stream while it is open
+        # Once the user refused a call (with feedback, or declining), what the Step's calls that have not started
+        # yet fail with instead of asking or running.
+        self.refusal: AccessRefused | None = None
 
     # --- durable writes ---------------------------------------------------------------------------
 
@@ -293,6 +296,9 @@ class Step:
         elif not self.ctx.tools_enabled:
             self._publish_settlement(record, ToolErrored(SessionErrorInfo(
                 type=session_errors.TOOL_EXECUTION, message=TOOLS_DISABLED)))
+        elif self.refusal is not None:
+            self._publish_settlement(record, ToolErrored(SessionErrorInfo(
+                type=self.refusal.type, message=self.refusal.message)))
         else:
             record.task = asyncio.create_task(self._run_tool(record, call.input))
 
@@ -309,18 +315,34 @@ class Step:
         tool_ctx = ToolContext(session_id=c.session_id, message_id=c.assistant_id, call_id=record.call_id,
                                agent=c.agent, directory=c.directory, project_root=c.project_root, on_read=c.on_read,
                                env=c.env, rules=c.rules, managed_roots=c.managed_roots,
-                               asker=c.asker_for(record.call_id) if c.asker_for else None,
+                               asker=self._asker(c.asker_for(record.call_id)) if c.asker_for else None,
                                questioner=c.questioner_for(record.call_id) if c.questioner_for else None,
-                               on_output=self._progress(record.call_id),
+                               on_output=self._progress(record.call_id), publish_live=self._live,
                                model_accepts_images=c.resolved.capabilities.images, config=c.config)
         settlement = await c.tools.run(record.name, tool_input, tool_ctx)
         if isinstance(settlement, ToolErrored) and settlement.error.type in session_errors.DECLINES:
             # E2 (digest 5.4): a decline without feedback fails the assistant and ends the drain as a user interrupt
             self.outcome.declined = True
             self.outcome.failure = self.outcome.failure or settlement.error
+            self.refusal = AccessRefused(INTERRUPTED_TOOL, session_errors.ABORTED)  # the turn stops: no call after it
         # the tool is done: bounding (which may write a Managed Tool Output File) and publishing the one settlement
         # must not be torn by an interrupt
         await shielded(self._bound_and_publish(record, settlement))
+
+    def _asker(self, ask: Asker) -> Asker:
+        """A call's asker that stops asking once the user refused one of the Step's calls: a refusal with feedback
+        fails the calls that would ask after it with that feedback (those waiting already are answered with it)."""
+
+        async def asking(need: PermissionAsk) -> None:
+            if self.refusal is not None:
+                raise AccessRefused(self.refusal.message, self.refusal.type)
+            try:
+                await ask(need)
+            except Correction as corrected:
+                self.refusal = self.refusal or corrected.elsewhere()
+                raise
+
+        return asking
 
     def _progress(self, call_id: str) -> Callable[[str], None]:
         """Publishes a running call's output live as it arrives (called on the event loop): the tail of everything

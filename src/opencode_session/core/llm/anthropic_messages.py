@@ -12,7 +12,7 @@ import anthropic
 import httpx2
 from anthropic.types import Message
 
-from ..compat import pin_sdk_headers
+from ..compat import pin_sdk_headers, sdk_custom_headers
 from .errors import TransportError
 from .model import (
     AssistantMessage,
@@ -315,6 +315,19 @@ class MessagesStreamDecoder:
 # The provider.
 
 
+class _MessagesClient(anthropic.AsyncAnthropic):
+    """The SDK's client, sending the key the way the Messages API authenticates: in `x-api-key`, next to the
+    `anthropic-version` the SDK sends. This SDK version sends it as a bearer token, which the API refuses with 401.
+    No key (a keyless server), or a provider entry whose headers carry its own `x-api-key`, adds none."""
+
+    @property
+    def auth_headers(self) -> dict[str, str]:
+        key = self.api_key
+        if not key or key == KEYLESS_PLACEHOLDER or any(k.lower() == "x-api-key" for k in sdk_custom_headers(self)):
+            return {}
+        return {"X-Api-Key": key}
+
+
 class AnthropicMessagesProvider(SDKAdapter):
     """The Messages API over one SDK client (per base URL, key and headers)."""
 
@@ -328,7 +341,7 @@ class AnthropicMessagesProvider(SDKAdapter):
                  timeout: float | httpx2.Timeout | None = DEFAULT_TIMEOUT,
                  http_client: httpx2.AsyncClient | None = None) -> None:
         user_headers = dict(headers or {})
-        client = anthropic.AsyncAnthropic(
+        client = _MessagesClient(
             api_key=api_key or KEYLESS_PLACEHOLDER,  # an explicit key: the SDK then reads no credential variables
             base_url=base_url.rstrip("/"),
             default_headers=user_headers or None,
@@ -339,7 +352,7 @@ class AnthropicMessagesProvider(SDKAdapter):
         # The SDK merges ANTHROPIC_CUSTOM_HEADERS (and profile headers) whatever server it talks to: only what the
         # provider entry names may reach that server.
         pin_sdk_headers(client, user_headers, drop_credential_headers=True)
-        # this SDK version sends the key as a bearer token, like OpenAI's
+        # without any credential the SDK refuses to send a request unless its Authorization header is left out
         super().__init__(base_url, client, keyless_header="Authorization" if keyless(api_key, headers) else None,
                          owns_http=http_client is None)
         self._history = WireHistory(_fold, _seal)

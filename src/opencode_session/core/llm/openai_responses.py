@@ -1,11 +1,13 @@
 """OpenAI Responses API adapter: lowers an `LLMRequest` to input items once, as plain JSON (our history, never
-`previous_response_id`; reasoning items replayed from their encrypted content), streams one call through the official
-SDK and turns output items into provider-neutral events."""
+`previous_response_id`; without `store`, reasoning replayed from its encrypted content and calls by their call ID,
+never by item IDs the service did not keep), streams one call through the official SDK and turns output items into
+provider-neutral events."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import httpx2
@@ -85,18 +87,23 @@ def _native(metadata: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return own if isinstance(own, Mapping) else None
 
 
-def _lower_assistant(message: AssistantMessage, out: list[dict[str, Any]]) -> None:
+def _lower_assistant(message: AssistantMessage, out: list[dict[str, Any]], stored: bool) -> None:
+    """With `stored` the service kept the earlier output items, and they are named by their IDs; without it, it
+    refuses any ID it does not hold, so reasoning travels as its encrypted content and a call by its call ID."""
     for part in message.parts:
         if isinstance(part, TextPart):
             if part.text:
                 out.append({"role": "assistant", "content": part.text})
         elif isinstance(part, ReasoningPart):
             native = _native(part.metadata)
-            if native is not None and native.get("itemId"):
-                item: dict[str, Any] = {"type": "reasoning", "id": native["itemId"],
-                                        "summary": [{"type": "summary_text", "text": part.text}] if part.text else []}
-                if native.get("encryptedContent"):
-                    item["encrypted_content"] = native["encryptedContent"]
+            encrypted = native.get("encryptedContent") if native is not None else None
+            if native is not None and native.get("itemId") and (stored or encrypted):
+                item: dict[str, Any] = {"type": "reasoning"}
+                if stored:
+                    item["id"] = native["itemId"]
+                item["summary"] = [{"type": "summary_text", "text": part.text}] if part.text else []
+                if encrypted:
+                    item["encrypted_content"] = encrypted
                 out.append(item)
             elif part.text:
                 out.append({"role": "assistant", "content": part.text})
@@ -106,12 +113,12 @@ def _lower_assistant(message: AssistantMessage, out: list[dict[str, Any]]) -> No
             call: dict[str, Any] = {"type": "function_call", "call_id": part.call_id, "name": part.name,
                                     "arguments": json.dumps(part.input, ensure_ascii=False)}
             native = _native(part.metadata)
-            if native is not None and native.get("itemId"):
+            if stored and native is not None and native.get("itemId"):
                 call["id"] = native["itemId"]
             out.append(call)
 
 
-def _fold(out: list[dict[str, Any]], message: LLMMessage) -> None:
+def _fold(out: list[dict[str, Any]], message: LLMMessage, stored: bool) -> None:
     """One history message onto the input items so far (it only ever adds items)."""
     if isinstance(message, SystemUpdate):
         # The Responses API takes developer messages anywhere: the native chronological instruction role.
@@ -121,24 +128,29 @@ def _fold(out: list[dict[str, Any]], message: LLMMessage) -> None:
             _input_text(p.text) if isinstance(p, TextPart) else lower_file(p, _lower_file_unchecked, _input_text)
             for p in message.parts]})
     elif isinstance(message, AssistantMessage):
-        _lower_assistant(message, out)
+        _lower_assistant(message, out, stored)
     elif isinstance(message, ToolResultMessage):
         out.append({"type": "function_call_output", "call_id": message.call_id, "output": message.text})
     else:  # pragma: no cover - guarded by the type union
         raise TypeError(f"unknown message type {type(message).__name__}")
 
 
+def _stored(request: LLMRequest) -> bool:
+    """Whether the request asks the service to keep its output items (the `store` option; off by default)."""
+    return request.options.get("store") is True
+
+
 def lower_input(request: LLMRequest) -> list[dict[str, Any]]:
     """The Responses `input` items for a request's history (pure: attachments arrive loaded)."""
-    return lower_history(request.messages, _fold)
+    return lower_history(request.messages, partial(_fold, stored=_stored(request)))
 
 
 def build_body(request: LLMRequest, *, history: list[Any] | None = None) -> dict[str, Any]:
     """The streaming Responses request body (`history` stands for the lowered `request.messages` when given).
-    Nothing is stored at the provider: history is ours."""
+    History is ours: nothing is stored at the provider unless the `store` option asks for it."""
     body: dict[str, Any] = {"model": request.model.wire_model,
                             "input": lower_input(request) if history is None else history, "stream": True,
-                            "store": False}
+                            "store": _stored(request)}
     system = [s for s in request.system if s]
     if system:
         body["instructions"] = "\n\n".join(system)
@@ -298,13 +310,16 @@ class OpenAIResponsesProvider(SDKAdapter):
         super().__init__(base_url, sdk_client(openai.AsyncOpenAI, base_url, api_key, headers, timeout, http_client),
                          keyless_header="Authorization" if keyless(api_key, headers) else None,
                          owns_http=http_client is None)
-        self._history = WireHistory(_fold)
+        # items lower apart with and without `store`: each keeps its own encodings
+        self._history = WireHistory(partial(_fold, stored=False))
+        self._stored_history = WireHistory(partial(_fold, stored=True))
 
     def build_body(self, request: LLMRequest) -> dict[str, Any]:
         return build_body(request)
 
     def encode_request(self, request: LLMRequest) -> bytes:
-        return self._history.encode(request, lambda history: build_body(request, history=history))
+        history = self._stored_history if _stored(request) else self._history
+        return history.encode(request, lambda items: build_body(request, history=items))
 
     def decoder(self) -> ResponsesStreamDecoder:
         return ResponsesStreamDecoder()

@@ -3,7 +3,7 @@ against its Step's rules: a `deny` refuses at once, the ones that `ask` go to th
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,9 +28,11 @@ Asker = Callable[[PermissionAsk], Awaitable[None]]
 
 
 async def satisfy(rules: Ruleset, asker: Asker | None, needs: Sequence[Requirement],
-                  metadata: dict[str, Any] | None = None, save: Sequence[str] | None = None) -> None:
-    """Return once every requirement is allowed; else AccessRefused. `save` defaults to the asked resources; without
-    an asker (nobody can answer) an `ask` is refused as `permission.required`."""
+                  metadata: dict[str, Any] | None = None, save: Mapping[str, Sequence[str]] | None = None) -> None:
+    """Return once every requirement is allowed; else AccessRefused. A `deny` refuses before anything is asked; the
+    ones that `ask` are asked per action, in order, `save` holding an action's patterns an `always` remembers (by
+    default the resources asked). Without an asker (nobody can answer) an `ask` is refused as
+    `permission.required`."""
     asking: dict[str, list[str]] = {}
     for need in needs:
         effect = need.effect(rules)
@@ -44,5 +46,5 @@ async def satisfy(rules: Ruleset, asker: Asker | None, needs: Sequence[Requireme
                 f"Permission required: {action} {', '.join(resources)}. Nobody can approve it here; the user "
                 f"can allow it under \"permission\".\"{action}\" in opencode.json.",
                 session_errors.PERMISSION_REQUIRED)
-        await asker(PermissionAsk(action, tuple(resources), tuple(save if save is not None else resources),
-                                  dict(metadata or {})))
+        saved = (save or {}).get(action, resources)
+        await asker(PermissionAsk(action, tuple(resources), tuple(saved), dict(metadata or {})))

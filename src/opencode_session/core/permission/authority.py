@@ -28,6 +28,20 @@ class AccessRefused(Exception):
         self.type = type
 
 
+class Correction(AccessRefused):
+    """The user refused a call's permission and said what to do instead (`feedback`): the model reads it and goes
+    on, and the calls of the same Step that have not started yet are not run (`elsewhere`)."""
+
+    def __init__(self, message: str, feedback: str) -> None:
+        super().__init__(message, session_errors.PERMISSION_REJECTED)
+        self.feedback = feedback
+
+    def elsewhere(self) -> AccessRefused:
+        """What another call of the Step fails with instead of asking or running."""
+        return AccessRefused(f"Not run: the user rejected another tool call of this step and said: {self.feedback}",
+                             session_errors.PERMISSION_REJECTED)
+
+
 @dataclass(frozen=True)
 class Requirement:
     """One permission a path access needs: `action` on `resource`, as the rules match it."""

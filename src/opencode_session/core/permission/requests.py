@@ -17,7 +17,7 @@ from ...schema.permission import PermissionSavedInfo, PermissionV2Reply, Permiss
 from ..store import Store, now_ms
 from ..waiting import Waiting, WaitingRequests
 from .ask import Asker, PermissionAsk
-from .authority import AccessRefused
+from .authority import AccessRefused, Correction
 from .rules import Effect, Rule, Ruleset, evaluate
 
 DECLINED = "The user declined this tool call"
@@ -36,6 +36,11 @@ def _covered(saved: Sequence[PermissionSavedInfo], action: str, resources: Seque
     """Whether the saved rules allow `action` on every resource."""
     rules = tuple(Rule(s.action, s.resource, "allow") for s in saved)
     return bool(resources) and all(evaluate(rules, action, r) == "allow" for r in resources)
+
+
+def _same_step(one: PermissionV2Request, other: PermissionV2Request) -> bool:
+    """Whether two requests were asked by calls of the same Step (the same assistant message)."""
+    return one.source is not None and other.source is not None and one.source.messageID == other.source.messageID
 
 
 class PermissionRequests:
@@ -107,8 +112,8 @@ class PermissionRequests:
     async def reply(self, session_id: str, request_id: str, reply: PermissionV2Reply, message: str | None) -> None:
         """`once` allows this call; `always` also saves the request's `save` patterns for the project and allows the
         other pending requests they now cover; `reject` with a message fails the call with that feedback for the
-        model; `reject` without one declines: the call fails, the drain stops and the session's other pending
-        requests are declined too."""
+        model, and the other calls of its Step that wait on a request with it; `reject` without one declines: the
+        call fails, the drain stops and the session's other pending requests are declined too."""
         waiting = self._find(session_id, request_id)
         request = waiting.request
         if reply == "always":
@@ -117,9 +122,12 @@ class PermissionRequests:
         if reply != "reject":
             self._answer(waiting, reply)
         elif message:
-            self._answer(waiting, reply, AccessRefused(
-                f"The user rejected permission to use this tool ({request.action}) and said: {message}",
-                session_errors.PERMISSION_REJECTED))
+            correction = Correction(
+                f"The user rejected permission to use this tool ({request.action}) and said: {message}", message)
+            self._answer(waiting, reply, correction)
+            for other in self._waiting.of_session(session_id):
+                if _same_step(other.request, request):
+                    self._answer(other, reply, correction.elsewhere())
         else:
             for declined in (waiting, *self._waiting.of_session(session_id)):
                 self._answer(declined, reply, AccessRefused(DECLINED, session_errors.PERMISSION_DECLINED))

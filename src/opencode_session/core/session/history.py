@@ -1,5 +1,6 @@
-"""Session History selection: projected messages after the latest compaction and the instruction-baseline cutoff,
-plus an incremental per-session cache so a Step decodes only messages that changed since the last one."""
+"""Session History selection: projected messages after the latest compaction and the instruction-baseline cutoff
+(for the model, an automatic compaction is followed by the input it was made for), plus an incremental per-session
+cache so a Step decodes only messages that changed since the last one."""
 
 from __future__ import annotations
 
@@ -34,10 +35,12 @@ class HistoryEntry:
     rev: int
     message: SessionMessageData
     derived: dict[Any, Any] = field(default_factory=dict)
+    # the user message an automatic compaction was made for, sent again right after its checkpoint
+    replayed: bool = False
 
     @classmethod
-    def of(cls, row: HistoryRow) -> HistoryEntry:
-        return cls(row.id, row.seq, row.rev, as_data(row.data))
+    def of(cls, row: HistoryRow, replayed: bool = False) -> HistoryEntry:
+        return cls(row.id, row.seq, row.rev, as_data(row.data), replayed=replayed)
 
 
 @dataclass
@@ -59,7 +62,9 @@ class HistoryCache:
         self._sessions: OrderedDict[str, _SessionHistory] = OrderedDict()
 
     def load(self, reader: Reader, session_id: str) -> list[HistoryEntry]:
-        """The active history in seq order."""
+        """The active history in seq order, except that after an automatic compaction's checkpoint comes the input
+        it was made for (a user message from before it), so the Step rebuilt on it still answers that input: the
+        checkpoint's record of recent context leaves it out."""
         bounds = _bounds(reader, session_id)
         state = self._sessions.pop(session_id, None)
         if (state is None or state.bounds != bounds or state.removed != reader.messages.removed(session_id)
@@ -74,6 +79,10 @@ class HistoryCache:
         removed = reader.messages.removed(session_id)
         rows = reader.messages.window(session_id, *bounds)
         entries = [HistoryEntry.of(row) for row in rows]
+        if entries and entries[0].message["type"] == "compaction" and entries[0].message["reason"] == "auto":
+            trigger = reader.messages.compaction_trigger(session_id, entries[0].seq)
+            if trigger is not None:
+                entries.insert(1, HistoryEntry.of(trigger, replayed=True))
         watermark = max((row.updated for row in rows), default=0)
         return _SessionHistory(bounds, entries, {e.id: e for e in entries}, watermark, removed)
 

@@ -157,6 +157,11 @@ class MessageReads(Protocol):
         the baseline), in sequence order."""
         ...
 
+    def compaction_trigger(self, session_id: str, compaction_seq: int) -> HistoryRow | None:
+        """The input an automatic compaction at `compaction_seq` was made for: the newest user message before it,
+        unless a completed manual compaction lies between the two (that message had its answer before then)."""
+        ...
+
     def removed(self, session_id: str) -> int:
         """How many of the session's messages have ever been removed."""
         ...

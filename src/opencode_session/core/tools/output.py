@@ -1,9 +1,28 @@
-"""The final size bound on tool output text: keep the head and tail, drop the middle behind a marker line."""
+"""The text a model reads of a tool result, and its final size bound: keep the head and tail, drop the middle behind
+a marker line."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from opencode_session.schema.message_data import ToolStateCompletedData
+
 DEFAULT_MAX_LINES = 2000
 DEFAULT_MAX_BYTES = 51_200
+
+
+def structured_text(structured: Mapping[str, Any] | None) -> str:
+    """What the model reads of a result without text parts: its structured value as JSON ("" when it has none)."""
+    return json.dumps(structured, ensure_ascii=False) if structured else ""
+
+
+def settled_text(state: ToolStateCompletedData) -> str:
+    """What the model reads of a completed call as recorded: its text parts, or with none its structured value's JSON
+    (a bounded preview in a text part instead, when that was too large)."""
+    texts = [c["text"] for c in state.get("content", ()) if c["type"] == "text"]
+    return "\n".join(texts) if texts else structured_text(state.get("structured"))
 
 
 def _is_continuation(byte: int) -> bool:

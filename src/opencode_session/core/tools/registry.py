@@ -294,7 +294,7 @@ class ToolRegistry:
             return True
         output = settlement.output
         if not any(isinstance(part, ToolTextContent) for part in output.content):
-            return True
+            return not output.structured  # its JSON is what the model reads: measured by `bound`, off the loop
         text = output.text()
         return len(text) <= QUICK_CHECK_CHARS and fits(text, self._lines(max_lines), self._bytes(max_bytes))
 
@@ -305,24 +305,28 @@ class ToolRegistry:
         return self.max_bytes if max_bytes is None else max_bytes
 
     def bound(self, settlement: Settlement, max_lines: int | None = None, max_bytes: int | None = None) -> Settlement:
-        """The Model Tool Output of a settlement: joined text over `max_lines` or `max_bytes` (the registry's own
-        bounds by default) keeps its head and tail, and the complete text goes to a Managed Tool Output File that
-        the preview names. Blocking (it may write that file): run it off the event loop."""
+        """The Model Tool Output of a settlement: the text the model reads (joined text parts, or a structured-only
+        result's JSON) over `max_lines` or `max_bytes` (the registry's own bounds by default) keeps its head and
+        tail, and the complete text goes to a Managed Tool Output File that the preview names. The structured value
+        stays as it is. Blocking (it may write that file): run it off the event loop."""
         if not isinstance(settlement, ToolSucceeded) or settlement.truncated:
             return settlement
         output = settlement.output
         lines, size = self._lines(max_lines), self._bytes(max_bytes)
-        texts = [i for i, part in enumerate(output.content) if isinstance(part, ToolTextContent)]
-        text = output.text()
-        if not texts or fits(text, lines, size):
+        text = output.model_text()
+        if fits(text, lines, size):
             return settlement
         path = self.outputs.keep(text) if self.outputs is not None else None
         note = (f"the complete output is in {path}" if path is not None
                 else "the complete output could not be kept")
-        bounded, _ = bound_text(text, lines, size, note)
-        # The text parts collapse into one bounded part where the first one was; file parts keep their place.
-        content = [part for i, part in enumerate(output.content) if i not in texts[1:]]
-        content[texts[0]] = ToolTextContent(text=bounded)
+        preview = ToolTextContent(text=bound_text(text, lines, size, note)[0])
+        texts = [i for i, part in enumerate(output.content) if isinstance(part, ToolTextContent)]
+        if texts:
+            # The text parts collapse into one bounded part where the first one was; file parts keep their place.
+            content = [part for i, part in enumerate(output.content) if i not in texts[1:]]
+            content[texts[0]] = preview
+        else:
+            content = [preview, *output.content]  # the JSON preview is the text; file parts follow it
         return ToolSucceeded(ToolOutput(content=content, structured=output.structured, title=output.title), True,
                              None if path is None else str(path))
 

@@ -11,11 +11,13 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 
 from opencode_session.schema import session_errors
+from opencode_session.schema.base import Struct
 from opencode_session.schema.message import ToolContent, ToolTextContent
 
 from .. import permission
 from ..config import Config
 from ..permission import DEFAULT_RULES, AccessRefused, Asker, Authority, Requirement, Ruleset
+from .output import structured_text
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,9 @@ class ToolContext:
     # Live output of a running call (e.g. a command's stdout), shown to clients before the call settles; call it on
     # the event loop's thread (it publishes to the live bus), never from a worker thread.
     on_output: Callable[[str], None] | None = None
+    # Publishes a live-only event about the call's session on the instance stream (e.g. `todo.updated`); on the
+    # event loop's thread too. None: nobody listens.
+    publish_live: Callable[[Struct], None] | None = None
     questioner: Callable[[list[dict[str, Any]]], Awaitable[list[list[str]]]] | None = None
     managed_roots: tuple[Path, ...] = ()  # Managed Tool Output File directories: readable without external_directory
     # Whether the Step's model takes image input, so `read` may return an image as an attachment.
@@ -64,11 +69,14 @@ class ToolContext:
                      metadata: dict[str, Any] | None = None) -> None:
         """Return once `action` on every resource is allowed (e.g. `bash` on a command); else ToolFailure.
         `save` defaults to the resources themselves."""
-        await self.satisfy([Requirement(action, r) for r in resources], metadata, save)
+        await self.satisfy([Requirement(action, r) for r in resources], metadata,
+                           None if save is None else {action: save})
 
     async def satisfy(self, needs: Sequence[Requirement], metadata: dict[str, Any] | None = None,
-                      save: Sequence[str] | None = None) -> None:
-        """Check each requirement in order: a `deny` fails at once; the ones that `ask` are asked per action."""
+                      save: Mapping[str, Sequence[str]] | None = None) -> None:
+        """Check each requirement in order: a `deny` fails at once (before anything is asked); the ones that `ask`
+        are asked per action, in order. `save` are an action's patterns an `always` remembers (default: the
+        resources asked)."""
         with refusals_as_failures():
             await permission.satisfy(self.rules, self.asker, needs, metadata, save)
 
@@ -102,6 +110,12 @@ class ToolOutput:
     def text(self) -> str:
         """All text parts joined by newlines; file parts are not text and are skipped."""
         return "\n".join(part.text for part in self.content if isinstance(part, ToolTextContent))
+
+    def model_text(self) -> str:
+        """The text the model reads: the text parts, or with none the structured value's JSON."""
+        if any(isinstance(part, ToolTextContent) for part in self.content):
+            return self.text()
+        return structured_text(self.structured)
 
 
 class ToolFailure(Exception):

@@ -104,6 +104,18 @@ class SqliteMessages:
         rows = self.conn.execute(_COLUMNS + _WINDOW + " ORDER BY seq", (session_id, after, updates_through)).fetchall()
         return [HistoryRow(*row) for row in rows]
 
+    def compaction_trigger(self, session_id: str, compaction_seq: int) -> HistoryRow | None:
+        row = self.conn.execute(_COLUMNS + " FROM session_message WHERE session_id = ? AND type = 'user' AND seq < ?"
+                                " ORDER BY seq DESC LIMIT 1", (session_id, compaction_seq)).fetchone()
+        if row is None:
+            return None
+        manual = self.conn.execute(
+            "SELECT 1 FROM session_message WHERE session_id = ? AND type = 'compaction' AND seq > ? AND seq < ?"
+            " AND json_extract(data, '$.reason') = 'manual'"
+            " AND coalesce(json_extract(data, '$.status'), 'completed') = 'completed' LIMIT 1",
+            (session_id, row[1], compaction_seq)).fetchone()
+        return None if manual is not None else HistoryRow(*row)
+
     def removed(self, session_id: str) -> int:
         row = self.conn.execute("SELECT removed FROM session_message_removal WHERE session_id = ?",
                                 (session_id,)).fetchone()

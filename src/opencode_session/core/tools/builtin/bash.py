@@ -16,8 +16,10 @@ from typing import Any
 
 import anyio.to_thread
 
+from ...permission import AccessRefused, Authority, Requirement
 from ...permission.command import save_pattern, simple_commands
-from ..tool import ToolContext, ToolFailure, ToolOutput
+from ...permission.shell_paths import command_paths
+from ..tool import ToolContext, ToolFailure, ToolOutput, refusals_as_failures
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -67,15 +69,19 @@ class BashTool:
     async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         command: str = input["command"]
         timeout = int(input.get("timeout", DEFAULT_TIMEOUT_MS)) / 1000
-        workdir = await ctx.locate(input.get("workdir") or ".")
-        if not workdir.is_dir():
-            raise ToolFailure(f"workdir is not a directory: {workdir}")
         simple = simple_commands(command)
         if not simple:
             raise ToolFailure("The command is empty.")
-        await ctx.permit("bash", simple, save=list(dict.fromkeys(save_pattern(s) for s in simple)),
-                         metadata={"command": command})
         env = command_environment(ctx.env if ctx.env is not None else os.environ, self.overlay)
+        workdir, outside = await anyio.to_thread.run_sync(
+            lambda: _outside_directories(ctx.authority, input.get("workdir") or ".", command, env.get("HOME")),
+            abandon_on_cancel=True)
+        # Leaving the Location is asked first (all directories in one request), then the commands; a `deny` of
+        # either fails the call before anything is asked.
+        await ctx.satisfy([*outside, *(Requirement("bash", s) for s in simple)], {"command": command},
+                          save={"bash": list(dict.fromkeys(save_pattern(s) for s in simple))})
+        if not workdir.is_dir():  # after the asking, which the directory may not outlast
+            raise ToolFailure(f"workdir is not a directory: {workdir}")
         run = _Run(ctx)
         exit_code = await run.run(command, workdir, env, timeout)
         text = run.output()
@@ -87,6 +93,21 @@ class BashTool:
                                   {"exit": None if run.timed_out else exit_code, "timedOut": run.timed_out,
                                    "workdir": str(workdir)},
                                   title=command if len(command) <= 80 else command[:77] + "...")
+
+
+def _outside_directories(authority: Authority, raw_workdir: str, command: str,
+                         home: str | None) -> tuple[Path, list[Requirement]]:
+    """The resolved workdir, and `external_directory` for it and for each directory outside the Location that the
+    command names a path in (see permission/shell_paths.py)."""
+    with refusals_as_failures():
+        workdir, needs = authority.locate(raw_workdir)
+    for path in command_paths(command, str(workdir), home):
+        try:
+            _, reach = authority.locate(path)
+        except AccessRefused:
+            continue  # a word that is no usable path names no file
+        needs += reach
+    return workdir, list(dict.fromkeys(needs))
 
 
 def command_environment(caller: Mapping[str, str], overlay: Mapping[str, str]) -> dict[str, str]:

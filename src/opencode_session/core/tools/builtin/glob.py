@@ -6,6 +6,7 @@ import os
 import re
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,10 +14,10 @@ from typing import Any
 import anyio.to_thread
 from wcmatch import glob as wcglob
 
+from ..ignores import named_by, walk
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
 MAX_RESULTS = 100
-SKIPPED_DIRS = frozenset({".git", "node_modules"})
 _MAGIC = re.compile(r"[*?\[{]")
 # wcmatch compiles globs to regexes that never backtrack catastrophically; these bound the walk itself.
 _FLAGS = wcglob.GLOBSTAR | wcglob.BRACE | wcglob.DOTGLOB
@@ -30,7 +31,8 @@ DESCRIPTION = """Find files by glob pattern.
 - A pattern without `/` matches file names at any depth ("*.py" finds every Python file).
 - `path` is the directory to search (default: the session's working directory).
 - Returns absolute paths, most recently modified first, at most `limit` (default 100).
-  `.git` and `node_modules` are skipped."""
+  Files ignored by .gitignore (and .ignore) are skipped unless the pattern names them; `.git`, `node_modules` and
+  symlinks always are."""
 
 
 class GlobTool:
@@ -64,7 +66,7 @@ class GlobTool:
                 matcher = wcglob.compile(rest, flags=_FLAGS, limit=MAX_EXPANSIONS)
             except Exception as bad:  # wcmatch's PatternLimitException and pattern errors
                 raise ToolFailure(f"Invalid glob pattern {pattern!r}: {bad}") from None
-            return _search(root, matcher, anchored, stop, limit)
+            return _search(root, matcher, anchored, ctx.env if ctx.env is not None else os.environ, stop, limit)
 
         # The walk runs in a worker thread; cancelling the call abandons it and `stop` ends it at the next entry.
         try:
@@ -114,7 +116,8 @@ def _split_pattern(base: str, pattern: str) -> tuple[str, str, bool]:
     return os.path.join(base, prefix), "/".join(parts[literal:]), True
 
 
-def _search(base: Path, matcher: Any, anchored: bool, stop: threading.Event, limit: int) -> _Found:
+def _search(base: Path, matcher: Any, anchored: bool, env: Mapping[str, str], stop: threading.Event,
+            limit: int) -> _Found:
     if not base.exists():
         raise ToolFailure(f"Directory not found: {base}")
     if not base.is_dir():
@@ -123,8 +126,9 @@ def _search(base: Path, matcher: Any, anchored: bool, stop: threading.Event, lim
     deadline = time.monotonic() + MAX_SECONDS
     examined = 0
     stopped: str | None = None
-    # os.walk does not follow symlinked directories, so the walk stays under the checked base.
-    for root, dirs, files in os.walk(base):
+    # The files ripgrep would list (see ignores), the pattern taking precedence as its --glob does; symlinks are
+    # not followed, so the walk stays under the checked base.
+    for root, dirs, files in walk(base, env, named_by(matcher, anchored)):
         examined += len(dirs) + len(files)
         if stop.is_set():
             stopped = "cancelled"
@@ -135,18 +139,12 @@ def _search(base: Path, matcher: Any, anchored: bool, stop: threading.Event, lim
         if time.monotonic() > deadline:
             stopped = f"after {MAX_SECONDS:g} seconds"
             break
-        dirs[:] = [d for d in dirs if d not in SKIPPED_DIRS]
-        relative_root = os.path.relpath(root, base)
-        prefix = "" if relative_root == "." else relative_root.replace(os.sep, "/") + "/"
         for name in files:
-            if not matcher.match(prefix + name if anchored else name):
-                continue
             full = os.path.join(root, name)
             try:
                 mtime = os.stat(full).st_mtime
             except OSError:
-                # A dangling symlink still names a file the model may want to know about.
-                mtime = 0.0
+                mtime = 0.0  # gone since the walk saw it
             found.append((mtime, full))
     found.sort(key=lambda item: (-item[0], item[1]))
     return _Found(base, [path for _, path in found[:limit]], len(found), stopped)

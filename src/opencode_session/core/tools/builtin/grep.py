@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,8 +19,9 @@ import anyio.to_thread
 import regex  # type: ignore[import-untyped]
 from wcmatch import glob as wcglob
 
+from ..ignores import SKIPPED, named_by, walk
 from ..tool import ToolContext, ToolFailure, ToolOutput
-from .glob import MAX_ENTRIES, MAX_EXPANSIONS, MAX_SECONDS, SKIPPED_DIRS
+from .glob import MAX_ENTRIES, MAX_EXPANSIONS, MAX_SECONDS
 
 DEFAULT_LIMIT = 100
 MAX_LINE_CHARS = 2000
@@ -37,8 +38,8 @@ DESCRIPTION = """Search file contents with a regular expression.
 - `path` is the directory (or file) to search (default: the session's working directory).
 - `include` limits the files searched by glob, e.g. "*.py" or "*.{ts,tsx}".
 - Returns matching lines with their line numbers, grouped by file, most recently modified files first, at most
-  `limit` matches (default 100). Hidden files are searched; `.git`, `node_modules`, symlinks and binary files are
-  not."""
+  `limit` matches (default 100). Hidden files are searched; files ignored by .gitignore (and .ignore), `.git`,
+  `node_modules`, symlinks and binary files are not."""
 
 
 @dataclass
@@ -79,8 +80,8 @@ class GrepTool:
         env = ctx.env if ctx.env is not None else os.environ
         rg = shutil.which("rg", path=env.get("PATH", os.defpath))
         stop = threading.Event()
-        search = (lambda: _ripgrep(rg, pattern, root, include, stop)) if rg else (
-            lambda: _python_grep(pattern, root, include, stop))
+        search = (lambda: _ripgrep(rg, pattern, root, include, env, stop)) if rg else (
+            lambda: _python_grep(pattern, root, include, env, stop))
         try:
             found = await anyio.to_thread.run_sync(search, abandon_on_cancel=True)
         finally:
@@ -125,16 +126,20 @@ def _render(found: _Found, limit: int, title: str) -> ToolOutput:
 # --- ripgrep ------------------------------------------------------------------------------------------------
 
 
-def _ripgrep(rg: str, pattern: str, root: Path, include: str | None, stop: threading.Event) -> _Found:
-    # The same rules as the fallback: hidden files yes, ignore files no, .git / node_modules / symlinks no.
-    # --crlf: `$` matches before "\r\n" too, as in the fallback.
-    args = [rg, "--json", "--hidden", "--no-ignore", "--no-messages", "--no-config", "--crlf", "--regexp", pattern]
-    for skipped in sorted(SKIPPED_DIRS):
-        args += ["--glob", f"!{skipped}"]
+def _ripgrep(rg: str, pattern: str, root: Path, include: str | None, env: Mapping[str, str],
+             stop: threading.Event) -> _Found:
+    # The rules the fallback follows (see ignores): hidden files yes, ignore files yes, .git / node_modules /
+    # symlinks no; the skips come last so that `include` cannot bring them back. --crlf: `$` matches before "\r\n"
+    # too, as in the fallback. A directory is searched from inside, so an `include` with a `/` is taken below it.
+    args = [rg, "--json", "--hidden", "--no-messages", "--no-config", "--crlf", "--regexp", pattern]
     if include:
         args += ["--glob", include]
-    args.append(str(root))
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    for skipped in sorted(SKIPPED):
+        args += ["--glob", f"!{skipped}"]
+    directory = root.is_dir()
+    args += ["--", "." if directory else str(root)]
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            cwd=root if directory else None, env=dict(env))
     found = _Found()
     deadline = time.monotonic() + MAX_SECONDS
     try:
@@ -152,8 +157,9 @@ def _ripgrep(rg: str, pattern: str, root: Path, include: str | None, stop: threa
             event = json.loads(raw)
             if event.get("type") == "match":
                 data = event["data"]
-                found.matches.append(_Match(_rg_text(data["path"]), data["line_number"],
-                                            _rg_text(data["lines"]).rstrip("\r\n")))
+                path = _rg_text(data["path"])
+                found.matches.append(_Match(os.path.normpath(os.path.join(root, path)) if directory else path,
+                                            data["line_number"], _rg_text(data["lines"]).rstrip("\r\n")))
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -175,7 +181,8 @@ def _rg_text(value: dict[str, Any]) -> str:
 # --- pure Python --------------------------------------------------------------------------------------------
 
 
-def _python_grep(pattern: str, root: Path, include: str | None, stop: threading.Event) -> _Found:
+def _python_grep(pattern: str, root: Path, include: str | None, env: Mapping[str, str],
+                 stop: threading.Event) -> _Found:
     try:
         compiled = regex.compile(pattern)
         # Most files do not match at all: one search over the whole text rules them out. In MULTILINE mode a line's
@@ -189,7 +196,7 @@ def _python_grep(pattern: str, root: Path, include: str | None, stop: threading.
         raise ToolFailure(f"Invalid include glob {include!r}: {bad}") from None
     found = _Found()
     deadline = time.monotonic() + MAX_SECONDS
-    for path in _files(root, matcher, include is not None and "/" in include, found):
+    for path in _files(root, matcher, include is not None and "/" in include, env, found):
         if stop.is_set():
             found.stopped = "cancelled"
         elif time.monotonic() > deadline:
@@ -205,29 +212,21 @@ def _python_grep(pattern: str, root: Path, include: str | None, stop: threading.
     return found
 
 
-def _files(root: Path, matcher: Any, anchored: bool, found: _Found) -> Iterator[str]:
-    """The regular files to search, as ripgrep picks them: no symlinks, no skipped directories; `include` matches
-    the name, or the path below the root when it has a `/`."""
+def _files(root: Path, matcher: Any, anchored: bool, env: Mapping[str, str], found: _Found) -> Iterator[str]:
+    """The regular files to search, as ripgrep picks them (see ignores); `include` matches the name, or the path
+    below the root when it has a `/`. A file given as the root is searched whatever the rules say, as ripgrep does."""
     if not root.is_dir():
         if not root.is_symlink() and root.is_file():
             yield str(root)
         return
     examined = 0
-    for directory, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS)
+    for directory, dirs, names in walk(root, env, None if matcher is None else named_by(matcher, anchored)):
         examined += len(dirs) + len(names)
         if examined > MAX_ENTRIES:
             found.stopped = f"more than {MAX_ENTRIES} entries"
             return
-        relative = os.path.relpath(directory, root)
-        prefix = "" if relative == "." else relative.replace(os.sep, "/") + "/"
-        for name in sorted(names):
-            full = os.path.join(directory, name)
-            if os.path.islink(full):
-                continue
-            if matcher is not None and not matcher.match(prefix + name if anchored else name):
-                continue
-            yield full
+        for name in names:
+            yield os.path.join(directory, name)
 
 
 def _search_file(path: str, compiled: Any, whole: Any, found: _Found) -> None:

@@ -1,8 +1,11 @@
-"""The `todowrite` tool: the session's todo list, replaced whole by each call and kept in the call's result."""
+"""The `todowrite` tool: the session's todo list, replaced whole by each call, kept in the call's result and
+published live as `todo.updated`."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from opencode_session.schema.events import Todo, TodoUpdated
 
 from ..tool import ToolContext, ToolOutput
 
@@ -43,6 +46,8 @@ class TodoWriteTool:
     async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         todos = [{"content": t["content"], "status": t["status"], "priority": t["priority"]} for t in input["todos"]]
         await ctx.permit("todowrite", ["*"])
+        if ctx.publish_live is not None:  # clients following the instance stream see the new list at once
+            ctx.publish_live(TodoUpdated(sessionID=ctx.session_id, todos=[Todo(**t) for t in todos]))
         open_items = sum(1 for t in todos if t["status"] not in ("completed", "cancelled"))
         lines = [f"{_MARKS.get(t['status'], '[ ]')} {t['content']} ({t['priority']})" for t in todos]
         text = "\n".join(lines) if lines else "(The todo list is empty.)"
