@@ -16,7 +16,8 @@ from typing import Any
 import anyio
 import pytest
 
-from opencode_session.core.execution.runner import MAX_STEPS_NOTICE, Runner, RunnerDeps
+from opencode_session.core.execution.model_context import MAX_STEPS_NOTICE
+from opencode_session.core.execution.runner import Runner, RunnerDeps
 from opencode_session.core.execution.step import TOOLS_DISABLED
 from opencode_session.core.instructions.checkpoint import CheckpointPreparer
 from opencode_session.core.llm import model as llm
