@@ -3,7 +3,6 @@ disk to a file it depends on (edited, replaced, added, removed, a `{file:...}` t
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -11,12 +10,7 @@ import pytest
 
 from opencode_session.core.config import ConfigError, ConfigSource, global_config_dir
 from opencode_session.core.location import Location, resolve_location
-
-
-def write(path: Path, content: str | dict) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(content if isinstance(content, str) else json.dumps(content))
-    return path
+from tests.test_config import write
 
 
 @pytest.fixture

@@ -145,3 +145,15 @@ def test_register_adds_after_the_sources_and_refuses_a_name_a_source_offers():
     assert registry.names() == ["one", "two"]
     with pytest.raises(ValueError):
         registry.register(Named("one"))
+
+
+async def test_a_source_added_later_starts_with_the_next_start_and_stops_with_the_others():
+    first, later = RecordingSource([Named("one")]), RecordingSource([Named("two")])
+    registry = ToolRegistry([first])
+    await registry.start()
+    registry.add_source(later)
+    assert registry.names() == ["one", "two"] and later.events == ["list"]
+    await registry.start()
+    assert (first.events.count("start"), later.events.count("start")) == (1, 1)
+    await registry.stop()
+    assert first.events[-1] == later.events[-1] == "stop"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import logging
 import os
 import tempfile
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
@@ -26,6 +27,8 @@ from .session import Sessions
 from .session.projector import project
 from .store import Store
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -109,7 +112,10 @@ class Runtime:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
         for close in reversed(self._closers):
-            await close()
+            try:
+                await close()
+            except Exception:  # the store and providers are released whatever one of these does
+                log.exception("closing the runtime: %r failed", close)
         await self.providers.aclose()
         await self.store.close()
 

@@ -185,10 +185,6 @@ class ToolRegistry:
 
     # --- sources -------------------------------------------------------------------------------------
 
-    @property
-    def sources(self) -> list[ToolSource]:
-        return list(self._sources)
-
     def add_source(self, source: ToolSource) -> None:
         """Compose another source after the ones there are; it starts with the next `start`."""
         self._sources.append(source)
