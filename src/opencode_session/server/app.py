@@ -18,7 +18,6 @@ from starlette.routing import Match, Route
 
 from ..core.runtime import Runtime
 from ..protocol import ENDPOINTS, Endpoint, decode_query
-from ..schema.base import wire
 from ..schema.errors import InvalidRequestError, TaggedError, UnknownError
 from .auth import BasicAuthMiddleware
 from .body import JSONAnswer, read_json_body
@@ -59,23 +58,13 @@ async def _decode(endpoint: Endpoint, request: Request) -> tuple[Any, Any, Any]:
     return path, query, body
 
 
-def _encode(endpoint: Endpoint, result: Any) -> Any:
-    kind = endpoint.result_kind
-    if kind == "data":
-        return {"data": wire(result)}
-    if kind == "page":
-        items, links = result
-        return {"data": wire(items), "cursor": links.wire()}
-    return wire(result)
-
-
 def _route(runtime: Runtime, endpoint: Endpoint, state: AppState):
     handler = HANDLERS[endpoint.operation_id]
 
     async def endpoint_fn(request: Request) -> Response:
         try:
             path, query, body = await _decode(endpoint, request)
-            result = await handler(runtime, Call(path, query, body, state.shutdown))
+            result = await handler(runtime, Call(path, query, body, endpoint, state.shutdown))
         except TaggedError as err:
             return error_response(err)
         except Exception:
@@ -88,7 +77,14 @@ def _route(runtime: Runtime, endpoint: Endpoint, state: AppState):
                                stall_timeout=state.stall_timeout)
         if endpoint.success_status == 204:
             return Response(status_code=204)
-        return JSONAnswer(_encode(endpoint, result), status_code=endpoint.success_status)
+        try:
+            content = endpoint.encode(result)
+        except Exception:
+            unknown = UnknownError.with_ref()
+            log.exception("%s answered a value its declaration does not allow (ref %s)", endpoint.operation_id,
+                          unknown.values["ref"])
+            return error_response(unknown)
+        return JSONAnswer(content, status_code=endpoint.success_status)
 
     return Route(endpoint.path, endpoint_fn, methods=[endpoint.method], name=endpoint.operation_id)
 
