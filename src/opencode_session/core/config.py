@@ -123,6 +123,7 @@ class Config(_Lenient):
     tool_output: ToolOutputConfig | None = None
     websearch: WebSearchConfig | None = None
     default_agent: str | None = None
+    snapshot: bool | None = None  # false: no file snapshots, so a revert restores no files
 
 
 class ConfigError(Exception):
@@ -379,7 +380,7 @@ def config_files(directory: Path, project_root: Path, env: Mapping[str, str] = o
 # The top-level keys this runtime acts on (`tool_output` is its own).
 ACTED_ON_KEYS = frozenset({
     "model", "small_model", "default_agent", "provider", "agent", "instructions", "permission", "compaction",
-    "tool_output", "websearch",
+    "tool_output", "websearch", "snapshot",
 })
 # OpenCode's keys this runtime knows but does not act on yet, each with what it configures there. A file that sets
 # one loads as before, and `ocs serve` and `ocs run` name it once at start; the work that implements a key takes it
@@ -388,7 +389,6 @@ NOT_ACTED_ON: dict[str, str] = {
     "mcp": "MCP servers and their tools",
     "plugin": "plugins",
     "command": "custom commands",
-    "snapshot": "working-tree snapshots per step",
     "skills": "more skill folders",
     "formatter": "formatters run on edited files",
     "lsp": "language servers",
