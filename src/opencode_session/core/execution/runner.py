@@ -37,6 +37,8 @@ from ..questions import QuestionRequests
 from ..session import admission
 from ..session.history import HistoryCache
 from ..session.service import require_session
+from ..snapshot import Snapshots
+from ..snapshot.steps import StepFiles
 from ..store import Reader, Store, Tx
 from ..tools.registry import ToolRegistry, default_registry
 from .boundary import Boundary
@@ -115,6 +117,7 @@ class RunnerDeps:
     retry_base_delay_ms: float = BASE_DELAY_MS
     permissions: PermissionRequests | None = None  # None: nobody can answer, an `ask` fails the call
     questions: QuestionRequests | None = None
+    snapshots: Snapshots | None = None  # None: Steps take no file snapshots
 
 
 class Runner:
@@ -332,6 +335,8 @@ class Runner:
             max_output_lines=_positive(limits.max_lines if limits else None),
             max_output_bytes=_positive(limits.max_bytes if limits else None),
             managed_roots=() if self.deps.tools.outputs is None else (self.deps.tools.outputs.root,),
+            files=await StepFiles.begin(self.deps.snapshots, b.location, b.config,
+                                        any(self.deps.tools.changes_files(name) for name in offered)),
         )
         outcome = await Step(ctx).run()
         if outcome.overflow:
@@ -415,7 +420,8 @@ def make_drain_factory(
                           instructions=CheckpointPreparer(runtime.store, options.env),
                           on_read=NearbyInstructions(runtime.store).hook,
                           retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base,
-                          permissions=runtime.permissions, questions=runtime.questions)
+                          permissions=runtime.permissions, questions=runtime.questions,
+                          snapshots=runtime.snapshots)
         if tools is not None:
             deps.tools = tools
         if deps.tools.outputs is None:
