@@ -1,5 +1,6 @@
 """Interactive `ocs`: a prompt loop on a terminal. What is typed while a turn streams is sent when the user
-presses Enter (steering the running turn) or Tab (queued until the session would otherwise go idle)."""
+presses Enter (steering the running turn) or Tab (queued until the session would otherwise go idle); between turns,
+`/undo` and `/redo` move a staged revert a prompt back or forward."""
 
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ from .run import EXIT_OK, Interrupts, RunRequest, answerer, describe_failure, pe
 from .startup import StartupError
 from .terminal import TerminalView
 from .turn import Turn
+from .undo import slash
+
+SLASH_COMMANDS = ("/undo", "/redo")
 
 Delivery = Literal["steer", "queue"]
 # Escape sequences (arrows, function keys) are read and ignored: this line editor only appends and erases. A lone
@@ -127,6 +131,9 @@ class PromptLoop:
         if not text:
             return
         turn = self.turn
+        if text in SLASH_COMMANDS and turn is not None and not turn.done:
+            self.view.notice(f"{text} works between turns: wait for this one, or Ctrl-C to interrupt it")
+            return
         if turn is None or turn.done:
             self.submissions.put_nowait((text, delivery))
             return
@@ -181,7 +188,11 @@ async def interact(client: OpenCodeClient, session_id: str, request: RunRequest,
             loop.submissions.put_nowait((request.message, request.delivery))
         loop.draw()
         while (item := await loop.submissions.get()) is not None:
-            await loop.run_turn(*item)
+            if item[0] in SLASH_COMMANDS:
+                await slash(client, session_id, item[0], view.info)
+                loop.draw()
+            else:
+                await loop.run_turn(*item)
     finally:
         reader.stop()
         view.close()
