@@ -10,12 +10,12 @@ from typing import Any
 import anyio
 
 from ..core.agents import AgentNotFoundError, agent_info, resolve_agent
-from ..core.config import Config, ConfigError, load_config
+from ..core.config import Config, ConfigError
 from ..core.llm import listing
 from ..core.location import Location, resolve_location
+from ..core.permission import PermissionAsk
 from ..core.runtime import Runtime
 from ..core.store import now_ms
-from ..core.tools.tool import PermissionAsk
 from ..schema.errors import InvalidRequestError, ProviderNotFoundError, ServiceUnavailableError
 from ..schema.events import EventRecord, GlobalDisposed, LogSynced, ServerConnected
 from ..schema.ids import event_id
@@ -81,8 +81,8 @@ def _selected_location(rt: Runtime, call: Call) -> Location:
 
 async def _catalog_config(rt: Runtime, call: Call) -> tuple[Any, Config]:
     loc = _selected_location(rt, call)
-    try:  # config files are read off the event loop
-        config = await anyio.to_thread.run_sync(load_config, loc.directory, loc.project_root, rt.options.env)
+    try:
+        config = await rt.config.at(loc)
     except ConfigError as bad:
         raise ServiceUnavailableError(f"The configuration cannot be read: {bad}", service="config") from None
     return loc, config
@@ -258,7 +258,7 @@ async def entry_remove(rt: Runtime, call: Call) -> Any:
 async def _config(rt: Runtime, loc: Location) -> Config:
     """The configuration in effect at `loc`; a broken one is the request's problem to report, not a 500."""
     try:
-        return await anyio.to_thread.run_sync(load_config, loc.directory, loc.project_root, rt.options.env)
+        return await rt.config.at(loc)
     except ConfigError as bad:
         raise InvalidRequestError(str(bad), kind="config") from None
 

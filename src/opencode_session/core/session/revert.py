@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Mapping
-
-import anyio
+from collections.abc import Callable
 
 from ...schema import events as ev
 from ...schema.errors import MessageNotFoundError, SessionNotFoundError
 from ...schema.message_data import SessionMessageAssistantData
 from ...schema.session import FileDiff, RevertState, SessionV2Info
-from ..config import Config, ConfigError, load_config
+from ..config import Config, ConfigError, ConfigSource
 from ..location import Location, resolve_location
 from ..snapshot import LocationSnapshots, Snapshots, off_reason
 from ..store import Reader, Store, Tx
@@ -47,13 +45,13 @@ def no_hold(_session_id: str) -> contextlib.AbstractAsyncContextManager[None]:
 
 
 class Reverts:
-    """Stage, clear and commit reverts. `hold` keeps a session idle meanwhile (SessionBusyError while it
-    executes): the runtime's `SessionExecution.idle_hold`."""
+    """Stage, clear and commit reverts; `config` says where snapshots are off. `hold` keeps a session idle meanwhile
+    (SessionBusyError while it executes): the runtime's `SessionExecution.idle_hold`."""
 
-    def __init__(self, store: Store, snapshots: Snapshots, env: Mapping[str, str], hold: Hold = no_hold) -> None:
+    def __init__(self, store: Store, snapshots: Snapshots, config: ConfigSource, hold: Hold = no_hold) -> None:
         self.store = store
         self.snapshots = snapshots
-        self.env = env
+        self.config = config
         self.hold = hold
 
     async def stage(self, session_id: str, message_id: str, files: bool = True) -> RevertState:
@@ -100,7 +98,7 @@ class Reverts:
     async def _config(self, location: Location) -> Config | None:
         """The configuration at `location`; None (snapshots on) when it cannot be read."""
         try:
-            return await anyio.to_thread.run_sync(load_config, location.directory, location.project_root, self.env)
+            return await self.config.at(location)
         except ConfigError:
             return None
 
