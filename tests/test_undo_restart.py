@@ -14,7 +14,8 @@ import anyio
 import pytest
 
 from opencode_session.client import OpenCodeClient
-from tests.api.test_undo import AFTER, BEFORE, call, file_changing_turn, git_project, tree
+from tests.api.test_undo import AFTER, BEFORE, Host, call, file_changing_turn, git_project, tree, turn
+from tests.security.conftest import write_provider_config
 from tests.support import fake_openai as fake
 from tests.support.server import ServerProcess, isolated_env, start_server
 
@@ -24,20 +25,16 @@ WAIT = 60
 
 
 @pytest.fixture
-def provider():
-    server = fake.FakeOpenAI()
-    server.start()
-    yield server
-    server.release_held()
-    server.stop()
+def provider(loop_provider):
+    loop_provider.requests.clear()
+    yield loop_provider
+    assert loop_provider.pending == 0, "a scripted provider response was never requested"
 
 
 @pytest.fixture
 def root(tmp_path, provider) -> tuple[Path, dict[str, str], Path]:
     env = isolated_env(tmp_path)
-    (tmp_path / "config" / "opencode").mkdir(parents=True)
-    (tmp_path / "config" / "opencode" / "opencode.json").write_text(json.dumps(
-        provider.serve_config({"fake-model": {}}, model="loop/fake-model")))
+    write_provider_config(tmp_path, provider)
     return tmp_path, env, git_project(tmp_path)
 
 
@@ -46,20 +43,11 @@ def serve(root: tuple[Path, dict[str, str], Path]) -> ServerProcess:
     return start_server(path, env=env, workdir=project)
 
 
-async def prompt_and_wait(client: OpenCodeClient, provider: fake.FakeOpenAI, sid: str, text: str,
-                          *scripts: fake.Script) -> str:
-    provider.enqueue(*scripts)
-    admitted = await client.session.prompt(sid, prompt={"text": text})
-    with anyio.fail_after(WAIT):
-        await client.session.wait(sid)
-    return str(admitted.id)
-
-
 async def test_a_server_killed_between_stage_and_commit_comes_back_with_files_and_state_agreeing(root, provider):
     first = serve(root)
     async with OpenCodeClient(first.url) as client:
         sid = (await client.session.create()).id
-        boundary = await prompt_and_wait(client, provider, sid, "change the files", *file_changing_turn())
+        boundary = await turn(Host(client, root[2]), provider, sid, "change the files", *file_changing_turn())
         staged = await client.session.revert_stage(sid, messageID=boundary)
     first.stop(signal.SIGKILL)
     assert tree(root[2]) == BEFORE
