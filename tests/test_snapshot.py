@@ -122,6 +122,19 @@ async def test_a_file_over_the_cap_is_listed_not_stored(tmp_path):
     assert size_kb < 40  # a handful of small files: neither large one went in
 
 
+async def test_one_snapshot_stores_at_most_its_budget_of_changed_files_and_lists_the_rest(tmp_path):
+    project = git_project(tmp_path)
+    snaps = Snapshots(tmp_path / "snapshot", os.environ, max_snapshot_bytes=100).at(resolve_location(project))
+    assert await snaps.capture() is not None  # the project's own small files: 37 bytes
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (project / name).write_bytes(b"x" * 60)
+    first = await snaps.capture()
+    assert first is not None
+    assert sorted(snaps.repo.skipped(first)) == ["b.txt", "c.txt"]  # a.txt fit, then the budget ran out
+    second = await snaps.capture()  # the next snapshot has a budget of its own
+    assert second is not None and sorted(snaps.repo.skipped(second)) == ["c.txt"]
+
+
 async def test_snapshots_survive_a_restart_and_the_same_files_give_the_same_snapshot(tmp_path):
     project = git_project(tmp_path)
     root = tmp_path / "snapshot"

@@ -188,8 +188,13 @@ class LocationSnapshots:
                 _remove(location, path)
 
     async def diffs(self, before: str, files: Mapping[str, str]) -> list[FileDiff]:
-        """What putting each path back as `files` names did, from `before` (unchanged files are left out)."""
-        return await self._run(lambda: self._diffs(before, files))
+        """What putting each path back as `files` names did, from `before` (unchanged files are left out); none
+        when a snapshot is gone."""
+        try:
+            return await self._run(lambda: self._diffs(before, files))
+        except (OSError, GitError) as exc:
+            log.warning("could not diff snapshots of %s: %s", self.repo.work_tree / self.scope, exc)
+            return []
 
     def _diffs(self, before: str, files: Mapping[str, str]) -> list[FileDiff]:
         old = self.repo.entries(before, [self._git_path(p) for p in files])
