@@ -10,20 +10,13 @@ from typing import Any
 
 from ..client.generated import OpenCodeClient
 from .hosts import open_host
+from .inspect import every_message
 from .run import EXIT_FAILED, EXIT_OK
 
-PAGE = 200
 
-
-async def prompts(client: OpenCodeClient, session_id: str) -> list[Any]:
-    """The session's user messages, oldest first."""
-    found: list[Any] = []
-    page = await client.session.messages(session_id, order="asc", limit=PAGE)
-    while True:
-        found += [m for m in page.items if m.type == "user"]
-        if page.next is None:
-            return found
-        page = await client.session.messages(session_id, cursor=page.next)
+async def prompts(client: OpenCodeClient, session_id: str) -> list[dict[str, Any]]:
+    """The session's user messages (wire data), oldest first."""
+    return [m for m in await every_message(client, session_id) if m["type"] == "user"]
 
 
 def describe(state: Any) -> list[str]:
@@ -51,10 +44,10 @@ async def undo(client: OpenCodeClient, session_id: str) -> tuple[Any, Any] | Non
     asked = await prompts(client, session_id)
     staged = (await client.session.get(session_id)).revert
     if staged is not None:
-        asked = asked[:next((i for i, m in enumerate(asked) if m.id == staged.messageID), len(asked))]
+        asked = asked[:next((i for i, m in enumerate(asked) if m["id"] == staged.messageID), len(asked))]
     if not asked:
         return None
-    return await client.session.revert_stage(session_id, messageID=asked[-1].id), asked[-1]
+    return await client.session.revert_stage(session_id, messageID=asked[-1]["id"]), asked[-1]
 
 
 async def redo(client: OpenCodeClient, session_id: str) -> tuple[Any, Any] | None:
@@ -64,11 +57,11 @@ async def redo(client: OpenCodeClient, session_id: str) -> tuple[Any, Any] | Non
     if staged is None:
         return None
     asked = await prompts(client, session_id)
-    later = [m for i, m in enumerate(asked) if i > 0 and asked[i - 1].id == staged.messageID]
+    later = [m for i, m in enumerate(asked) if i > 0 and asked[i - 1]["id"] == staged.messageID]
     if not later:
         await client.session.revert_clear(session_id)
         return None
-    return await client.session.revert_stage(session_id, messageID=later[0].id), later[0]
+    return await client.session.revert_stage(session_id, messageID=later[0]["id"]), later[0]
 
 
 async def slash(client: OpenCodeClient, session_id: str, command: str, say: Callable[[str], None]) -> None:
@@ -79,7 +72,7 @@ async def slash(client: OpenCodeClient, session_id: str, command: str, say: Call
             say("nothing to undo")
             return
         state, prompt = undone
-        say(f"undid from “{_quote(prompt.text)}” on (your next message commits it; /redo takes it back):")
+        say(f"undid from “{_quote(prompt['text'])}” on (your next message commits it; /redo takes it back):")
     else:
         staged = (await client.session.get(session_id)).revert
         redone = await redo(client, session_id)
@@ -87,7 +80,7 @@ async def slash(client: OpenCodeClient, session_id: str, command: str, say: Call
             say("nothing to redo" if staged is None else "redone: everything is back as the agent left it")
             return
         state, prompt = redone
-        say(f"redid up to “{_quote(prompt.text)}”; still undone from there on:")
+        say(f"redid up to “{_quote(prompt['text'])}”; still undone from there on:")
     for line in describe(state):
         say(line)
 
@@ -106,7 +99,7 @@ async def revert_command(attach: str | None, db: Path | None, directory: Path, s
             if not asked:
                 print(f"ocs revert: session {session_id} has no prompt to revert", file=sys.stderr)
                 return EXIT_FAILED
-            message_id = asked[-1].id
+            message_id = asked[-1]["id"]
         state = await client.session.revert_stage(session_id, messageID=message_id)
         print(f"Staged a revert of {session_id} from message {message_id} on:")
         for line in describe(state):
