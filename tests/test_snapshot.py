@@ -84,6 +84,17 @@ async def test_restore_puts_back_created_modified_deleted_and_chmoded_files(tmp_
     assert user_git_state(project) == before_git  # the user's repository was never written
 
 
+async def test_a_large_diff_is_counted_but_its_patch_left_out(tmp_path):
+    project = git_project(tmp_path)
+    snaps = Snapshots(tmp_path / "snapshot", os.environ).at(resolve_location(project))
+    start = await snaps.capture()
+    (project / "notes.txt").write_text("".join(f"line {n} of a long rewrite\n" for n in range(5000)))
+    end = await snaps.capture()
+    assert start is not None and end is not None
+    (diff,) = await snaps.diffs(end, {"notes.txt": start})
+    assert (diff.status, diff.additions, diff.deletions, diff.patch) == ("modified", 2, 5000, "")
+
+
 async def test_a_location_below_the_project_root_sees_only_its_own_files_and_the_root_gitignore(tmp_path):
     project = git_project(tmp_path)
     (project / "src" / "build").mkdir()

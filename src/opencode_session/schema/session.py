@@ -20,7 +20,7 @@ class SessionTime(Struct):
 class FileDiff(Struct):
     """One file a staged revert put back: what staging did to it, from the file as the agent left it to the file as
     it was before the boundary (`deleted`: the reverted turn had created it), with its line counts and unified diff
-    (empty for a binary file)."""
+    (empty for a binary file, and for one whose diff is over 64 KiB or past 1 MiB of the revert's diffs)."""
 
     path: str = Field(description="Relative to the session's Location, with `/` separators.")
     status: Literal["added", "modified", "deleted"]

@@ -36,6 +36,9 @@ RETENTION_DAYS = 7  # like Managed Tool Output Files
 SWEEP_INTERVAL_SECONDS = 3600
 FIRST_SWEEP_SECONDS = 60
 _BINARY_PROBE = 8000  # git's own rule: a NUL in the first 8000 bytes makes a file binary
+# A revert's patches are kept on the session record (GET session shows them): one file's at most, and all of them.
+MAX_PATCH_CHARS = 64 * 1024
+MAX_PATCHES_CHARS = 1024 * 1024
 
 # Why a file a revert wanted to restore was left as it is.
 TOO_LARGE = "too large to keep in a snapshot"
@@ -206,12 +209,17 @@ class LocationSnapshots:
             new.update(self.repo.entries(snapshot, paths))
         blobs = self.repo.blobs({e.oid for e in (*old.values(), *new.values())})
         out = []
+        budget = MAX_PATCHES_CHARS
         for path in sorted(files):
             a, b = old.get(self._git_path(path)), new.get(self._git_path(path))
             if a == b:
                 continue
-            out.append(file_diff(path, None if a is None else (a.mode, blobs[a.oid]),
-                                 None if b is None else (b.mode, blobs[b.oid])))
+            diff = file_diff(path, None if a is None else (a.mode, blobs[a.oid]),
+                             None if b is None else (b.mode, blobs[b.oid]))
+            if len(diff.patch) > min(MAX_PATCH_CHARS, budget):
+                diff.patch = ""  # the revert state lives on the session record: its counts say enough
+            budget -= len(diff.patch)
+            out.append(diff)
         return out
 
 
