@@ -1,6 +1,7 @@
 """Rebuilding the projections from the event log, on a database a real runtime wrote: instruction entries, a
-checkpoint with an Instruction Update, a compaction, a saved "always" permission, input left pending and a session
-suspended by a graceful shutdown. Every table of the schema reads the same, row for row, before and after."""
+checkpoint with an Instruction Update, a fork of a session and a revert committed after it, a compaction, a saved
+"always" permission, input left pending and a session suspended by a graceful shutdown. Every table of the schema
+reads the same, row for row, before and after."""
 
 from __future__ import annotations
 
@@ -51,8 +52,8 @@ async def asked(stream: Any, session_id: str) -> str:
     raise AssertionError("the instance stream ended")
 
 
-async def write_history(root: Path, db: Path, provider: fake.FakeOpenAI) -> str:
-    """Drive one session through everything that leaves state beside the log; returns its id."""
+async def write_history(root: Path, db: Path, provider: fake.FakeOpenAI) -> tuple[str, str]:
+    """Drive one session through everything that leaves state beside the log; returns its id and its fork's."""
     write_provider_config(root, provider, permission={"bash": "ask"})
     (root / "work").mkdir(exist_ok=True)
     async with OpenCode(db=db, directory=root / "work", env=isolated_env(root)) as oc:
@@ -69,7 +70,15 @@ async def write_history(root: Path, db: Path, provider: fake.FakeOpenAI) -> str:
                 await oc.session.wait(sid)
             await oc.session.context_entry_put(sid, "style", value="verbose")  # an Instruction Update next Step
             provider.enqueue(fake.completion(fake.text_deltas("two done")))
-            await oc.session.prompt(sid, prompt={"text": "two"})
+            two = await oc.session.prompt(sid, prompt={"text": "two"})
+            with anyio.fail_after(WAIT):
+                await oc.session.wait(sid)
+            # the fork copies the parent's history as it is now; the revert then removes turn two from the parent
+            fork = (await oc.session.fork(sid)).id
+            await oc.session.revert_stage(sid, messageID=two.id)
+            await oc.session.revert_commit(sid)
+            provider.enqueue(fake.completion(fake.text_deltas("two again")))
+            await oc.session.prompt(sid, prompt={"text": "two again"})
             with anyio.fail_after(WAIT):
                 await oc.session.wait(sid)
             await oc.session.compact(sid)
@@ -83,17 +92,20 @@ async def write_history(root: Path, db: Path, provider: fake.FakeOpenAI) -> str:
             assert await oc.runtime.suspend_active() == [sid]  # what a graceful shutdown does first
         finally:
             await live.aclose()
-    return sid
+    return sid, fork
 
 
 async def test_rebuilding_projections_reproduces_every_table(tmp_path, loop_provider):
     db = tmp_path / "db.sqlite"
-    sid = await write_history(tmp_path, db, loop_provider)
+    sid, fork = await write_history(tmp_path, db, loop_provider)
     before = dump(db)
     # each table is the log, a projection of it, or state beside them that a rebuild keeps
     assert sorted(before) == sorted(LOG_TABLES + PROJECTION_TABLES + STATE_TABLES)
     # the history holds everything this test is about
     assert {row[1] for row in before["instruction_entry"]} == {sid, *(row[1] for row in before["session"])}
+    texts = {session: [json.loads(row[7]).get("text") for row in before["session_message"]
+                       if row[2] == session and row[3] == "user"] for session in (sid, fork)}
+    assert texts == {sid: ["one", "two again", "three"], fork: ["one", "two"]}  # turn two: reverted here, copied there
     assert [row[1] for row in before["instruction_checkpoint"]] == [sid]
     assert [row[4] for row in before["permission_saved"]] == ["ls *"]
     assert [json.loads(row[4])["text"] for row in before["session_pending"]] == ["four"]

@@ -113,6 +113,12 @@ PINNED = [
     pytest.param("agent", {"agent": True}, "agent", id="agent-boolean"),
     pytest.param("model", {"model": {"id": 1, "providerID": "loop"}}, "model.id", id="model-id-number"),
     pytest.param("create", {"agent": ["build"]}, "agent", id="create-agent-list"),
+    pytest.param("revert", {"messageID": 5}, "messageID", id="revert-message-number"),
+    pytest.param("revert", {"messageID": "msg_x", "files": "no"}, "files", id="revert-files-string"),
+    pytest.param("fork", {"messageID": True}, "messageID", id="fork-message-boolean"),
+    pytest.param("move", {"location": {"directory": 5}}, "location.directory", id="move-directory-number"),
+    pytest.param("move", {"location": {"directory": "/" + SURROGATE}}, "location.directory",
+                 id="move-directory-lone-surrogate"),
 ]
 ROUTES = {
     "create": ("POST", "/api/session"),
@@ -120,7 +126,13 @@ ROUTES = {
     "model": ("POST", "/api/session/{sid}/model"),
     "prompt": ("POST", "/api/session/{sid}/prompt"),
     "entry": ("PUT", "/api/session/{sid}/context-entry/alpha"),
+    "revert": ("POST", "/api/session/{sid}/revert/stage"),
+    "fork": ("POST", "/api/session/{sid}/fork"),
+    "move": ("POST", "/api/session/{sid}/move"),
 }
+# Bodies that name a message of the session: the property's sessions get one first, named here by FIRST.
+NAMES_A_MESSAGE = {"revert", "fork"}
+FIRST = "msg_the_first_prompt"
 
 
 # Asking and replying: no durable record to read back and nothing for a drain to run; tests/api/test_permissions.py
@@ -184,7 +196,25 @@ BODIES = {
         "delivery": _maybe(st.sampled_from(["steer", "queue"])), "resume": _maybe(st.booleans()),
         "id": _maybe(st.just("msg_fixed_property_input"))})),
     "entry": _maybe(st.fixed_dictionaries({"value": _json})),
+    "revert": _maybe(st.fixed_dictionaries({"messageID": _maybe(st.sampled_from([FIRST, "msg_elsewhere"]))},
+                                           optional={"files": _maybe(st.booleans())})),
+    "fork": _maybe(st.fixed_dictionaries({}, optional={"messageID": _maybe(st.sampled_from([FIRST,
+                                                                                          "msg_elsewhere"]))})),
+    "move": _maybe(st.fixed_dictionaries({"location": _maybe(st.fixed_dictionaries(
+        {"directory": _maybe(st.sampled_from([".", "nowhere", "/nonexistent/dir"]))},
+        optional={"workspaceID": _maybe(st.sampled_from(["wrk_1", "x"]))}))})),
 }
+
+
+def _named(body: Any, first: str) -> Any:
+    """`body` with FIRST replaced by the ID of the session's first message."""
+    if body == FIRST:
+        return first
+    if isinstance(body, list):
+        return [_named(item, first) for item in body]
+    if isinstance(body, dict):
+        return {key: _named(value, first) for key, value in body.items()}
+    return body
 
 
 def _run_and_check(http, base: str, sid: str) -> None:
@@ -219,14 +249,22 @@ def test_whatever_is_accepted_can_be_read_back_listed_streamed_and_run(server, h
     def check(body: Any) -> None:
         nonlocal accepted
         sid = _new_session(http, server.url)
+        if route in NAMES_A_MESSAGE:
+            first = _ok(http.post(f"{server.url}/api/session/{sid}/prompt", json={"prompt": {"text": "first"}},
+                                  timeout=TIMEOUT))["data"]["id"]
+            _ok(http.post(f"{server.url}/api/session/{sid}/wait", timeout=TIMEOUT))
+            body = _named(body, first)
         response = _send(http, server.url, method, path.format(sid=sid), body)
-        assert response.status_code in (200, 204, 400, 409), response.text
+        assert response.status_code in (200, 204, 400, 404, 409), response.text
         answer = _strict_json(response.content) if response.content else None
+        if response.status_code == 404:  # a message the body names that is not the session's
+            assert route in NAMES_A_MESSAGE and answer["_tag"] == "MessageNotFoundError", answer
+            return
         if response.status_code >= 400:
             assert answer["_tag"] in ("InvalidRequestError", "ConflictError") and answer["message"], answer
             return
         accepted += 1
-        if route == "create":
+        if route in ("create", "fork"):
             sid = answer["data"]["id"]
         _run_and_check(http, server.url, sid)
 

@@ -156,6 +156,16 @@ async def test_session_rows_load_save_touch_and_page_in_both_directions(factory)
         assert [s.id for s in titled.items] == ["ses_3"]
         none = await page(order="asc", limit=10, where=SessionFilter(search="100%_"))
         assert none.items == [] and none.first is None
+        # a saved record's project, title and Location are what the filters see
+        moved = await store.read(lambda r: r.sessions.load_data("ses_3"))
+        assert moved is not None
+        moved.update(projectID="prj-other", title="renamed", location={"directory": "/c"})
+        await store.write(lambda tx: tx.sessions.save_data("ses_3", moved))
+        for where in (SessionFilter(project="prj-other"), SessionFilter(directory="/c"),
+                      SessionFilter(search="renamed")):
+            assert [s.id for s in (await page(order="asc", limit=10, where=where)).items] == ["ses_3"]
+        assert [s.id for s in (await page(order="asc", limit=10, where=SessionFilter(project="prj"))).items] == \
+            ["ses_0", "ses_1", "ses_2", "ses_4"]
 
 
 async def test_message_rows_the_projector_writes_read_back_by_every_lookup(factory):
@@ -203,6 +213,33 @@ async def test_message_rows_the_projector_writes_read_back_by_every_lookup(facto
         page = await store.read(lambda r: r.messages.page("ses_a", PageRequest(order="desc", limit=2)))
         assert [m.type for m in page.items] == ["system", "assistant"]
         assert await store.read(lambda r: r.messages.removed("ses_a")) == 0
+
+
+async def test_removing_messages_from_a_sequence_on_and_reserving_sequences(factory):
+    async with Store(factory.backend(), project=project) as store:
+        await _created(store, "ses_a")
+        await _created(store, "ses_b")
+        seqs = []
+        for sid in ("ses_a", "ses_b"):
+            for n in range(3):
+                await store.append(ev.InputAdmitted(sessionID=sid, inputID=f"msg_{sid}{n}",
+                                                    input=ev.UserInput(data=Prompt(text=str(n)), delivery="steer")))
+                promoted = await store.append(ev.InputPromoted(sessionID=sid, inputID=f"msg_{sid}{n}"))
+                seqs.append(promoted.seq)
+        assert await store.write(lambda tx: tx.messages.remove_from("ses_a", seqs[1])) == 2
+        assert [row.id for row in await store.read(lambda r: r.messages.window("ses_a", -1, -1))] == ["msg_ses_a0"]
+        assert await store.read(lambda r: r.messages.removed("ses_a")) == 2
+        assert len(await store.read(lambda r: r.messages.window("ses_b", -1, -1))) == 3  # another session's stay
+        assert await store.read(lambda r: r.messages.removed("ses_b")) == 0
+        assert await store.write(lambda tx: tx.messages.remove_from("ses_a", 1000)) == 0
+
+        latest = await store.latest_seq("ses_a")
+        await store.write(lambda tx: tx.events.reserve_seq("ses_a", latest + 10))
+        await store.write(lambda tx: tx.events.reserve_seq("ses_a", latest + 2))  # never back
+        assert (await store.write(_agent("ses_a", "next"))).seq == latest + 11
+        await store.write(lambda tx: tx.events.reserve_seq("ses_new", 4))  # before an aggregate's first event
+        record = await store.append(ev.SessionCreated(sessionID="ses_new", info=_info("ses_new")))
+        assert record.seq == 5
 
 
 async def test_compaction_and_synthetic_lookups(factory):

@@ -62,7 +62,8 @@ async def list_sessions(attach: str | None, db: Path | None, directory: Path, li
              str(s.tokens.input + s.tokens.output + s.tokens.reasoning)] for s in sessions])
 
 
-async def _messages(client: OpenCodeClient, session_id: str) -> list[dict[str, Any]]:
+async def every_message(client: OpenCodeClient, session_id: str) -> list[dict[str, Any]]:
+    """Every projected message of the session as wire data, oldest first."""
     out: list[dict[str, Any]] = []
     page = await client.session.messages(session_id, order="asc", limit=PAGE)
     while True:
@@ -79,7 +80,7 @@ async def show_session(attach: str | None, db: Path | None, directory: Path, ses
 
     async with open_host(attach, db, directory) as client:
         session = await client.session.get(session_id)
-        messages = await _messages(client, session_id)
+        messages = await every_message(client, session_id)
     if as_json:
         for message in messages:
             _json_line(message)

@@ -1,5 +1,6 @@
 """Interactive `ocs`: a prompt loop on a terminal. What is typed while a turn streams is sent when the user
-presses Enter (steering the running turn) or Tab (queued until the session would otherwise go idle)."""
+presses Enter (steering the running turn) or Tab (queued until the session would otherwise go idle); between turns,
+`/undo` and `/redo` move a staged revert a prompt back or forward."""
 
 from __future__ import annotations
 
@@ -27,6 +28,9 @@ from .run import (
 from .startup import StartupError
 from .terminal import TerminalView
 from .turn import Turn
+from .undo import slash
+
+SLASH_COMMANDS = ("/undo", "/redo")
 
 Delivery = Literal["steer", "queue"]
 class PromptLoop:
@@ -84,6 +88,9 @@ class PromptLoop:
         if not text:
             return
         turn = self.turn
+        if text in SLASH_COMMANDS and turn is not None and not turn.done:
+            self.view.notice(f"{text} works between turns: wait for this one, or Ctrl-C to interrupt it")
+            return
         if turn is None or turn.done:
             self.submissions.put_nowait((text, delivery))
             return
@@ -148,7 +155,11 @@ async def interact(client: OpenCodeClient, session_id: str, request: RunRequest,
             loop.submissions.put_nowait((request.message, request.delivery))
         loop.draw()
         while (item := await loop.submissions.get()) is not None:
-            await loop.run_turn(*item)
+            if item[0] in SLASH_COMMANDS:
+                await slash(client, session_id, item[0], view.info)
+                loop.draw()
+            else:
+                await loop.run_turn(*item)
     finally:
         reader.stop()
         view.close()

@@ -25,12 +25,22 @@ def _cwd() -> Path:
 
 def _finish(work: Callable[[], Coroutine[Any, Any, None]]) -> int:
     """Run a reading command with the same Ctrl-C and error handling as `ocs run`."""
-    from .render import PlainView
-    from .run import EXIT_OK, run_command
+    from .run import EXIT_OK
 
-    async def body(_view: Any, _interrupts: Any) -> int:
+    async def done() -> int:
         await work()
         return EXIT_OK
+
+    return _finish_with(done)
+
+
+def _finish_with(work: Callable[[], Coroutine[Any, Any, int]]) -> int:
+    """Run a command to its exit code with the same Ctrl-C and error handling as `ocs run`."""
+    from .render import PlainView
+    from .run import run_command
+
+    async def body(_view: Any, _interrupts: Any) -> int:
+        return await work()
 
     return run_command(PlainView(), body)
 
@@ -120,6 +130,24 @@ def log(session: str, after: int | None, follow: bool, output: str, attach: str 
     from .inspect import show_log
 
     return _finish(lambda: show_log(attach, db, _cwd(), session, after, follow, output == "json"))
+
+
+def revert(session: str, message: str | None, yes: bool, attach: str | None, db: Path | None) -> int:
+    """Take a session back to before one of its prompts: files and history.
+
+    Stages a revert to MESSAGE (default: the latest prompt), which restores the files the agent changed from
+    there on and lists them, then asks before removing that prompt and everything after it from the session
+    (--yes: without asking). Declining puts the files back as the agent left them."""
+    from .undo import revert_command
+
+    return _finish_with(lambda: revert_command(attach, db, _cwd(), session, message, yes))
+
+
+def fork(session: str, message: str | None, attach: str | None, db: Path | None) -> int:
+    """Copy a session into a new one (up to and including MESSAGE, default all of it) and print its ID."""
+    from .undo import fork_command
+
+    return _finish_with(lambda: fork_command(attach, db, _cwd(), session, message))
 
 
 def models() -> int:
@@ -260,6 +288,19 @@ def _log_arguments(p: argparse.ArgumentParser) -> None:
     _reading(p)
 
 
+def _revert_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("session", help="The session ID.")
+    p.add_argument("message", nargs="?", help="The prompt's message ID (default: the latest prompt).")
+    p.add_argument("-y", "--yes", action="store_true", help="Commit without asking.")
+    _reading(p)
+
+
+def _fork_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("session", help="The session ID.")
+    p.add_argument("message", nargs="?", help="The last message ID to copy (default: all of them).")
+    _reading(p)
+
+
 def _no_arguments(p: argparse.ArgumentParser) -> None:
     pass
 
@@ -277,6 +318,8 @@ COMMANDS: dict[str, tuple[Command, Callable[[argparse.ArgumentParser], None]]] =
     "sessions": (sessions, _sessions_arguments),
     "show": (show, _show_arguments),
     "log": (log, _log_arguments),
+    "revert": (revert, _revert_arguments),
+    "fork": (fork, _fork_arguments),
     "models": (models, _no_arguments),
     "openapi": (openapi, _no_arguments),
     "demo": (demo, _demo_arguments),

@@ -31,7 +31,7 @@ from opencode_session.schema.message import SessionMessage
 from opencode_session.schema.permission import PermissionSavedInfo, PermissionV2Request, PermissionV2Source
 from opencode_session.schema.prompt import PromptInput
 from opencode_session.schema.question import QuestionV2Request
-from opencode_session.schema.session import SessionActive, SessionV2Info
+from opencode_session.schema.session import RevertState, SessionActive, SessionV2Info
 
 __all__ = [
     "AgentGroup",
@@ -462,6 +462,30 @@ class SessionGroup:
             options=options,
         )
 
+    async def fork(
+        self,
+        session_id: str,
+        *,
+        messageID: str | None = None,
+        options: CallOptions | None = None,
+    ) -> SessionV2Info:
+        """Fork session.
+
+        Extension (not in OpenCode 1.18.33's V2 API): create a session whose parent is this one, in
+        the same location, holding its settled history up to and including `messageID` (all of it when
+        omitted). Its own log starts with session.forked. Allowed while the session executes.
+
+        `POST /api/session/{sessionID}/fork` (v2.session.fork). Declared errors: InvalidRequestError
+        (400), UnauthorizedError (401), ForbiddenError (403), MessageNotFoundError (404),
+        SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("SessionV2Info", await self._client._call(
+            "v2.session.fork",
+            path={"sessionID": session_id},
+            body={"messageID": messageID},
+            options=options,
+        ))
+
     async def get(self, session_id: str, *, options: CallOptions | None = None) -> SessionV2Info:
         """Get session.
 
@@ -594,6 +618,31 @@ class SessionGroup:
             "v2.session.messages",
             path={"sessionID": session_id},
             query={"limit": limit, "order": order, "cursor": cursor},
+            options=options,
+        ))
+
+    async def move(
+        self,
+        session_id: str,
+        *,
+        location: LocationRef | dict[str, Any],
+        options: CallOptions | None = None,
+    ) -> SessionV2Info:
+        """Move session.
+
+        Extension (not in OpenCode 1.18.33's V2 API): move an idle session to another directory. Its
+        next step runs there on a fresh instruction baseline. Refused while the session executes, and
+        while a revert is staged (commit or clear it first).
+
+        `POST /api/session/{sessionID}/move` (v2.session.move). Declared errors: InvalidRequestError
+        (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
+        ConflictError (409), SessionBusyError (409), InvalidRequestError (413), InvalidRequestError
+        (415).
+        """
+        return cast("SessionV2Info", await self._client._call(
+            "v2.session.move",
+            path={"sessionID": session_id},
+            body={"location": location},
             options=options,
         ))
 
@@ -794,6 +843,58 @@ class SessionGroup:
             body={"answers": answers},
             options=options,
         )
+
+    async def revert_clear(self, session_id: str, *, options: CallOptions | None = None) -> None:
+        """Clear staged revert.
+
+        Drop the staged revert and put its files back as the agent left them. Refused while the
+        session executes; without a staged revert it does nothing.
+
+        `POST /api/session/{sessionID}/revert/clear` (v2.session.revert.clear). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), SessionBusyError (409), InvalidRequestError (413), InvalidRequestError (415),
+        UnknownError (500).
+        """
+        await self._client._call("v2.session.revert.clear", path={"sessionID": session_id}, options=options)
+
+    async def revert_commit(self, session_id: str, *, options: CallOptions | None = None) -> None:
+        """Commit staged revert.
+
+        Remove the staged boundary message and everything after it from the session's history (the
+        durable log keeps them), keeping the files as staged. Refused while the session executes;
+        without a staged revert it does nothing.
+
+        `POST /api/session/{sessionID}/revert/commit` (v2.session.revert.commit). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), SessionBusyError (409), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        await self._client._call("v2.session.revert.commit", path={"sessionID": session_id}, options=options)
+
+    async def revert_stage(
+        self,
+        session_id: str,
+        *,
+        messageID: str,
+        files: bool | None = None,
+        options: CallOptions | None = None,
+    ) -> RevertState:
+        """Stage session revert.
+
+        Stage or move a reversible session boundary and optionally apply its file changes: the files
+        the agent changed at or after the message are restored to their content before it (unless
+        `files` is false). Refused while the session executes.
+
+        `POST /api/session/{sessionID}/revert/stage` (v2.session.revert.stage). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), MessageNotFoundError
+        (404), SessionNotFoundError (404), SessionBusyError (409), InvalidRequestError (413),
+        InvalidRequestError (415), UnknownError (500).
+        """
+        return cast("RevertState", await self._client._call(
+            "v2.session.revert.stage",
+            path={"sessionID": session_id},
+            body={"messageID": messageID, "files": files},
+            options=options,
+        ))
 
     async def switch_agent(self, session_id: str, *, agent: str, options: CallOptions | None = None) -> None:
         """Switch session agent.

@@ -25,6 +25,9 @@ from .permission import PermissionRequests
 from .questions import QuestionRequests
 from .session import Sessions
 from .session.projector import project
+from .session.revert import Reverts
+from .snapshot import Snapshots
+from .snapshot.service import SNAPSHOT_DIRECTORY
 from .store import Store
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
 
@@ -43,7 +46,8 @@ class RuntimeOptions:
     retry_base_delay_ms: float | None = None
     # carries every provider request (None: the network); tests replay recorded exchanges through it
     provider_transport: httpx2.AsyncBaseTransport | None = None
-    # runtime files such as Managed Tool Output Files; None: beside the database (a temporary one when in memory)
+    # runtime files such as Managed Tool Output Files and file snapshots; None: beside the database (a temporary one
+    # when in memory)
     data_dir: str | Path | None = None
 
 
@@ -61,7 +65,9 @@ class Runtime:
         self.permissions = PermissionRequests(self.store)
         self.questions = QuestionRequests(self.store)
         self.outputs = ManagedOutputs(_data_dir(options) / MANAGED_DIRECTORY)
-        self._sweeper: asyncio.Task[None] | None = None
+        self.snapshots = Snapshots(_data_dir(options) / SNAPSHOT_DIRECTORY, options.env)
+        self.reverts = Reverts(self.store, self.snapshots, self.config)
+        self._sweepers: list[asyncio.Task[None]] = []
         self.execution: SessionExecution | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._closers: list[Callable[[], Awaitable[None]]] = []
@@ -83,11 +89,13 @@ class Runtime:
 
     async def open(self) -> Runtime:
         await self.store.open()
-        self._sweeper = asyncio.create_task(self.outputs.sweep_forever(), name="tool-output-sweep")
+        self._sweepers = [asyncio.create_task(self.outputs.sweep_forever(), name="tool-output-sweep"),
+                          asyncio.create_task(self.snapshots.sweep_forever(), name="snapshot-sweep")]
         drain = self.options.drain_factory(self) if self.options.drain_factory else _idle_drain
         self.execution = SessionExecution(self.store, drain, on_started=suspension.on_started,
                                           on_settled=suspension.on_settled)
         self.sessions.wake = self.execution.wake if self.options.drain_factory else (lambda _sid: None)
+        self.sessions.hold = self.reverts.hold = self.execution.idle_hold
         return self
 
     async def suspend_active(self) -> list[str]:
@@ -105,9 +113,7 @@ class Runtime:
     async def close(self) -> None:
         if self.execution is not None:
             await self.execution.shutdown()
-        background = list(self._background)
-        if self._sweeper is not None:
-            background.append(self._sweeper)
+        background = list(self._background) + self._sweepers
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)

@@ -45,7 +45,8 @@ def make_drain_factory(
                           instructions=CheckpointPreparer(runtime.store, options.env, sources=instruction_sources),
                           on_read=NearbyInstructions(runtime.store).hook,
                           retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base,
-                          permissions=runtime.permissions, questions=runtime.questions, config=runtime.config)
+                          permissions=runtime.permissions, questions=runtime.questions, config=runtime.config,
+                          snapshots=runtime.snapshots)
         if tools is not None:
             deps.tools = tools
         if deps.tools.outputs is None:

@@ -20,6 +20,7 @@ from opencode_session.schema.errors import (
     ProviderNotFoundError,
     QuestionNotFoundError,
     ServiceUnavailableError,
+    SessionBusyError,
     SessionNotFoundError,
     UnknownError,
 )
@@ -46,7 +47,7 @@ from opencode_session.schema.permission import (
 )
 from opencode_session.schema.prompt import PromptInput
 from opencode_session.schema.question import QuestionV2Reply, QuestionV2Request
-from opencode_session.schema.session import SessionActive, SessionV2Info
+from opencode_session.schema.session import RevertState, SessionActive, SessionV2Info
 
 from .endpoint import Endpoint, Refusal, StreamSpec
 
@@ -217,6 +218,19 @@ class SessionPromptBody(Struct):
     prompt: PromptInput
     delivery: Delivery | None = None
     resume: bool | None = None
+
+
+class SessionRevertStageBody(Struct):
+    messageID: MessageID
+    files: bool | None = None
+
+
+class SessionForkBody(Struct):
+    messageID: MessageID | None = None
+
+
+class SessionMoveBody(Struct):
+    location: LocationRef
 
 
 class SessionPermissionCreateBody(Struct):
@@ -487,6 +501,83 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         errors=(InvalidCursorError, InvalidRequestError, SessionNotFoundError, UnknownError),
         refusals=(_CURSOR,),
         provides=(("messageID", "/data/0/id"),),
+    ),
+    Endpoint(
+        operation_id="v2.session.revert.stage",
+        method="POST",
+        path="/api/session/{sessionID}/revert/stage",
+        summary="Stage session revert",
+        description=(
+            "Stage or move a reversible session boundary and optionally apply its file changes: the files the"
+            " agent changed at or after the message are restored to their content before it (unless `files` is"
+            " false). Refused while the session executes."
+        ),
+        path_params=SessionPath,
+        body=SessionRevertStageBody,
+        success=RevertState,
+        unwrap_data=True,
+        errors=(MessageNotFoundError, SessionNotFoundError, SessionBusyError, UnknownError),
+    ),
+    Endpoint(
+        operation_id="v2.session.revert.clear",
+        method="POST",
+        path="/api/session/{sessionID}/revert/clear",
+        summary="Clear staged revert",
+        description=(
+            "Drop the staged revert and put its files back as the agent left them. Refused while the session"
+            " executes; without a staged revert it does nothing."
+        ),
+        path_params=SessionPath,
+        success_status=204,
+        errors=(SessionNotFoundError, SessionBusyError, UnknownError),
+    ),
+    Endpoint(
+        operation_id="v2.session.revert.commit",
+        method="POST",
+        path="/api/session/{sessionID}/revert/commit",
+        summary="Commit staged revert",
+        description=(
+            "Remove the staged boundary message and everything after it from the session's history (the"
+            " durable log keeps them), keeping the files as staged. Refused while the session executes; without"
+            " a staged revert it does nothing."
+        ),
+        path_params=SessionPath,
+        success_status=204,
+        errors=(SessionNotFoundError, SessionBusyError),
+    ),
+    Endpoint(
+        operation_id="v2.session.fork",
+        method="POST",
+        path="/api/session/{sessionID}/fork",
+        summary="Fork session",
+        description=(
+            "Extension (not in OpenCode 1.18.33's V2 API): create a session whose parent is this one, in the same"
+            " location, holding its settled history up to and including `messageID` (all of it when omitted)."
+            " Its own log starts with session.forked. Allowed while the session executes."
+        ),
+        path_params=SessionPath,
+        body=SessionForkBody,
+        success=SessionV2Info,
+        unwrap_data=True,
+        errors=(SessionNotFoundError, MessageNotFoundError),
+        provides=(("sessionID", "/data/id"),),
+    ),
+    Endpoint(
+        operation_id="v2.session.move",
+        method="POST",
+        path="/api/session/{sessionID}/move",
+        summary="Move session",
+        description=(
+            "Extension (not in OpenCode 1.18.33's V2 API): move an idle session to another directory. Its next"
+            " step runs there on a fresh instruction baseline. Refused while the session executes, and while a"
+            " revert is staged (commit or clear it first)."
+        ),
+        path_params=SessionPath,
+        body=SessionMoveBody,
+        success=SessionV2Info,
+        unwrap_data=True,
+        errors=(SessionNotFoundError, SessionBusyError, ConflictError),
+        refusals=(_LOCATION,),
     ),
     Endpoint(
         operation_id="v2.session.context.entry.list",

@@ -18,7 +18,7 @@ from .message import ToolContent
 from .permission import PermissionV2Reply, PermissionV2Request
 from .prompt import Prompt
 from .question import QuestionV2Answer, QuestionV2Request
-from .session import SessionV2Info
+from .session import RevertState, SessionV2Info
 
 Delivery = Literal["steer", "queue"]
 S = TypeVar("S", bound=Struct)
@@ -122,6 +122,46 @@ class Moved(Struct):
     sessionID: SessionID
     location: LocationRef
     subpath: str | None = None
+    projectID: str | None = None  # the destination's project, when it is another one
+
+
+@durable("session.forked")
+class Forked(Struct):
+    """The first event of a fork's own log: it creates the session (`info`, `parentID` set) and copies the parent's
+    settled history up to and including message `from` (all of it without one), as the parent's projection held it
+    when this event committed."""
+
+    sessionID: SessionID
+    parentID: SessionID
+    from_: MessageID | None = Field(None, alias="from")
+    info: SessionV2Info
+
+
+# --- revert ----------------------------------------------------------------------------------------
+
+
+@durable("session.revert.staged")
+class RevertStaged(Struct):
+    """A revert was staged (or its boundary moved): the session shows it, its files are already restored."""
+
+    sessionID: SessionID
+    revert: RevertState
+
+
+@durable("session.revert.cleared")
+class RevertCleared(Struct):
+    """The staged revert was dropped: its files were put back as the agent left them."""
+
+    sessionID: SessionID
+
+
+@durable("session.revert.committed")
+class RevertCommitted(Struct):
+    """History from message `to` on leaves the projection (the log keeps it); the files stay as staged and the
+    instruction checkpoint is reset."""
+
+    sessionID: SessionID
+    to: MessageID
 
 
 # --- input ---------------------------------------------------------------------------------------
@@ -235,6 +275,7 @@ class StepFailed(StepEvent):
     cost: float | None = None
     tokens: Tokens | None = None
     snapshot: str | None = None
+    files: list[str] | None = None
 
 
 @durable("session.text.started")

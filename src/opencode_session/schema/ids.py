@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import threading
 import time
@@ -74,6 +75,21 @@ def message_id_from_event(event_id_: str) -> str:
     """A message created from an event takes that event's ID with the prefix swapped."""
     assert event_id_.startswith("evt_")
     return "msg_" + event_id_[4:]
+
+
+def derived_message_id(seed: str, source: str) -> str:
+    """A message ID made from `source` for the copy `seed` names (a fork's copy of a parent's message): the same
+    every time, so replaying the fork copies under the same IDs, and time-sorted like the source where it is."""
+    digest = hashlib.sha256(f"{seed}\0{source}".encode()).digest()
+    value = int.from_bytes(digest[:16], "big")
+    chars = []
+    for _ in range(12):
+        value, digit = divmod(value, 62)
+        chars.append(_BASE62[digit])
+    stamp = source[4:20]
+    if len(stamp) != 16 or any(c not in "0123456789abcdef" for c in stamp):
+        stamp = digest[16:24].hex()
+    return f"msg_{stamp}{''.join(chars)}"
 
 
 SessionID = Annotated[str, StringConstraints(pattern=r"^ses", min_length=4, max_length=128)]

@@ -1,4 +1,4 @@
-"""The public Session record and the active-drain snapshot entry."""
+"""The public Session record, its staged revert, and the active-drain snapshot entry."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pydantic import Field
 
 from .base import Struct
 from .common import LocationRef, Millis, ModelRef, Tokens
-from .ids import SessionID
+from .ids import MessageID, SessionID
 
 
 class SessionTime(Struct):
@@ -17,11 +17,30 @@ class SessionTime(Struct):
     archived: Millis | None = None
 
 
+class FileDiff(Struct):
+    """One file a staged revert put back: what staging did to it, from the file as the agent left it to the file as
+    it was before the boundary (`deleted`: the reverted turn had created it), with its line counts and unified diff
+    (empty for a binary file, and for one whose diff is over 64 KiB or past 1 MiB of the revert's diffs)."""
+
+    path: str = Field(description="Relative to the session's Location, with `/` separators.")
+    status: Literal["added", "modified", "deleted"]
+    additions: int = Field(ge=0)
+    deletions: int = Field(ge=0)
+    patch: str
+
+
 class RevertState(Struct):
-    messageID: str
+    """A staged revert: history from `messageID` on is to be removed (on commit), and `files` were restored to
+    their content before it; `snapshot` holds the files as the agent left them (clear puts them back)."""
+
+    messageID: MessageID
     partID: str | None = None
     snapshot: str | None = None
     diff: str | None = None
+    files: list[FileDiff] | None = None
+    notice: str | None = Field(None, description=(
+        "Extension: why some or all of the turn's file changes were not restored (snapshots are off for the"
+        " location, or a file was too large to keep), in words for the user."))
 
 
 class SessionV2Info(Struct):

@@ -254,6 +254,33 @@ async def session_messages(rt: Runtime, call: Call[SessionPath, SessionMessagesQ
                                       limit=q.limit if "limit" in q.model_fields_set else None, order=q.order)
 
 
+@op("v2.session.revert.stage")
+async def session_revert_stage(rt: Runtime, call: Call) -> Any:
+    b = call.body
+    return await rt.reverts.stage(call.path.sessionID, b.messageID, files=b.files is not False)
+
+
+@op("v2.session.revert.clear")
+async def session_revert_clear(rt: Runtime, call: Call) -> Any:
+    await rt.reverts.clear(call.path.sessionID)
+
+
+@op("v2.session.revert.commit")
+async def session_revert_commit(rt: Runtime, call: Call) -> Any:
+    await rt.reverts.commit(call.path.sessionID)
+
+
+@op("v2.session.fork")
+async def session_fork(rt: Runtime, call: Call) -> Any:
+    return await rt.sessions.fork(call.path.sessionID, call.body.messageID)
+
+
+@op("v2.session.move")
+async def session_move(rt: Runtime, call: Call) -> Any:
+    _require_usable_path(call.body.location.directory, "body", "location.directory")
+    return await rt.sessions.move(call.path.sessionID, call.body.location)
+
+
 @op("v2.session.context.entry.list")
 async def entry_list(rt: Runtime, call: Call[SessionPath, None, None]) -> list[InstructionEntry]:
     return await rt.entries.list(call.path.sessionID)

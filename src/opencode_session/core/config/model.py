@@ -112,6 +112,7 @@ class Config(_Lenient):
     tool_output: ToolOutputConfig | None = None
     websearch: WebSearchConfig | None = None
     default_agent: str | None = None
+    snapshot: bool | None = None  # false: no file snapshots, so a revert restores no files
 
 
 class ConfigError(Exception):

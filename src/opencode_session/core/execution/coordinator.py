@@ -7,14 +7,16 @@ publishes exactly one durable terminal event."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 from ...schema import events as ev
 from ...schema import session_errors
 from ...schema.common import SessionErrorInfo
+from ...schema.errors import SessionBusyError
 from ..store import Store, Tx
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,7 @@ class SessionExecution:
         self._on_settled = on_settled
         self._running: dict[str, _Execution] = {}
         self._successor: set[str] = set()
+        self._held: dict[str, bool] = {}  # sessions held idle -> whether a wake (a forced one: True) waits
         self._closed = False
 
     # --- queries ----------------------------------------------------------------------------------
@@ -75,6 +78,10 @@ class SessionExecution:
         """Advisory: start a drain, or ask the running one for one more pass. `force` is an explicit resume: it
         joins an active execution or starts a drain that runs even with no pending input (restart continuation)."""
         if self._closed:
+            return
+        if session_id in self._held:
+            self._held[session_id] = self._held[session_id] or force
+            self._successor.add(session_id)  # starts when the hold ends
             return
         ex = self._running.get(session_id)
         if ex is not None:
@@ -106,6 +113,22 @@ class SessionExecution:
             if ex is None:
                 return
             await ex.done.wait()
+
+    @contextlib.asynccontextmanager
+    async def idle_hold(self, session_id: str) -> AsyncIterator[None]:
+        """Keep the session idle while changing what a drain reads (its files, its history): SessionBusyError while
+        it executes (or is held already); a wake meanwhile starts its drain once the hold ends."""
+        if session_id in self._running or session_id in self._held:
+            raise SessionBusyError(sessionID=session_id)
+        self._held[session_id] = False
+        try:
+            yield
+        finally:
+            force = self._held.pop(session_id)
+            if session_id in self._successor:
+                self._successor.discard(session_id)
+                if not self._closed:
+                    self._start(session_id, force=force)
 
     async def shutdown(self, reason: InterruptReason = "shutdown") -> None:
         self._closed = True

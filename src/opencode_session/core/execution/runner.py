@@ -29,6 +29,8 @@ from ..permission import PermissionRequests
 from ..questions import QuestionRequests
 from ..session import admission
 from ..session.history import HistoryCache
+from ..snapshot import Snapshots
+from ..snapshot.steps import StepFiles
 from ..store import Reader, Store
 from ..tools.registry import ToolRegistry, default_registry
 from .coordinator import DrainFailure, DrainInterrupted
@@ -76,6 +78,7 @@ class RunnerDeps:
     permissions: PermissionRequests | None = None  # None: nobody can answer, an `ask` fails the call
     questions: QuestionRequests | None = None
     config: ConfigSource | None = None  # the runtime's configuration source; None: one of the runner's own over env
+    snapshots: Snapshots | None = None  # None: Steps take no file snapshots
 
 
 @dataclass(frozen=True)
@@ -202,7 +205,10 @@ class Runner:
         if await self.compaction.before_sending(b, settings, assistant_id, call, context):
             return _Stepped(None, assistant_id)
         hold_overflow = state.attempt.may_recover_overflow and settings.auto
-        outcome = await Step(self._step_context(b, assistant_id, call, context, retry_policy, hold_overflow)).run()
+        files = await StepFiles.begin(self.deps.snapshots, b.location, b.config,
+                                      any(context.tools.changes_files(t.name) for t in context.request.tools))
+        outcome = await Step(self._step_context(b, assistant_id, call, context, retry_policy, hold_overflow,
+                                                files)).run()
         if outcome.overflow:
             await self.compaction.after_overflow(b, settings, assistant_id, call, context, outcome)
         elif self.deps.titles is not None:
@@ -210,7 +216,8 @@ class Runner:
         return _Stepped(outcome, assistant_id)
 
     def _step_context(self, b: Boundary, assistant_id: str, call: ModelCall, context: ModelContext,
-                      retry_policy: Callable[[ProviderError], bool], hold_overflow: bool) -> StepContext:
+                      retry_policy: Callable[[ProviderError], bool], hold_overflow: bool,
+                      files: StepFiles) -> StepContext:
         session_id = b.session.id
         on_read = self.deps.on_read(b, assistant_id) if self.deps.on_read else None
         permissions, questions = self.deps.permissions, self.deps.questions
@@ -228,7 +235,7 @@ class Runner:
             max_output_lines=_positive(limits.max_lines if limits else None),
             max_output_bytes=_positive(limits.max_bytes if limits else None),
             managed_roots=() if outputs is None else (outputs.root,),
-            config=b.config,
+            config=b.config, files=files,
         )
 
     # --- manual compaction ---------------------------------------------------------------------------------

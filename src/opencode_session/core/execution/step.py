@@ -24,6 +24,7 @@ from ..llm.catalog import step_cost
 from ..llm.errors import ContextOverflowError, ProviderError
 from ..permission import DEFAULT_RULES, AccessRefused, Asker, Correction, PermissionAsk, Ruleset
 from ..questions import Questioner
+from ..snapshot.steps import StepFiles
 from ..store import Store
 from ..tools.registry import ToolErrored, ToolSet, ToolSucceeded
 from ..tools.tool import ToolContext
@@ -81,6 +82,7 @@ class StepContext:
     questioner_for: Callable[[str], Questioner] | None = None
     hold_overflow: bool = False  # a context overflow before any output publishes nothing (the runner recovers)
     config: Config = field(default_factory=Config)  # sampled at the boundary: what the Step's tools are configured by
+    files: StepFiles = field(default_factory=StepFiles)  # the Location's snapshots around this Step
 
 
 class _StepIds(TypedDict):
@@ -166,7 +168,8 @@ class Step:
     def _ensure_started(self) -> None:
         if not self.outcome.started:
             self.outcome.started = True
-            self._defer(ev.StepStarted(**self._ids(), agent=self.ctx.agent, model=self.ctx.model_ref))
+            self._defer(ev.StepStarted(**self._ids(), agent=self.ctx.agent, model=self.ctx.model_ref,
+                                       snapshot=self.ctx.files.start))
 
     def _output(self) -> None:
         """Durable assistant output begins: from here on a failure is the Step's, never retried."""
@@ -312,6 +315,8 @@ class Step:
 
     async def _run_tool(self, record: _Call, tool_input: dict[str, Any]) -> None:
         c = self.ctx
+        if c.tools.changes_files(record.name):
+            c.files.touched()
         tool_ctx = ToolContext(session_id=c.session_id, message_id=c.assistant_id, call_id=record.call_id,
                                agent=c.agent, directory=c.directory, project_root=c.project_root, on_read=c.on_read,
                                env=c.env, rules=c.rules, managed_roots=c.managed_roots,
@@ -426,11 +431,13 @@ class Step:
         tokens = Tokens(input=u.input, output=u.output, reasoning=u.reasoning,
                         cache=TokenCache(read=u.cache_read, write=u.cache_write))
         cost = step_cost(u, self.ctx.resolved.cost)
+        snapshot, files = await self.ctx.files.end()
         if self.outcome.failure is not None:
-            await self._terminal(ev.StepFailed(**ids, error=self.outcome.failure, cost=cost, tokens=tokens))
+            await self._terminal(ev.StepFailed(**ids, error=self.outcome.failure, cost=cost, tokens=tokens,
+                                               snapshot=snapshot, files=files))
         else:
             await self._terminal(ev.StepEnded(**ids, finish=self.outcome.finish or "other", cost=cost,
-                                              tokens=tokens))
+                                              tokens=tokens, snapshot=snapshot, files=files))
 
     async def _terminal(self, data) -> None:
         """The Step's one terminal event; set before the write so an interrupt arriving during it adds no other."""
@@ -448,5 +455,7 @@ class Step:
             self._ensure_started()  # a defect fails the Step on its assistant, even before any output
         if self.outcome.started and not self.terminal:
             self.outcome.failure = step_error or SessionErrorInfo(type=session_errors.ABORTED, message=INTERRUPTED_STEP)
-            await self._terminal(ev.StepFailed(**self._ids(), error=self.outcome.failure))
+            snapshot, files = await self.ctx.files.end()
+            await self._terminal(ev.StepFailed(**self._ids(), error=self.outcome.failure, snapshot=snapshot,
+                                               files=files))
         await self._flush()

@@ -12,6 +12,7 @@ from ...schema.errors import ConflictError, InvalidRequestError
 from ...schema.input import SessionInputAdmitted
 from ...schema.prompt import Prompt, PromptFileAttachment, PromptInput
 from ..store import PendingInput, Reader, Tx
+from .revert import commit_staged
 
 PromotionScope = Literal["steer", "input"]
 
@@ -95,7 +96,8 @@ def pending_inputs(reader: Reader, session_id: str) -> list[SessionInputAdmitted
 def promote(tx: Tx, session_id: str, scope: PromotionScope) -> list[str]:
     """Promote eligible input at a Safe Step Boundary: all steers in admission order; at the idle boundary
     (`scope="input"`) with no steer pending, the oldest queued input alone. Nothing while a manual compaction
-    barrier is pending."""
+    barrier is pending. Input entering history while a revert is staged commits the revert first (admission already
+    did, unless the revert was staged while the prompt was being admitted)."""
     if tx.pending.barrier(session_id) is not None:
         return []
     inputs = tx.pending.promotable(session_id)
@@ -103,6 +105,8 @@ def promote(tx: Tx, session_id: str, scope: PromotionScope) -> list[str]:
     chosen = steers
     if not steers and scope == "input":
         chosen = [input_id for input_id, delivery in inputs if delivery == "queue"][:1]
+    if chosen:
+        commit_staged(tx, session_id)
     for input_id in chosen:
         tx.append(ev.InputPromoted(sessionID=session_id, inputID=input_id))
     return chosen

@@ -10,8 +10,9 @@ from ...schema import events as ev
 from ...schema import message_data as md
 from ...schema.common import LocationRef, ModelRef, SessionErrorInfo, Tokens
 from ...schema.events import EventRecord
-from ...schema.ids import message_id_from_event
+from ...schema.ids import derived_message_id, message_id_from_event
 from ..store import PendingInput, Tx
+from ..store.codec import as_data
 from ..store.rows import BARRIER
 
 _HANDLERS: dict[type, Callable[[Tx, EventRecord, Any], None]] = {}
@@ -39,7 +40,7 @@ def project(tx: Tx, record: EventRecord) -> None:
 
 def _location_of(tx: Tx, record: EventRecord) -> LocationRef | None:
     """Where the event happened: its session's Location before this event applies (a move happens at its source)."""
-    if isinstance(record.data, ev.SessionCreated):
+    if isinstance(record.data, (ev.SessionCreated, ev.Forked)):
         return record.data.info.location
     return tx.sessions.location(record.aggregate_id)
 
@@ -95,8 +96,69 @@ def _moved(tx: Tx, record: EventRecord, data: ev.Moved) -> None:
         info["subpath"] = data.subpath
     else:
         info.pop("subpath", None)
+    if data.projectID is not None:
+        info["projectID"] = data.projectID
     tx.sessions.save_data(data.sessionID, info)
     # a moved session re-initializes its instruction baseline in the destination before input promotes
+    tx.instructions.reset(data.sessionID)
+
+
+@handles(ev.Forked)
+def _forked(tx: Tx, record: EventRecord, data: ev.Forked) -> None:
+    tx.sessions.insert(data.info.wire())
+    last = None if data.from_ is None else _boundary_seq(tx, data.parentID, data.from_)
+    copied = -1
+    for row in tx.messages.window(data.parentID, -1, -1):
+        if last is not None and row.seq > last:
+            break
+        message = as_data(row.data)
+        if _unsettled(message):
+            continue  # a Step or compaction still under way in the parent: not history yet
+        message["id"] = derived_message_id(data.sessionID, row.id)
+        tx.messages.insert(data.sessionID, row.seq, message)
+        copied = row.seq
+    # the copies keep their sequences: the fork's own events (and the messages they make) come after them
+    tx.events.reserve_seq(data.sessionID, copied)
+
+
+def _unsettled(message: md.SessionMessageData) -> bool:
+    if message["type"] == "assistant":
+        return "completed" not in message["time"]
+    return message["type"] == "compaction" and message.get("status") == "running"
+
+
+def _boundary_seq(tx: Tx, session_id: str, message_id: str) -> int:
+    placed = tx.messages.placement(message_id)
+    if placed is None or placed.session_id != session_id:
+        raise LookupError(f"no message {message_id} in session {session_id}")
+    return placed.seq
+
+
+# --- revert ------------------------------------------------------------------------------------------
+
+
+@handles(ev.RevertStaged)
+def _revert_staged(tx: Tx, record: EventRecord, data: ev.RevertStaged) -> None:
+    info = _load_session(tx, data.sessionID)
+    info["revert"] = data.revert.wire()
+    tx.sessions.save_data(data.sessionID, info)
+
+
+@handles(ev.RevertCleared)
+def _revert_cleared(tx: Tx, record: EventRecord, data: ev.RevertCleared) -> None:
+    info = _load_session(tx, data.sessionID)
+    info.pop("revert", None)
+    tx.sessions.save_data(data.sessionID, info)
+
+
+@handles(ev.RevertCommitted)
+def _revert_committed(tx: Tx, record: EventRecord, data: ev.RevertCommitted) -> None:
+    # a boundary that is not there aborts the commit: the event is never stored without its effect
+    tx.messages.remove_from(data.sessionID, _boundary_seq(tx, data.sessionID, data.to))
+    info = _load_session(tx, data.sessionID)
+    info.pop("revert", None)
+    tx.sessions.save_data(data.sessionID, info)
+    # the shortened history starts from a fresh instruction baseline, as after a move
     tx.instructions.reset(data.sessionID)
 
 
@@ -218,6 +280,10 @@ def _step_started(tx: Tx, record: EventRecord, data: ev.StepStarted) -> None:
     existing.pop("tokens", None)
     existing["time"].pop("completed", None)
     existing["agent"], existing["model"] = data.agent, _model(data.model)
+    if data.snapshot:
+        existing["snapshot"] = {"start": data.snapshot}
+    else:
+        existing.pop("snapshot", None)
     tx.messages.save(existing, record.created)
 
 
@@ -228,15 +294,20 @@ def _step_ended(tx: Tx, record: EventRecord, data: ev.StepEnded) -> None:
     message["cost"] = data.cost
     message["tokens"] = _tokens(data.tokens)
     message["time"]["completed"] = record.created
+    _step_snapshot(message, data)
+    message.pop("retry", None)
+    tx.messages.save(message, record.created)
+    _add_usage(tx, data.sessionID, data.cost, data.tokens)
+
+
+def _step_snapshot(message: md.SessionMessageAssistantData, data: ev.StepEnded | ev.StepFailed) -> None:
+    """Where the Step's files ended up, and which it changed."""
     if data.snapshot or data.files:
         snap = message.setdefault("snapshot", {})
         if data.snapshot:
             snap["end"] = data.snapshot
         if data.files:
             snap["files"] = data.files
-    message.pop("retry", None)
-    tx.messages.save(message, record.created)
-    _add_usage(tx, data.sessionID, data.cost, data.tokens)
 
 
 @handles(ev.StepFailed)
@@ -249,6 +320,7 @@ def _step_failed(tx: Tx, record: EventRecord, data: ev.StepFailed) -> None:
     message["error"] = _error(data.error)
     message["time"]["completed"] = record.created
     message.pop("retry", None)
+    _step_snapshot(message, data)
     if data.cost is not None:
         message["cost"] = data.cost
     if data.tokens is not None:

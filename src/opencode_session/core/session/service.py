@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import re
 from collections.abc import AsyncGenerator, Callable, Mapping
 from datetime import UTC, datetime
 
@@ -11,7 +12,13 @@ import anyio
 
 from ...schema import events as ev
 from ...schema.common import LocationRef, ModelRef
-from ...schema.errors import InvalidCursorError, InvalidRequestError, MessageNotFoundError, SessionNotFoundError
+from ...schema.errors import (
+    ConflictError,
+    InvalidCursorError,
+    InvalidRequestError,
+    MessageNotFoundError,
+    SessionNotFoundError,
+)
 from ...schema.events import EventRecord, LogSynced
 from ...schema.ids import message_id
 from ...schema.ids import session_id as new_session_id
@@ -31,6 +38,7 @@ from ..store.keyset import Direction, Key, Order, PageRequest
 from . import admission
 from .cursor import MESSAGE_PAGE_MAX, SESSION_PAGE_MAX, MessageCursor, SessionCursor, SessionQuery, page_links
 from .history import active_history
+from .revert import Hold, commit_staged, no_hold
 
 SESSION_PAGE_DEFAULT = 50
 DEFAULT_TITLE_PREFIX = "New session - "  # followed by the creation time; a generated title replaces it
@@ -45,9 +53,9 @@ def require_session(reader: Reader, session_id: str) -> SessionV2Info:
 
 
 class Sessions:  # its `list` method shadows the builtin in annotations below it: those say `builtins.list`
-    """Core operations on durable Sessions. `wake` is the advisory execution doorbell (the runner installs it);
-    `env` is what permission rules see and `config` the configuration source (the model a session selects must be
-    declared there; None: one of its own over `env`)."""
+    """Core operations on durable Sessions. `wake` is the advisory execution doorbell and `hold` keeps a session
+    idle while it moves (the runtime installs both); `env` is what permission rules see and `config` the
+    configuration source (the model a session selects must be declared there; None: one of its own over `env`)."""
 
     def __init__(self, store: Store, default_location: Location, wake: Callable[[str], None] | None = None,
                  env: Mapping[str, str] | None = None, config: ConfigSource | None = None) -> None:
@@ -56,6 +64,7 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         self.env = os.environ if env is None else env
         self.config = ConfigSource(self.env) if config is None else config
         self.wake: Callable[[str], None] = wake or (lambda _sid: None)
+        self.hold: Hold = no_hold
 
     async def _require_declared(self, location: Location, model: ModelRef) -> None:
         """A model the configuration at `location` does not declare is a bad request, not a later provider call."""
@@ -129,6 +138,53 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
 
         await self.store.write(_switch)
 
+    async def fork(self, session_id: str, message_id_: str | None = None) -> SessionV2Info:
+        """A new session (its parent this one, in the same Location) holding this one's settled history up to and
+        including `message_id_` (all of it without one), with its instruction entries; its own log starts with
+        `session.forked`, and its first Step takes a fresh instruction baseline. Allowed while this one executes:
+        a Step or compaction still under way is not copied."""
+
+        def _fork(tx: Tx) -> SessionV2Info:
+            parent = require_session(tx, session_id)
+            if message_id_ is not None and tx.messages.find(session_id, message_id_) is None:
+                raise MessageNotFoundError(sessionID=session_id, messageID=message_id_)
+            now = now_ms()
+            info = SessionV2Info(
+                id=new_session_id(), parentID=parent.id, projectID=parent.projectID, agent=parent.agent,
+                model=parent.model, time=SessionTime(created=now, updated=now), title=fork_title(parent.title),
+                location=parent.location, subpath=parent.subpath,
+            )
+            tx.append(ev.Forked(sessionID=info.id, parentID=parent.id, from_=message_id_, info=info), created=now)
+            for key, value in tx.instructions.entries(session_id):
+                tx.instructions.put_entry(info.id, key, value, now)
+            return require_session(tx, info.id)
+
+        return await self.store.write(_fork)
+
+    async def move(self, session_id: str, location: LocationRef) -> SessionV2Info:
+        """Move an idle session to another directory (SessionBusyError while it executes): its next Step runs
+        there, on a fresh instruction baseline. A missing directory is a bad request; a staged revert must be
+        committed or cleared first (its files belong to the old Location)."""
+        loc = resolve_location(location.directory, location.workspaceID)
+        if not loc.directory.is_dir():
+            raise InvalidRequestError(f"Location directory does not exist: {location.directory}",
+                                      field="location.directory")
+        destination = LocationRef(directory=str(loc.directory), workspaceID=loc.workspace_id)
+
+        def _move(tx: Tx) -> SessionV2Info:
+            info = require_session(tx, session_id)
+            if info.revert is not None:
+                raise ConflictError("A revert is staged: commit or clear it before moving the session",
+                                    resource=session_id)
+            if info.location == destination:
+                return info
+            tx.append(ev.Moved(sessionID=session_id, location=destination,
+                               projectID=loc.project_id if loc.project_id != info.projectID else None))
+            return require_session(tx, session_id)
+
+        async with self.hold(session_id):
+            return await self.store.write(_move)
+
     # --- listing -------------------------------------------------------------------------------------
 
     async def list(
@@ -184,9 +240,9 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         delivery: ev.Delivery = "steer",
         resume: bool = True,
     ) -> SessionInputAdmitted:
-        """Durably admit a prompt (or reconcile an exact retry), then ring the advisory wake unless resume is false.
-        An attachment the Session may not read (outside its Location without permission, denied, not a regular
-        file, too large) is a 400, known before anything is stored."""
+        """Durably admit a prompt (or reconcile an exact retry), then ring the advisory wake unless resume is false;
+        a staged revert is committed first. An attachment the Session may not read (outside its Location without
+        permission, denied, not a regular file, too large) is a 400, known before anything is stored."""
         stored = admission.resolve_prompt(prompt)
         input_id = id or message_id()
         if stored.files and not (id is not None and await self.store.read(
@@ -202,6 +258,9 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
 
         def _admit(tx: Tx) -> SessionInputAdmitted:
             require_session(tx, session_id)
+            # a prompt sent while a revert is staged commits it first (as OpenCode does): it answers the shortened
+            # history, on a fresh instruction baseline
+            commit_staged(tx, session_id)
             result, _new = admission.admit(tx, session_id, input_id, stored, delivery)
             return result
 
@@ -337,6 +396,17 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
                     if not follow:
                         return
                 await bell.wait()
+
+
+_FORK_NUMBER = re.compile(r" \(fork #(\d+)\)$")
+
+
+def fork_title(title: str) -> str:
+    """`X (fork #1)`, or the next number for a fork of a fork."""
+    found = _FORK_NUMBER.search(title)
+    if found is None:
+        return f"{title} (fork #1)"
+    return f"{title[:found.start()]} (fork #{int(found.group(1)) + 1})"
 
 
 def _directory_key(directory: str, *, from_cursor: bool) -> str:

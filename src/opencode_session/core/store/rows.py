@@ -94,7 +94,8 @@ class EventReads(Protocol):
         ...
 
     def every(self) -> Iterator[EventRecord]:
-        """Every stored event, sessions' sequences in order (replay)."""
+        """Every stored event in commit order (replay: a fork copies its parent's projection as it was when the
+        fork committed)."""
         ...
 
     def admission_of(self, session_id: str, input_id: str) -> EventRecord | None:
@@ -246,13 +247,20 @@ class EventWrites(EventReads, Protocol):
         """Store one event (its data already encoded as `data_text`); its store position is given at commit."""
         ...
 
+    def reserve_seq(self, aggregate_id: str, seq: int) -> None:
+        """Move the aggregate's counter on so that its next sequence comes after `seq` (never back): a fork's copied
+        messages keep their parent's sequences, and the fork's own events follow them."""
+        ...
+
 
 class SessionWrites(SessionReads, Protocol):
     def insert(self, info: dict[str, Any]) -> None:
         """A new session row from its wire record; it lists after every session created before it."""
         ...
 
-    def save_data(self, session_id: str, info: dict[str, Any]) -> None: ...
+    def save_data(self, session_id: str, info: dict[str, Any]) -> None:
+        """Store a changed wire record (its title, Location and project are what lists filter on)."""
+        ...
 
     def touch(self, session_id: str, at: int) -> None:
         """Record activity: the session's `time.updated`."""
@@ -266,6 +274,11 @@ class MessageWrites(MessageReads, Protocol):
 
     def save(self, message: SessionMessageData, updated: int) -> None:
         """Store a changed message: a new revision, updated at `updated`."""
+        ...
+
+    def remove_from(self, session_id: str, seq: int) -> int:
+        """Remove the session's messages at or after `seq` (a committed revert) and count them as removed; returns
+        how many there were."""
         ...
 
 

@@ -115,6 +115,12 @@ class ToolSet:
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
+    def changes_files(self, name: str) -> bool:
+        """Whether a call of `name` may change files (its snapshots depend on it): unless the tool says
+        `changes_files = False`, it may."""
+        compiled = self._tools.get(name)
+        return compiled is not None and bool(getattr(compiled.tool, "changes_files", True))
+
     def offered(self, config: Config) -> list[str]:
         """The names of the tools offered under `config`: all of them, except tools with an `offered(config)` check
         that says no (e.g. `websearch` without a configured backend)."""

@@ -139,7 +139,8 @@ def refusals_as_failures() -> Iterator[None]:
 
 @runtime_checkable
 class Tool(Protocol):
-    """A named capability the model can call. `parameters` is the JSON Schema (2020-12) of its input."""
+    """A named capability the model can call. `parameters` is the JSON Schema (2020-12) of its input. A tool that
+    never changes files says `changes_files = False` (no snapshot is taken after it)."""
 
     name: str
     description: str

@@ -34,6 +34,11 @@ class SqliteEvents:
             " ON CONFLICT (aggregate_id) DO UPDATE SET seq = seq + 1 RETURNING seq", (aggregate_id,)).fetchone()
         return int(row[0])
 
+    def reserve_seq(self, aggregate_id: str, seq: int) -> None:
+        self.conn.execute(
+            "INSERT INTO event_sequence (aggregate_id, seq) VALUES (?, ?)"
+            " ON CONFLICT (aggregate_id) DO UPDATE SET seq = max(seq, excluded.seq)", (aggregate_id, seq))
+
     def insert(self, record: EventRecord, data_text: str) -> None:
         inserted = self.conn.execute(
             "INSERT INTO event (id, aggregate_id, seq, type, created, location, data) VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -40,6 +40,11 @@ class SqliteMessages:
             (dump(message), updated, message["id"]),
         )
 
+    def remove_from(self, session_id: str, seq: int) -> int:
+        # the removal trigger counts them, so the history cache sees the window shrink
+        return self.conn.execute("DELETE FROM session_message WHERE session_id = ? AND seq >= ?",
+                                 (session_id, seq)).rowcount
+
     def find(self, session_id: str, message_id: str) -> SessionMessage | None:
         row = self.conn.execute("SELECT data FROM session_message WHERE id = ? AND session_id = ?",
                                 (message_id, session_id)).fetchone()

@@ -40,9 +40,9 @@ class SqliteSessions:
 
     def save_data(self, session_id: str, info: dict[str, Any]) -> None:
         self.conn.execute(
-            "UPDATE session SET data = ?, title = ?, directory = ?, workspace_id = ? WHERE id = ?",
+            "UPDATE session SET data = ?, title = ?, directory = ?, workspace_id = ?, project_id = ? WHERE id = ?",
             (_dump(info), info["title"], info["location"]["directory"], info["location"].get("workspaceID"),
-             session_id),
+             info["projectID"], session_id),
         )
 
     def touch(self, session_id: str, at: int) -> None:

@@ -37,6 +37,7 @@ DESCRIPTION = """Find files by glob pattern.
 
 class GlobTool:
     name = "glob"
+    changes_files = False
     description = DESCRIPTION
     parameters: dict[str, Any] = {
         "type": "object",

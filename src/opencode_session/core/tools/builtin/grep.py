@@ -57,6 +57,7 @@ class _Found:
 
 class GrepTool:
     name = "grep"
+    changes_files = False
     description = DESCRIPTION
     parameters: dict[str, Any] = {
         "type": "object",

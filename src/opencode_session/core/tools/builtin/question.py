@@ -30,6 +30,7 @@ _PROMPT = {
 
 class QuestionTool:
     name = "question"
+    changes_files = False
     description = (
         "Ask the user questions and wait for the answers. Use it when a decision is theirs to make: a preference, an"
         " ambiguous requirement, a choice between approaches.\n"

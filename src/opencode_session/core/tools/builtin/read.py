@@ -58,6 +58,7 @@ DESCRIPTION = (
 
 class ReadTool:
     name = "read"
+    changes_files = False
     description = DESCRIPTION
     parameters: dict[str, Any] = {
         "type": "object",

@@ -14,6 +14,7 @@ from ..tool import ToolContext, ToolFailure, ToolOutput
 
 class SkillTool:
     name = "skill"
+    changes_files = False
     description = (
         "Load a skill's full instructions by name. Use it when a task matches one of the available skills listed "
         "in your instructions."

@@ -14,6 +14,7 @@ _MARKS = {"completed": "[x]", "in_progress": "[~]", "cancelled": "[-]"}
 
 class TodoWriteTool:
     name = "todowrite"
+    changes_files = False
     description = (
         "Write the session's todo list, replacing the previous one. Use it to plan and track multi-step work.\n"
         "\n"

@@ -21,6 +21,7 @@ _TEXTUAL = ("text/", "application/json", "application/xml", "application/xhtml",
 
 class WebFetchTool:
     name = "webfetch"
+    changes_files = False
     description = (
         "Fetch a web page or other text resource by URL.\n"
         "\n"

@@ -21,6 +21,7 @@ MAX_RESPONSE_BYTES = 1024 * 1024
 
 class WebSearchTool:
     name = "websearch"
+    changes_files = False
     description = (
         "Search the web and return the results as text.\n"
         "\n"
