@@ -36,13 +36,16 @@ from ..protocol.api import (
     SavedPermissionQuery,
     SessionCreateBody,
     SessionEventsQuery,
+    SessionForkBody,
     SessionListQuery,
     SessionLogQuery,
     SessionMessagePath,
     SessionMessagesQuery,
+    SessionMoveBody,
     SessionPath,
     SessionPermissionCreateBody,
     SessionPromptBody,
+    SessionRevertStageBody,
     SessionSwitchAgentBody,
     SessionSwitchModelBody,
 )
@@ -57,7 +60,7 @@ from ..schema.message import SessionMessage
 from ..schema.page import CursorLinks
 from ..schema.permission import PermissionSavedInfo, PermissionV2Request
 from ..schema.question import QuestionV2Reply, QuestionV2Request
-from ..schema.session import SessionActive, SessionV2Info
+from ..schema.session import RevertState, SessionActive, SessionV2Info
 from .sse import Frames, frame
 
 P = TypeVar("P")
@@ -255,29 +258,29 @@ async def session_messages(rt: Runtime, call: Call[SessionPath, SessionMessagesQ
 
 
 @op("v2.session.revert.stage")
-async def session_revert_stage(rt: Runtime, call: Call) -> Any:
+async def session_revert_stage(rt: Runtime, call: Call[SessionPath, None, SessionRevertStageBody]) -> RevertState:
     b = call.body
     return await rt.reverts.stage(call.path.sessionID, b.messageID, files=b.files is not False)
 
 
 @op("v2.session.revert.clear")
-async def session_revert_clear(rt: Runtime, call: Call) -> Any:
+async def session_revert_clear(rt: Runtime, call: Call[SessionPath, None, None]) -> None:
     await rt.reverts.clear(call.path.sessionID)
 
 
 @op("v2.session.revert.commit")
-async def session_revert_commit(rt: Runtime, call: Call) -> Any:
+async def session_revert_commit(rt: Runtime, call: Call[SessionPath, None, None]) -> None:
     await rt.reverts.commit(call.path.sessionID)
 
 
 @op("v2.session.fork")
-async def session_fork(rt: Runtime, call: Call) -> Any:
+async def session_fork(rt: Runtime, call: Call[SessionPath, None, SessionForkBody]) -> SessionV2Info:
     return await rt.sessions.fork(call.path.sessionID, call.body.messageID)
 
 
 @op("v2.session.move")
-async def session_move(rt: Runtime, call: Call) -> Any:
-    _require_usable_path(call.body.location.directory, "body", "location.directory")
+async def session_move(rt: Runtime, call: Call[SessionPath, None, SessionMoveBody]) -> SessionV2Info:
+    require_usable_directory(call.body.location.directory, "body", "location.directory")
     return await rt.sessions.move(call.path.sessionID, call.body.location)
 
 
