@@ -14,12 +14,16 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import httpx2
 
+from .credentials import CREDENTIALS_FILE, CredentialStore
 from .execution import suspension
 from .execution.coordinator import Drain, SessionExecution
+from .fs import Finder
 from .instructions.entries import InstructionEntries
+from .integrations import Integrations
 from .llm.providers import Providers
 from .location import Location, resolve_location
 from .permission_requests import PermissionRequests
+from .pty import Terminals
 from .questions import QuestionRequests
 from .session import Sessions
 from .session.projector import project
@@ -56,6 +60,12 @@ class Runtime:
         self.permissions = PermissionRequests(self.store)
         self.questions = QuestionRequests(self.store)
         self.outputs = ManagedOutputs(_data_dir(options) / MANAGED_DIRECTORY)
+        self.terminals = Terminals(options.env)  # pseudo-terminals by Location, killed when the runtime closes
+        self.finder = Finder()  # fs.find's indexes of the Locations searched lately
+        # connected provider keys: beside the database (0600), only in memory for an in-memory database
+        self.credentials = CredentialStore(None if str(options.db_path) == ":memory:"
+                                           else _data_dir(options) / CREDENTIALS_FILE)
+        self.integrations = Integrations(self.credentials)
         self._sweeper: asyncio.Task[None] | None = None
         self.execution: SessionExecution | None = None
         self._background: set[asyncio.Task[None]] = set()
@@ -92,7 +102,15 @@ class Runtime:
             raise RuntimeError("the runtime is not open")
         return await suspension.resume(self.store, self.execution)
 
+    async def session_deleted(self, directory: str | Path) -> None:
+        """What deleting a session releases once no other session works in its Location: that Location's
+        terminals. (Sessions cannot be deleted yet; the deletion calls this when they can.)"""
+        page, _ = await self.sessions.list(directory=str(directory), limit=1)
+        if not page:
+            await self.terminals.release(resolve_location(directory).directory)
+
     async def close(self) -> None:
+        await self.terminals.close()
         if self.execution is not None:
             await self.execution.shutdown()
         background = list(self._background)

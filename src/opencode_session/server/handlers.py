@@ -4,22 +4,45 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import anyio
 
 from ..core.agents import AgentNotFoundError, agent_info, resolve_agent
+from ..core.authority import Authority
+from ..core.commands import discover_commands
 from ..core.config import Config, ConfigError, load_config
+from ..core.fs import DEFAULT_LIMIT, list_directory, read_file
 from ..core.llm import listing
 from ..core.location import Location, resolve_location
+from ..core.references import discover_references
 from ..core.runtime import Runtime
 from ..core.store import now_ms
 from ..core.tools.tool import PermissionAsk
+from ..core.workspace import available_skills, workspace_authority
+from ..protocol.api import (
+    CommandList,
+    FsEntries,
+    IntegrationAnswer,
+    IntegrationAttemptAnswer,
+    IntegrationAttemptStatusAnswer,
+    IntegrationList,
+    LocationQuery,
+    LocationSelector,
+    PtyAnswer,
+    PtyList,
+    PtyTokenAnswer,
+    ReferenceList,
+    SkillList,
+)
 from ..schema.errors import InvalidRequestError, ProviderNotFoundError, ServiceUnavailableError
 from ..schema.events import EventRecord, GlobalDisposed, LogSynced, ServerConnected
 from ..schema.ids import event_id
 from ..schema.session import SessionActive
+from ..schema.skill import SkillV2Info
+from .host import Host
 from .sse import Frames, frame
 
 
@@ -29,6 +52,7 @@ class Call:
     query: Any
     body: Any
     shutdown: anyio.Event
+    host: Host = field(default_factory=Host)
 
 
 Handler = Callable[[Runtime, Call], Awaitable[Any]]
@@ -383,3 +407,201 @@ async def event_subscribe(rt: Runtime, call: Call) -> Any:
             yield b"".join(_live_frame(item) for item in await subscription.next())
 
     return Frames(gen(), farewell=lambda: frame(GlobalDisposed(id=event_id(), created=now_ms()).wire()))
+
+
+# --- terminals --------------------------------------------------------------------------------------------
+
+
+@op("v2.pty.list")
+async def pty_list(rt: Runtime, call: Call) -> Any:
+    loc = _selected_location(rt, call)
+    return PtyList(location=loc.info(), data=rt.terminals.list(loc.directory))
+
+
+@op("v2.pty.create")
+async def pty_create(rt: Runtime, call: Call) -> Any:
+    loc = _selected_location(rt, call)
+    b = call.body
+    authority = workspace_authority(loc, await _config(rt, loc), rt.options.env)
+    info = rt.terminals.create(authority, command=b.command, args=b.args or (), cwd=b.cwd, title=b.title,
+                               env=b.env, overlay=lambda cwd: call.host.pty_environment(loc, cwd))
+    return PtyAnswer(location=loc.info(), data=info)
+
+
+@op("v2.pty.get")
+async def pty_get(rt: Runtime, call: Call) -> Any:
+    loc = _selected_location(rt, call)
+    return PtyAnswer(location=loc.info(), data=rt.terminals.get(loc.directory, call.path.ptyID).info)
+
+
+@op("v2.pty.update")
+async def pty_update(rt: Runtime, call: Call) -> Any:
+    loc = _selected_location(rt, call)
+    size = call.body.size
+    info = rt.terminals.update(loc.directory, call.path.ptyID, title=call.body.title,
+                               size=(size.rows, size.cols) if size is not None else None)
+    return PtyAnswer(location=loc.info(), data=info)
+
+
+@op("v2.pty.remove")
+async def pty_remove(rt: Runtime, call: Call) -> Any:
+    loc = _selected_location(rt, call)
+    await rt.terminals.remove(loc.directory, call.path.ptyID)
+
+
+@op("v2.pty.connectToken")
+async def pty_connect_token(rt: Runtime, call: Call) -> Any:
+    loc = _selected_location(rt, call)
+    rt.terminals.get(loc.directory, call.path.ptyID)
+    return PtyTokenAnswer(location=loc.info(), data=call.host.tickets.issue(call.path.ptyID, loc.directory))
+
+
+@op("v2.pty.connect")
+async def pty_connect(rt: Runtime, call: Call) -> Any:
+    """A plain request to the WebSocket route (the upgrade is served by terminal_socket)."""
+    loc = connect_location(rt, call.query)
+    rt.terminals.get(loc.directory, call.path.ptyID)
+    raise InvalidRequestError("This operation is a WebSocket: send it as an upgrade request", kind="upgrade")
+
+
+def connect_location(rt: Runtime, query: Any) -> Location:
+    """The Location of a connect request, whose query names its two location fields flat."""
+    selector = LocationSelector(directory=query.location_directory, workspace=query.location_workspace)
+    try:
+        return _selected_location(rt, Call(None, LocationQuery(location=selector), None, anyio.Event()))
+    except InvalidRequestError as bad:
+        raise InvalidRequestError(bad.message, kind="query", field="location[directory]") from None
+
+
+# --- files --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bytes:
+    """A binary answer: the bytes and the headers that describe them."""
+
+    data: bytes
+    headers: dict[str, str]
+
+
+async def _authority(rt: Runtime, loc: Location) -> Authority:
+    return workspace_authority(loc, await _config(rt, loc), rt.options.env)
+
+
+@op("v2.fs.read")
+async def fs_read(rt: Runtime, call: Call) -> Any:
+    authority = await _authority(rt, _selected_location(rt, call))
+    read = await anyio.to_thread.run_sync(read_file, authority, call.path.path)
+    return Bytes(read.data, {"X-File-Kind": "binary" if read.binary else "text"})
+
+
+@op("v2.fs.list")
+async def fs_list(rt: Runtime, call: Call) -> Any:
+    loc = _selected_location(rt, call)
+    authority = await _authority(rt, loc)
+    entries = await anyio.to_thread.run_sync(list_directory, authority, call.query.path, rt.options.env)
+    return FsEntries(location=loc.info(), data=entries)
+
+
+@op("v2.fs.find")
+async def fs_find(rt: Runtime, call: Call) -> Any:
+    loc = _selected_location(rt, call)
+    q = call.query
+    found = await anyio.to_thread.run_sync(partial(rt.finder.find, loc.directory, q.query, rt.options.env, q.type,
+                                                   q.limit or DEFAULT_LIMIT))
+    return FsEntries(location=loc.info(), data=found)
+
+
+# --- provider connections -----------------------------------------------------------------------------------
+
+
+async def _connections_config(rt: Runtime, call: Call) -> tuple[Location, Config]:
+    loc = _selected_location(rt, call)
+    return loc, await _config(rt, loc)
+
+
+@op("v2.integration.list")
+async def integration_list(rt: Runtime, call: Call) -> Any:
+    loc, config = await _connections_config(rt, call)
+    return IntegrationList(location=loc.info(), data=rt.integrations.list(config, rt.options.env))
+
+
+@op("v2.integration.get")
+async def integration_get(rt: Runtime, call: Call) -> Any:
+    loc, config = await _connections_config(rt, call)
+    return IntegrationAnswer(location=loc.info(),
+                             data=rt.integrations.get(call.path.integrationID, config, rt.options.env))
+
+
+@op("v2.integration.connect.key")
+async def integration_connect_key(rt: Runtime, call: Call) -> Any:
+    _, config = await _connections_config(rt, call)
+    await anyio.to_thread.run_sync(rt.integrations.connect_key, call.path.integrationID, call.body.key,
+                                   call.body.label, config)
+
+
+@op("v2.integration.connect.oauth")
+async def integration_connect_oauth(rt: Runtime, call: Call) -> Any:
+    loc, config = await _connections_config(rt, call)
+    attempt = rt.integrations.begin(call.path.integrationID, call.body.methodID, call.body.label, config)
+    return IntegrationAttemptAnswer(location=loc.info(), data=attempt)
+
+
+@op("v2.integration.attempt.status")
+async def integration_attempt_status(rt: Runtime, call: Call) -> Any:
+    loc = _selected_location(rt, call)
+    return IntegrationAttemptStatusAnswer(location=loc.info(), data=rt.integrations.status(call.path.attemptID))
+
+
+@op("v2.integration.attempt.cancel")
+async def integration_attempt_cancel(rt: Runtime, call: Call) -> Any:
+    _selected_location(rt, call)
+    rt.integrations.cancel(call.path.attemptID)
+
+
+@op("v2.integration.attempt.complete")
+async def integration_attempt_complete(rt: Runtime, call: Call) -> Any:
+    _selected_location(rt, call)
+    await rt.integrations.complete(call.path.attemptID, call.body.code)
+
+
+@op("v2.credential.update")
+async def credential_update(rt: Runtime, call: Call) -> Any:
+    _selected_location(rt, call)
+    if not await anyio.to_thread.run_sync(rt.credentials.rename, call.path.credentialID, call.body.label):
+        raise InvalidRequestError(f"No stored credential {call.path.credentialID!r}", kind="credential",
+                                  field="credentialID")
+
+
+@op("v2.credential.remove")
+async def credential_remove(rt: Runtime, call: Call) -> Any:
+    _selected_location(rt, call)
+    await anyio.to_thread.run_sync(rt.credentials.remove, call.path.credentialID)
+
+
+# --- commands, skills, references ---------------------------------------------------------------------------
+
+
+@op("v2.command.list")
+async def command_list(rt: Runtime, call: Call) -> Any:
+    loc, config = await _connections_config(rt, call)
+    commands = await anyio.to_thread.run_sync(discover_commands, loc, config, rt.options.env)
+    return CommandList(location=loc.info(), data=[c.info() for c in commands])
+
+
+@op("v2.skill.list")
+async def skill_list(rt: Runtime, call: Call) -> Any:
+    loc, config = await _connections_config(rt, call)
+    skills = await anyio.to_thread.run_sync(available_skills, loc, config, rt.options.env)
+    return SkillList(location=loc.info(), data=[SkillV2Info(name=s.name, description=s.description,
+                                                            location=str(s.path), content=s.body) for s in skills])
+
+
+@op("v2.reference.list")
+async def reference_list(rt: Runtime, call: Call) -> Any:
+    loc = _selected_location(rt, call)
+    try:
+        references = await anyio.to_thread.run_sync(discover_references, loc, rt.options.env)
+    except ConfigError as bad:
+        raise InvalidRequestError(str(bad), kind="config") from None
+    return ReferenceList(location=loc.info(), data=references)
