@@ -3,9 +3,7 @@ environment variable, OAuth) and which connections it has. Credentials themselve
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
-from pydantic import Field
+from typing import Literal
 
 from .base import Struct
 
@@ -42,7 +40,7 @@ class IntegrationOAuthMethod(Struct):
     id: str
     type: Literal["oauth"]
     label: str
-    prompts: list[Annotated[IntegrationTextPrompt | IntegrationSelectPrompt, Field(discriminator="type")]] | None = None
+    prompts: list[IntegrationTextPrompt | IntegrationSelectPrompt] | None = None
 
 
 class IntegrationKeyMethod(Struct):
@@ -55,8 +53,7 @@ class IntegrationEnvMethod(Struct):
     names: list[str]
 
 
-IntegrationMethod = Annotated[IntegrationOAuthMethod | IntegrationKeyMethod | IntegrationEnvMethod,
-                              Field(discriminator="type")]
+IntegrationMethod = IntegrationOAuthMethod | IntegrationKeyMethod | IntegrationEnvMethod
 
 
 class ConnectionCredentialInfo(Struct):
@@ -70,7 +67,7 @@ class ConnectionEnvInfo(Struct):
     name: str
 
 
-ConnectionInfo = Annotated[ConnectionCredentialInfo | ConnectionEnvInfo, Field(discriminator="type")]
+ConnectionInfo = ConnectionCredentialInfo | ConnectionEnvInfo
 
 
 class IntegrationInfo(Struct):
@@ -114,5 +111,4 @@ class AttemptExpired(Struct):
     time: AttemptTime
 
 
-IntegrationAttemptStatus = Annotated[AttemptPending | AttemptComplete | AttemptFailed | AttemptExpired,
-                                     Field(discriminator="status")]
+IntegrationAttemptStatus = AttemptPending | AttemptComplete | AttemptFailed | AttemptExpired

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
-
-from pydantic import Field
+from typing import Literal
 
 from .base import Struct
 
@@ -24,7 +22,7 @@ class ReferenceGitSource(Struct):
     hidden: bool | None = None
 
 
-ReferenceSource = Annotated[ReferenceLocalSource | ReferenceGitSource, Field(discriminator="type")]
+ReferenceSource = ReferenceLocalSource | ReferenceGitSource
 
 
 class ReferenceInfo(Struct):
