@@ -188,7 +188,7 @@ class BaseClient:
         for name, value in (path or {}).items():
             if value is None:
                 raise ValueError(f"{ep.operation_id}: path parameter {name} is required")
-            encoded[name] = quote(str(value), safe="/" if name == ep.wildcard else "")
+            encoded[name] = _wildcard(str(value)) if name == ep.wildcard else quote(str(value), safe="")
         headers = httpx2.Headers({"Accept": accept})
         if options is not None and options.headers:
             headers.update(options.headers)  # case-insensitive: a caller's "accept" replaces ours
@@ -326,6 +326,13 @@ class BaseClient:
                 raise _failure_of(ep, refused.status, refused.body) from None
 
         return WebSocketSession(connect)
+
+
+def _wildcard(value: str) -> str:
+    """A path that keeps its slashes, each segment encoded; `.` and `..` as %2E so that no URL normalization
+    removes them before the server resolves them (against the Location, where it refuses what leaves it)."""
+    return "/".join(segment.replace(".", "%2E") if segment in (".", "..") else quote(segment, safe="")
+                    for segment in value.split("/"))
 
 
 # Headers an HTTP request carries that a WebSocket upgrade sets for itself.

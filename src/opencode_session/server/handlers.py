@@ -109,7 +109,7 @@ async def _catalog_config(rt: Runtime, call: Call) -> tuple[Any, Config]:
         config = await anyio.to_thread.run_sync(load_config, loc.directory, loc.project_root, rt.options.env)
     except ConfigError as bad:
         raise ServiceUnavailableError(f"The configuration cannot be read: {bad}", service="config") from None
-    return loc, config
+    return loc, rt.credentials.apply(config)  # a connected key makes its provider usable
 
 
 @op("v2.model.list")

@@ -22,6 +22,7 @@ from ..attachments import load_attachments
 from ..authority import Authority
 from ..compaction.compactor import CompactionSettings, Compactor
 from ..config import ConfigError, global_config_dir, load_config
+from ..credentials import CredentialStore
 from ..instructions.algebra import InstructionsBlocked
 from ..instructions.checkpoint import CheckpointPreparer
 from ..instructions.nearby import NearbyInstructions
@@ -115,6 +116,7 @@ class RunnerDeps:
     retry_base_delay_ms: float = BASE_DELAY_MS
     permissions: PermissionRequests | None = None  # None: nobody can answer, an `ask` fails the call
     questions: QuestionRequests | None = None
+    credentials: CredentialStore | None = None  # keys connected through the API, read at each Step's boundary
 
 
 class Runner:
@@ -141,6 +143,8 @@ class Runner:
                 config = load_config(location.directory, location.project_root, env)
             except ConfigError as bad:
                 raise DrainFailure(SessionErrorInfo(type=session_errors.CONFIG_INVALID, message=str(bad))) from None
+            if self.deps.credentials is not None:
+                config = self.deps.credentials.apply(config)
             try:
                 agent = resolve_agent(config, session.agent)
             except AgentNotFoundError as missing:
@@ -415,7 +419,8 @@ def make_drain_factory(
                           instructions=CheckpointPreparer(runtime.store, options.env),
                           on_read=NearbyInstructions(runtime.store).hook,
                           retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base,
-                          permissions=runtime.permissions, questions=runtime.questions)
+                          permissions=runtime.permissions, questions=runtime.questions,
+                          credentials=runtime.credentials)
         if tools is not None:
             deps.tools = tools
         if deps.tools.outputs is None:
