@@ -3,7 +3,9 @@ Location, with the tools' path resolution (`..`, symlinks), ignore files, limits
 
 from __future__ import annotations
 
+import json
 import os
+
 import pytest
 
 from opencode_session.client import ForbiddenError, InvalidRequestError
@@ -69,8 +71,8 @@ async def test_read_refuses_what_lies_outside_or_is_not_a_readable_file(api, tre
 
 async def test_an_allow_rule_opens_a_directory_outside(api, tree, tmp_path):
     root, location = tree
-    (root / "opencode.json").write_text('{"permission": {"external_directory": {"%s/*": "allow"}}}'
-                                        % (tmp_path / "outside").resolve())
+    rule = {"permission": {"external_directory": {f"{(tmp_path / 'outside').resolve()}/*": "allow"}}}
+    (root / "opencode.json").write_text(json.dumps(rule))
     assert await api.fs.read("../outside/secret.txt", location=location) == b"outside\n"
 
 

@@ -11,14 +11,16 @@ import sys
 import termios
 import tty
 from collections.abc import Callable
+from pathlib import Path
 from typing import Literal
 
 from rich.text import Text
 
 from ..client.generated import OpenCodeClient
 from .asking import Answerer, Policy
+from .commands import expand, slash
 from .render import View
-from .run import EXIT_OK, Interrupts, RunRequest, answerer, describe_failure, permission_policy
+from .run import EXIT_OK, Interrupts, RunRequest, answerer, describe_failure, model_ref, permission_policy
 from .startup import StartupError
 from .terminal import TerminalView
 from .turn import Turn
@@ -76,8 +78,9 @@ class PromptLoop:
     """The line being typed, what Enter and Tab do with it, and the turns it starts."""
 
     def __init__(self, client: OpenCodeClient, session_id: str, view: TerminalView, interrupts: Interrupts,
-                 policy: tuple[Policy, str] = ("ask", "")) -> None:
+                 policy: tuple[Policy, str] = ("ask", ""), directory: Path | None = None) -> None:
         self.client = client
+        self.directory = directory or Path.cwd()  # where `/NAME` commands are looked up
         self.session_id = session_id
         self.view = view
         self.interrupts = interrupts
@@ -127,7 +130,7 @@ class PromptLoop:
         if not text:
             return
         turn = self.turn
-        if turn is None or turn.done:
+        if turn is None or turn.done or slash(text) is not None:  # a command runs as a turn of its own
             self.submissions.put_nowait((text, delivery))
             return
         self.view.user(text)
@@ -145,6 +148,20 @@ class PromptLoop:
             self.view.info("↳ steering the running turn" if delivery == "steer" else "↳ queued until the turn is done")
 
     async def run_turn(self, text: str, delivery: Delivery) -> None:
+        called = slash(text)
+        if called is not None:
+            try:
+                expanded = await expand(self.client, self.directory, *called)
+            except StartupError as unknown:
+                self.view.notice(str(unknown))
+                self.draw()
+                return
+            if expanded.agent:
+                await self.client.session.switch_agent(self.session_id, agent=expanded.agent)
+            if expanded.model:
+                await self.client.session.switch_model(self.session_id, model=model_ref(expanded.model))
+            self.view.info(f"/{called[0]}" + (f" (agent {expanded.agent})" if expanded.agent else ""))
+            text = expanded.text
         self.view.user(text)
         self.view.busy = True
         self.answers = answerer(self.client, self.session_id, self.view, self.policy)
@@ -171,7 +188,7 @@ async def interact(client: OpenCodeClient, session_id: str, request: RunRequest,
                    interrupts: Interrupts) -> int:
     if not isinstance(view, TerminalView) or not sys.stdin.isatty():
         raise StartupError("interactive mode needs a terminal; pass the message as an argument instead")
-    loop = PromptLoop(client, session_id, view, interrupts, permission_policy(request, view))
+    loop = PromptLoop(client, session_id, view, interrupts, permission_policy(request, view), request.directory)
     reader = KeyReader(sys.stdin.fileno(), loop.key)
     interrupts.restore.append(reader.stop)
     interrupts.idle = loop.ctrl_c_at_prompt

@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +19,7 @@ from ..core.store import DatabaseInUseError
 from ..schema.errors import TaggedError
 from ..schema.session import SessionV2Info
 from .asking import Answerer, Policy
+from .commands import expand
 from .hosts import open_host
 from .render import EventAdapter, JsonView, PlainView, View
 from .startup import StartupError, report_config, say_stderr, survey
@@ -44,6 +45,7 @@ class RunRequest:
     db: Path | None = None
     yes: bool = False  # allow permission asks once and take questions' first options, without asking
     no: bool = False  # reject permission asks and dismiss questions, without asking
+    command: str | None = None  # a custom command: `message` is then its arguments
 
     @property
     def delivery(self) -> Literal["steer", "queue"]:
@@ -221,6 +223,11 @@ def exit_code(outcome: Outcome) -> int:
 
 async def _run(request: RunRequest, view: View, interrupts: Interrupts) -> int:
     async with open_host(request.attach, request.db, request.directory) as client:
+        if request.command is not None:
+            # the command's agent and model apply unless the command line names its own
+            expanded = await expand(client, request.directory, request.command, request.message or "")
+            request = replace(request, message=expanded.text, command=None, agent=request.agent or expanded.agent,
+                              model=request.model or expanded.model)
         session = await prepare_session(client, request, interrupts.say)
         view.info(f"session {session.id}")
         if request.interactive:
