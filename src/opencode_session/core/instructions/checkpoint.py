@@ -13,12 +13,14 @@ from typing import Any
 import anyio
 
 from ...schema import events as ev
+from ...schema.reference import ReferenceInfo
 from ..config import global_config_dir, project_config_disabled
 from ..execution.boundary import Boundary
 from ..skills import Skill, discover_skills, permitted_skills, skill_roots
 from ..store import Checkpoint, Store, Tx
 from . import algebra
 from .discovery import discovery_instructions, scan_discovery
+from .references import reference_guidance_source, scan_references
 from .sources import (
     InstructionFile,
     SkillInfo,
@@ -40,24 +42,27 @@ class SourceFiles:
     discovered: Files
     configured: Files | None  # None: the config names no instruction files
     skills: list[Skill]
+    references: list[ReferenceInfo] | algebra.Unavailable
 
 
 def read_files(boundary: Boundary, env: Mapping[str, str]) -> SourceFiles:
-    """Every file the sources read: ambient AGENTS.md, configured instruction files, skills (blocking)."""
+    """Every file the sources read: ambient AGENTS.md, configured instruction files, skills, the config files that
+    name references (blocking)."""
     loc = boundary.location
     patterns = list(boundary.config.instructions)
     roots = skill_roots(global_config_dir(env), loc.project_root, loc.directory, not project_config_disabled(env))
     return SourceFiles(
         scan_discovery(loc.directory, loc.project_root, global_config_dir(env), project_config_disabled(env)),
         scan_config(patterns, loc.project_root) if patterns else None,
-        discover_skills(roots))
+        discover_skills(roots),
+        scan_references(loc, env))
 
 
 async def compose(boundary: Boundary, store: Store, env: Mapping[str, str], today: Callable[[], date],
                   platform: str) -> algebra.Instructions:
     """The runner's fixed source order: environment, date, ambient AGENTS.md, configured instruction files,
-    selected-agent skill guidance, API-managed entries. The files come from the boundary when it read them, else
-    from one worker-thread call (each hop to a thread costs more than these few small reads)."""
+    selected-agent skill guidance, reference guidance, API-managed entries. The files come from the boundary when it
+    read them, else from one worker-thread call (each hop to a thread costs more than these few small reads)."""
     files = boundary.instruction_files
     if not isinstance(files, SourceFiles):
         files = await anyio.to_thread.run_sync(read_files, boundary, env)
@@ -70,6 +75,7 @@ async def compose(boundary: Boundary, store: Store, env: Mapping[str, str], toda
         discovery_instructions(files.discovered),
         algebra.EMPTY if files.configured is None else config_instructions(files.configured),
         skill_guidance_source([SkillInfo(s.name, s.description) for s in permitted]),
+        reference_guidance_source(files.references),
         entry_sources(entries),
     )
 
