@@ -13,6 +13,7 @@ import pytest
 
 from opencode_session.client import InvalidRequestError, OpenCodeClient
 from opencode_session.sdk import OpenCode
+from tests.api.conftest import raw_http
 from tests.support import fake_openai as fake
 from tests.support.fake_oauth import ACCESS_TOKEN, FakeAuthorizationServer
 from tests.support.server import isolated_env, start_configured
@@ -166,3 +167,22 @@ async def test_attempts_that_cannot_be_started_or_found(connected):
         with pytest.raises(InvalidRequestError) as unknown:
             await call(attempt.attemptID)
         assert unknown.value.field == "attemptID"
+
+
+@pytest.mark.parametrize(("path", "body", "field"), [
+    ("/api/integration/loop/connect/key", {"key": 5}, "key"),
+    ("/api/integration/loop/connect/key", {"key": "k", "label": None}, None),  # optional means absent, not null
+    ("/api/integration/loop/connect/key", {}, "key"),
+    ("/api/integration/loop/connect/oauth", {"methodID": "oauth", "inputs": ["x"]}, "inputs"),
+    ("/api/integration/loop/connect/oauth", {"methodID": "oauth"}, "inputs"),
+    ("/api/integration/attempt/att_x/complete", {"code": 1}, "code"),
+    ("/api/credential/crd_x", {}, "label"),
+])
+async def test_bad_bodies_are_refused_naming_the_field(connected, path, body, field):
+    client, _, _ = connected
+    method = "PATCH" if path.startswith("/api/credential") else "POST"
+    async with raw_http(client) as http:
+        response = await http.request(method, path, json=body)
+    assert response.status_code == 400, response.text
+    error = response.json()
+    assert error["_tag"] == "InvalidRequestError" and error.get("field") == field, error

@@ -154,6 +154,12 @@ async def test_refusals_and_bad_input(api, tmp_path):
     info = (await api.pty.create(command="sh", args=["-c", "exec cat"])).data
     with pytest.raises(InvalidRequestError):
         await api.pty.update(info.id, size={"rows": 0, "cols": 80})
+    async with raw_http(api) as http:
+        for path, method, body in (("/api/pty", "POST", {"args": "not-a-list"}), ("/api/pty", "POST", {"env": None}),
+                                   (f"/api/pty/{info.id}", "PUT", {"size": None}),
+                                   (f"/api/pty/{info.id}", "PUT", {"size": {"rows": 24, "cols": 80.5}})):
+            bad = await http.request(method, path, json=body)
+            assert bad.status_code == 400 and bad.json()["_tag"] == "InvalidRequestError", (body, bad.text)
     async with raw_http(api) as http:  # the WebSocket route answers a plain request with a typed refusal
         plain = await http.get(f"/api/pty/{info.id}/connect")
         assert plain.status_code == 400 and plain.json()["_tag"] == "InvalidRequestError"

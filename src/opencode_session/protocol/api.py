@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BeforeValidator, Field, WithJsonSchema
+from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
 
 from opencode_session.schema.agent import AgentV2Info
 from opencode_session.schema.base import Struct
@@ -252,7 +252,7 @@ class PermissionReplyBody(Struct):
 
 def _int_from_query(value: Any) -> Any:
     # A URL carries a decimal string (a PTY cursor may be -1); Python callers pass ints.
-    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,18}", value):
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,19}", value):
         return int(value)
     if isinstance(value, int) and not isinstance(value, bool):
         return value
@@ -274,24 +274,37 @@ PtyCursor = Annotated[
     Field(ge=-1, le=MAX_SEQ),
     WithJsonSchema({"type": "integer", "minimum": -1, "maximum": MAX_SEQ}),
 ]
-# Argument and environment strings reach execve, which cannot carry a NUL byte.
+# Argument and environment strings reach execve, which cannot carry a NUL byte (names are checked by the terminal
+# manager: no NUL, no `=`, not empty).
 ExecString = Annotated[str, Field(pattern=r"^[^\x00]*$")]
-EnvName = Annotated[str, Field(pattern=r"^[^\x00=]+$")]
+
+
+class _Body(Struct):
+    """A request body whose optional fields are left out, never sent as null: the document admits no null."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _absent_not_null(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            nulls = [key for name, info in cls.model_fields.items() if data.get(key := info.alias or name, 0) is None]
+            if nulls:
+                raise ValueError(f"{', '.join(nulls)}: leave an optional field out rather than send null")
+        return data
 
 
 class PtyPath(Struct):
     ptyID: PtyID
 
 
-class PtyCreateBody(Struct):
+class PtyCreateBody(_Body):
     command: ExecString | None = None
     args: list[ExecString] | None = None
     cwd: ExecString | None = None
     title: str | None = None
-    env: dict[EnvName, ExecString] | None = None
+    env: dict[str, ExecString] | None = None
 
 
-class PtyUpdateBody(Struct):
+class PtyUpdateBody(_Body):
     title: str | None = None
     size: PtySize | None = None
 
@@ -352,22 +365,22 @@ class CredentialPath(Struct):
     credentialID: str
 
 
-class IntegrationKeyBody(Struct):
+class IntegrationKeyBody(_Body):
     key: str = Field(min_length=1)
     label: str | None = None
 
 
-class IntegrationOAuthBody(Struct):
+class IntegrationOAuthBody(_Body):
     methodID: str
     inputs: dict[str, str]
     label: str | None = None
 
 
-class AttemptCompleteBody(Struct):
+class AttemptCompleteBody(_Body):
     code: str | None = None
 
 
-class CredentialUpdateBody(Struct):
+class CredentialUpdateBody(_Body):
     label: str
 
 

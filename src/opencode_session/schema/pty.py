@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from .base import Struct
 from .ids import PtyID
@@ -21,9 +21,18 @@ class Pty(Struct):
     exitCode: int | None = Field(None, ge=0)
 
 
+def _integral(value: Any) -> Any:
+    # JSON does not tell 80 from 80.0; a whole number is a size either way.
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+# the constraints before the validator, or pydantic's JSON schema spells them `gt`/`le` instead of JSON Schema's words
+Dimension = Annotated[int, Field(gt=0, le=10_000), BeforeValidator(_integral)]
+
+
 class PtySize(Struct):
-    rows: int = Field(gt=0, le=10_000)
-    cols: int = Field(gt=0, le=10_000)
+    rows: Dimension
+    cols: Dimension
 
 
 class PtyTicketConnectToken(Struct):

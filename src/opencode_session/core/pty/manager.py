@@ -72,6 +72,9 @@ class Terminals:
             raise InvalidRequestError(f"This server already keeps {self._limit} terminals: remove one first",
                                       kind="pty")
         directory = authority.root
+        bad = [name for name in (env or {}) if not name or "=" in name or "\x00" in name]
+        if bad:
+            raise InvalidRequestError(f"Not an environment variable name: {bad[0]!r}", kind="body", field="env")
         where = self._working_directory(authority, cwd)
         environment = {**self._env, **(env or {}), **(overlay(where) if overlay else {}), **FORCED_ENV}
         program = command or _shell(environment)
