@@ -28,11 +28,11 @@ from _common import emit, median, spread, table, workspace
 
 from opencode_session.core.compaction import compactor as compaction
 from opencode_session.core.compaction.render import SUMMARY_SYSTEM
-from opencode_session.core.execution.runner import make_drain_factory
 from opencode_session.core.llm import model as llm
 from opencode_session.core.runtime import Runtime, RuntimeOptions
 from opencode_session.core.tools.registry import ToolRegistry
 from opencode_session.core.tools.tool import ToolContext, ToolOutput
+from opencode_session.core.wiring import make_drain_factory
 from opencode_session.schema.prompt import PromptInput
 
 STEPS = int(os.environ.get("BENCH_STEPS", 500))

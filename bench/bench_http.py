@@ -39,9 +39,9 @@ from bench_step_overhead import Bench, InstantProvider  # noqa: E402
 
 import opencode_session  # noqa: E402
 from opencode_session.client import OpenCodeClient  # noqa: E402
-from opencode_session.core.execution.runner import make_drain_factory  # noqa: E402
 from opencode_session.core.execution.title import TITLE_SYSTEM  # noqa: E402
 from opencode_session.core.runtime import Runtime, RuntimeOptions  # noqa: E402
+from opencode_session.core.wiring import make_drain_factory  # noqa: E402
 from tests.support import fake_openai as fake  # noqa: E402
 from tests.support.config import write_global_config  # noqa: E402
 from tests.support.load import load_config, percentile, run_load  # noqa: E402

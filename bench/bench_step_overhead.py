@@ -37,10 +37,10 @@ from typing import Any
 
 from _common import emit, median, table, workspace
 
-from opencode_session.core.execution.runner import make_drain_factory
 from opencode_session.core.llm import model as llm
 from opencode_session.core.runtime import Runtime, RuntimeOptions
 from opencode_session.core.store import Store
+from opencode_session.core.wiring import make_drain_factory
 from opencode_session.schema.events import EventRecord
 from opencode_session.schema.ids import message_id
 from opencode_session.schema.prompt import PromptInput

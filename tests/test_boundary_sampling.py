@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from opencode_session.core import localfs
-from opencode_session.core.execution import runner as runner_module
+from opencode_session.core.execution import sampling
 from tests.support.scripted import text
 from tests.test_runner import harness
 
@@ -39,13 +39,13 @@ def test_mount_table_decides_which_paths_are_local():
 def sample_threads(monkeypatch):
     """The thread each boundary sample ran on, recorded where the sample resolves its Location."""
     threads: list[int] = []
-    real = runner_module.resolve_location
+    real = sampling.resolve_location
 
     def recording(*args, **kwargs):
         threads.append(threading.get_ident())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(runner_module, "resolve_location", recording)
+    monkeypatch.setattr(sampling, "resolve_location", recording)
     return threads
 
 

@@ -10,9 +10,9 @@ import json
 import pytest
 
 from opencode_session.core.attachments import load_attachments, needs_loading
-from opencode_session.core.authority import Authority
 from opencode_session.core.execution.lowering import LoweredHistory, lower_message
 from opencode_session.core.llm import model as llm
+from opencode_session.core.permission import Authority
 from opencode_session.core.session.history import HistoryCache, active_history
 from opencode_session.core.store import Checkpoint
 from opencode_session.schema import events as ev

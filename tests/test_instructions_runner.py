@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from opencode_session.core.execution.runner import Runner, RunnerDeps
+from opencode_session.core.instructions.algebra import Source, make
 from opencode_session.core.instructions.checkpoint import CheckpointPreparer
+from opencode_session.core.instructions.composition import InstructionSources
 from opencode_session.core.instructions.nearby import NearbyInstructions
 from opencode_session.core.llm import model as llm
 from opencode_session.core.llm.errors import ProviderInternalError
@@ -32,7 +34,7 @@ class _Clock:
 
 
 @asynccontextmanager
-async def harness(tmp_path: Path, today=lambda: date(2026, 11, 30)):
+async def harness(tmp_path: Path, today=lambda: date(2026, 11, 30), sources: InstructionSources | None = None):
     home = tmp_path / "home"
     cfg = tmp_path / "config"
     (cfg / "opencode").mkdir(parents=True)
@@ -50,7 +52,7 @@ async def harness(tmp_path: Path, today=lambda: date(2026, 11, 30)):
     def factory(rt):
         deps = RunnerDeps(store=rt.store, env=env, provider_for=lambda _m: provider, clock=_Clock(),
                           instructions=CheckpointPreparer(rt.store, env, today=lambda: state["today"](),
-                                                          platform="linux"),
+                                                          platform="linux", sources=sources),
                           on_read=NearbyInstructions(rt.store).hook)
         return Runner(deps).drain
 
@@ -261,3 +263,37 @@ async def test_moving_a_session_resets_the_checkpoint_to_a_fresh_baseline(tmp_pa
         assert _updates(second) == []  # a fresh baseline, not an update on top of the old one
         assert "Destination rules." in second.system[-1] and str(other) in second.system[-1]
         assert second.system[-1] != first.system[-1]
+
+
+def _guidance(key: str, value: dict[str, str]):
+    """A producer an extension adds: one source under `key` whose text the test changes between Steps."""
+
+    async def produce(_boundary):
+        async def load() -> str:
+            return value["text"]
+
+        return make(Source(key=key, encode=lambda v: v, decode=lambda v: v, load=load, baseline=lambda v: v,
+                           update=lambda _prev, v: f"Changed: {v}"))
+
+    return produce
+
+
+async def test_added_sources_take_their_declared_positions_and_update_like_built_ins(tmp_path):
+    mcp = {"text": "MCP guidance one."}
+    sources = InstructionSources()
+    sources.add("mcp", _guidance("mcp/github", mcp))
+    sources.add("references", _guidance("references/docs", {"text": "Reference guidance."}))  # added later, earlier
+    with pytest.raises(ValueError):
+        sources.add("nowhere", _guidance("x/y", mcp))
+    async with harness(tmp_path, sources=sources) as rt:
+        sid = (await rt.sessions.create()).id
+        await rt.entries.put(sid, "note", "an entry")
+        rt.provider.push(text("ok"), text("ok"))
+        await _prompt(rt, sid, "first")
+        mcp["text"] = "MCP guidance two."
+        await _prompt(rt, sid, "second")
+    baseline = rt.provider.requests[0].system[-1]
+    order = [baseline.index(part) for part in ("<env>", "Reference guidance.", "MCP guidance one.", "an entry")]
+    assert order == sorted(order)
+    assert _updates(rt.provider.requests[1]) == ["Changed: MCP guidance two."]
+    assert rt.provider.requests[1].system == rt.provider.requests[0].system

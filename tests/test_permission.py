@@ -9,8 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from opencode_session.core.authority import AccessRefused, Authority, NotRegularFileError, open_regular_file
-from opencode_session.core.permission import DEFAULT_RULES, Rule, effective_rules, evaluate, parse_rules, wildcard_match
+from opencode_session.core.permission import (
+    DEFAULT_RULES,
+    AccessRefused,
+    Authority,
+    NotRegularFileError,
+    Rule,
+    effective_rules,
+    evaluate,
+    open_regular_file,
+    parse_rules,
+    wildcard_match,
+)
 
 
 @pytest.mark.parametrize(("text", "pattern", "expected"), [
@@ -75,10 +85,10 @@ def test_paths_are_resolved_before_they_are_judged(location: Path):
     for raw in ("../outside/secret", "link", "sub/../../outside/secret", str(location.parent / "outside")):
         with pytest.raises(AccessRefused) as refused:
             authority.check("read", raw)
-        assert refused.value.effect == "ask" and "external_directory" in refused.value.message
+        assert refused.value.type == "permission.required" and "external_directory" in refused.value.message
     with pytest.raises(AccessRefused) as refused:
         authority.check("read", "bad\x00name")
-    assert refused.value.effect == "invalid"
+    assert refused.value.type == "tool.execution"
 
 
 def test_outside_access_asks_for_the_outside_directory(location: Path):
@@ -88,7 +98,7 @@ def test_outside_access_asks_for_the_outside_directory(location: Path):
     denied = allowed + (Rule("read", f"{outside}/*", "deny"),)
     with pytest.raises(AccessRefused) as refused:
         Authority(location, denied).check("read", "link")
-    assert refused.value.effect == "deny"
+    assert refused.value.type == "permission.rejected"
 
 
 def test_managed_roots_need_no_external_directory_permission(location: Path):

@@ -16,9 +16,8 @@ from typing import Any
 import anyio
 import pytest
 
-from opencode_session.core.execution.clock import Clock
-from opencode_session.core.execution.retry import base_delay_ms, retry_delay_ms
-from opencode_session.core.execution.runner import MAX_STEPS_NOTICE, Runner, RunnerDeps
+from opencode_session.core.execution.model_context import MAX_STEPS_NOTICE
+from opencode_session.core.execution.runner import Runner, RunnerDeps
 from opencode_session.core.execution.step import TOOLS_DISABLED
 from opencode_session.core.instructions.checkpoint import CheckpointPreparer
 from opencode_session.core.llm import model as llm
@@ -28,6 +27,7 @@ from opencode_session.core.llm.errors import (
     RateLimitError,
     TransportError,
 )
+from opencode_session.core.llm.retry import Clock, base_delay_ms, retry_delay_ms
 from opencode_session.core.runtime import Runtime, RuntimeOptions
 from opencode_session.core.tools.builtin import BashTool, WebSearchTool
 from opencode_session.core.tools.registry import ToolRegistry
@@ -957,6 +957,28 @@ async def test_websearch_is_offered_to_the_model_only_when_a_search_backend_is_c
         await h.admit(sid, "p2")
         await h.wait(sid)
         assert [t.name for t in h.provider.requests[1].tools] == ["echo", "websearch"]
+
+
+class ConfigProbe:
+    """A tool that reports the configuration its context carries."""
+
+    name = "probe"
+    description = "Reports the configured websearch URL"
+    parameters: dict[str, Any] = {"type": "object"}
+
+    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        return ToolOutput.of_text(str(ctx.config.websearch.url if ctx.config.websearch else None))
+
+
+async def test_a_tool_is_handed_the_configuration_its_step_sampled(tmp_path):
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "opencode.json").write_text('{"websearch": {"url": "http://127.0.0.1:9/one"}}')
+    async with harness(tmp_path, [tool_call("c1", "probe", {}), text("done")], tools=[ConfigProbe()]) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        records = await h.settled_log(sid)
+    success = of_type(records, "session.tool.success")
+    assert [c["text"] for c in success[0]["content"]] == ["http://127.0.0.1:9/one"]
 
 
 async def test_interrupting_a_session_kills_the_whole_process_group_of_its_bash_call(tmp_path):

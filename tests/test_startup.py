@@ -15,8 +15,8 @@ from typing import cast
 import anyio
 import pytest
 
-from opencode_session.core.execution.deferred import DeferredDrain
 from opencode_session.core.runtime import Runtime
+from opencode_session.core.wiring import DeferredDrain
 
 LAZY = ("httpx2", "openai", "anthropic", "rich", "jsonschema", "opencode_session.core.execution.runner",
         "opencode_session.core.execution.step", "opencode_session.core.compaction.compactor",

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from opencode_session.core.permission import Rule
+from opencode_session.core.permission.command import save_pattern, simple_commands
+from opencode_session.core.permission.shell_paths import command_paths
 from opencode_session.core.tools import ToolRegistry, ToolSucceeded
 from opencode_session.core.tools.builtin import BashTool
-from opencode_session.core.tools.command import save_pattern, simple_commands
-from opencode_session.core.tools.shell_paths import command_paths
 from opencode_session.schema import session_errors
 from tests.support.tools import RecordingAsker, make_ctx, process_alive, settle_err, settle_ok
 

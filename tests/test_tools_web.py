@@ -191,20 +191,23 @@ def write_project_config(project: Path, config: dict[str, Any]) -> None:
 
 async def test_websearch_is_offered_only_with_a_configured_backend(project: Path, server: str, monkeypatch):
     registry = default_registry()
-    assert "websearch" not in registry.offered(load_config(project, project))
-    assert "webfetch" in registry.offered(load_config(project, project))
-    result = await settle_err("websearch", {"query": "x"}, make_ctx(project))
+    config = load_config(project, project)
+    assert "websearch" not in registry.offered(config)
+    assert "webfetch" in registry.offered(config)
+    result = await settle_err("websearch", {"query": "x"}, make_ctx(project, config=config))
     assert "no search backend is configured" in result.error.message
 
     monkeypatch.setenv("SEARCH_KEY", "k-123")
     write_project_config(project, {"websearch": {"url": f"{server}/search",
                                                  "headers": {"Authorization": "Bearer {env:SEARCH_KEY}"}}})
-    assert "websearch" in registry.offered(load_config(project, project))
+    config = load_config(project, project)  # the Step's configuration, which a tool is handed on its context
+    assert "websearch" in registry.offered(config)
     Handler.searches.clear()
-    out = await settle_ok("websearch", {"query": "opencode tools", "numResults": 3}, make_ctx(project))
+    out = await settle_ok("websearch", {"query": "opencode tools", "numResults": 3}, make_ctx(project, config=config))
     assert out.text() == "1. Result for opencode tools - https://example.test/\n"
     assert Handler.searches == [{"body": {"query": "opencode tools", "numResults": 3, "livecrawl": "fallback",
                                           "type": "auto", "contextMaxCharacters": 10_000},
                                  "auth": "Bearer k-123"}]
-    out = await settle_ok("websearch", {"query": "opencode tools", "contextMaxCharacters": 10}, make_ctx(project))
+    out = await settle_ok("websearch", {"query": "opencode tools", "contextMaxCharacters": 10},
+                          make_ctx(project, config=config))
     assert out.text() == "1. Result \n[... results cut at contextMaxCharacters ...]"

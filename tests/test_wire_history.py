@@ -15,7 +15,6 @@ from typing import Any
 import anyio
 import pytest
 
-from opencode_session.core.execution.runner import make_drain_factory
 from opencode_session.core.llm import model as llm
 from opencode_session.core.llm.anthropic_messages import AnthropicMessagesProvider
 from opencode_session.core.llm.catalog import ResolvedModel
@@ -24,6 +23,7 @@ from opencode_session.core.llm.openai_responses import OpenAIResponsesProvider
 from opencode_session.core.llm.providers import Providers
 from opencode_session.core.llm.wire import encode_body
 from opencode_session.core.runtime import Runtime, RuntimeOptions
+from opencode_session.core.wiring import make_drain_factory
 from opencode_session.schema.prompt import PromptInput, PromptInputFileAttachment
 from tests.support import fake_openai as fake
 from tests.support import fake_wire

@@ -7,9 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from opencode_session.core.permission import DEFAULT_RULES, Rule, Ruleset
+from opencode_session.core.permission import DEFAULT_RULES, AccessRefused, PermissionAsk, Rule, Ruleset
 from opencode_session.core.tools import ToolContext, ToolErrored, ToolOutput, ToolSucceeded, default_registry
-from opencode_session.core.tools.tool import PermissionAsk, ToolFailure
 
 
 @dataclass
@@ -22,7 +21,7 @@ class RecordingAsker:
     async def __call__(self, ask: PermissionAsk) -> None:
         self.asked.append(ask)
         if self.refuse:
-            raise ToolFailure(f"The user rejected {ask.action}", "permission.rejected")
+            raise AccessRefused(f"The user rejected {ask.action}", "permission.rejected")
 
 
 def make_ctx(directory: Path, *, rules: Ruleset = DEFAULT_RULES, extra: tuple[Rule, ...] = (),

@@ -10,10 +10,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.execution.deferred import DeferredDrain
 from ..core.runtime import Runtime, RuntimeOptions
 from ..core.store import DatabaseInUseError
 from ..core.store.feed import SubscriptionLost
+from ..core.wiring import DeferredDrain
 from ..schema import events as ev
 from ..server.guard import GuardOptions
 from ..server.serve import ConnectionLimits, ServeRefused

@@ -12,7 +12,7 @@ from opencode_session.schema.common import ModelRef
 from opencode_session.schema.permission import PermissionV2Rule
 
 from .config import AgentConfig, Config, ConfigError, parse_model_string
-from .permission import Ruleset, effective_rules, parse_rules
+from .permission.rules import Ruleset, agent_rules
 
 AgentMode = Literal["primary", "subagent", "all"]
 
@@ -61,8 +61,7 @@ class Agent:
     def rules(self, global_permission: Any, env: Mapping[str, str]) -> Ruleset:
         """The Ruleset this agent's Steps run under: the defaults, the global config, then the agent's own rules
         (its `tools` switches last)."""
-        switches = {name: "allow" if on else "deny" for name, on in (self.tools or {}).items()}
-        return effective_rules(global_permission, self.permission, env) + parse_rules(switches, env)
+        return agent_rules(global_permission, self.permission, self.tools, env)
 
 
 BUILTIN_AGENTS: tuple[Agent, ...] = (

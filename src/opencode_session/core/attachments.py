@@ -14,11 +14,10 @@ from urllib.parse import unquote, urlsplit
 from ..schema.errors import InvalidRequestError
 from ..schema.prompt import PromptFileAttachment
 from .agents import AgentNotFoundError, resolve_agent
-from .authority import AccessRefused, Authority, NotRegularFileError, open_regular_file
-from .config import ConfigError, load_config
+from .config import ConfigError, ConfigSource
 from .llm.model import FilePart, LLMMessage, TextPart, UserMessage
 from .location import resolve_location
-from .permission import DEFAULT_RULES, effective_rules
+from .permission import DEFAULT_RULES, AccessRefused, Authority, NotRegularFileError, effective_rules, open_regular_file
 
 # One attachment, as OpenCode bounds inline media; and all the local attachments one request carries.
 MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024
@@ -83,12 +82,14 @@ def read_attachment(authority: Authority, uri: str) -> bytes:
     return data
 
 
-def admission_authority(directory: str, agent: str | None, env: Mapping[str, str]) -> Authority:
-    """The authority a prompt for a Session in `directory` with `agent` is admitted under. A broken config falls back
-    to the default rules here: the drain then fails on it, and reading re-checks under the real rules anyway."""
+def admission_authority(directory: str, agent: str | None, configs: ConfigSource,
+                        env: Mapping[str, str]) -> Authority:
+    """The authority a prompt for a Session in `directory` with `agent` is admitted under (blocking: it reads the
+    configuration there). A broken config falls back to the default rules here: the drain then fails on it, and
+    reading re-checks under the real rules anyway."""
     location = resolve_location(directory)
     try:
-        config = load_config(location.directory, location.project_root, env)
+        config = configs.at_sync(location)
         rules = effective_rules(config.permission, resolve_agent(config, agent).permission, env)
     except (ConfigError, AgentNotFoundError):
         rules = DEFAULT_RULES

@@ -10,12 +10,14 @@ import json
 import os
 import tempfile
 import threading
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
 from ..schema.ids import ascending
-from .config import Config, ProviderConfig, ProviderOptions
+from .config import Config, ConfigSource, ProviderConfig, ProviderOptions
+from .location import Location
 from .store import now_ms
 
 CREDENTIALS_FILE = "credentials.json"
@@ -134,3 +136,15 @@ class CredentialStore:
                 options = current.options.model_copy(update={"api_key": secret})
                 providers[integration] = current.model_copy(update={"options": options})
         return config.model_copy(update={"provider": providers})
+
+
+class ConnectedConfig(ConfigSource):
+    """The runtime's configuration source with the stored credentials applied to what it serves (its cache holds
+    the files' configuration; the credentials are applied on each read, so a removal counts at the next one)."""
+
+    def __init__(self, env: Mapping[str, str], credentials: CredentialStore) -> None:
+        super().__init__(env)
+        self.credentials = credentials
+
+    def at_sync(self, location: Location) -> Config:
+        return self.credentials.apply(super().at_sync(location))

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import getpass
+import logging
 import os
 import tempfile
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import httpx2
 
-from .credentials import CREDENTIALS_FILE, CredentialStore
+from .config import ConfigSource
+from .credentials import CREDENTIALS_FILE, ConnectedConfig, CredentialStore
 from .execution import suspension
 from .execution.coordinator import Drain, SessionExecution
 from .fs import Finder
@@ -22,13 +24,15 @@ from .instructions.entries import InstructionEntries
 from .integrations import Integrations
 from .llm.providers import Providers
 from .location import Location, resolve_location
-from .permission_requests import PermissionRequests
+from .permission import PermissionRequests
 from .pty import Terminals
 from .questions import QuestionRequests
 from .session import Sessions
 from .session.projector import project
 from .store import Store
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -54,7 +58,12 @@ class Runtime:
         self.options = options
         self.location: Location = resolve_location(options.directory)
         self.store = Store(options.db_path, project=project, live_capacity=options.live_capacity)
-        self.sessions = Sessions(self.store, self.location, env=options.env)
+        # connected provider keys: beside the database (0600), only in memory for an in-memory database
+        self.credentials = CredentialStore(None if str(options.db_path) == ":memory:"
+                                           else _data_dir(options) / CREDENTIALS_FILE)
+        # the configuration in effect at any Location, cached, with the connected keys applied
+        self.config: ConfigSource = ConnectedConfig(options.env, self.credentials)
+        self.sessions = Sessions(self.store, self.location, env=options.env, config=self.config)
         self.entries = InstructionEntries(self.store)
         self.providers = Providers(options.provider_transport)  # the provider HTTP clients: closed with the runtime
         self.permissions = PermissionRequests(self.store)
@@ -62,19 +71,21 @@ class Runtime:
         self.outputs = ManagedOutputs(_data_dir(options) / MANAGED_DIRECTORY)
         self.terminals = Terminals(options.env)  # pseudo-terminals by Location, killed when the runtime closes
         self.finder = Finder()  # fs.find's indexes of the Locations searched lately
-        # connected provider keys: beside the database (0600), only in memory for an in-memory database
-        self.credentials = CredentialStore(None if str(options.db_path) == ":memory:"
-                                           else _data_dir(options) / CREDENTIALS_FILE)
         self.integrations = Integrations(self.credentials)
         self._sweeper: asyncio.Task[None] | None = None
         self.execution: SessionExecution | None = None
         self._background: set[asyncio.Task[None]] = set()
+        self._closers: list[Callable[[], Awaitable[None]]] = []
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` (a session title, say) beside the drains; closing the runtime cancels what is left of it."""
         task = asyncio.create_task(work, name="runtime-background")
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def on_close(self, close: Callable[[], Awaitable[None]]) -> None:
+        """Have `close` awaited when the runtime closes, after every drain stopped (e.g. the tool sources' stop)."""
+        self._closers.append(close)
 
     async def settle_background(self, timeout: float) -> None:
         """Give background work up to `timeout` seconds to finish (before a short-lived host closes)."""
@@ -119,6 +130,11 @@ class Runtime:
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
+        for close in reversed(self._closers):
+            try:
+                await close()
+            except Exception:  # the store and providers are released whatever one of these does
+                log.exception("closing the runtime: %r failed", close)
         await self.providers.aclose()
         await self.store.close()
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .authority import Authority
 from .config import Config, global_config_dir, project_config_disabled
 from .location import Location
-from .permission import effective_rules
+from .permission import Authority, effective_rules
 from .skills import Skill, discover_skills, permitted_skills, skill_roots
 
 

@@ -13,12 +13,12 @@ import httpx2
 
 from ..client.generated import OpenCodeClient
 from ..client.websocket import WebSocketConnector
-from ..core.execution.clock import Clock
-from ..core.execution.runner import make_drain_factory
 from ..core.llm.model import Provider, ResolvedModel
+from ..core.llm.retry import Clock
 from ..core.runtime import Runtime, RuntimeOptions
 from ..core.tools.registry import ToolRegistry, default_registry
 from ..core.tools.tool import Tool
+from ..core.wiring import make_drain_factory
 from ..server.app import create_app
 from ..server.guard import GuardOptions
 from ..server.host import PtyEnvironment, no_overlay

@@ -11,16 +11,15 @@ from typing import Any
 import anyio
 
 from ..core.agents import AgentNotFoundError, agent_info, resolve_agent
-from ..core.authority import Authority
 from ..core.commands import discover_commands
-from ..core.config import Config, ConfigError, load_config
+from ..core.config import Config, ConfigError
 from ..core.fs import DEFAULT_LIMIT, list_directory, read_file
 from ..core.llm import listing
 from ..core.location import Location, resolve_location
+from ..core.permission import Authority, PermissionAsk
 from ..core.references import discover_references
 from ..core.runtime import Runtime
 from ..core.store import now_ms
-from ..core.tools.tool import PermissionAsk
 from ..core.workspace import available_skills, workspace_authority
 from ..protocol.api import (
     CommandList,
@@ -105,11 +104,11 @@ def _selected_location(rt: Runtime, call: Call) -> Location:
 
 async def _catalog_config(rt: Runtime, call: Call) -> tuple[Any, Config]:
     loc = _selected_location(rt, call)
-    try:  # config files are read off the event loop
-        config = await anyio.to_thread.run_sync(load_config, loc.directory, loc.project_root, rt.options.env)
+    try:
+        config = await rt.config.at(loc)
     except ConfigError as bad:
         raise ServiceUnavailableError(f"The configuration cannot be read: {bad}", service="config") from None
-    return loc, rt.credentials.apply(config)  # a connected key makes its provider usable
+    return loc, config
 
 
 @op("v2.model.list")
@@ -255,7 +254,7 @@ async def entry_remove(rt: Runtime, call: Call) -> Any:
 async def _config(rt: Runtime, loc: Location) -> Config:
     """The configuration in effect at `loc`; a broken one is the request's problem to report, not a 500."""
     try:
-        return await anyio.to_thread.run_sync(load_config, loc.directory, loc.project_root, rt.options.env)
+        return await rt.config.at(loc)
     except ConfigError as bad:
         raise InvalidRequestError(str(bad), kind="config") from None
 

@@ -13,12 +13,11 @@ from ...schema import message_data as md
 from ...schema import session_errors
 from ...schema.common import SessionErrorInfo, TokenCache, Tokens
 from ...schema.ids import message_id
-from ..execution.clock import Clock
-from ..execution.retry import BASE_DELAY_MS, may_retry, retry_delay_ms
-from ..execution.step import shielded
+from ..cancellation import shielded
 from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ProviderError
+from ..llm.retry import BASE_DELAY_MS, Clock, may_retry, retry_delay_ms
 from ..session.history import HistoryEntry
 from ..store import Store, Tx
 from . import render

@@ -17,14 +17,16 @@ from ...schema import session_errors
 from ...schema.base import Struct
 from ...schema.common import ModelRef, SessionErrorInfo, TokenCache, Tokens
 from ...schema.message import ToolContent, ToolTextContent
+from ..cancellation import shielded
+from ..config import Config
 from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ContextOverflowError, ProviderError
-from ..permission import DEFAULT_RULES, Ruleset
+from ..permission import DEFAULT_RULES, AccessRefused, Asker, Correction, PermissionAsk, Ruleset
 from ..questions import Questioner
 from ..store import Store
-from ..tools.registry import ToolErrored, ToolRegistry, ToolSucceeded
-from ..tools.tool import Asker, Correction, PermissionAsk, ToolContext, ToolFailure
+from ..tools.registry import ToolErrored, ToolSet, ToolSucceeded
+from ..tools.tool import ToolContext
 
 TOOLS_DISABLED = "Tools are disabled on this step: the agent reached its maximum number of steps."
 INTERRUPTED_TOOL = "Tool execution interrupted"
@@ -61,7 +63,7 @@ class StepContext:
     resolved: llm.ResolvedModel
     provider: llm.Provider
     request: llm.LLMRequest
-    tools: ToolRegistry
+    tools: ToolSet  # the tools the registry's sources listed at this Step's boundary
     tools_enabled: bool
     directory: Path
     project_root: Path
@@ -78,6 +80,7 @@ class StepContext:
     asker_for: Callable[[str], Asker] | None = None
     questioner_for: Callable[[str], Questioner] | None = None
     hold_overflow: bool = False  # a context overflow before any output publishes nothing (the runner recovers)
+    config: Config = field(default_factory=Config)  # sampled at the boundary: what the Step's tools are configured by
 
 
 class _StepIds(TypedDict):
@@ -109,16 +112,6 @@ class _Block:
     parts: list[str] = field(default_factory=list)
 
 
-async def shielded(coro: Awaitable[Any]) -> Any:
-    """Run a durable write to completion even when the caller is being cancelled."""
-    task = asyncio.ensure_future(coro)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await task
-        raise
-
-
 class Step:
     def __init__(self, ctx: StepContext) -> None:
         self.ctx = ctx
@@ -134,7 +127,7 @@ class Step:
         self.stream: Any = None  # the provider's stream while it is open
         # Once the user refused a call (with feedback, or declining), what the Step's calls that have not started
         # yet fail with instead of asking or running.
-        self.refusal: ToolFailure | None = None
+        self.refusal: AccessRefused | None = None
 
     # --- durable writes ---------------------------------------------------------------------------
 
@@ -325,13 +318,13 @@ class Step:
                                asker=self._asker(c.asker_for(record.call_id)) if c.asker_for else None,
                                questioner=c.questioner_for(record.call_id) if c.questioner_for else None,
                                on_output=self._progress(record.call_id), publish_live=self._live,
-                               model_accepts_images=c.resolved.capabilities.images)
+                               model_accepts_images=c.resolved.capabilities.images, config=c.config)
         settlement = await c.tools.run(record.name, tool_input, tool_ctx)
         if isinstance(settlement, ToolErrored) and settlement.error.type in session_errors.DECLINES:
             # E2 (digest 5.4): a decline without feedback fails the assistant and ends the drain as a user interrupt
             self.outcome.declined = True
             self.outcome.failure = self.outcome.failure or settlement.error
-            self.refusal = ToolFailure(INTERRUPTED_TOOL, session_errors.ABORTED)  # the turn stops: no call after it
+            self.refusal = AccessRefused(INTERRUPTED_TOOL, session_errors.ABORTED)  # the turn stops: no call after it
         # the tool is done: bounding (which may write a Managed Tool Output File) and publishing the one settlement
         # must not be torn by an interrupt
         await shielded(self._bound_and_publish(record, settlement))
@@ -342,7 +335,7 @@ class Step:
 
         async def asking(need: PermissionAsk) -> None:
             if self.refusal is not None:
-                raise ToolFailure(self.refusal.message, self.refusal.type)
+                raise AccessRefused(self.refusal.message, self.refusal.type)
             try:
                 await ask(need)
             except Correction as corrected:

@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...schema import session_errors
 from ...schema.errors import ForbiddenError, InvalidRequestError
 from ...schema.fs import FileSystemEntry
-from ..authority import AccessRefused, Authority, NotRegularFileError, open_regular_file
+from ..permission import AccessRefused, Authority, NotRegularFileError, open_regular_file
 from ..tools.ignores import walk
 
 MAX_READ_BYTES = 10 * 1024 * 1024
@@ -30,7 +31,7 @@ def _reach(authority: Authority, action: str, raw: str) -> Path:
     try:
         return authority.check(action, raw)
     except AccessRefused as refused:
-        if refused.effect == "invalid":
+        if refused.type == session_errors.TOOL_EXECUTION:  # not a usable path at all
             raise _bad_path(refused.message) from None
         raise ForbiddenError(refused.message) from None
 

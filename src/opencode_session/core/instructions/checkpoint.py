@@ -3,6 +3,7 @@ every Safe Step Boundary before input promotion."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import platform as _platform
 from collections.abc import Callable, Mapping
@@ -14,11 +15,12 @@ import anyio
 
 from ...schema import events as ev
 from ...schema.reference import ReferenceInfo
+from ..boundary import Boundary
 from ..config import global_config_dir, project_config_disabled
-from ..execution.boundary import Boundary
 from ..skills import Skill, discover_skills, permitted_skills, skill_roots
 from ..store import Checkpoint, Store, Tx
 from . import algebra
+from .composition import InstructionSources
 from .discovery import discovery_instructions, scan_discovery
 from .references import reference_guidance_source, scan_references
 from .sources import (
@@ -59,43 +61,48 @@ def read_files(boundary: Boundary, env: Mapping[str, str]) -> SourceFiles:
 
 
 async def compose(boundary: Boundary, store: Store, env: Mapping[str, str], today: Callable[[], date],
-                  platform: str) -> algebra.Instructions:
-    """The runner's fixed source order: environment, date, ambient AGENTS.md, configured instruction files,
-    selected-agent skill guidance, reference guidance, API-managed entries. The files come from the boundary when it
-    read them, else from one worker-thread call (each hop to a thread costs more than these few small reads)."""
+                  platform: str, sources: InstructionSources | None = None) -> algebra.Instructions:
+    """The built-in sources and any added ones, in the runner's declared order (composition.POSITIONS). The files
+    come from the boundary when it read them, else from one worker-thread call (each hop to a thread costs more than
+    these few small reads); added sources load while the entries are read."""
     files = boundary.instruction_files
     if not isinstance(files, SourceFiles):
         files = await anyio.to_thread.run_sync(read_files, boundary, env)
     loc = boundary.location
-    entries = await store.read(lambda reader: reader.instructions.entries(boundary.session.id))
+    entries_read = store.read(lambda reader: reader.instructions.entries(boundary.session.id))
+    if sources is None:
+        entries, added = await entries_read, {}
+    else:
+        entries, added = await asyncio.gather(entries_read, sources.produce(boundary))
     permitted = permitted_skills(boundary.rules(env), files.skills)
-    return algebra.combine(
-        environment_source(loc.directory, loc.project_root, loc.is_git, platform),
-        date_source(today),
-        discovery_instructions(files.discovered),
-        algebra.EMPTY if files.configured is None else config_instructions(files.configured),
-        skill_guidance_source([SkillInfo(s.name, s.description) for s in permitted]),
-        reference_guidance_source(files.references),
-        entry_sources(entries),
-    )
+    return InstructionSources.combine({
+        "environment": environment_source(loc.directory, loc.project_root, loc.is_git, platform),
+        "date": date_source(today),
+        "discovery": discovery_instructions(files.discovered),
+        "configured": algebra.EMPTY if files.configured is None else config_instructions(files.configured),
+        "skills": skill_guidance_source([SkillInfo(s.name, s.description) for s in permitted]),
+        "references": reference_guidance_source(files.references),
+        "entries": entry_sources(entries),
+    }, added)
 
 
 class CheckpointPreparer:
     """Initializes the baseline on the first Step, then reconciles into chronological updates."""
 
     def __init__(self, store: Store, env: Mapping[str, str], today: Callable[[], date] = date.today,
-                 platform: str | None = None) -> None:
+                 platform: str | None = None, sources: InstructionSources | None = None) -> None:
         self.store = store
         self.env = env
         self.today = today
         self.platform = platform or _platform.system().lower()
+        self.sources = sources  # sources added at declared positions; None: the built-ins only
 
     def read_files(self, boundary: Boundary) -> SourceFiles:
         return read_files(boundary, self.env)
 
     async def prepare(self, boundary: Boundary) -> str:
         session_id = boundary.session.id
-        instr = await compose(boundary, self.store, self.env, self.today, self.platform)
+        instr = await compose(boundary, self.store, self.env, self.today, self.platform, self.sources)
         # one read for both: every Step passes here, and each read is a hop to the reader thread
         checkpoint, compaction_seq = await self.store.read(lambda reader: (
             reader.instructions.checkpoint(session_id), reader.messages.latest_completed_compaction(session_id)))

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 
 from ...schema import events as ev
-from ..execution.boundary import Boundary
+from ..boundary import Boundary
 from ..location import dirs_from_root
 from ..store import Store, Tx
 from .discovery import AGENTS_FILE

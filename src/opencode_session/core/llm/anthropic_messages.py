@@ -12,6 +12,7 @@ import anthropic
 import httpx2
 from anthropic.types import Message
 
+from ..compat import pin_sdk_headers, sdk_custom_headers
 from .errors import TransportError
 from .model import (
     AssistantMessage,
@@ -322,7 +323,7 @@ class _MessagesClient(anthropic.AsyncAnthropic):
     @property
     def auth_headers(self) -> dict[str, str]:
         key = self.api_key
-        if not key or key == KEYLESS_PLACEHOLDER or any(k.lower() == "x-api-key" for k in self._custom_headers):
+        if not key or key == KEYLESS_PLACEHOLDER or any(k.lower() == "x-api-key" for k in sdk_custom_headers(self)):
             return {}
         return {"X-Api-Key": key}
 
@@ -350,8 +351,7 @@ class AnthropicMessagesProvider(SDKAdapter):
         )
         # The SDK merges ANTHROPIC_CUSTOM_HEADERS (and profile headers) whatever server it talks to: only what the
         # provider entry names may reach that server.
-        client._custom_headers = user_headers
-        client._credential_headers = {}
+        pin_sdk_headers(client, user_headers, drop_credential_headers=True)
         # without any credential the SDK refuses to send a request unless its Authorization header is left out
         super().__init__(base_url, client, keyless_header="Authorization" if keyless(api_key, headers) else None,
                          owns_http=http_client is None)

@@ -18,18 +18,12 @@ from opencode_session.schema.common import ModelRef
 
 from ..config import Config, ModelConfig, ProviderConfig, merge_config, parse_model_string
 from .errors import ModelNotFoundError, NoModelConfiguredError, ProviderError
-from .model import Capabilities, ModelCost, ResolvedModel, Usage, WireProtocol
+from .model import Capabilities, ModelCost, ResolvedModel, Usage
 from .options import PartitionedOptions, partition
 
-OPENAI_COMPATIBLE_NPM = "@ai-sdk/openai-compatible"
-OPENAI_NPM = "@ai-sdk/openai"
-ANTHROPIC_NPM = "@ai-sdk/anthropic"
-# The provider entry's `npm` picks the wire protocol, as in OpenCode.
-NPM_PROTOCOL: Mapping[str, WireProtocol] = {
-    OPENAI_COMPATIBLE_NPM: "chat",
-    OPENAI_NPM: "responses",
-    ANTHROPIC_NPM: "messages",
-}
+# The provider entry's `npm` picks the wire protocol, as in OpenCode: the adapter registered for that package.
+from .providers import ANTHROPIC_NPM, OPENAI_COMPATIBLE_NPM, OPENAI_NPM, adapter_packages, protocol_of_npm
+
 # Packages whose wire protocol this runtime does not speak.
 _UNSUPPORTED_NPM = {
     "@ai-sdk/google": "Google Gemini",
@@ -181,9 +175,9 @@ def _unusable(provider_id: str, model_id: str, cfg: ProviderConfig | None, base_
     if npm in _UNSUPPORTED_NPM:
         return (f"Provider {provider_id!r} uses {npm} ({_UNSUPPORTED_NPM[npm]}), which is not supported yet; "
                 "use an OpenAI-compatible endpoint instead")
-    if npm not in NPM_PROTOCOL:
-        return (f"Provider {provider_id!r} is not usable: set its npm to {OPENAI_COMPATIBLE_NPM!r}, {OPENAI_NPM!r} "
-                f"or {ANTHROPIC_NPM!r}")
+    if npm is None or protocol_of_npm(npm) is None:
+        *others, last = [repr(known) for known in adapter_packages()]
+        return f"Provider {provider_id!r} is not usable: set its npm to {', '.join(others)} or {last}"
     if not base_url:
         return f"Provider {provider_id!r} is missing options.baseURL (the server's /v1 address)"
     return None
@@ -206,7 +200,8 @@ def resolve_model(config: Config, ref: ModelRef | None = None, env: Mapping[str,
     problem = _unusable(provider_id, model_id, cfg, base_url)
     if problem is not None:
         raise NoModelConfiguredError(problem)
-    assert cfg is not None and base_url is not None
+    protocol = protocol_of_npm(cfg.npm or OPENAI_COMPATIBLE_NPM) if cfg is not None else None
+    assert cfg is not None and base_url is not None and protocol is not None
     key = api_key(provider_id, cfg, env)[0]
     if not key and provider_id in bundled() and cfg.options.base_url is None:
         raise NoModelConfiguredError(
@@ -223,11 +218,11 @@ def resolve_model(config: Config, ref: ModelRef | None = None, env: Mapping[str,
             raise VariantNotFoundError(ref, sorted(known))
         chosen = chosen.then(partition(known[ref.variant]))
     return _resolved(provider_id, model_id, cfg, entry, chosen, base_url=base_url, api_key=key,
-                     variant=ref.variant)
+                     variant=ref.variant, protocol=protocol)
 
 
 def _resolved(provider_id: str, model_id: str, cfg: ProviderConfig, entry: ModelConfig, chosen: PartitionedOptions,
-              *, base_url: str, api_key: str | None, variant: str | None) -> ResolvedModel:
+              *, base_url: str, api_key: str | None, variant: str | None, protocol: str) -> ResolvedModel:
     limit = entry.limit
     npm = cfg.npm or OPENAI_COMPATIBLE_NPM  # a custom provider without a package speaks Chat Completions
     return ResolvedModel(
@@ -243,7 +238,7 @@ def _resolved(provider_id: str, model_id: str, cfg: ProviderConfig, entry: Model
         cost=_cost(entry),
         api_model_id=entry.id or None,
         timeout=_timeout_seconds(cfg.options.timeout),
-        protocol=NPM_PROTOCOL[npm],
+        protocol=protocol,
         capabilities=capabilities(entry),
         options=chosen.options,
         controls=chosen.controls,
@@ -347,7 +342,6 @@ __all__ = [
     "CatalogModel",
     "CatalogProvider",
     "ModelCost",
-    "NPM_PROTOCOL",
     "OPENAI_COMPATIBLE_NPM",
     "OPENAI_NPM",
     "ResolvedModel",

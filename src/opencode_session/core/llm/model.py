@@ -22,8 +22,9 @@ class ModelCost:
     cache_write: float = 0.0
 
 
-WireProtocol: TypeAlias = Literal["chat", "responses", "messages"]
-"""The wire protocol an adapter speaks: OpenAI Chat Completions, OpenAI Responses, Anthropic Messages."""
+WireProtocol: TypeAlias = str
+"""The name a wire protocol's adapter is registered under (`providers.register_adapter`); the built-ins are `chat`
+(OpenAI Chat Completions), `responses` (OpenAI Responses) and `messages` (Anthropic Messages)."""
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletion
 
+from ..compat import pin_sdk_headers
 from .errors import InvalidProviderOutputError, TransportError
 from .model import (
     AssistantMessage,
@@ -387,7 +388,7 @@ def sdk_client(cls: Any, base_url: str, api_key: str | None, headers: Mapping[st
     client.organization = None
     client.project = None
     client.admin_api_key = None
-    client._custom_headers = user_headers
+    pin_sdk_headers(client, user_headers)
     return client
 
 

@@ -1,12 +1,13 @@
-"""The adapter registry, keyed by wire protocol, and `Providers`: the adapters one runtime uses, over one shared HTTP
-client per provider that the runtime owns and closes."""
+"""The adapter registry, by wire protocol name (the built-ins, and any an extension registers), and `Providers`: the
+adapters one runtime uses, over one shared HTTP client per provider that the runtime owns and closes."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -16,40 +17,76 @@ if TYPE_CHECKING:
 
     import httpx2
 
+from ..compat import set_network_backend
 from .model import Provider, ResolvedModel, WireProtocol
 
+# Builds an adapter: called with base_url=, api_key=, headers=, timeout= and http_client= (the provider's shared
+# httpx2.AsyncClient).
 AdapterFactory = Callable[..., Provider]
 
-
-def _chat(**kw: Any) -> Provider:
-    from .openai_chat import OpenAIChatProvider
-
-    return OpenAIChatProvider(**kw)
+OPENAI_COMPATIBLE_NPM = "@ai-sdk/openai-compatible"
+OPENAI_NPM = "@ai-sdk/openai"
+ANTHROPIC_NPM = "@ai-sdk/anthropic"
 
 
-def _responses(**kw: Any) -> Provider:
-    from .openai_responses import OpenAIResponsesProvider
+@dataclass(frozen=True)
+class AdapterSpec:
+    """One wire protocol's adapter, registered under the protocol's name: the module that defines it (imported, with
+    its SDK, only when a model first uses the protocol), the name of its `AdapterFactory` there, and the provider
+    packages (opencode.json's `npm`) whose providers speak the protocol."""
 
-    return OpenAIResponsesProvider(**kw)
+    protocol: str
+    module: str
+    factory: str
+    npm: tuple[str, ...] = ()
 
 
-def _messages(**kw: Any) -> Provider:
-    from .anthropic_messages import AnthropicMessagesProvider
-
-    return AnthropicMessagesProvider(**kw)
+_ADAPTERS: dict[str, AdapterSpec] = {}
 
 
-# SDKs load when a protocol is first used, not when the server starts.
-ADAPTERS: Mapping[WireProtocol, AdapterFactory] = {"chat": _chat, "responses": _responses, "messages": _messages}
-_MODULES: Mapping[WireProtocol, str] = {"chat": "openai_chat", "responses": "openai_responses",
-                                        "messages": "anthropic_messages"}
+def register_adapter(spec: AdapterSpec) -> None:
+    """Make a protocol's adapter available; a protocol or provider package registered already raises ValueError."""
+    if spec.protocol in _ADAPTERS:
+        raise ValueError(f"an adapter is registered for protocol {spec.protocol!r} already")
+    taken = [npm for npm in spec.npm if protocol_of_npm(npm) is not None]
+    if taken:
+        raise ValueError(f"provider package {taken[0]!r} has an adapter already")
+    _ADAPTERS[spec.protocol] = spec
+
+
+def unregister_adapter(protocol: str) -> None:
+    _ADAPTERS.pop(protocol, None)
+
+
+def adapter_spec(protocol: str) -> AdapterSpec:
+    spec = _ADAPTERS.get(protocol)
+    if spec is None:
+        raise LookupError(f"no adapter is registered for protocol {protocol!r}")
+    return spec
+
+
+def protocol_of_npm(npm: str) -> str | None:
+    """The protocol a provider package's providers speak; None when no registered adapter speaks it."""
+    return next((spec.protocol for spec in _ADAPTERS.values() if npm in spec.npm), None)
+
+
+def adapter_packages() -> list[str]:
+    """Every provider package some adapter speaks, in registration order."""
+    return [npm for spec in _ADAPTERS.values() for npm in spec.npm]
+
+
+# The built-in adapters; their SDKs load when a protocol is first used, not when the server starts.
+register_adapter(AdapterSpec("chat", f"{__package__}.openai_chat", "OpenAIChatProvider", (OPENAI_COMPATIBLE_NPM,)))
+register_adapter(AdapterSpec("responses", f"{__package__}.openai_responses", "OpenAIResponsesProvider", (OPENAI_NPM,)))
+register_adapter(AdapterSpec("messages", f"{__package__}.anthropic_messages", "AnthropicMessagesProvider",
+                             (ANTHROPIC_NPM,)))
 
 
 async def load_adapter(protocol: WireProtocol) -> None:
     """Import a protocol's adapter, and so its SDK, and build the TLS context of provider connections in a worker
     thread the first time they are needed: both take tens to hundreds of milliseconds, which on the event loop would
     stall every request and session meanwhile."""
-    name = f"{__package__}.{_MODULES[protocol]}"
+    name = adapter_spec(protocol).module
     if name not in sys.modules or _TLS is None:
         await anyio.to_thread.run_sync(lambda: (importlib.import_module(name), _tls_context()))
 
@@ -86,9 +123,7 @@ def _coalescing_transport(limits: httpx2.Limits) -> httpx2.AsyncHTTPTransport:
     from .coalesce import CoalescingBackend
 
     transport = httpx2.AsyncHTTPTransport(verify=_tls_context(), limits=limits)
-    pool = getattr(transport, "_pool", None)  # httpx takes no backend argument; its pool does (pinned versions)
-    if pool is not None and hasattr(pool, "_network_backend"):
-        pool._network_backend = CoalescingBackend()
+    set_network_backend(transport, CoalescingBackend())
     return transport
 
 
@@ -126,7 +161,9 @@ class Providers:
                             tuple(sorted(model.headers.items())), model.timeout)
         adapter = self._adapters.get(key)
         if adapter is None:
-            adapter = self._adapters[key] = ADAPTERS[model.protocol](
+            spec = adapter_spec(model.protocol)
+            factory: AdapterFactory = getattr(importlib.import_module(spec.module), spec.factory)
+            adapter = self._adapters[key] = factory(
                 base_url=model.base_url, api_key=model.api_key, headers=model.headers, timeout=_timeout(model),
                 http_client=self._http_client(model.provider_id))
         return adapter
@@ -138,4 +175,6 @@ class Providers:
             await client.aclose()
 
 
-__all__ = ["ADAPTERS", "Providers", "load_adapter"]
+__all__ = ["ANTHROPIC_NPM", "OPENAI_COMPATIBLE_NPM", "OPENAI_NPM", "AdapterFactory", "AdapterSpec", "Providers",
+           "adapter_packages", "adapter_spec", "load_adapter", "protocol_of_npm", "register_adapter",
+           "unregister_adapter"]

@@ -21,6 +21,7 @@ from xml.sax.saxutils import escape as xml_escape
 import anyio
 import httpx2
 
+from ..compat import sdk_http_client, sdk_status_error, sdk_stream
 from .errors import InvalidProviderOutputError, ProviderError
 from .model import (
     FilePart,
@@ -338,7 +339,7 @@ class SDKAdapter:
         """`body` sent as the SDK sent its first request (URL, headers with the key, timeouts), on the same HTTP
         client, skipping the SDK's per-request work (~0.5 ms a Step: options models, header merging, auth hooks
         that a static key does not need). Failures are raised as the SDK's `post` raises them, then mapped."""
-        http = self._client._client
+        http = sdk_http_client(self._client)
         headers = [(k, v) for k, v in first.headers.raw if k.lower() not in _PER_REQUEST_HEADERS]
         sent = http.build_request(first.method, first.url, headers=headers, content=body,
                                   extensions=dict(first.extensions))
@@ -351,10 +352,10 @@ class SDKAdapter:
                 raise cast(Any, self.sdk.connection)(request=sent) from exc
             if not response.is_success:
                 await response.aread()
-                raise self._client._make_status_error_from_response(response) from None
+                raise sdk_status_error(self._client, response) from None
         except self.sdk.failures as exc:
             raise map_exception(exc, self.sdk, base_url=self.base_url) from exc
-        return self.stream_cls(cast_to=object, response=response, client=self._client)
+        return sdk_stream(self.stream_cls, self._client, response)
 
 
 class Blocks:

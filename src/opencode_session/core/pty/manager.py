@@ -10,10 +10,11 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from ...schema import session_errors
 from ...schema.errors import ForbiddenError, InvalidRequestError, PtyNotFoundError
 from ...schema.ids import pty_id
 from ...schema.pty import Pty
-from ..authority import AccessRefused, Authority
+from ..permission import AccessRefused, Authority
 from .terminal import Terminal
 
 # Set last, whatever the caller or the host asked for: what a program in the terminal may rely on.
@@ -100,7 +101,7 @@ class Terminals:
             for need in needs:
                 authority.require(need.action, need.resource, need.absolute)
         except AccessRefused as refused:
-            if refused.effect == "invalid":
+            if refused.type == session_errors.TOOL_EXECUTION:  # not a usable path at all
                 raise InvalidRequestError(refused.message, kind="body", field="cwd") from None
             raise ForbiddenError(refused.message) from None
         if not path.is_dir():

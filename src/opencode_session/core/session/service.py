@@ -21,7 +21,7 @@ from ...schema.page import CursorLinks
 from ...schema.prompt import PromptInput
 from ...schema.session import SessionTime, SessionV2Info
 from ..attachments import admission_authority, check_prompt_files
-from ..config import ConfigError, load_config
+from ..config import ConfigError, ConfigSource
 from ..llm.catalog import undeclared
 from ..location import Location, resolve_location
 from ..store import Reader, SessionFilter, Store, Tx, now_ms
@@ -46,29 +46,27 @@ def require_session(reader: Reader, session_id: str) -> SessionV2Info:
 
 class Sessions:  # its `list` method shadows the builtin in annotations below it: those say `builtins.list`
     """Core operations on durable Sessions. `wake` is the advisory execution doorbell (the runner installs it);
-    `env` is what configuration lookups see (the model a session selects must be declared there)."""
+    `env` is what permission rules see and `config` the configuration source (the model a session selects must be
+    declared there; None: one of its own over `env`)."""
 
     def __init__(self, store: Store, default_location: Location, wake: Callable[[str], None] | None = None,
-                 env: Mapping[str, str] | None = None) -> None:
+                 env: Mapping[str, str] | None = None, config: ConfigSource | None = None) -> None:
         self.store = store
         self.default_location = default_location
-        self.env = os.environ if env is None else env  # config lookups: declared models, attachment rules
+        self.env = os.environ if env is None else env
+        self.config = ConfigSource(self.env) if config is None else config
         self.wake: Callable[[str], None] = wake or (lambda _sid: None)
 
     async def _require_declared(self, location: Location, model: ModelRef) -> None:
         """A model the configuration at `location` does not declare is a bad request, not a later provider call."""
-
-        def _check() -> None:  # config files are read off the event loop
-            try:
-                config = load_config(location.directory, location.project_root, self.env)
-            except ConfigError as bad:
-                raise InvalidRequestError(f"Cannot check the model against the configuration: {bad}",
-                                          field="model") from None
-            problem = undeclared(config, model)
-            if problem is not None:
-                raise InvalidRequestError(str(problem), field="model")
-
-        await anyio.to_thread.run_sync(_check)
+        try:
+            config = await self.config.at(location)
+        except ConfigError as bad:
+            raise InvalidRequestError(f"Cannot check the model against the configuration: {bad}",
+                                      field="model") from None
+        problem = undeclared(config, model)
+        if problem is not None:
+            raise InvalidRequestError(str(problem), field="model")
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -197,7 +195,7 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
             files = stored.files
 
             def _check() -> None:
-                authority = admission_authority(session.location.directory, session.agent, self.env)
+                authority = admission_authority(session.location.directory, session.agent, self.config, self.env)
                 check_prompt_files(files, authority)
 
             await anyio.to_thread.run_sync(_check)

@@ -1,4 +1,5 @@
-"""The tool layer the runner calls: tool contract, registry and settlement, output bounding, built-in tools.
+"""The tool layer the runner calls: tool contract, tool sources, the registry composed of them and one Step's tool
+set, settlement, output bounding, built-in tools.
 
 The names load on first use: importing one submodule (`tools.tool`, `tools.managed`) does not load every built-in
 tool and the JSON Schema validator with them (a server needs those only when a Step runs)."""
@@ -16,9 +17,12 @@ if TYPE_CHECKING:
         ToolDefinition,
         ToolErrored,
         ToolRegistry,
+        ToolSet,
         ToolSucceeded,
+        builtin_tools,
         default_registry,
     )
+    from .source import StaticTools, ToolSource
     from .tool import Tool, ToolContext, ToolFailure, ToolOutput
 
 __all__ = [
@@ -27,6 +31,7 @@ __all__ = [
     "GlobTool",
     "ReadTool",
     "Settlement",
+    "StaticTools",
     "Tool",
     "ToolContext",
     "ToolDefinition",
@@ -34,15 +39,18 @@ __all__ = [
     "ToolFailure",
     "ToolOutput",
     "ToolRegistry",
+    "ToolSet",
+    "ToolSource",
     "ToolSucceeded",
     "bound_text",
+    "builtin_tools",
     "default_registry",
 ]
 
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        for where in (".tool", ".output", ".registry", ".builtin"):
+        for where in (".tool", ".source", ".output", ".registry", ".builtin"):
             module = import_module(where, __name__)
             if hasattr(module, name):
                 return getattr(module, name)

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
-from ..authority import NotRegularFileError, open_regular_file
+from ..permission import NotRegularFileError, open_regular_file
 from .tool import ToolFailure
 
 # Files the editing tools load whole; a larger one is not something to rewrite through a model's text.

@@ -1,7 +1,9 @@
-"""The tool registry: which tools exist, their definitions for providers, and settling one call into a result."""
+"""The tool registry: the tools the runner offers, composed from tool sources; one Step's ToolSet (their definitions
+for providers, settling one call into a result); and the bounds of what the model reads of an output."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Iterable
@@ -9,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 
 from opencode_session.schema import session_errors
 from opencode_session.schema.common import SessionErrorInfo
@@ -32,6 +35,7 @@ from .builtin import (
 )
 from .managed import ManagedOutputs
 from .output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, bound_text, fits
+from .source import StaticTools, ToolSource
 from .tool import Tool, ToolContext, ToolFailure, ToolOutput
 
 log = logging.getLogger(__name__)
@@ -78,29 +82,32 @@ def _describe_input_errors(name: str, validator: Draft202012Validator, input: An
     return f"Invalid input for tool {name}: " + "; ".join(lines)
 
 
-class ToolRegistry:
-    """Holds tools by name and turns one call into exactly one Settlement."""
+@dataclass(frozen=True)
+class _Compiled:
+    """A tool with what checking and offering it needs, made once per tool object."""
 
-    def __init__(self, *, max_lines: int = DEFAULT_MAX_LINES, max_bytes: int = DEFAULT_MAX_BYTES,
-                 outputs: ManagedOutputs | None = None) -> None:
-        self._tools: dict[str, Tool] = {}
-        self._validators: dict[str, Draft202012Validator] = {}
-        self._schemas: dict[str, str] = {}  # parameters as JSON text: decoding it is the cheapest fresh copy
-        self.max_lines = max_lines
-        self.max_bytes = max_bytes
-        self.outputs = outputs  # where complete oversized outputs are kept; None: previews only
+    tool: Tool
+    validator: Draft202012Validator
+    schema: str  # parameters as JSON text: decoding it is the cheapest fresh copy
 
-    def register(self, tool: Tool) -> None:
-        """Add a tool. A broken schema or a taken name is a programming error and raises here, not mid-Step."""
-        if tool.name in self._tools:
-            raise ValueError(f"tool already registered: {tool.name}")
-        Draft202012Validator.check_schema(tool.parameters)
-        self._tools[tool.name] = tool
-        self._validators[tool.name] = Draft202012Validator(tool.parameters)
-        self._schemas[tool.name] = json.dumps(tool.parameters)
+
+def _compile(tool: Tool) -> _Compiled:
+    Draft202012Validator.check_schema(tool.parameters)
+    return _Compiled(tool, Draft202012Validator(tool.parameters), json.dumps(tool.parameters))
+
+
+class ToolSet:
+    """The tools of one Step, by name: what the registry's sources listed at its boundary. The provider's tool
+    definitions and every call of the Step use this one list, so a source that changes its tools meanwhile changes the
+    next Step's, never this one's."""
+
+    def __init__(self, registry: ToolRegistry, tools: dict[str, _Compiled]) -> None:
+        self.registry = registry
+        self._tools = tools
 
     def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+        compiled = self._tools.get(name)
+        return None if compiled is None else compiled.tool
 
     def names(self) -> list[str]:
         return list(self._tools)
@@ -111,36 +118,34 @@ class ToolRegistry:
     def offered(self, config: Config) -> list[str]:
         """The names of the tools offered under `config`: all of them, except tools with an `offered(config)` check
         that says no (e.g. `websearch` without a configured backend)."""
-        checks = {name: getattr(tool, "offered", None) for name, tool in self._tools.items()}
+        checks = {name: getattr(c.tool, "offered", None) for name, c in self._tools.items()}
         return [name for name, check in checks.items() if check is None or check(config)]
 
     def definitions(self, names: Iterable[str] | None = None) -> list[ToolDefinition]:
-        """Definitions in registration order, so the provider sees a stable list (prompt caching).
-
-        `names` filters; names with no registered tool are skipped.
-        """
+        """Definitions in source order (and each source's own order), so the provider sees a stable list (prompt
+        caching). `names` filters; names with no tool are skipped."""
         wanted = None if names is None else set(names)
         return [
             # A copy, so an adapter rewriting a schema for its provider cannot change validation.
-            ToolDefinition(tool.name, tool.description, json.loads(self._schemas[tool.name]))
-            for tool in self._tools.values()
-            if wanted is None or tool.name in wanted
+            ToolDefinition(c.tool.name, c.tool.description, json.loads(c.schema))
+            for c in self._tools.values()
+            if wanted is None or c.tool.name in wanted
         ]
 
     async def settle(self, name: str, input: dict[str, Any], ctx: ToolContext) -> Settlement:
         """Run one call and always return a bounded Settlement; only cancellation escapes."""
-        return self.bound(await self.run(name, input, ctx))
+        return self.registry.bound(await self.run(name, input, ctx))
 
     async def run(self, name: str, input: dict[str, Any], ctx: ToolContext) -> Settlement:
         """Run one call and return its Settlement before bounding; only cancellation escapes."""
-        tool = self._tools.get(name)
-        if tool is None:
+        compiled = self._tools.get(name)
+        if compiled is None:
             return _errored(session_errors.TOOL_UNKNOWN, f"Unknown tool: {name}")
-        problem = _describe_input_errors(name, self._validators[name], input)
+        problem = _describe_input_errors(name, compiled.validator, input)
         if problem is not None:
             return _errored(session_errors.TOOL_INVALID_INPUT, problem)
         try:
-            output = await tool.execute(input, ctx)
+            output = await compiled.tool.execute(input, ctx)
         except ToolFailure as failure:
             return _errored(failure.type, failure.message)
         except Exception as defect:
@@ -151,6 +156,131 @@ class ToolRegistry:
             return _errored(session_errors.TOOL_EXECUTION,
                             f"TypeError: tool {name} returned {type(output).__name__}, not ToolOutput")
         return ToolSucceeded(output)
+
+    def within_bounds(self, settlement: Settlement, max_lines: int | None = None,
+                      max_bytes: int | None = None) -> bool:
+        return self.registry.within_bounds(settlement, max_lines, max_bytes)
+
+    def bound(self, settlement: Settlement, max_lines: int | None = None, max_bytes: int | None = None) -> Settlement:
+        return self.registry.bound(settlement, max_lines, max_bytes)
+
+
+class ToolRegistry:
+    """The tools the runner offers, composed from tool sources in order (a name the first source offers wins), and
+    the bounds of what the model reads of their output. `snapshot` is one Step's ToolSet; `register` adds a Python
+    tool to the registry's own source, after the others. The name-taking methods below read a fresh snapshot."""
+
+    def __init__(self, sources: Iterable[ToolSource] = (), *, max_lines: int = DEFAULT_MAX_LINES,
+                 max_bytes: int = DEFAULT_MAX_BYTES, outputs: ManagedOutputs | None = None) -> None:
+        self._sources: list[ToolSource] = list(sources)
+        self._registered: StaticTools | None = None
+        self._compiled: dict[int, _Compiled] = {}  # by id(tool); holds the tool, so the id stays its own
+        self._started: set[int] = set()  # id(source) of the sources started (or that failed to start)
+        self._failed: set[int] = set()  # id(source) of the sources left out: they failed to start
+        self._starting = asyncio.Lock()
+        self._shadowed: set[tuple[str, str]] = set()  # (source, tool) names already reported as taken
+        self.max_lines = max_lines
+        self.max_bytes = max_bytes
+        self.outputs = outputs  # where complete oversized outputs are kept; None: previews only
+
+    # --- sources -------------------------------------------------------------------------------------
+
+    def add_source(self, source: ToolSource) -> None:
+        """Compose another source after the ones there are; it starts with the next `start`."""
+        self._sources.append(source)
+
+    def register(self, tool: Tool) -> None:
+        """Add a Python tool. A broken schema or a taken name is a programming error and raises here, not mid-Step."""
+        compiled = _compile(tool)
+        if tool.name in self.snapshot():
+            raise ValueError(f"tool already registered: {tool.name}")
+        if self._registered is None:
+            self._registered = StaticTools("registered")
+            self._sources.append(self._registered)
+        self._registered.add(tool)
+        self._compiled[id(tool)] = compiled
+
+    async def start(self) -> None:
+        """Start every source not started yet, concurrently; one that fails is logged and left out (its tools are
+        not offered) until the registry is stopped and started again. Cheap once all are started."""
+        if all(id(source) in self._started for source in self._sources):
+            return
+        async with self._starting:
+            todo = [source for source in self._sources if id(source) not in self._started]
+            results = await asyncio.gather(*(source.start() for source in todo), return_exceptions=True)
+            for source, result in zip(todo, results, strict=True):
+                self._started.add(id(source))
+                if isinstance(result, BaseException):
+                    if not isinstance(result, Exception):
+                        raise result
+                    self._failed.add(id(source))
+                    log.error("tool source %s failed to start; its tools are not offered: %s", source.name, result,
+                              exc_info=result)
+
+    async def stop(self) -> None:
+        """Stop the started sources, last first; a failure to stop is logged."""
+        started = [source for source in self._sources if id(source) in self._started]
+        self._started.clear()
+        self._failed.clear()
+        for source in reversed(started):
+            try:
+                await source.stop()
+            except Exception:
+                log.exception("tool source %s failed to stop", source.name)
+
+    def snapshot(self) -> ToolSet:
+        """The tools every usable source lists now, in source order: one Step's ToolSet. A tool whose name an earlier
+        source took, or whose schema is broken, is left out (and logged once)."""
+        tools: dict[str, _Compiled] = {}
+        compiled: dict[int, _Compiled] = {}
+        for source in self._sources:
+            if id(source) in self._failed:
+                continue
+            for tool in source.list_tools():
+                known = self._compiled.get(id(tool))
+                if known is None or known.tool is not tool:
+                    try:
+                        known = _compile(tool)
+                    except SchemaError as broken:
+                        self._report(source, tool, f"its parameters are not a JSON Schema: {broken.message}")
+                        continue
+                compiled[id(tool)] = known
+                if tool.name in tools:
+                    self._report(source, tool, "an earlier source offers a tool of that name")
+                    continue
+                tools[tool.name] = known
+        self._compiled = compiled  # tools no source lists any more are forgotten
+        return ToolSet(self, tools)
+
+    def _report(self, source: ToolSource, tool: Tool, why: str) -> None:
+        if (source.name, tool.name) not in self._shadowed:
+            self._shadowed.add((source.name, tool.name))
+            log.warning("tool %s of source %s is not offered: %s", tool.name, source.name, why)
+
+    # --- one call, outside a Step -----------------------------------------------------------------------
+
+    def get(self, name: str) -> Tool | None:
+        return self.snapshot().get(name)
+
+    def names(self) -> list[str]:
+        return self.snapshot().names()
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.snapshot()
+
+    def offered(self, config: Config) -> list[str]:
+        return self.snapshot().offered(config)
+
+    def definitions(self, names: Iterable[str] | None = None) -> list[ToolDefinition]:
+        return self.snapshot().definitions(names)
+
+    async def settle(self, name: str, input: dict[str, Any], ctx: ToolContext) -> Settlement:
+        return await self.snapshot().settle(name, input, ctx)
+
+    async def run(self, name: str, input: dict[str, Any], ctx: ToolContext) -> Settlement:
+        return await self.snapshot().run(name, input, ctx)
+
+    # --- output bounds ---------------------------------------------------------------------------------
 
     def within_bounds(self, settlement: Settlement, max_lines: int | None = None,
                       max_bytes: int | None = None) -> bool:
@@ -197,11 +327,13 @@ class ToolRegistry:
                              None if path is None else str(path))
 
 
+def builtin_tools() -> StaticTools:
+    """The built-in tools, in the order providers see them: OpenCode's tool set."""
+    return StaticTools("built-in", (ReadTool(), WriteTool(), EditTool(), ApplyPatchTool(), GlobTool(), GrepTool(),
+                                    BashTool(), SkillTool(), TodoWriteTool(), QuestionTool(), WebFetchTool(),
+                                    WebSearchTool()))
+
+
 def default_registry() -> ToolRegistry:
-    """A registry with the built-in tools."""
-    registry = ToolRegistry()
-    tools = (ReadTool(), WriteTool(), EditTool(), ApplyPatchTool(), GlobTool(), GrepTool(), BashTool(), SkillTool(),
-             TodoWriteTool(), QuestionTool(), WebFetchTool(), WebSearchTool())
-    for tool in tools:
-        registry.register(tool)
-    return registry
+    """A registry composed of the built-in tools; `register` adds more."""
+    return ToolRegistry([builtin_tools()])

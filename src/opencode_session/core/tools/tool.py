@@ -14,27 +14,10 @@ from opencode_session.schema import session_errors
 from opencode_session.schema.base import Struct
 from opencode_session.schema.message import ToolContent, ToolTextContent
 
-from ..authority import AccessRefused, Authority, Requirement
-from ..permission import DEFAULT_RULES, Ruleset
+from .. import permission
+from ..config import Config
+from ..permission import DEFAULT_RULES, AccessRefused, Asker, Authority, Requirement, Ruleset
 from .output import structured_text
-
-# The tool failure type of each kind of refusal: a denial, or a permission only the user could grant.
-_REFUSALS = {"deny": session_errors.PERMISSION_REJECTED, "ask": session_errors.PERMISSION_REQUIRED}
-
-
-@dataclass(frozen=True)
-class PermissionAsk:
-    """What one tool call asks the user to allow: `action` on `resources`; `save` are the patterns an `always`
-    reply remembers for the project (e.g. `git push *` for the command `git push origin main`)."""
-
-    action: str
-    resources: tuple[str, ...]
-    save: tuple[str, ...]
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-# Asks the user and returns once they allow; raises ToolFailure when they refuse.
-Asker = Callable[[PermissionAsk], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -61,6 +44,8 @@ class ToolContext:
     managed_roots: tuple[Path, ...] = ()  # Managed Tool Output File directories: readable without external_directory
     # Whether the Step's model takes image input, so `read` may return an image as an attachment.
     model_accepts_images: bool = False
+    # The configuration in effect at the Step's Safe Step Boundary (a tool never reads the files itself).
+    config: Config = field(default_factory=Config)
 
     @property
     def authority(self) -> Authority:
@@ -92,22 +77,8 @@ class ToolContext:
         """Check each requirement in order: a `deny` fails at once (before anything is asked); the ones that `ask`
         are asked per action, in order. `save` are an action's patterns an `always` remembers (default: the
         resources asked)."""
-        asking: dict[str, list[str]] = {}
-        for need in needs:
-            effect = need.effect(self.rules)
-            if effect == "deny":
-                raise ToolFailure(f"Permission denied: {need.action} {need.resource}",
-                                  session_errors.PERMISSION_REJECTED)
-            if effect == "ask":
-                asking.setdefault(need.action, []).append(need.resource)
-        for action, resources in asking.items():
-            if self.asker is None:
-                raise ToolFailure(
-                    f"Permission required: {action} {', '.join(resources)}. Nobody can approve it here; the user "
-                    f"can allow it under \"permission\".\"{action}\" in opencode.json.",
-                    session_errors.PERMISSION_REQUIRED)
-            saved = (save or {}).get(action, resources)
-            await self.asker(PermissionAsk(action, tuple(resources), tuple(saved), dict(metadata or {})))
+        with refusals_as_failures():
+            await permission.satisfy(self.rules, self.asker, needs, metadata, save)
 
     @staticmethod
     async def _resolve(find: Callable[[], tuple[Path, list[Requirement]]]) -> tuple[Path, list[Requirement]]:
@@ -157,27 +128,13 @@ class ToolFailure(Exception):
         self.type = type
 
 
-class Correction(ToolFailure):
-    """The user refused a call's permission and said what to do instead (`feedback`): the model reads it and goes
-    on, and the calls of the same Step that have not started yet are not run (`elsewhere`)."""
-
-    def __init__(self, message: str, feedback: str) -> None:
-        super().__init__(message, session_errors.PERMISSION_REJECTED)
-        self.feedback = feedback
-
-    def elsewhere(self) -> ToolFailure:
-        """What another call of the Step fails with instead of asking or running."""
-        return ToolFailure(f"Not run: the user rejected another tool call of this step and said: {self.feedback}",
-                           session_errors.PERMISSION_REJECTED)
-
-
 @contextmanager
 def refusals_as_failures() -> Iterator[None]:
-    """Turn an authority refusal into the typed ToolFailure the model reads."""
+    """Turn a permission refusal into the typed ToolFailure the model reads."""
     try:
         yield
     except AccessRefused as refused:
-        raise ToolFailure(refused.message, _REFUSALS.get(refused.effect, session_errors.TOOL_EXECUTION)) from None
+        raise ToolFailure(refused.message, refused.type) from None
 
 
 @runtime_checkable

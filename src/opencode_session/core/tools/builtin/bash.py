@@ -16,9 +16,9 @@ from typing import Any
 
 import anyio.to_thread
 
-from ...authority import AccessRefused, Authority, Requirement
-from ..command import save_pattern, simple_commands
-from ..shell_paths import command_paths
+from ...permission import AccessRefused, Authority, Requirement
+from ...permission.command import save_pattern, simple_commands
+from ...permission.shell_paths import command_paths
 from ..tool import ToolContext, ToolFailure, ToolOutput, refusals_as_failures
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -98,7 +98,7 @@ class BashTool:
 def _outside_directories(authority: Authority, raw_workdir: str, command: str,
                          home: str | None) -> tuple[Path, list[Requirement]]:
     """The resolved workdir, and `external_directory` for it and for each directory outside the Location that the
-    command names a path in (see shell_paths)."""
+    command names a path in (see permission/shell_paths.py)."""
     with refusals_as_failures():
         workdir, needs = authority.locate(raw_workdir)
     for path in command_paths(command, str(workdir), home):

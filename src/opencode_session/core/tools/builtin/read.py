@@ -14,7 +14,7 @@ import anyio.to_thread
 
 from opencode_session.schema.message import ToolFileContent, ToolTextContent
 
-from ...authority import NotRegularFileError, open_regular_file
+from ...permission import NotRegularFileError, open_regular_file
 from ..output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES
 from ..tool import ToolContext, ToolFailure, ToolOutput
 

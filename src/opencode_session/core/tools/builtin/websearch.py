@@ -8,12 +8,9 @@ answers with the results as text (any text type, or JSON, which is passed on as 
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Any
 
-import anyio.to_thread
-
-from ...config import Config, load_config
+from ...config import Config
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
 DEFAULT_RESULTS = 8
@@ -51,9 +48,7 @@ class WebSearchTool:
         return bool(config.websearch and config.websearch.url)
 
     async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        env = ctx.env if ctx.env is not None else os.environ
-        config = await anyio.to_thread.run_sync(load_config, ctx.directory, ctx.project_root, env)
-        backend = config.websearch
+        backend = ctx.config.websearch
         if backend is None or not backend.url:
             raise ToolFailure("Web search is not available: no search backend is configured.")
         query: str = input["query"]

@@ -1,5 +1,6 @@
 """What a Safe Step Boundary samples before a Step: the session, its selected agent, the configuration and the
-Location it runs in. Instruction preparation and tool authority read it."""
+Location it runs in. The runner samples it; instruction preparation and tool authority read it, so it sits below
+both."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...schema.session import SessionV2Info
-from ..agents import Agent
-from ..config import Config
-from ..location import Location
-from ..permission import Ruleset
+from ..schema.session import SessionV2Info
+from .agents import Agent
+from .config import Config
+from .location import Location
+from .permission import Ruleset
 
 
 @dataclass

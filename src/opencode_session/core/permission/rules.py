@@ -101,6 +101,14 @@ def effective_rules(global_permission: Any, agent_permission: Any, env: Mapping[
     return DEFAULT_RULES + parse_rules(global_permission, env) + parse_rules(agent_permission, env)
 
 
+def agent_rules(global_permission: Any, agent_permission: Any, tools: Mapping[str, bool] | None,
+                env: Mapping[str, str] = os.environ) -> Ruleset:
+    """The Ruleset an agent's Steps run under: the defaults, the global config, the agent's own rules, then its
+    `tools` switches (OpenCode's older `{"bash": false}`, a deny of the whole tool)."""
+    switches = {name: "allow" if on else "deny" for name, on in (tools or {}).items()}
+    return effective_rules(global_permission, agent_permission, env) + parse_rules(switches, env)
+
+
 def evaluate(rules: Ruleset, action: str, resource: str, absolute: str | None = None) -> Effect:
     """The effect of the last rule matching `action` and `resource`; `ask` when none matches. With `absolute` (the
     absolute form of a relative path), rules written as absolute paths are matched against it instead."""

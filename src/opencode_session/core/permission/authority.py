@@ -1,7 +1,8 @@
 """Location authority: whether a Session may touch a path a tool call or prompt attachment names. The path is resolved
 first (`~`, relative to the Location, `..`, symlinks); outside the Location it needs the `external_directory`
-permission, and the action's own rules apply everywhere, so a `deny` always holds. Also the one safe way to open
-such a file: regular files only, never blocking on a FIFO or device."""
+permission, and the action's own rules apply everywhere, so a `deny` always holds. Also AccessRefused, the one
+refusal of the permission package, and the one safe way to open such a file: regular files only, never blocking on a
+FIFO or device."""
 
 from __future__ import annotations
 
@@ -11,17 +12,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from .permission import DEFAULT_RULES, Effect, Ruleset, evaluate
+from ...schema import session_errors
+from .rules import DEFAULT_RULES, Effect, Ruleset, evaluate
 
 
 class AccessRefused(Exception):
-    """The path may not be touched (`effect` deny), needs a permission nobody can grant yet (`ask`), or is not a
-    usable path at all (`invalid`). The message is written for the model or the client to act on."""
+    """What was asked for may not be had: a rule denies it (`permission.rejected`), it needs a permission nobody can
+    grant here (`permission.required`), the user refused it (`permission.rejected` with their feedback, or
+    `permission.declined`), or the path is not usable at all (`tool.execution`). `type` is the failure type a tool
+    call settles with; the message is written for the model or the client to act on."""
 
-    def __init__(self, message: str, effect: Effect | str) -> None:
+    def __init__(self, message: str, type: str) -> None:
         super().__init__(message)
         self.message = message
-        self.effect = effect
+        self.type = type
+
+
+class Correction(AccessRefused):
+    """The user refused a call's permission and said what to do instead (`feedback`): the model reads it and goes
+    on, and the calls of the same Step that have not started yet are not run (`elsewhere`)."""
+
+    def __init__(self, message: str, feedback: str) -> None:
+        super().__init__(message, session_errors.PERMISSION_REJECTED)
+        self.feedback = feedback
+
+    def elsewhere(self) -> AccessRefused:
+        """What another call of the Step fails with instead of asking or running."""
+        return AccessRefused(f"Not run: the user rejected another tool call of this step and said: {self.feedback}",
+                             session_errors.PERMISSION_REJECTED)
 
 
 @dataclass(frozen=True)
@@ -58,7 +76,7 @@ class Authority:
             path = Path(raw).expanduser()
             return Path(os.path.realpath(path if path.is_absolute() else self.root / path))
         except (ValueError, RuntimeError, OSError) as exc:  # NUL byte, unknown ~user, name too long
-            raise AccessRefused(f"Not a usable path: {raw!r} ({exc})", "invalid") from None
+            raise AccessRefused(f"Not a usable path: {raw!r} ({exc})", session_errors.TOOL_EXECUTION) from None
 
     def requirements(self, action: str, raw: str) -> tuple[Path, list[Requirement]]:
         """The resolved path `raw` names and the permissions `action` on it needs, in the order they are checked:
@@ -93,11 +111,12 @@ class Authority:
         """AccessRefused unless the rules allow `action` on `resource`."""
         effect = Requirement(action, resource, absolute).effect(self.rules)
         if effect == "deny":
-            raise AccessRefused(f"Permission denied: {action} {resource}", "deny")
+            raise AccessRefused(f"Permission denied: {action} {resource}", session_errors.PERMISSION_REJECTED)
         if effect == "ask":
             raise AccessRefused(
                 f"Permission required: {action} {resource}. This needs the user's approval, which cannot be asked for "
-                f"here; the user can allow it under \"permission\".\"{action}\" in opencode.json.", "ask")
+                f"here; the user can allow it under \"permission\".\"{action}\" in opencode.json.",
+                session_errors.PERMISSION_REQUIRED)
 
 
 def _real(path: Path) -> Path:

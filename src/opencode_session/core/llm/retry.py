@@ -1,12 +1,15 @@
-"""The retry policy: which provider failures retry, how many times, and after how long (pure)."""
+"""The retry policy of provider calls (Steps and compactions): which failures retry, how many times, and after how
+long (pure), and the Clock their waits run on, replaceable so tests observe and skip them."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
+import time
 from collections.abc import Mapping
 
-from ..llm.errors import ProviderError, ProviderInternalError, RateLimitError
+from .errors import ProviderError, ProviderInternalError, RateLimitError
 
 log = logging.getLogger(__name__)
 
@@ -49,3 +52,13 @@ def may_retry(error: BaseException, *, retries_so_far: int, allowance_left: bool
         and allowance_left
         and retries_so_far < MAX_RETRIES
     )
+
+
+class Clock:
+    """Wall-clock time and sleeping, for retry times and waits."""
+
+    def now_ms(self) -> int:
+        return int(time.time() * 1000)
+
+    async def sleep_ms(self, ms: float) -> None:
+        await asyncio.sleep(ms / 1000)

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..schema import events as ev
-from ..schema import session_errors
-from ..schema.errors import InvalidRequestError, PermissionNotFoundError
-from ..schema.ids import permission_id
-from ..schema.permission import PermissionSavedInfo, PermissionV2Reply, PermissionV2Request, PermissionV2Source
-from .permission import Effect, Rule, Ruleset, evaluate
-from .store import Store, now_ms
-from .tools.tool import Asker, Correction, PermissionAsk, ToolFailure
-from .waiting import Waiting, WaitingRequests
+from ...schema import events as ev
+from ...schema import session_errors
+from ...schema.errors import InvalidRequestError, PermissionNotFoundError
+from ...schema.ids import permission_id
+from ...schema.permission import PermissionSavedInfo, PermissionV2Reply, PermissionV2Request, PermissionV2Source
+from ..store import Store, now_ms
+from ..waiting import Waiting, WaitingRequests
+from .ask import Asker, PermissionAsk
+from .authority import AccessRefused, Correction
+from .rules import Effect, Rule, Ruleset, evaluate
 
 DECLINED = "The user declined this tool call"
 
@@ -59,7 +60,7 @@ class PermissionRequests:
         return ask
 
     async def ask(self, session_id: str, project_id: str, need: PermissionAsk, source: PermissionV2Source) -> None:
-        """Return once the user allows `need` (or a saved rule already does); ToolFailure when they refuse."""
+        """Return once the user allows `need` (or a saved rule already does); AccessRefused when they refuse."""
         if _covered(await self.saved(project_id), need.action, need.resources):
             return
         request = self._asked(permission_id(), session_id, project_id, need, source)
@@ -129,7 +130,7 @@ class PermissionRequests:
                     self._answer(other, reply, correction.elsewhere())
         else:
             for declined in (waiting, *self._waiting.of_session(session_id)):
-                self._answer(declined, reply, ToolFailure(DECLINED, session_errors.PERMISSION_DECLINED))
+                self._answer(declined, reply, AccessRefused(DECLINED, session_errors.PERMISSION_DECLINED))
         if reply == "always":
             saved = await self.saved(request.projectID)
             for other in self._waiting.all():
@@ -137,7 +138,7 @@ class PermissionRequests:
                         _covered(saved, other.request.action, other.request.resources):
                     self._answer(other, reply)
 
-    def _answer(self, waiting: Waiting[_Asked], reply: PermissionV2Reply, refusal: ToolFailure | None = None) -> None:
+    def _answer(self, waiting: Waiting[_Asked], reply: PermissionV2Reply, refusal: AccessRefused | None = None) -> None:
         """Answer one request unless it was answered (or withdrawn) already: allow it, or fail its call."""
         if not self._waiting.take(waiting):
             return

@@ -1,0 +1,95 @@
+"""How a runtime runs its sessions: `make_drain_factory` wires the runner to the runtime's services (store,
+configuration, providers, permissions, questions, tool output files, session titles), and `DeferredDrain` loads that
+runner in a worker thread on the first drain, so a server answers before any of it is imported."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import anyio
+
+from .execution.coordinator import Drain
+
+if TYPE_CHECKING:
+    from .instructions.composition import InstructionSources
+    from .llm import model as llm
+    from .llm.retry import Clock
+    from .runtime import Runtime
+    from .tools.registry import ToolRegistry
+
+
+def make_drain_factory(
+    *,
+    tools: ToolRegistry | None = None,
+    provider: Callable[[llm.ResolvedModel], llm.Provider] | None = None,
+    clock: Clock | None = None,
+    titles: bool = True,
+    instruction_sources: InstructionSources | None = None,
+) -> Callable[[Runtime], Drain]:
+    """A `RuntimeOptions.drain_factory` running the runner over the runtime's services; defaults are the real
+    providers, the built-in tools and instruction sources, the wall clock and background session titles."""
+
+    def factory(runtime: Runtime) -> Drain:
+        # imported here, not above: importing this module (a server does at start) loads none of the runner
+        from .execution.runner import Runner, RunnerDeps
+        from .execution.title import SessionTitles
+        from .instructions.checkpoint import CheckpointPreparer
+        from .instructions.nearby import NearbyInstructions
+        from .llm.retry import base_delay_ms
+
+        options = runtime.options
+        retry_base = options.retry_base_delay_ms
+        deps = RunnerDeps(store=runtime.store, env=options.env, provider_for=provider or runtime.providers.for_model,
+                          instructions=CheckpointPreparer(runtime.store, options.env, sources=instruction_sources),
+                          on_read=NearbyInstructions(runtime.store).hook,
+                          retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base,
+                          permissions=runtime.permissions, questions=runtime.questions, config=runtime.config)
+        if tools is not None:
+            deps.tools = tools
+        if deps.tools.outputs is None:
+            deps.tools.outputs = runtime.outputs
+        runtime.on_close(deps.tools.stop)
+        if clock is not None:
+            deps.clock = clock
+        if titles:
+            deps.titles = SessionTitles(runtime.store, options.env, deps.provider_for, runtime.spawn)
+        return Runner(deps).drain
+
+    return factory
+
+
+runner_drain_factory = make_drain_factory()
+
+
+class DeferredDrain:
+    """A `RuntimeOptions.drain_factory` whose drain is `load(runtime)` (by default the real runner with the built-in
+    tools and providers), called once, in a worker thread, when the first session runs, or earlier when `warm` asks
+    (a server does once it is listening, so its first prompt does not wait for the load). One runtime per instance."""
+
+    def __init__(self, load: Callable[[Runtime], Drain] = runner_drain_factory) -> None:
+        self._load = load
+        self._runtime: Runtime | None = None
+        self._loading: asyncio.Future[Drain] | None = None
+
+    def __call__(self, runtime: Runtime) -> Drain:
+        self._runtime = runtime
+
+        async def drain(session_id: str, force: bool) -> None:
+            # shielded: a cancelled first drain must not cancel the load the next one will await
+            real = await asyncio.shield(self._started())
+            await real(session_id, force)
+
+        return drain
+
+    def warm(self) -> None:
+        """Start loading now, in the background; a load that fails fails the first drain, which reports it."""
+        self._started().add_done_callback(lambda done: done.cancelled() or done.exception())
+
+    def _started(self) -> asyncio.Future[Drain]:
+        if self._loading is None:
+            if self._runtime is None:
+                raise RuntimeError("the drain factory has not been given its runtime yet")
+            self._loading = asyncio.ensure_future(anyio.to_thread.run_sync(self._load, self._runtime))
+        return self._loading
