@@ -109,17 +109,31 @@ async def test_find_ranks_like_a_fuzzy_finder_and_honours_gitignore(api, tree):
         assert missing.status_code == 400 and missing.json()["_tag"] == "InvalidRequestError"
 
 
-def test_the_finder_rewalks_only_when_the_tree_changed(tmp_path):
+def test_the_finder_lists_again_only_what_changed(tmp_path):
     from opencode_session.core.fs import Finder
 
     root = tmp_path / "tree"
-    root.mkdir()
-    (root / "a.txt").write_text("a")
+    (root / "a" / "deep").mkdir(parents=True)
+    (root / "a" / "deep" / "one.txt").write_text("1")
+    (root / "b").mkdir()
     finder = Finder()
     env = dict(os.environ)
-    assert [e.path for e in finder.find(root, "a", env)] == ["a.txt"]
+
+    def found(query: str) -> list[str]:
+        return [e.path for e in finder.find(root, query, env)]
+
+    assert found("one") == ["a/deep/one.txt"]
     index = finder._index(root, env)
-    assert finder._index(root, env) is index  # nothing changed: the same index answers
+    (root / "b" / "two.txt").write_text("2")  # a directory's entries changed: it alone is listed again
+    (root / "b" / "new").mkdir()
+    (root / "b" / "new" / "three.txt").write_text("3")  # a new directory: its subtree is walked
+    assert found("two") == ["b/two.txt"] and found("three") == ["b/new/three.txt"]
+    assert finder._index(root, env) is index
+    (root / "a" / "deep" / "one.txt").unlink()
+    (root / "a" / "deep").rmdir()
+    assert found("one") == []
     (root / ".git").mkdir()
-    (root / ".gitignore").write_text("a.txt\n")
-    assert finder.find(root, "a", env) == []  # a.txt is ignored now
+    (root / ".gitignore").write_text("three.txt\n")  # a new ignore file: what is below it is seen afresh
+    assert found("three") == []
+    (root / ".gitignore").write_text("two.txt\n")  # edited in place
+    assert found("three") == ["b/new/three.txt"] and found("two") == []
