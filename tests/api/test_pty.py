@@ -112,7 +112,7 @@ async def test_a_reconnecting_client_gets_the_recent_output(api):
 async def test_remove_kills_every_process_the_terminal_started(api):
     info = (await api.pty.create(**BASH)).data
     async with api.pty.connect(info.id) as ws:
-        await ws.send("sleep 300 &\r")
+        await ws.send("nohup sleep 300 >/dev/null 2>&1 &\r")  # deaf to the hangup that closing the terminal sends
         await ws.send("echo bg=$!\r")
         text = await read_until(ws, r"bg=(\d+)\r\n")
     background = int(re.search(r"bg=(\d+)\r\n", text).group(1))
