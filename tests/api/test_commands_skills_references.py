@@ -8,7 +8,7 @@ import json
 import pytest
 
 from opencode_session.client import InvalidRequestError
-from opencode_session.core.commands import Command
+from opencode_session.core.commands import expand
 
 pytestmark = pytest.mark.anyio
 
@@ -76,10 +76,10 @@ async def test_references_resolve_from_the_file_that_names_them(api, project):
 
 
 def test_templates_take_their_arguments_as_opencode_does():
-    review = Command(name="review", template="Review $1 for $2.")
-    assert review.expand('src/app.py "memory leaks and races"') == "Review src/app.py for memory leaks and races."
-    assert review.expand("a b c d") == "Review a for b c d."  # the last placeholder takes the rest
-    assert review.expand("") == "Review  for ."
-    assert Command(name="all", template="Fix: $ARGUMENTS").expand("  the build  ") == "Fix: the build"
-    assert Command(name="bare", template="Run the tests.").expand("quickly") == "Run the tests.\n\nquickly"
-    assert Command(name="quote", template="$1").expand('"unclosed') == '"unclosed'
+    review = "Review $1 for $2."
+    assert expand(review, 'src/app.py "memory leaks and races"') == "Review src/app.py for memory leaks and races."
+    assert expand(review, "a b c d") == "Review a for b c d."  # the last placeholder takes the rest
+    assert expand(review, "") == "Review  for ."
+    assert expand("Fix: $ARGUMENTS", "  the build  ") == "Fix: the build"
+    assert expand("Run the tests.", "quickly") == "Run the tests.\n\nquickly"
+    assert expand("$1", '"unclosed') == '"unclosed'

@@ -11,31 +11,12 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from opencode_session.client import ForbiddenError, OpenCodeClient, UnauthorizedError
-from opencode_session.sdk import OpenCode
 from opencode_session.server.host import ConnectTickets
 from tests.api.test_pty import read_until
 from tests.support.server import isolated_env, start_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.skipif(shutil.which("sh") is None, reason="needs sh on PATH")]
 ALICE = ("alice", "s3cret")
-
-
-@pytest.fixture(params=["server", "embedded"])
-async def secured(request, tmp_path):
-    """A factory of clients (by auth and extra headers) of one instance that requires alice's password."""
-    env = isolated_env(tmp_path, OPENCODE_SERVER_PASSWORD="s3cret", OPENCODE_SERVER_USERNAME="alice")
-    if request.param == "server":
-        srv = start_server(tmp_path, env=env)
-        try:
-            yield lambda auth, headers=None: OpenCodeClient(srv.url, auth=auth, headers=headers)
-        finally:
-            assert srv.stop() == 0, "".join(srv.stderr_lines)
-    else:
-        workdir = tmp_path / "work"
-        workdir.mkdir()
-        async with OpenCode(db=tmp_path / "db.sqlite", directory=workdir, env=env) as host:
-            yield lambda auth, headers=None: OpenCodeClient("http://opencode.local", auth=auth, headers=headers,
-                                                            transport=host.transport, websocket=host.websockets)
 
 
 async def _terminal(secured) -> str:

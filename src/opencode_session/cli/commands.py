@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..client.generated import OpenCodeClient
-from ..core.commands import Command
+from ..core.commands import expand as expand_template
 from .startup import StartupError
 
 
@@ -24,10 +24,8 @@ async def expand(client: OpenCodeClient, directory: Path, name: str, arguments: 
     listed = (await client.command.list(location={"directory": str(directory)})).data
     for info in listed:
         if info.name == name:
-            command = Command(name=info.name, template=info.template, description=info.description,
-                              agent=info.agent, model=info.model, subtask=info.subtask)
             model = f"{info.model.providerID}/{info.model.id}" if info.model is not None else None
-            return Expanded(command.expand(arguments), info.agent, model)
+            return Expanded(expand_template(info.template, arguments), info.agent, model)
     known = ", ".join(f"/{info.name}" for info in listed) or "none are defined"
     raise StartupError(f"no command named {name!r} (commands: {known})")
 

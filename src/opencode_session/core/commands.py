@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,48 +20,28 @@ _FOLDERS = ("command", "commands")
 _PLACEHOLDER = re.compile(r"\$(ARGUMENTS|[1-9][0-9]*)")
 
 
-class CommandNotFound(LookupError):
-    def __init__(self, name: str, known: list[str]) -> None:
-        super().__init__(f"No command named {name!r} (commands: {', '.join(known) or 'none'})")
-        self.name = name
+def expand(template: str, arguments: str) -> str:
+    """A command's prompt: `$ARGUMENTS` is every argument as typed, `$1`, `$2`, ... each one (split as a shell would,
+    quotes grouping words), the highest-numbered placeholder taking the rest. A template without placeholders gets
+    the arguments appended on a line of their own."""
+    try:
+        words = shlex.split(arguments)
+    except ValueError:  # an unclosed quote: take the words as typed
+        words = arguments.split()
+    last = max((int(m.group(1)) for m in _PLACEHOLDER.finditer(template) if m.group(1) != "ARGUMENTS"), default=0)
 
+    def value(match: re.Match[str]) -> str:
+        token = match.group(1)
+        if token == "ARGUMENTS":
+            return arguments.strip()
+        index = int(token) - 1
+        if int(token) == last:
+            return " ".join(words[index:])
+        return words[index] if index < len(words) else ""
 
-@dataclass(frozen=True)
-class Command:
-    name: str
-    template: str
-    description: str | None = None
-    agent: str | None = None
-    model: ModelRef | None = None
-    subtask: bool | None = None
-
-    def info(self) -> CommandV2Info:
-        return CommandV2Info(name=self.name, template=self.template, description=self.description, agent=self.agent,
-                             model=self.model, subtask=self.subtask)
-
-    def expand(self, arguments: str) -> str:
-        """The prompt: `$ARGUMENTS` is every argument as typed, `$1`, `$2`, ... each one (split as a shell would,
-        quotes grouping words), the highest-numbered placeholder taking the rest. A template without placeholders
-        gets the arguments appended on a line of their own."""
-        try:
-            words = shlex.split(arguments)
-        except ValueError:  # an unclosed quote: take the words as typed
-            words = arguments.split()
-        numbers = [int(m.group(1)) for m in _PLACEHOLDER.finditer(self.template) if m.group(1) != "ARGUMENTS"]
-        last = max(numbers, default=0)
-
-        def value(match: re.Match[str]) -> str:
-            token = match.group(1)
-            if token == "ARGUMENTS":
-                return arguments.strip()
-            index = int(token) - 1
-            if int(token) == last:
-                return " ".join(words[index:])
-            return words[index] if index < len(words) else ""
-
-        if not _PLACEHOLDER.search(self.template):
-            return self.template.rstrip() + ("\n\n" + arguments.strip() if arguments.strip() else "")
-        return _PLACEHOLDER.sub(value, self.template)
+    if not _PLACEHOLDER.search(template):
+        return template.rstrip() + ("\n\n" + arguments.strip() if arguments.strip() else "")
+    return _PLACEHOLDER.sub(value, template)
 
 
 def _model(value: Any) -> ModelRef | None:
@@ -78,23 +57,25 @@ def _flag(value: Any) -> bool | None:
     return {"true": True, "false": False}.get(str(value).lower()) if value is not None else None
 
 
-def _from_file(root: Path, path: Path) -> Command | None:
+def _from_file(root: Path, path: Path) -> CommandV2Info | None:
     try:
         meta, body = split_frontmatter(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
         return None
     name = path.relative_to(root).with_suffix("").as_posix()
-    return Command(name=name, template=body.strip(), description=meta.get("description") or None,
-                   agent=meta.get("agent") or None, model=_model(meta.get("model")), subtask=_flag(meta.get("subtask")))
+    return CommandV2Info(name=name, template=body.strip(), description=meta.get("description") or None,
+                         agent=meta.get("agent") or None, model=_model(meta.get("model")),
+                         subtask=_flag(meta.get("subtask")))
 
 
-def _from_config(name: str, entry: Any) -> Command | None:
+def _from_config(name: str, entry: Any) -> CommandV2Info | None:
     if not isinstance(entry, Mapping) or not isinstance(entry.get("template"), str):
         return None
     description, agent = entry.get("description"), entry.get("agent")
-    return Command(name=name, template=entry["template"], description=description if isinstance(description, str)
-                   else None, agent=agent if isinstance(agent, str) else None, model=_model(entry.get("model")),
-                   subtask=_flag(entry.get("subtask")))
+    return CommandV2Info(name=name, template=entry["template"],
+                         description=description if isinstance(description, str) else None,
+                         agent=agent if isinstance(agent, str) else None, model=_model(entry.get("model")),
+                         subtask=_flag(entry.get("subtask")))
 
 
 def command_roots(location: Location, env: Mapping[str, str]) -> list[Path]:
@@ -106,9 +87,9 @@ def command_roots(location: Location, env: Mapping[str, str]) -> list[Path]:
     return roots
 
 
-def discover_commands(location: Location, config: Config, env: Mapping[str, str]) -> list[Command]:
+def discover_commands(location: Location, config: Config, env: Mapping[str, str]) -> list[CommandV2Info]:
     """Every command at `location`, by name."""
-    found: dict[str, Command] = {}
+    found: dict[str, CommandV2Info] = {}
     for root in command_roots(location, env):
         if root.is_dir():
             for path in sorted(root.rglob("*.md")):
@@ -122,9 +103,3 @@ def discover_commands(location: Location, config: Config, env: Mapping[str, str]
             found[command.name] = command
     return [found[name] for name in sorted(found)]
 
-
-def find_command(commands: list[Command], name: str) -> Command:
-    for command in commands:
-        if command.name == name:
-            return command
-    raise CommandNotFound(name, [c.name for c in commands])

@@ -585,7 +585,7 @@ async def credential_remove(rt: Runtime, call: Call) -> Any:
 async def command_list(rt: Runtime, call: Call) -> Any:
     loc, config = await _connections_config(rt, call)
     commands = await anyio.to_thread.run_sync(discover_commands, loc, config, rt.options.env)
-    return CommandList(location=loc.info(), data=[c.info() for c in commands])
+    return CommandList(location=loc.info(), data=commands)
 
 
 @op("v2.skill.list")
