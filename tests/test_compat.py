@@ -1,5 +1,6 @@
-"""Core's patches of its dependencies' private names are checked against the versions they were written for: the
-installed (locked) versions pass, and another installed version stops core from importing, naming the package."""
+"""The patches of dependencies' private names are checked against the versions they were written for: the
+installed (locked) versions pass, and with another version installed the first use of a patch of it is refused,
+naming the package; importing the module reads nothing."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from opencode_session.core import compat
+from opencode_session import compat
 
 
 def test_the_locked_versions_are_the_ones_the_patches_were_written_for():
@@ -28,11 +29,17 @@ def test_another_version_is_refused_naming_the_package():
         compat.check_versions({"no-such-package": "1.0"})
 
 
-def test_core_does_not_import_with_another_version_installed():
+def test_a_patch_of_another_installed_version_is_refused_at_its_first_use():
     code = ("import importlib.metadata as metadata\n"
             "real = metadata.version\n"
             "metadata.version = lambda name: '9.9.9' if name == 'anthropic' else real(name)\n"
-            "from opencode_session.core import runtime\n")
+            "from opencode_session.core import runtime\n"  # importing reads no version
+            "from opencode_session.compat import pin_sdk_headers, set_network_backend\n"
+            "import anthropic, httpx2\n"
+            "from opencode_session.client.transport import ProbedBackend\n"
+            "set_network_backend(httpx2.AsyncHTTPTransport(), ProbedBackend())\n"  # httpx2's patch: its own check
+            "print('imported')\n"
+            "pin_sdk_headers(anthropic.AsyncAnthropic(api_key='k'), {})\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode != 0
+    assert out.returncode != 0 and out.stdout.strip() == "imported"
     assert "IncompatibleDependencyError: anthropic is installed at 9.9.9" in out.stderr

@@ -81,7 +81,12 @@ def _run(message: list[str] | None, *, interactive: bool, **options: Any) -> int
     if interactive and options.get("json"):
         print("ocs run: --format json does not go with interactive mode", file=sys.stderr)
         return 2
-    return execute(RunRequest(directory=_cwd(), message=text, interactive=interactive, **options))
+    request = RunRequest(directory=_cwd(), message=text, interactive=interactive, **options)
+    if interactive:
+        from .interactive import execute as interactive_mode
+
+        return interactive_mode(request)
+    return execute(request)
 
 
 def run(message: list[str], model: str | None, agent: str | None, session: str | None, continue_last: bool,

@@ -7,8 +7,9 @@ import asyncio
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -191,7 +192,7 @@ async def run_turn(client: OpenCodeClient, session_id: str, text: str, delivery:
     sink = answerer(client, session_id, view, policy or permission_policy(None, view))
     reader = None
     if sink.policy == "ask":
-        from .interactive import KeyReader
+        from .keys import KeyReader
 
         reader = KeyReader(sys.stdin.fileno(), sink.key)
         reader.start()
@@ -221,19 +222,24 @@ def exit_code(outcome: Outcome) -> int:
 # --- the command ----------------------------------------------------------------------------------------------
 
 
-async def _run(request: RunRequest, view: View, interrupts: Interrupts) -> int:
+@asynccontextmanager
+async def opened_session(request: RunRequest, view: View, interrupts: Interrupts) -> AsyncIterator[
+        tuple[OpenCodeClient, SessionV2Info]]:
+    """The host a command talks to and the session it works in (new, named, or this directory's latest)."""
     async with open_host(request.attach, request.db, request.directory) as client:
         if request.command is not None:
-            # the command's agent and model apply unless the command line names its own
+            # the request becomes the command's prompt (the caller sends `request.message`); its agent and model
+            # apply unless the command line names its own
             expanded = await expand(client, request.directory, request.command, request.message or "")
-            request = replace(request, message=expanded.text, command=None, agent=request.agent or expanded.agent,
-                              model=request.model or expanded.model)
+            request.message, request.command = expanded.text, None
+            request.agent, request.model = request.agent or expanded.agent, request.model or expanded.model
         session = await prepare_session(client, request, interrupts.say)
         view.info(f"session {session.id}")
-        if request.interactive:
-            from .interactive import interact
+        yield client, session
 
-            return await interact(client, session.id, request, view, interrupts)
+
+async def _run(request: RunRequest, view: View, interrupts: Interrupts) -> int:
+    async with opened_session(request, view, interrupts) as (client, session):
         assert request.message is not None
         outcome = await run_turn(client, session.id, request.message, request.delivery, view, interrupts,
                                  permission_policy(request, view))
@@ -247,7 +253,7 @@ async def _run(request: RunRequest, view: View, interrupts: Interrupts) -> int:
 
 
 def execute(request: RunRequest) -> int:
-    """`ocs run` to its exit code."""
+    """`ocs run MESSAGE` to its exit code (interactive mode is `interactive.execute`)."""
     return run_command(make_view(request.json), lambda view, interrupts: _run(request, view, interrupts))
 
 

@@ -13,6 +13,8 @@ import httpcore2
 import httpx2
 from httpcore2 import AsyncNetworkBackend, AsyncNetworkStream
 
+from ..compat import set_network_backend
+
 # Idle connections kept open for reuse; beyond this a finished request's connection is closed.
 KEEPALIVE = 100
 
@@ -81,7 +83,5 @@ def http_transport() -> httpx2.AsyncHTTPTransport:
     """The transport `OpenCodeClient` uses unless it is given one."""
     limits = httpx2.Limits(max_connections=None, max_keepalive_connections=KEEPALIVE)
     transport = httpx2.AsyncHTTPTransport(limits=limits)
-    pool = getattr(transport, "_pool", None)  # httpx takes no backend argument; its pool does (pinned versions)
-    if pool is not None and hasattr(pool, "_network_backend"):
-        pool._network_backend = ProbedBackend()
+    set_network_backend(transport, ProbedBackend())
     return transport

@@ -9,8 +9,8 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ..compat import IncompatibleDependencyError
     from .agents import AgentNotFoundError, agent_info, resolve_agent
-    from .compat import IncompatibleDependencyError
     from .config import Config, ConfigError, ConfigReport, ConfigSource, inspect_config, parse_model_string
     from .instructions.composition import InstructionSources
     from .llm.errors import NoModelConfiguredError, ProviderError
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 _WHERE = {
     ".agents": ("AgentNotFoundError", "agent_info", "resolve_agent"),
-    ".compat": ("IncompatibleDependencyError",),
+    "..compat": ("IncompatibleDependencyError",),
     ".config": ("Config", "ConfigError", "ConfigReport", "ConfigSource", "inspect_config", "parse_model_string"),
     ".instructions.composition": ("InstructionSources",),
     ".llm.errors": ("NoModelConfiguredError", "ProviderError"),

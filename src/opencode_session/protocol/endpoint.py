@@ -9,11 +9,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, TypeAdapter, create_model
 
 from opencode_session.schema.base import Struct
 from opencode_session.schema.errors import ForbiddenError, InvalidRequestError, TaggedError, UnauthorizedError
 from opencode_session.schema.page import CursorLinks
+
+# How success values go on the wire: JSON types, absent optionals left out, and no value of another shape.
+_WIRE: dict[str, Any] = {"mode": "json", "exclude_none": True, "by_alias": True, "warnings": "error"}
 
 SSE_CONTENT_TYPE = "text/event-stream"
 JSON_CONTENT_TYPE = "application/json"
@@ -178,6 +181,21 @@ class Endpoint:
         if self.unwrap_data:
             return "data"
         return "raw"
+
+    @cached_property
+    def _success_adapter(self) -> TypeAdapter[Any]:
+        items: Any = types.GenericAlias(list, (self.success,)) if self.page else self.success
+        return TypeAdapter(items)
+
+    def encode(self, result: Any) -> Any:
+        """The JSON-ready success body of `result` (a page's result is its items and cursor links), encoded through
+        the declared type: a value of another shape is an error, never a body that breaks the contract."""
+        kind = self.result_kind
+        if kind == "page":
+            items, links = result
+            return {"data": self._success_adapter.dump_python(items, **_WIRE), "cursor": links.wire()}
+        data = self._success_adapter.dump_python(result, **_WIRE)
+        return {"data": data} if kind == "data" else data
 
     @cached_property
     def response_model(self) -> type[BaseModel] | None:

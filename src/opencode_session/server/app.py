@@ -17,10 +17,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
+from ..core.fs import is_binary
 from ..core.runtime import Runtime
 from ..protocol import ENDPOINTS, Endpoint, decode_query
 from ..protocol.endpoint import BYTES_CONTENT_TYPE
-from ..schema.base import wire
 from ..schema.errors import InvalidRequestError, TaggedError, UnknownError
 from .auth import BasicAuthMiddleware
 from .body import JSONAnswer, read_json_body
@@ -63,23 +63,13 @@ async def _decode(endpoint: Endpoint, request: Request) -> tuple[Any, Any, Any]:
     return path, query, body
 
 
-def _encode(endpoint: Endpoint, result: Any) -> Any:
-    kind = endpoint.result_kind
-    if kind == "data":
-        return {"data": wire(result)}
-    if kind == "page":
-        items, links = result
-        return {"data": wire(items), "cursor": links.wire()}
-    return wire(result)
-
-
 def _route(runtime: Runtime, endpoint: Endpoint, state: AppState):
     handler = HANDLERS[endpoint.operation_id]
 
     async def endpoint_fn(request: Request) -> Response:
         try:
             path, query, body = await _decode(endpoint, request)
-            result = await handler(runtime, Call(path, query, body, state.shutdown, state.host))
+            result = await handler(runtime, Call(path, query, body, endpoint, state.shutdown, state.host))
         except TaggedError as err:
             return error_response(err)
         except Exception:
@@ -93,10 +83,17 @@ def _route(runtime: Runtime, endpoint: Endpoint, state: AppState):
         if endpoint.success_status == 204:
             return Response(status_code=204)
         if endpoint.result_kind == "bytes":
-            # never sniffed as something a browser would render or run
-            return Response(result.data, media_type=BYTES_CONTENT_TYPE,
-                            headers={"X-Content-Type-Options": "nosniff", **result.headers})
-        return JSONAnswer(_encode(endpoint, result), status_code=endpoint.success_status)
+            # never sniffed as something a browser would render or run; the kind says whether it is text
+            return Response(result, media_type=BYTES_CONTENT_TYPE, headers={
+                "X-Content-Type-Options": "nosniff", "X-File-Kind": "binary" if is_binary(result) else "text"})
+        try:
+            content = endpoint.encode(result)
+        except Exception:
+            unknown = UnknownError.with_ref()
+            log.exception("%s answered a value its declaration does not allow (ref %s)", endpoint.operation_id,
+                          unknown.values["ref"])
+            return error_response(unknown)
+        return JSONAnswer(content, status_code=endpoint.success_status)
 
     return Route(endpoint.route_path, endpoint_fn, methods=[endpoint.method], name=endpoint.operation_id)
 

@@ -1,4 +1,6 @@
-"""Handlers: each protocol operation adapted to core, keyed by operation ID."""
+"""Handlers: each protocol operation adapted to core, keyed by operation ID. A handler takes the endpoint's typed
+path, query and body models (`Call[Path, Query, Body]`) and returns its declared success value, which the app
+encodes through that declaration; what a handler decides beyond adapting lives in core."""
 
 from __future__ import annotations
 
@@ -6,372 +8,379 @@ from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import anyio
 
-from ..core.agents import AgentNotFoundError, agent_info, resolve_agent
+from ..core.agents import agent_info
 from ..core.commands import discover_commands
 from ..core.config import Config, ConfigError
 from ..core.fs import DEFAULT_LIMIT, list_directory, read_file
 from ..core.llm import listing
-from ..core.location import Location, resolve_location
+from ..core.location import Location, require_usable_directory, select_location
 from ..core.permission import Authority, PermissionAsk
 from ..core.references import discover_references
 from ..core.runtime import Runtime
+from ..core.session.requests import file_permission, in_location
 from ..core.store import now_ms
 from ..core.workspace import available_skills, workspace_authority
+from ..protocol import Endpoint
 from ..protocol.api import (
+    AgentList,
+    AttemptCompleteBody,
+    AttemptPath,
     CommandList,
+    ContextEntryPath,
+    CredentialPath,
+    CredentialUpdateBody,
     FsEntries,
+    FsFindQuery,
+    FsListQuery,
+    FsReadPath,
+    HealthStatus,
     IntegrationAnswer,
     IntegrationAttemptAnswer,
     IntegrationAttemptStatusAnswer,
+    IntegrationKeyBody,
     IntegrationList,
+    IntegrationOAuthBody,
+    IntegrationPath,
     LocationQuery,
-    LocationSelector,
+    PermissionCreated,
+    PermissionReplyBody,
+    PermissionRequestList,
+    PermissionRequestPath,
+    ProviderPath,
     PtyAnswer,
+    PtyConnectQuery,
+    PtyCreateBody,
     PtyList,
+    PtyPath,
     PtyTokenAnswer,
+    PtyUpdateBody,
+    QuestionRequestList,
+    QuestionRequestPath,
     ReferenceList,
+    SavedPermissionPath,
+    SavedPermissionQuery,
+    SessionCreateBody,
+    SessionEventsQuery,
+    SessionListQuery,
+    SessionLogQuery,
+    SessionMessagePath,
+    SessionMessagesQuery,
+    SessionPath,
+    SessionPermissionCreateBody,
+    SessionPromptBody,
+    SessionSwitchAgentBody,
+    SessionSwitchModelBody,
     SkillList,
 )
+from ..schema.catalog import ModelList, ProviderAnswer, ProviderList
 from ..schema.errors import InvalidRequestError, ProviderNotFoundError, ServiceUnavailableError
 from ..schema.events import EventRecord, GlobalDisposed, LogSynced, ServerConnected
-from ..schema.ids import event_id
-from ..schema.session import SessionActive
+from ..schema.ids import SessionID, event_id
+from ..schema.input import SessionInputAdmitted
+from ..schema.instruction_entry import InstructionEntry, InstructionEntryPut
+from ..schema.location import LocationInfo
+from ..schema.message import SessionMessage
+from ..schema.page import CursorLinks
+from ..schema.permission import PermissionSavedInfo, PermissionV2Request
+from ..schema.question import QuestionV2Reply, QuestionV2Request
+from ..schema.session import SessionActive, SessionV2Info
 from ..schema.skill import SkillV2Info
 from .host import Host
 from .sse import Frames, frame
 
+P = TypeVar("P")
+Q = TypeVar("Q")
+B = TypeVar("B")
 
-@dataclass
-class Call:
-    path: Any
-    query: Any
-    body: Any
+
+@dataclass(frozen=True)
+class Call(Generic[P, Q, B]):
+    """One request as its endpoint declares it: the validated path, query and body models (None where the endpoint
+    declares none), the endpoint itself, and the server's shutdown."""
+
+    path: P
+    query: Q
+    body: B
+    endpoint: Endpoint
     shutdown: anyio.Event
-    host: Host = field(default_factory=Host)
+    host: Host = field(default_factory=Host)  # the server's own services (terminal tickets, the PTY Environment)
 
 
-Handler = Callable[[Runtime, Call], Awaitable[Any]]
+Handler = Callable[[Runtime, Call[Any, Any, Any]], Awaitable[Any]]
 HANDLERS: dict[str, Handler] = {}
+Page = tuple[list[Any], CursorLinks]
 
 
-def op(operation_id: str):
-    def deco(fn: Handler) -> Handler:
+def op(operation_id: str) -> Callable[[Any], Any]:
+    def deco(fn: Any) -> Any:
         HANDLERS[operation_id] = fn
         return fn
 
     return deco
 
 
+# --- the server, its Locations and catalog --------------------------------------------------------
+
+
 @op("v2.health.get")
-async def health(rt: Runtime, call: Call) -> Any:
-    return {"healthy": True}
+async def health(rt: Runtime, call: Call[None, None, None]) -> HealthStatus:
+    return HealthStatus(healthy=True)
 
 
-def _require_usable_path(directory: str, where: str, field: str) -> None:
-    """A directory that cannot even be looked up (a NUL byte, a name too long, `~nosuchuser`) is a bad request,
-    not a 500.
+def _location(rt: Runtime, query: LocationQuery | FsListQuery | FsFindQuery) -> Location:
+    selector = query.location
+    return select_location(rt.location, selector.directory if selector else None,
+                           selector.workspace if selector else None)
 
-    Resolving and probing it here, where the request is still in hand, keeps core's path handling unchanged.
-    """
+
+async def _config(rt: Runtime, loc: Location, endpoint: Endpoint) -> Config:
+    """The configuration in effect at `loc`. A broken one fails the request as the operation declares: 503 where
+    it declares the configuration may be unavailable (the catalog), else 400 (the contract gives it nothing else)."""
     try:
-        resolve_location(directory).directory.is_dir()
-    except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: pathlib's expanduser of an unknown ~user
-        raise InvalidRequestError(f"Invalid {where}: {field}: unusable directory path ({type(exc).__name__})",
-                                  kind=where, field=field) from None
+        return await rt.config.at(loc)
+    except ConfigError as bad:
+        if ServiceUnavailableError in endpoint.all_errors:
+            raise ServiceUnavailableError(f"The configuration cannot be read: {bad}", service="config") from None
+        raise InvalidRequestError(str(bad), kind="config") from None
 
 
 @op("v2.location.get")
-async def location_get(rt: Runtime, call: Call) -> Any:
-    return _selected_location(rt, call).info()
-
-
-def _selected_location(rt: Runtime, call: Call) -> Location:
-    """The Location a `location` query selects: the server's own when none is given."""
-    selector = call.query.location if call.query is not None else None
-    if selector is None or selector.directory is None:
-        return rt.location
-    _require_usable_path(selector.directory, "query", "location.directory")
-    loc = resolve_location(selector.directory, selector.workspace)
-    if not loc.directory.is_dir():
-        raise InvalidRequestError(f"Location directory does not exist: {selector.directory}", kind="query",
-                                  field="location.directory")
-    return loc
-
-
-async def _catalog_config(rt: Runtime, call: Call) -> tuple[Any, Config]:
-    loc = _selected_location(rt, call)
-    try:
-        config = await rt.config.at(loc)
-    except ConfigError as bad:
-        raise ServiceUnavailableError(f"The configuration cannot be read: {bad}", service="config") from None
-    return loc, config
+async def location_get(rt: Runtime, call: Call[None, LocationQuery, None]) -> LocationInfo:
+    return _location(rt, call.query).info()
 
 
 @op("v2.model.list")
-async def model_list(rt: Runtime, call: Call) -> Any:
-    loc, config = await _catalog_config(rt, call)
-    return {"location": loc.info(), "data": listing.models(config, rt.options.env)}
+async def model_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> ModelList:
+    loc = _location(rt, call.query)
+    config = await _config(rt, loc, call.endpoint)
+    return ModelList(location=loc.info(), data=listing.models(config, rt.options.env))
 
 
 @op("v2.provider.list")
-async def provider_list(rt: Runtime, call: Call) -> Any:
-    loc, config = await _catalog_config(rt, call)
-    return {"location": loc.info(), "data": listing.providers(config, rt.options.env)}
+async def provider_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> ProviderList:
+    loc = _location(rt, call.query)
+    config = await _config(rt, loc, call.endpoint)
+    return ProviderList(location=loc.info(), data=listing.providers(config, rt.options.env))
 
 
 @op("v2.provider.get")
-async def provider_get(rt: Runtime, call: Call) -> Any:
-    loc, config = await _catalog_config(rt, call)
+async def provider_get(rt: Runtime, call: Call[ProviderPath, LocationQuery, None]) -> ProviderAnswer:
+    loc = _location(rt, call.query)
+    config = await _config(rt, loc, call.endpoint)
     for provider in listing.providers(config, rt.options.env):
         if provider.id == call.path.providerID:
-            return {"location": loc.info(), "data": provider}
+            return ProviderAnswer(location=loc.info(), data=provider)
     raise ProviderNotFoundError(providerID=call.path.providerID)
 
 
+@op("v2.agent.list")
+async def agent_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> AgentList:
+    loc = _location(rt, call.query)
+    return AgentList(location=loc.info(), data=agent_info(await _config(rt, loc, call.endpoint), rt.options.env))
+
+
+# --- sessions -----------------------------------------------------------------------------------------
+
+
 @op("v2.session.list")
-async def session_list(rt: Runtime, call: Call) -> Any:
+async def session_list(rt: Runtime, call: Call[None, SessionListQuery, None]) -> Page:
     q = call.query
-    fields = q.model_fields_set
     if q.directory is not None:
-        _require_usable_path(q.directory, "query", "directory")
+        require_usable_directory(q.directory, "query", "directory")
     return await rt.sessions.list(
-        cursor=q.cursor,
-        limit=q.limit if "limit" in fields else None,
-        order=q.order, search=q.search, directory=q.directory, project=q.project, subpath=q.subpath,
-        workspace=q.workspace,
+        cursor=q.cursor, limit=q.limit if "limit" in q.model_fields_set else None, order=q.order, search=q.search,
+        directory=q.directory, project=q.project, subpath=q.subpath, workspace=q.workspace,
     )
 
 
 @op("v2.session.create")
-async def session_create(rt: Runtime, call: Call) -> Any:
+async def session_create(rt: Runtime, call: Call[None, None, SessionCreateBody]) -> SessionV2Info:
     b = call.body
     if b.location is not None:
-        _require_usable_path(b.location.directory, "body", "location.directory")
+        require_usable_directory(b.location.directory, "body", "location.directory")
     return await rt.sessions.create(id=b.id, agent=b.agent, model=b.model, location=b.location)
 
 
 @op("v2.session.active")
-async def session_active(rt: Runtime, call: Call) -> Any:
+async def session_active(rt: Runtime, call: Call[None, None, None]) -> dict[SessionID, SessionActive]:
     active = rt.execution.active() if rt.execution is not None else []
     return {sid: SessionActive() for sid in active}
 
 
 @op("v2.session.get")
-async def session_get(rt: Runtime, call: Call) -> Any:
+async def session_get(rt: Runtime, call: Call[SessionPath, None, None]) -> SessionV2Info:
     return await rt.sessions.get(call.path.sessionID)
 
 
 @op("v2.session.switchAgent")
-async def session_switch_agent(rt: Runtime, call: Call) -> Any:
+async def session_switch_agent(rt: Runtime, call: Call[SessionPath, None, SessionSwitchAgentBody]) -> None:
     await rt.sessions.switch_agent(call.path.sessionID, call.body.agent)
 
 
 @op("v2.session.switchModel")
-async def session_switch_model(rt: Runtime, call: Call) -> Any:
+async def session_switch_model(rt: Runtime, call: Call[SessionPath, None, SessionSwitchModelBody]) -> None:
     await rt.sessions.switch_model(call.path.sessionID, call.body.model)
 
 
 @op("v2.session.prompt")
-async def session_prompt(rt: Runtime, call: Call) -> Any:
+async def session_prompt(rt: Runtime, call: Call[SessionPath, None, SessionPromptBody]) -> SessionInputAdmitted:
     b = call.body
-    return await rt.sessions.admit(
-        call.path.sessionID, b.prompt, id=b.id, delivery=b.delivery or "steer",
-        resume=True if b.resume is None else b.resume,
-    )
+    return await rt.sessions.admit(call.path.sessionID, b.prompt, id=b.id, delivery=b.delivery or "steer",
+                                   resume=True if b.resume is None else b.resume)
+
+
+def _execution(rt: Runtime) -> Any:
+    if rt.execution is None:
+        raise ServiceUnavailableError("Session execution is not running", service="execution")
+    return rt.execution
 
 
 @op("v2.session.wait")
-async def session_wait(rt: Runtime, call: Call) -> Any:
+async def session_wait(rt: Runtime, call: Call[SessionPath, None, None]) -> None:
     await rt.sessions.require(call.path.sessionID)
-    if rt.execution is None:
-        raise ServiceUnavailableError("Session execution is not running", service="execution")
+    execution = _execution(rt)
     async with anyio.create_task_group() as tg:
         async def _stop_on_shutdown() -> None:
             await call.shutdown.wait()
             tg.cancel_scope.cancel()
 
         tg.start_soon(_stop_on_shutdown)
-        await rt.execution.wait(call.path.sessionID)
+        await execution.wait(call.path.sessionID)
         tg.cancel_scope.cancel()
     if call.shutdown.is_set():
         raise ServiceUnavailableError("The server is shutting down", service="execution")
 
 
 @op("v2.session.context")
-async def session_context(rt: Runtime, call: Call) -> Any:
+async def session_context(rt: Runtime, call: Call[SessionPath, None, None]) -> list[SessionMessage]:
     return await rt.sessions.context(call.path.sessionID)
 
 
 @op("v2.session.compact")
-async def session_compact(rt: Runtime, call: Call) -> Any:
+async def session_compact(rt: Runtime, call: Call[SessionPath, None, None]) -> None:
     if rt.execution is None:  # nobody would ever run the barrier, and it would hold back all later input
         await rt.sessions.require(call.path.sessionID)
-        raise ServiceUnavailableError("Session execution is not running", service="execution")
+        _execution(rt)
     await rt.sessions.compact(call.path.sessionID)
 
 
 @op("v2.session.interrupt")
-async def session_interrupt(rt: Runtime, call: Call) -> Any:
+async def session_interrupt(rt: Runtime, call: Call[SessionPath, None, None]) -> None:
     await rt.sessions.require(call.path.sessionID)
     if rt.execution is not None:
         await rt.execution.interrupt(call.path.sessionID, "user")
 
 
 @op("v2.session.message")
-async def session_message(rt: Runtime, call: Call) -> Any:
+async def session_message(rt: Runtime, call: Call[SessionMessagePath, None, None]) -> SessionMessage:
     return await rt.sessions.message(call.path.sessionID, call.path.messageID)
 
 
 @op("v2.session.messages")
-async def session_messages(rt: Runtime, call: Call) -> Any:
+async def session_messages(rt: Runtime, call: Call[SessionPath, SessionMessagesQuery, None]) -> Page:
     q = call.query
     return await rt.sessions.messages(call.path.sessionID, cursor=q.cursor,
                                       limit=q.limit if "limit" in q.model_fields_set else None, order=q.order)
 
 
 @op("v2.session.context.entry.list")
-async def entry_list(rt: Runtime, call: Call) -> Any:
+async def entry_list(rt: Runtime, call: Call[SessionPath, None, None]) -> list[InstructionEntry]:
     return await rt.entries.list(call.path.sessionID)
 
 
 @op("v2.session.context.entry.put")
-async def entry_put(rt: Runtime, call: Call) -> Any:
+async def entry_put(rt: Runtime, call: Call[ContextEntryPath, None, InstructionEntryPut]) -> None:
     await rt.entries.put(call.path.sessionID, call.path.key, call.body.value)
 
 
 @op("v2.session.context.entry.remove")
-async def entry_remove(rt: Runtime, call: Call) -> Any:
+async def entry_remove(rt: Runtime, call: Call[ContextEntryPath, None, None]) -> None:
     await rt.entries.remove(call.path.sessionID, call.path.key)
 
 
-# --- agents, permissions and questions ----------------------------------------------------------------
-
-
-async def _config(rt: Runtime, loc: Location) -> Config:
-    """The configuration in effect at `loc`; a broken one is the request's problem to report, not a 500."""
-    try:
-        return await rt.config.at(loc)
-    except ConfigError as bad:
-        raise InvalidRequestError(str(bad), kind="config") from None
-
-
-@op("v2.agent.list")
-async def agent_list(rt: Runtime, call: Call) -> Any:
-    loc = _selected_location(rt, call)
-    return {"location": loc.info(), "data": agent_info(await _config(rt, loc), rt.options.env)}
-
-
-async def _in_location(rt: Runtime, loc: Location, requests: list[Any]) -> list[Any]:
-    """The pending requests whose session works in `loc`."""
-    directories: dict[str, str] = {}
-    for sid in {r.sessionID for r in requests}:
-        directories[sid] = (await rt.sessions.get(sid)).location.directory
-    return [r for r in requests if directories[r.sessionID] == str(loc.directory)]
+# --- permissions and questions ----------------------------------------------------------------------------
 
 
 @op("v2.permission.request.list")
-async def permission_request_list(rt: Runtime, call: Call) -> Any:
-    loc = _selected_location(rt, call)
-    return {"location": loc.info(), "data": await _in_location(rt, loc, rt.permissions.pending())}
+async def permission_request_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> PermissionRequestList:
+    loc = _location(rt, call.query)
+    return PermissionRequestList(location=loc.info(),
+                                 data=await in_location(rt.sessions, loc, rt.permissions.pending()))
 
 
 @op("v2.permission.saved.list")
-async def permission_saved_list(rt: Runtime, call: Call) -> Any:
+async def permission_saved_list(rt: Runtime,
+                                call: Call[None, SavedPermissionQuery, None]) -> list[PermissionSavedInfo]:
     return await rt.permissions.saved(call.query.projectID)
 
 
 @op("v2.permission.saved.remove")
-async def permission_saved_remove(rt: Runtime, call: Call) -> Any:
+async def permission_saved_remove(rt: Runtime, call: Call[SavedPermissionPath, None, None]) -> None:
     await rt.permissions.remove_saved(call.path.id)
 
 
 @op("v2.session.permission.create")
-async def session_permission_create(rt: Runtime, call: Call) -> Any:
+async def session_permission_create(rt: Runtime,
+                                    call: Call[SessionPath, None, SessionPermissionCreateBody]) -> PermissionCreated:
     b = call.body
-    session = await rt.sessions.get(call.path.sessionID)
-    loc = resolve_location(session.location.directory, session.location.workspaceID)
-    config = await _config(rt, loc)
-    try:
-        agent = resolve_agent(config, b.agent or session.agent)
-    except AgentNotFoundError as missing:
-        raise InvalidRequestError(str(missing), kind="body", field="agent") from None
     need = PermissionAsk(b.action, tuple(b.resources), tuple(b.save if b.save is not None else b.resources),
                          dict(b.metadata or {}))
-    request_id, effect = await rt.permissions.create(session.id, loc.project_id,
-                                                     agent.rules(config.permission, rt.options.env), need, b.source,
-                                                     b.id)
-    return {"id": request_id, "effect": effect}
+    try:
+        request_id, effect = await file_permission(rt.sessions, rt.permissions, rt.config, rt.options.env,
+                                                   call.path.sessionID, need, agent=b.agent, source=b.source,
+                                                   request_id=b.id)
+    except ConfigError as bad:
+        raise InvalidRequestError(str(bad), kind="config") from None
+    return PermissionCreated(id=request_id, effect=effect)
 
 
 @op("v2.session.permission.list")
-async def session_permission_list(rt: Runtime, call: Call) -> Any:
+async def session_permission_list(rt: Runtime, call: Call[SessionPath, None, None]) -> list[PermissionV2Request]:
     await rt.sessions.require(call.path.sessionID)
     return rt.permissions.pending(call.path.sessionID)
 
 
 @op("v2.session.permission.get")
-async def session_permission_get(rt: Runtime, call: Call) -> Any:
+async def session_permission_get(rt: Runtime, call: Call[PermissionRequestPath, None, None]) -> PermissionV2Request:
     await rt.sessions.require(call.path.sessionID)
     return rt.permissions.get(call.path.sessionID, call.path.requestID)
 
 
 @op("v2.session.permission.reply")
-async def session_permission_reply(rt: Runtime, call: Call) -> Any:
+async def session_permission_reply(rt: Runtime, call: Call[PermissionRequestPath, None, PermissionReplyBody]) -> None:
     await rt.sessions.require(call.path.sessionID)
     await rt.permissions.reply(call.path.sessionID, call.path.requestID, call.body.reply, call.body.message)
 
 
 @op("v2.question.request.list")
-async def question_request_list(rt: Runtime, call: Call) -> Any:
-    loc = _selected_location(rt, call)
-    return {"location": loc.info(), "data": await _in_location(rt, loc, rt.questions.pending())}
+async def question_request_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> QuestionRequestList:
+    loc = _location(rt, call.query)
+    return QuestionRequestList(location=loc.info(), data=await in_location(rt.sessions, loc, rt.questions.pending()))
 
 
 @op("v2.session.question.list")
-async def session_question_list(rt: Runtime, call: Call) -> Any:
+async def session_question_list(rt: Runtime, call: Call[SessionPath, None, None]) -> list[QuestionV2Request]:
     await rt.sessions.require(call.path.sessionID)
     return rt.questions.pending(call.path.sessionID)
 
 
 @op("v2.session.question.reply")
-async def session_question_reply(rt: Runtime, call: Call) -> Any:
+async def session_question_reply(rt: Runtime, call: Call[QuestionRequestPath, None, QuestionV2Reply]) -> None:
     await rt.sessions.require(call.path.sessionID)
     rt.questions.reply(call.path.sessionID, call.path.requestID, call.body.answers)
 
 
 @op("v2.session.question.reject")
-async def session_question_reject(rt: Runtime, call: Call) -> Any:
+async def session_question_reject(rt: Runtime, call: Call[QuestionRequestPath, None, None]) -> None:
     await rt.sessions.require(call.path.sessionID)
     rt.questions.reject(call.path.sessionID, call.path.requestID)
 
 
-def _durable_frames(batches: AsyncGenerator[list[EventRecord | LogSynced], None]) -> AsyncIterator[bytes]:
-    async def gen() -> AsyncIterator[bytes]:
-        try:
-            async for batch in batches:
-                yield b"".join(_durable_frame(item) if isinstance(item, EventRecord)
-                               else frame(item.wire(), id=item.seq) for item in batch)
-        finally:
-            await batches.aclose()
-
-    return gen()
-
-
-@op("v2.session.events")
-async def session_events(rt: Runtime, call: Call) -> Any:
-    after = call.query.after if call.query.after is not None else -1
-    return _durable_frames(await rt.sessions.log_batches(call.path.sessionID, after, follow=True, synced=False))
-
-
-@op("v2.session.log")
-async def session_log(rt: Runtime, call: Call) -> Any:
-    after = call.query.after if call.query.after is not None else -1
-    follow = bool(call.query.follow) if call.query.follow is not None else False
-    return _durable_frames(await rt.sessions.log_batches(call.path.sessionID, after, follow=follow, synced=True))
+# --- streams --------------------------------------------------------------------------------------------------
 
 
 class _FrameCache:
@@ -395,8 +404,33 @@ _live_frame = _FrameCache(lambda item: frame(item.wire()))  # the instance strea
 _durable_frame = _FrameCache(lambda item: frame(item.wire(), id=item.seq))  # a session's log: its seq as SSE id
 
 
+def _durable_frames(batches: AsyncGenerator[list[EventRecord | LogSynced], None]) -> AsyncIterator[bytes]:
+    async def gen() -> AsyncIterator[bytes]:
+        try:
+            async for batch in batches:
+                yield b"".join(_durable_frame(item) if isinstance(item, EventRecord)
+                               else frame(item.wire(), id=item.seq) for item in batch)
+        finally:
+            await batches.aclose()
+
+    return gen()
+
+
+@op("v2.session.events")
+async def session_events(rt: Runtime, call: Call[SessionPath, SessionEventsQuery, None]) -> AsyncIterator[bytes]:
+    after = call.query.after if call.query.after is not None else -1
+    return _durable_frames(await rt.sessions.log_batches(call.path.sessionID, after, follow=True, synced=False))
+
+
+@op("v2.session.log")
+async def session_log(rt: Runtime, call: Call[SessionPath, SessionLogQuery, None]) -> AsyncIterator[bytes]:
+    after = call.query.after if call.query.after is not None else -1
+    follow = bool(call.query.follow) if call.query.follow is not None else False
+    return _durable_frames(await rt.sessions.log_batches(call.path.sessionID, after, follow=follow, synced=True))
+
+
 @op("v2.event.subscribe")
-async def event_subscribe(rt: Runtime, call: Call) -> Any:
+async def event_subscribe(rt: Runtime, call: Call[None, None, None]) -> Frames:
     subscription = rt.store.live.subscribe()
 
     async def gen() -> AsyncIterator[bytes]:
@@ -411,31 +445,35 @@ async def event_subscribe(rt: Runtime, call: Call) -> Any:
 # --- terminals --------------------------------------------------------------------------------------------
 
 
+async def _authority(rt: Runtime, loc: Location, endpoint: Endpoint) -> Authority:
+    return workspace_authority(loc, await _config(rt, loc, endpoint), rt.options.env)
+
+
 @op("v2.pty.list")
-async def pty_list(rt: Runtime, call: Call) -> Any:
-    loc = _selected_location(rt, call)
+async def pty_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> PtyList:
+    loc = _location(rt, call.query)
     return PtyList(location=loc.info(), data=rt.terminals.list(loc.directory))
 
 
 @op("v2.pty.create")
-async def pty_create(rt: Runtime, call: Call) -> Any:
-    loc = _selected_location(rt, call)
+async def pty_create(rt: Runtime, call: Call[None, LocationQuery, PtyCreateBody]) -> PtyAnswer:
+    loc = _location(rt, call.query)
     b = call.body
-    authority = workspace_authority(loc, await _config(rt, loc), rt.options.env)
-    info = rt.terminals.create(authority, command=b.command, args=b.args or (), cwd=b.cwd, title=b.title,
-                               env=b.env, overlay=lambda cwd: call.host.pty_environment(loc, cwd))
+    info = rt.terminals.create(await _authority(rt, loc, call.endpoint), command=b.command, args=b.args or (),
+                               cwd=b.cwd, title=b.title, env=b.env,
+                               overlay=lambda cwd: call.host.pty_environment(loc, cwd))
     return PtyAnswer(location=loc.info(), data=info)
 
 
 @op("v2.pty.get")
-async def pty_get(rt: Runtime, call: Call) -> Any:
-    loc = _selected_location(rt, call)
+async def pty_get(rt: Runtime, call: Call[PtyPath, LocationQuery, None]) -> PtyAnswer:
+    loc = _location(rt, call.query)
     return PtyAnswer(location=loc.info(), data=rt.terminals.get(loc.directory, call.path.ptyID).info)
 
 
 @op("v2.pty.update")
-async def pty_update(rt: Runtime, call: Call) -> Any:
-    loc = _selected_location(rt, call)
+async def pty_update(rt: Runtime, call: Call[PtyPath, LocationQuery, PtyUpdateBody]) -> PtyAnswer:
+    loc = _location(rt, call.query)
     size = call.body.size
     info = rt.terminals.update(loc.directory, call.path.ptyID, title=call.body.title,
                                size=(size.rows, size.cols) if size is not None else None)
@@ -443,31 +481,30 @@ async def pty_update(rt: Runtime, call: Call) -> Any:
 
 
 @op("v2.pty.remove")
-async def pty_remove(rt: Runtime, call: Call) -> Any:
-    loc = _selected_location(rt, call)
+async def pty_remove(rt: Runtime, call: Call[PtyPath, LocationQuery, None]) -> None:
+    loc = _location(rt, call.query)
     await rt.terminals.remove(loc.directory, call.path.ptyID)
 
 
 @op("v2.pty.connectToken")
-async def pty_connect_token(rt: Runtime, call: Call) -> Any:
-    loc = _selected_location(rt, call)
+async def pty_connect_token(rt: Runtime, call: Call[PtyPath, LocationQuery, None]) -> PtyTokenAnswer:
+    loc = _location(rt, call.query)
     rt.terminals.get(loc.directory, call.path.ptyID)
     return PtyTokenAnswer(location=loc.info(), data=call.host.tickets.issue(call.path.ptyID, loc.directory))
 
 
 @op("v2.pty.connect")
-async def pty_connect(rt: Runtime, call: Call) -> Any:
-    """A plain request to the WebSocket route (the upgrade is served by terminal_socket)."""
+async def pty_connect(rt: Runtime, call: Call[PtyPath, PtyConnectQuery, None]) -> bool:
+    """A plain request to the WebSocket route (terminal_socket serves the upgrade)."""
     loc = connect_location(rt, call.query)
     rt.terminals.get(loc.directory, call.path.ptyID)
     raise InvalidRequestError("This operation is a WebSocket: send it as an upgrade request", kind="upgrade")
 
 
-def connect_location(rt: Runtime, query: Any) -> Location:
+def connect_location(rt: Runtime, query: PtyConnectQuery) -> Location:
     """The Location of a connect request, whose query names its two location fields flat."""
-    selector = LocationSelector(directory=query.location_directory, workspace=query.location_workspace)
     try:
-        return _selected_location(rt, Call(None, LocationQuery(location=selector), None, anyio.Event()))
+        return select_location(rt.location, query.location_directory, query.location_workspace)
     except InvalidRequestError as bad:
         raise InvalidRequestError(bad.message, kind="query", field="location[directory]") from None
 
@@ -475,36 +512,23 @@ def connect_location(rt: Runtime, query: Any) -> Location:
 # --- files --------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Bytes:
-    """A binary answer: the bytes and the headers that describe them."""
-
-    data: bytes
-    headers: dict[str, str]
-
-
-async def _authority(rt: Runtime, loc: Location) -> Authority:
-    return workspace_authority(loc, await _config(rt, loc), rt.options.env)
-
-
 @op("v2.fs.read")
-async def fs_read(rt: Runtime, call: Call) -> Any:
-    authority = await _authority(rt, _selected_location(rt, call))
-    read = await anyio.to_thread.run_sync(read_file, authority, call.path.path)
-    return Bytes(read.data, {"X-File-Kind": "binary" if read.binary else "text"})
+async def fs_read(rt: Runtime, call: Call[FsReadPath, LocationQuery, None]) -> bytes:
+    authority = await _authority(rt, _location(rt, call.query), call.endpoint)
+    return await anyio.to_thread.run_sync(read_file, authority, call.path.path)
 
 
 @op("v2.fs.list")
-async def fs_list(rt: Runtime, call: Call) -> Any:
-    loc = _selected_location(rt, call)
-    authority = await _authority(rt, loc)
+async def fs_list(rt: Runtime, call: Call[None, FsListQuery, None]) -> FsEntries:
+    loc = _location(rt, call.query)
+    authority = await _authority(rt, loc, call.endpoint)
     entries = await anyio.to_thread.run_sync(list_directory, authority, call.query.path, rt.options.env)
     return FsEntries(location=loc.info(), data=entries)
 
 
 @op("v2.fs.find")
-async def fs_find(rt: Runtime, call: Call) -> Any:
-    loc = _selected_location(rt, call)
+async def fs_find(rt: Runtime, call: Call[None, FsFindQuery, None]) -> FsEntries:
+    loc = _location(rt, call.query)
     q = call.query
     found = await anyio.to_thread.run_sync(partial(rt.finder.find, loc.directory, q.query, rt.options.env, q.type,
                                                    q.limit or DEFAULT_LIMIT))
@@ -514,67 +538,68 @@ async def fs_find(rt: Runtime, call: Call) -> Any:
 # --- provider connections -----------------------------------------------------------------------------------
 
 
-async def _connections_config(rt: Runtime, call: Call) -> tuple[Location, Config]:
-    loc = _selected_location(rt, call)
-    return loc, await _config(rt, loc)
-
-
 @op("v2.integration.list")
-async def integration_list(rt: Runtime, call: Call) -> Any:
-    loc, config = await _connections_config(rt, call)
+async def integration_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> IntegrationList:
+    loc = _location(rt, call.query)
+    config = await _config(rt, loc, call.endpoint)
     return IntegrationList(location=loc.info(), data=rt.integrations.list(config, rt.options.env))
 
 
 @op("v2.integration.get")
-async def integration_get(rt: Runtime, call: Call) -> Any:
-    loc, config = await _connections_config(rt, call)
+async def integration_get(rt: Runtime, call: Call[IntegrationPath, LocationQuery, None]) -> IntegrationAnswer:
+    loc = _location(rt, call.query)
+    config = await _config(rt, loc, call.endpoint)
     return IntegrationAnswer(location=loc.info(),
                              data=rt.integrations.get(call.path.integrationID, config, rt.options.env))
 
 
 @op("v2.integration.connect.key")
-async def integration_connect_key(rt: Runtime, call: Call) -> Any:
-    _, config = await _connections_config(rt, call)
+async def integration_connect_key(rt: Runtime, call: Call[IntegrationPath, LocationQuery, IntegrationKeyBody]) -> None:
+    config = await _config(rt, _location(rt, call.query), call.endpoint)
     await anyio.to_thread.run_sync(rt.integrations.connect_key, call.path.integrationID, call.body.key,
                                    call.body.label, config)
 
 
 @op("v2.integration.connect.oauth")
-async def integration_connect_oauth(rt: Runtime, call: Call) -> Any:
-    loc, config = await _connections_config(rt, call)
+async def integration_connect_oauth(rt: Runtime, call: Call[IntegrationPath, LocationQuery, IntegrationOAuthBody],
+                                    ) -> IntegrationAttemptAnswer:
+    loc = _location(rt, call.query)
+    config = await _config(rt, loc, call.endpoint)
     attempt = rt.integrations.begin(call.path.integrationID, call.body.methodID, call.body.label, config)
     return IntegrationAttemptAnswer(location=loc.info(), data=attempt)
 
 
 @op("v2.integration.attempt.status")
-async def integration_attempt_status(rt: Runtime, call: Call) -> Any:
-    loc = _selected_location(rt, call)
+async def integration_attempt_status(rt: Runtime, call: Call[AttemptPath, LocationQuery, None],
+                                     ) -> IntegrationAttemptStatusAnswer:
+    loc = _location(rt, call.query)
     return IntegrationAttemptStatusAnswer(location=loc.info(), data=rt.integrations.status(call.path.attemptID))
 
 
 @op("v2.integration.attempt.cancel")
-async def integration_attempt_cancel(rt: Runtime, call: Call) -> Any:
-    _selected_location(rt, call)
+async def integration_attempt_cancel(rt: Runtime, call: Call[AttemptPath, LocationQuery, None]) -> None:
+    _location(rt, call.query)
     rt.integrations.cancel(call.path.attemptID)
 
 
 @op("v2.integration.attempt.complete")
-async def integration_attempt_complete(rt: Runtime, call: Call) -> Any:
-    _selected_location(rt, call)
+async def integration_attempt_complete(rt: Runtime, call: Call[AttemptPath, LocationQuery, AttemptCompleteBody],
+                                       ) -> None:
+    _location(rt, call.query)
     await rt.integrations.complete(call.path.attemptID, call.body.code)
 
 
 @op("v2.credential.update")
-async def credential_update(rt: Runtime, call: Call) -> Any:
-    _selected_location(rt, call)
+async def credential_update(rt: Runtime, call: Call[CredentialPath, LocationQuery, CredentialUpdateBody]) -> None:
+    _location(rt, call.query)
     if not await anyio.to_thread.run_sync(rt.credentials.rename, call.path.credentialID, call.body.label):
         raise InvalidRequestError(f"No stored credential {call.path.credentialID!r}", kind="credential",
                                   field="credentialID")
 
 
 @op("v2.credential.remove")
-async def credential_remove(rt: Runtime, call: Call) -> Any:
-    _selected_location(rt, call)
+async def credential_remove(rt: Runtime, call: Call[CredentialPath, LocationQuery, None]) -> None:
+    _location(rt, call.query)
     await anyio.to_thread.run_sync(rt.credentials.remove, call.path.credentialID)
 
 
@@ -582,23 +607,25 @@ async def credential_remove(rt: Runtime, call: Call) -> Any:
 
 
 @op("v2.command.list")
-async def command_list(rt: Runtime, call: Call) -> Any:
-    loc, config = await _connections_config(rt, call)
+async def command_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> CommandList:
+    loc = _location(rt, call.query)
+    config = await _config(rt, loc, call.endpoint)
     commands = await anyio.to_thread.run_sync(discover_commands, loc, config, rt.options.env)
     return CommandList(location=loc.info(), data=commands)
 
 
 @op("v2.skill.list")
-async def skill_list(rt: Runtime, call: Call) -> Any:
-    loc, config = await _connections_config(rt, call)
+async def skill_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> SkillList:
+    loc = _location(rt, call.query)
+    config = await _config(rt, loc, call.endpoint)
     skills = await anyio.to_thread.run_sync(available_skills, loc, config, rt.options.env)
     return SkillList(location=loc.info(), data=[SkillV2Info(name=s.name, description=s.description,
                                                             location=str(s.path), content=s.body) for s in skills])
 
 
 @op("v2.reference.list")
-async def reference_list(rt: Runtime, call: Call) -> Any:
-    loc = _selected_location(rt, call)
+async def reference_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> ReferenceList:
+    loc = _location(rt, call.query)
     try:
         references = await anyio.to_thread.run_sync(discover_references, loc, rt.options.env)
     except ConfigError as bad:

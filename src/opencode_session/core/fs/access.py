@@ -4,7 +4,6 @@ tools' (`..`, symbolic links), outside the Location only where a rule allows, re
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from ...schema import session_errors
@@ -15,12 +14,6 @@ from ..tools.ignores import walk
 
 MAX_READ_BYTES = 10 * 1024 * 1024
 _SNIFF_BYTES = 8192
-
-
-@dataclass(frozen=True)
-class FileRead:
-    data: bytes
-    binary: bool  # not UTF-8 text (a NUL byte or an invalid sequence in its first 8 KiB)
 
 
 def _bad_path(message: str) -> InvalidRequestError:
@@ -36,7 +29,9 @@ def _reach(authority: Authority, action: str, raw: str) -> Path:
         raise ForbiddenError(refused.message) from None
 
 
-def is_binary(sample: bytes) -> bool:
+def is_binary(data: bytes) -> bool:
+    """Not UTF-8 text: a NUL byte or an invalid sequence in its first 8 KiB."""
+    sample = data[:_SNIFF_BYTES]
     if b"\x00" in sample:
         return True
     try:
@@ -46,7 +41,7 @@ def is_binary(sample: bytes) -> bool:
     return False
 
 
-def read_file(authority: Authority, raw: str) -> FileRead:
+def read_file(authority: Authority, raw: str) -> bytes:
     """The bytes of the regular file `raw` names; InvalidRequestError for a missing, non-regular or oversized one,
     ForbiddenError where the rules refuse reading it."""
     if not raw:
@@ -63,7 +58,7 @@ def read_file(authority: Authority, raw: str) -> FileRead:
         raise _bad_path(f"Cannot read {raw}: {exc.strerror or exc}") from None
     if len(data) > MAX_READ_BYTES:
         raise _bad_path(f"{raw} is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB")
-    return FileRead(data, is_binary(data[:_SNIFF_BYTES]))
+    return data
 
 
 def relative_name(authority: Authority, path: Path) -> str:
@@ -90,4 +85,4 @@ def list_directory(authority: Authority, raw: str | None, env: Mapping[str, str]
             *(FileSystemEntry(path=prefix + f, type="file") for f in files)]
 
 
-__all__ = ["MAX_READ_BYTES", "FileRead", "is_binary", "list_directory", "read_file", "relative_name"]
+__all__ = ["MAX_READ_BYTES", "is_binary", "list_directory", "read_file", "relative_name"]

@@ -12,7 +12,7 @@ import anthropic
 import httpx2
 from anthropic.types import Message
 
-from ..compat import pin_sdk_headers, sdk_custom_headers
+from ...compat import pin_sdk_headers, sdk_custom_headers
 from .errors import TransportError
 from .model import (
     AssistantMessage,

@@ -13,7 +13,7 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletion
 
-from ..compat import pin_sdk_headers
+from ...compat import pin_sdk_headers
 from .errors import InvalidProviderOutputError, TransportError
 from .model import (
     AssistantMessage,

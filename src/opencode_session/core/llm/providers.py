@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     import httpx2
 
-from ..compat import set_network_backend
+from ...compat import set_network_backend
 from .model import Provider, ResolvedModel, WireProtocol
 
 # Builds an adapter: called with base_url=, api_key=, headers=, timeout= and http_client= (the provider's shared

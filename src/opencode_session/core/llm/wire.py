@@ -21,7 +21,7 @@ from xml.sax.saxutils import escape as xml_escape
 import anyio
 import httpx2
 
-from ..compat import sdk_http_client, sdk_status_error, sdk_stream
+from ...compat import sdk_http_client, sdk_status_error, sdk_stream
 from .errors import InvalidProviderOutputError, ProviderError
 from .model import (
     FilePart,

@@ -4,7 +4,8 @@ Core speaks in the operations `rows.py` declares (events, sessions, messages, pe
 saved permissions, suspension marks), through a `Reader` or a `Tx` that a `Store` hands out; `sqlite/` implements
 them (the embedded default), and a backend for another database implements the same protocols (`backend.py`)."""
 
-from .backend import Backend, open_backend
+from .backend import Backend
+from .backends import open_backend
 from .errors import DatabaseInUseError, StoreError
 from .feed import DurableFeed, LiveBus, LiveSubscription
 from .rows import Checkpoint, HistoryRow, PendingInput, Placement, Reader, SessionFilter, Writer

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Protocol, TypeVar
 
 from .rows import Reader, Writer
@@ -51,10 +50,3 @@ class Backend(Protocol):
     async def idle(self) -> None:
         """Return once every write submitted so far has settled."""
         ...
-
-
-def open_backend(database: str | Path) -> Backend:
-    """The backend a database address names: a file path (or `:memory:`) is SQLite."""
-    from .sqlite import SqliteBackend
-
-    return SqliteBackend(database)

@@ -15,7 +15,8 @@ from ...schema.base import Struct
 from ...schema.common import LocationRef
 from ...schema.events import EventRecord, definition_of
 from ...schema.ids import event_id
-from .backend import Backend, open_backend
+from .backend import Backend
+from .backends import open_backend
 from .feed import DurableFeed, LiveBus
 from .rows import (
     EventWrites,

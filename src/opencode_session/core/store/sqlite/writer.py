@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import StoreError
 
 if TYPE_CHECKING:
-    from .backend import SqliteRows
+    from .rows import SqliteRows
 
 # Writes per transaction at most: bounds how long one batch holds the event loop and how much one commit can fail.
 MAX_BATCH = 256
