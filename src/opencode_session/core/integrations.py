@@ -100,8 +100,7 @@ class Integrations:
     """The runtime's integrations service over its credential store."""
 
     credentials: CredentialStore
-    transport: httpx2.AsyncBaseTransport | None = None  # for the token exchange; None: the network
-    _attempts: dict[str, _Attempt] = field(default_factory=dict)
+    _attempts: dict[str, _Attempt] = field(default_factory=dict, init=False)
 
     # --- listing ----------------------------------------------------------------------------------------------
 
@@ -220,7 +219,7 @@ class Integrations:
         form = {"grant_type": "authorization_code", "code": code, "redirect_uri": attempt.settings.redirect,
                 "client_id": attempt.settings.client_id, "code_verifier": attempt.verifier}
         try:
-            async with httpx2.AsyncClient(transport=self.transport, timeout=TOKEN_TIMEOUT_S) as http:
+            async with httpx2.AsyncClient(timeout=TOKEN_TIMEOUT_S) as http:
                 response = await http.post(attempt.settings.token, data=form, headers={"Accept": "application/json"})
         except httpx2.HTTPError as exc:
             raise _Refused(f"the token endpoint could not be reached ({type(exc).__name__})") from None
