@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
-import httpx2
-
 from ..schema.errors import InvalidRequestError
 from ..schema.ids import ascending
 from ..schema.integration import (
@@ -216,6 +214,8 @@ class Integrations:
         attempt.status, attempt.settled = "complete", now_ms()
 
     async def _exchange(self, attempt: _Attempt, code: str) -> dict[str, Any]:
+        import httpx2  # only here: the server starts without the HTTP client loaded
+
         form = {"grant_type": "authorization_code", "code": code, "redirect_uri": attempt.settings.redirect,
                 "client_id": attempt.settings.client_id, "code_verifier": attempt.verifier}
         try:

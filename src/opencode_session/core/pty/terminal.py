@@ -268,13 +268,12 @@ class Terminal:
         group and every process of its session, then SIGKILL to what is left after a grace period."""
         if not self.exited.is_set():
             self._signal_all(signal.SIGHUP)
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.exited.wait(), KILL_GRACE_S)
-            except TimeoutError:
-                pass
         self._signal_all(signal.SIGKILL)
         if not self.exited.is_set():
-            await self.exited.wait()
+            with contextlib.suppress(TimeoutError):  # a process stuck in the kernel: do not hold the caller
+                await asyncio.wait_for(self.exited.wait(), KILL_GRACE_S)
         for reader in self._readers:
             reader.push(None)
         self._readers.clear()
@@ -282,16 +281,23 @@ class Terminal:
 
     def _signal_all(self, sig: signal.Signals) -> None:
         pid = self.info.pid
-        groups = {pid}
-        if self._master is not None:
-            with contextlib.suppress(OSError):
-                groups.add(os.tcgetpgrp(self._master))
-        for group in groups:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(group, sig)
+        if not self.exited.is_set():
+            # Only while the leader is unreaped is its pid surely still its own: a reaped one may name another
+            # process (a new group leader) by now. Its session's remaining members keep the ID in use, so they can
+            # still be found by it.
+            groups = {pid}
+            if self._master is not None:
+                with contextlib.suppress(OSError):
+                    groups.add(os.tcgetpgrp(self._master))
+            # A terminal whose child has not taken it yet has no foreground group: 0, which killpg reads as the
+            # caller's own group. Never signal that one.
+            for group in groups - {0, os.getpgrp()}:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(group, sig)
         for member in _session_members(pid):  # background jobs an interactive shell put in groups of their own
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(member, sig)
+            if member not in (pid, os.getpid()):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(member, sig)
 
 
 def _set_size(fd: int, rows: int, cols: int) -> None:
