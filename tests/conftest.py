@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from opencode_session.client import OpenCodeClient
+from opencode_session.sdk import OpenCode
 from tests.support import fake_openai as fake
+from tests.support.server import isolated_env as server_env
+from tests.support.server import start_server
 
 
 @pytest.fixture
@@ -32,3 +36,22 @@ def loop_provider():
     """One loopback Chat Completions server for a test module."""
     with fake.FakeOpenAI.running() as server:
         yield server
+
+
+@pytest.fixture(params=["server", "embedded"])
+async def secured(request, tmp_path):
+    """A factory of clients, `secured(auth, headers=None)`, of an instance (a real `ocs serve`, or an Embedded host
+    with its WebSocket connector) that requires the password 's3cret' of user 'alice'."""
+    env = server_env(tmp_path, OPENCODE_SERVER_PASSWORD="s3cret", OPENCODE_SERVER_USERNAME="alice")
+    if request.param == "server":
+        srv = start_server(tmp_path, env=env)
+        try:
+            yield lambda auth, headers=None: OpenCodeClient(srv.url, auth=auth, headers=headers)
+        finally:
+            assert srv.stop() == 0, "".join(srv.stderr_lines)
+    else:
+        workdir = tmp_path / "work"
+        workdir.mkdir()
+        async with OpenCode(db=tmp_path / "db.sqlite", directory=workdir, env=env) as host:
+            yield lambda auth, headers=None: OpenCodeClient("http://opencode.local", auth=auth, headers=headers,
+                                                            transport=host.transport, websocket=host.websockets)

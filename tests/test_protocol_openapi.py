@@ -57,6 +57,28 @@ SHARED_WITH_REFERENCE = {
     "v2.session.revert.stage",
     "v2.session.revert.clear",
     "v2.session.revert.commit",
+    "v2.pty.list",
+    "v2.pty.create",
+    "v2.pty.get",
+    "v2.pty.update",
+    "v2.pty.remove",
+    "v2.pty.connectToken",
+    "v2.pty.connect",
+    "v2.fs.read",
+    "v2.fs.list",
+    "v2.fs.find",
+    "v2.integration.list",
+    "v2.integration.get",
+    "v2.integration.connect.key",
+    "v2.integration.connect.oauth",
+    "v2.integration.attempt.status",
+    "v2.integration.attempt.cancel",
+    "v2.integration.attempt.complete",
+    "v2.credential.update",
+    "v2.credential.remove",
+    "v2.command.list",
+    "v2.skill.list",
+    "v2.reference.list",
 }
 # Statuses we add to a shared operation, with why: the spec's single-writer rule refuses a revert while the
 # session executes (SessionBusyError, as OpenCode's later versions answer staging), where 1.18.33 would go ahead.
@@ -269,6 +291,22 @@ def test_catalog_answers_have_the_reference_shape(doc, reference, op_id):
         return _shape(_resolved(document, op["responses"]["200"]["content"]["application/json"]["schema"]))
 
     assert success(doc) == success(reference)
+
+
+# The new operations' answers, as a client decodes them (the attempt answers differ only in that the reference
+# encodes epoch numbers as Effect does, also admitting "NaN" and "Infinity" strings).
+@pytest.mark.parametrize("op_id", ["v2.pty.list", "v2.pty.create", "v2.pty.get", "v2.pty.update", "v2.pty.connectToken",
+                                   "v2.fs.list", "v2.fs.find", "v2.integration.list", "v2.integration.get",
+                                   "v2.command.list", "v2.skill.list", "v2.reference.list"])
+def test_workspace_answers_have_the_reference_shape(doc, reference, op_id):
+    test_catalog_answers_have_the_reference_shape(doc, reference, op_id)
+
+
+def test_byte_and_websocket_operations_render_as_the_reference_does(doc, reference):
+    for op_id in ("v2.fs.read", "v2.pty.connect"):
+        ours, theirs = _operations(doc)[op_id][2], _operations(reference)[op_id][2]
+        assert ours["responses"]["200"]["content"] == theirs["responses"]["200"]["content"], op_id
+    assert _operations(doc)["v2.pty.connect"][2]["x-websocket"] is True
 
 
 def test_deep_object_parameter_matches_the_reference(doc, reference):

@@ -295,6 +295,15 @@ async def test_instruction_entries_put_list_remove(api):
         await api.session.context_entry_list("ses_nope")
 
 
+async def test_a_null_entry_value_is_listed_as_null(api):
+    sid = (await api.session.create()).id
+    async with raw_http(api) as http:
+        put = await http.put(f"/api/session/{sid}/context-entry/empty", json={"value": None})
+        assert put.status_code == 204, put.text
+        listed = await http.get(f"/api/session/{sid}/context-entry")
+    assert listed.json() == {"data": [{"key": "empty", "value": None}]}  # the document requires `value`
+
+
 async def test_unknown_route_and_bad_json_are_tagged_errors(api):
     async with raw_http(api) as http:
         response = await http.get("/api/nothing-here")

@@ -14,31 +14,9 @@ import pytest
 from opencode_session.client import ClientError, OpenCodeClient, ServiceUnavailableError, UnauthorizedError
 from opencode_session.sdk import OpenCode
 from tests.support.config import DECLARED, write_global_config
-from tests.support.server import isolated_env, start_server
+from tests.support.server import start_server
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["server", "embedded"])
-async def secured(request, tmp_path):
-    """(base_url, transport-or-None, host-or-None) of an instance that requires the password 's3cret'."""
-    env = isolated_env(tmp_path, OPENCODE_SERVER_PASSWORD="s3cret", OPENCODE_SERVER_USERNAME="alice")
-    if request.param == "server":
-        srv = start_server(tmp_path, env=env)
-        try:
-            yield lambda auth: OpenCodeClient(srv.url, auth=auth)
-        finally:
-            assert srv.stop() == 0
-    else:
-        workdir = tmp_path / "work"
-        workdir.mkdir()
-        async with OpenCode(db=tmp_path / "db.sqlite", directory=workdir, env=env) as host:
-            transport = host.transport
-
-            def make(auth):
-                return OpenCodeClient("http://opencode.local", auth=auth, transport=transport)
-
-            yield make
 
 
 async def test_every_route_requires_basic_auth_when_a_password_is_set(secured):

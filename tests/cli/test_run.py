@@ -199,3 +199,22 @@ def test_opencode_session_is_the_same_command(tmp_path):
     alias = subprocess.run([str(Path(OCS).with_name("opencode-session")), "openapi"], capture_output=True,
                            text=True, timeout=TIMEOUT, env=home.env)
     assert alias.returncode == 0 and alias.stdout == home.run("openapi").stdout
+
+
+def _greet_command(home) -> None:
+    folder = home.work / ".opencode" / "command"
+    folder.mkdir(parents=True)
+    (folder / "greet.md").write_text("---\ndescription: Greet someone\n---\nSay hello to $1 from $2.\n")
+
+
+async def test_run_command_expands_a_custom_command_with_its_arguments(home, provider):
+    _greet_command(home)
+    provider.enqueue(fake.completion(fake.text_deltas("Hello Ada!")))
+    done = home.run("run", "--command", "greet", "Ada", "the whole team")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Hello Ada!\n"
+    sent = provider.requests[0].json["messages"][-1]
+    assert sent == {"role": "user", "content": "Say hello to Ada from the whole team."}
+    missing = home.run("run", "--command", "nope", "x")
+    assert missing.returncode == 1
+    assert "no command named 'nope' (commands: /greet)" in missing.stderr

@@ -123,3 +123,20 @@ def test_ocs_alone_is_interactive_and_ctrl_c_at_an_empty_prompt_quits(home):
     child.expect("Enter sends")
     child.sendintr()  # nothing typed: quit
     assert finish(child) == 130
+
+
+async def test_a_slash_command_in_interactive_mode_runs_as_its_prompt(home, provider):
+    folder = home.work / ".opencode" / "command"
+    folder.mkdir(parents=True)
+    (folder / "greet.md").write_text("Say hello to $ARGUMENTS.\n")
+    provider.enqueue(fake.completion(fake.text_deltas("Hello there")))
+    child = home.spawn("run", "-i")
+    child.expect("Enter sends")
+    child.send("/nope\r")
+    child.expect("no command named 'nope'")
+    child.send("/greet Ada Lovelace\r")
+    child.expect("Hello there")
+    child.expect("Enter sends")
+    child.send("\x04")
+    assert finish(child) == 0
+    assert provider.requests[0].json["messages"][-1] == {"role": "user", "content": "Say hello to Ada Lovelace."}

@@ -75,7 +75,7 @@ def configure_ignored_keys(home: Home, loop_provider: fake.FakeOpenAI) -> tuple[
                    lsp=False)
     project = home.work / "opencode.json"
     project.write_text(json.dumps({"mcp": {"more": {"type": "remote", "url": "http://127.0.0.1:9"}},
-                                   "command": {"hi": {"template": "say hi"}}, "theme": "dark", "$schema": "x",
+                                   "formatter": {"x": {"command": ["fmt"]}}, "theme": "dark", "$schema": "x",
                                    "websearch": {"url": "http://127.0.0.1:9/search"}}))
     return home.root / "config" / "opencode" / "opencode.json", project
 
@@ -85,9 +85,9 @@ def assert_ignored_keys_named_once(stderr: str, global_file: Path, project: Path
     the file that set it first."""
     notes = [line for line in stderr.splitlines() if line.startswith("note: ")]
     named = sorted(line.split("'")[1] for line in notes)
-    assert named == ["command", "lsp", "mcp", "plugin", "theme"], stderr
+    assert named == ["formatter", "lsp", "mcp", "plugin", "theme"], stderr
     assert any(line.startswith(f"note: {global_file}:1: key 'mcp'") and "not acted on" in line for line in notes)
-    assert any(line.startswith(f"note: {project}:1: key 'command'") for line in notes), notes
+    assert any(line.startswith(f"note: {project}:1: key 'formatter'") for line in notes), notes
     assert "websearch" not in stderr and "$schema" not in stderr  # acted on, or nothing to act on
 
 

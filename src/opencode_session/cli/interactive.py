@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 from typing import Literal
 
 from rich.text import Text
 
 from ..client.generated import OpenCodeClient
 from .asking import Answerer, Policy
+from .commands import expand, slash
 from .keys import KeyReader
 from .render import View
 from .run import (
@@ -21,6 +23,7 @@ from .run import (
     answerer,
     describe_failure,
     make_view,
+    model_ref,
     opened_session,
     permission_policy,
     run_command,
@@ -28,7 +31,7 @@ from .run import (
 from .startup import StartupError
 from .terminal import TerminalView
 from .turn import Turn
-from .undo import slash
+from .undo import slash as undo
 
 SLASH_COMMANDS = ("/undo", "/redo")
 
@@ -37,8 +40,9 @@ class PromptLoop:
     """The line being typed, what Enter and Tab do with it, and the turns it starts."""
 
     def __init__(self, client: OpenCodeClient, session_id: str, view: TerminalView, interrupts: Interrupts,
-                 policy: tuple[Policy, str] = ("ask", "")) -> None:
+                 policy: tuple[Policy, str] = ("ask", ""), directory: Path | None = None) -> None:
         self.client = client
+        self.directory = directory or Path.cwd()  # where `/NAME` commands are looked up
         self.session_id = session_id
         self.view = view
         self.interrupts = interrupts
@@ -91,7 +95,7 @@ class PromptLoop:
         if text in SLASH_COMMANDS and turn is not None and not turn.done:
             self.view.notice(f"{text} works between turns: wait for this one, or Ctrl-C to interrupt it")
             return
-        if turn is None or turn.done:
+        if turn is None or turn.done or slash(text) is not None:  # a command runs as a turn of its own
             self.submissions.put_nowait((text, delivery))
             return
         self.view.user(text)
@@ -109,6 +113,20 @@ class PromptLoop:
             self.view.info("↳ steering the running turn" if delivery == "steer" else "↳ queued until the turn is done")
 
     async def run_turn(self, text: str, delivery: Delivery) -> None:
+        called = slash(text)
+        if called is not None:
+            try:
+                expanded = await expand(self.client, self.directory, *called)
+            except StartupError as unknown:
+                self.view.notice(str(unknown))
+                self.draw()
+                return
+            if expanded.agent:
+                await self.client.session.switch_agent(self.session_id, agent=expanded.agent)
+            if expanded.model:
+                await self.client.session.switch_model(self.session_id, model=model_ref(expanded.model))
+            self.view.info(f"/{called[0]}" + (f" (agent {expanded.agent})" if expanded.agent else ""))
+            text = expanded.text
         self.view.user(text)
         self.view.busy = True
         self.answers = answerer(self.client, self.session_id, self.view, self.policy)
@@ -145,7 +163,7 @@ async def interact(client: OpenCodeClient, session_id: str, request: RunRequest,
                    interrupts: Interrupts) -> int:
     if not isinstance(view, TerminalView) or not sys.stdin.isatty():
         raise StartupError("interactive mode needs a terminal; pass the message as an argument instead")
-    loop = PromptLoop(client, session_id, view, interrupts, permission_policy(request, view))
+    loop = PromptLoop(client, session_id, view, interrupts, permission_policy(request, view), request.directory)
     reader = KeyReader(sys.stdin.fileno(), loop.key)
     interrupts.restore.append(reader.stop)
     interrupts.idle = loop.ctrl_c_at_prompt
@@ -156,7 +174,7 @@ async def interact(client: OpenCodeClient, session_id: str, request: RunRequest,
         loop.draw()
         while (item := await loop.submissions.get()) is not None:
             if item[0] in SLASH_COMMANDS:
-                await slash(client, session_id, item[0], view.info)
+                await undo(client, session_id, item[0], view.info)
                 loop.draw()
             else:
                 await loop.run_turn(*item)

@@ -75,6 +75,11 @@ def _run(message: list[str] | None, *, interactive: bool, **options: Any) -> int
     from .run import RunRequest, execute
 
     text = " ".join(message or []).strip() or None
+    if options.get("command") is not None:  # the words are the command's arguments, which may be none
+        if interactive:
+            print("ocs run: --command does not go with interactive mode (type /NAME there)", file=sys.stderr)
+            return 2
+        return execute(RunRequest(directory=_cwd(), message=text or "", **options))
     if text is None and not interactive:
         if sys.stdin.isatty():
             interactive = True
@@ -96,7 +101,7 @@ def _run(message: list[str] | None, *, interactive: bool, **options: Any) -> int
 
 def run(message: list[str], model: str | None, agent: str | None, session: str | None, continue_last: bool,
         attach: str | None, output: str, queue: bool, interactive: bool, db: Path | None, yes: bool,
-        no: bool) -> int:
+        no: bool, command: str | None = None) -> int:
     """Send a message to a session of this directory and show the agent's work as it happens.
 
     Ctrl-C interrupts the session (carry on later with --continue); a second Ctrl-C quits at once. In
@@ -108,7 +113,8 @@ def run(message: list[str], model: str | None, agent: str | None, session: str |
         print("ocs run: --yes and --no exclude each other", file=sys.stderr)
         return 2
     return _run(message, interactive=interactive, model=model, agent=agent, session=session,
-                continue_last=continue_last, attach=attach, json=output == "json", queue=queue, db=db, yes=yes, no=no)
+                continue_last=continue_last, attach=attach, json=output == "json", queue=queue, db=db, yes=yes, no=no,
+                command=command)
 
 
 def sessions(limit: int, output: str, attach: str | None, db: Path | None) -> int:
@@ -263,6 +269,9 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-y", "--yes", action="store_true",
                    help="Allow each permission ask once and take each question's first option.")
     p.add_argument("--no", action="store_true", help="Reject each permission ask and dismiss each question.")
+    p.add_argument("--command", metavar="NAME",
+                   help="Run this custom command (opencode.json's `command`, or a command/*.md file); the message"
+                        " words are its arguments.")
 
 
 def _sessions_arguments(p: argparse.ArgumentParser) -> None:

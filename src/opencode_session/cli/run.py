@@ -20,6 +20,7 @@ from ..core.store import DatabaseInUseError
 from ..schema.errors import TaggedError
 from ..schema.session import SessionV2Info
 from .asking import Answerer, Policy
+from .commands import expand
 from .hosts import open_host
 from .render import EventAdapter, JsonView, PlainView, View
 from .startup import StartupError, report_config, say_stderr, survey
@@ -45,6 +46,7 @@ class RunRequest:
     db: Path | None = None
     yes: bool = False  # allow permission asks once and take questions' first options, without asking
     no: bool = False  # reject permission asks and dismiss questions, without asking
+    command: str | None = None  # a custom command: `message` is then its arguments
 
     @property
     def delivery(self) -> Literal["steer", "queue"]:
@@ -225,6 +227,12 @@ async def opened_session(request: RunRequest, view: View, interrupts: Interrupts
         tuple[OpenCodeClient, SessionV2Info]]:
     """The host a command talks to and the session it works in (new, named, or this directory's latest)."""
     async with open_host(request.attach, request.db, request.directory) as client:
+        if request.command is not None:
+            # the request becomes the command's prompt (the caller sends `request.message`); its agent and model
+            # apply unless the command line names its own
+            expanded = await expand(client, request.directory, request.command, request.message or "")
+            request.message, request.command = expanded.text, None
+            request.agent, request.model = request.agent or expanded.agent, request.model or expanded.model
         session = await prepare_session(client, request, interrupts.say)
         view.info(f"session {session.id}")
         yield client, session

@@ -71,6 +71,8 @@ def _call_lines(head: str, args: list[str], tail: str, indent: str) -> list[str]
 
 def _result_type(op: Operation) -> TypeExpr:
     result = op.result
+    if result.kind == "websocket":
+        return TypeExpr("WebSocketSession", (("opencode_session.client.websocket", "WebSocketSession"),))
     if result.kind == "none" or result.type is None:
         return TypeExpr("None")
     if result.kind == "page":
@@ -131,7 +133,7 @@ def _method(op: Operation, shadowed: set[str]) -> tuple[list[str], set[tuple[str
     keyword = sorted((*op.query_params, *op.body_params), key=lambda p: not p.required)
     signature += [_parameter(p, shadowed) for p in keyword]
     signature.append("options: CallOptions | None = None")
-    streaming = op.result.kind == "stream"
+    streaming = op.result.kind in ("stream", "websocket")  # both connect lazily: the method itself sends nothing
     head = f"def {op.name}" if streaming else f"async def {op.name}"
     lines = _call_lines(head, signature, f" -> {_shadow_builtins(result.expr, shadowed)}:", indent)
     lines += _docstring(op, body_indent)
@@ -141,7 +143,9 @@ def _method(op: Operation, shadowed: set[str]) -> tuple[list[str], set[tuple[str
         if group:
             call_args.append(_mapping(keyword_name, group, arg_indent))
     call_args.append("options=options")
-    if streaming:
+    if op.result.kind == "websocket":
+        lines += _call_lines("return self._client._websocket", call_args, "", body_indent)
+    elif streaming:
         lines += _call_lines("return self._client._stream", call_args, "", body_indent)
     elif op.result.kind == "none" or op.result.type is None:
         lines += _call_lines("await self._client._call", call_args, "", body_indent)

@@ -11,16 +11,28 @@ from typing import Any, Literal, cast
 
 from opencode_session.client.runtime import BaseClient, CallOptions, Page
 from opencode_session.client.sse import EventStream
+from opencode_session.client.websocket import WebSocketSession
 from opencode_session.protocol.api import (
     AgentList,
+    CommandList,
+    FsEntries,
     HealthStatus,
     InstanceEvent,
+    IntegrationAnswer,
+    IntegrationAttemptAnswer,
+    IntegrationAttemptStatusAnswer,
+    IntegrationList,
     LocationSelector,
     PermissionCreated,
     PermissionRequestList,
+    PtyAnswer,
+    PtyList,
+    PtyTokenAnswer,
     QuestionRequestList,
+    ReferenceList,
     SessionDurableEvent,
     SessionLogItem,
+    SkillList,
 )
 from opencode_session.schema.catalog import ModelList, ProviderAnswer, ProviderList
 from opencode_session.schema.common import LocationRef, ModelRef
@@ -30,20 +42,28 @@ from opencode_session.schema.location import LocationInfo
 from opencode_session.schema.message import SessionMessage
 from opencode_session.schema.permission import PermissionSavedInfo, PermissionV2Request, PermissionV2Source
 from opencode_session.schema.prompt import PromptInput
+from opencode_session.schema.pty import PtySize
 from opencode_session.schema.question import QuestionV2Request
 from opencode_session.schema.session import RevertState, SessionActive, SessionV2Info
 
 __all__ = [
     "AgentGroup",
+    "CommandGroup",
+    "CredentialGroup",
     "EventGroup",
+    "FsGroup",
     "HealthGroup",
+    "IntegrationGroup",
     "LocationGroup",
     "ModelGroup",
     "OpenCodeClient",
     "PermissionGroup",
     "ProviderGroup",
+    "PtyGroup",
     "QuestionGroup",
+    "ReferenceGroup",
     "SessionGroup",
+    "SkillGroup",
 ]
 
 
@@ -74,6 +94,88 @@ class AgentGroup:
         ))
 
 
+class CommandGroup:
+    """Operations of the `command` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    async def list(
+        self,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> CommandList:
+        """List commands.
+
+        The custom commands of the location: opencode.json's `command` entries and the markdown files
+        under `command/` of the global config directory and of `.opencode/` in the project.
+
+        `GET /api/command` (v2.command.list). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
+        (415).
+        """
+        return cast("CommandList", await self._client._call(
+            "v2.command.list",
+            query={"location": location},
+            options=options,
+        ))
+
+
+class CredentialGroup:
+    """Operations of the `credential` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    async def remove(
+        self,
+        credential_id: str,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> None:
+        """Remove credential.
+
+        Delete a stored credential: Steps that start after this no longer use it. Removing an unknown
+        one is a no-op.
+
+        `DELETE /api/credential/{credentialID}` (v2.credential.remove). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
+        (413), InvalidRequestError (415).
+        """
+        await self._client._call(
+            "v2.credential.remove",
+            path={"credentialID": credential_id},
+            query={"location": location},
+            options=options,
+        )
+
+    async def update(
+        self,
+        credential_id: str,
+        *,
+        label: str,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> None:
+        """Rename credential.
+
+        Change the label of a stored credential.
+
+        `PATCH /api/credential/{credentialID}` (v2.credential.update). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
+        (413), InvalidRequestError (415).
+        """
+        await self._client._call(
+            "v2.credential.update",
+            path={"credentialID": credential_id},
+            query={"location": location},
+            body={"label": label},
+            options=options,
+        )
+
+
 class EventGroup:
     """Operations of the `event` group."""
 
@@ -92,6 +194,82 @@ class EventGroup:
         return self._client._stream("v2.event.subscribe", options=options)
 
 
+class FsGroup:
+    """Operations of the `fs` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    async def find(
+        self,
+        *,
+        query: str,
+        location: LocationSelector | dict[str, Any] | None = None,
+        type: Literal["file", "directory"] | None = None,
+        limit: int | None = None,
+        options: CallOptions | None = None,
+    ) -> FsEntries:
+        """Find files.
+
+        Files and directories anywhere in the location ranked by how well their path matches `query`,
+        as a fuzzy file finder ranks them, without the ones ignore files exclude; at most `limit` (50
+        by default).
+
+        `GET /api/fs/find` (v2.fs.find). Declared errors: InvalidRequestError (400), UnauthorizedError
+        (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("FsEntries", await self._client._call(
+            "v2.fs.find",
+            query={"location": location, "query": query, "type": type, "limit": limit},
+            options=options,
+        ))
+
+    async def list(
+        self,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        path: str | None = None,
+        options: CallOptions | None = None,
+    ) -> FsEntries:
+        """List directory.
+
+        The entries directly inside a directory of the location (`path`, relative to it; the location
+        itself by default), directories first, without the ones ignore files exclude.
+
+        `GET /api/fs/list` (v2.fs.list). Declared errors: InvalidRequestError (400), UnauthorizedError
+        (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("FsEntries", await self._client._call(
+            "v2.fs.list",
+            query={"location": location, "path": path},
+            options=options,
+        ))
+
+    async def read(
+        self,
+        path: str,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> bytes:
+        """Read file.
+
+        The bytes of one regular file, named by the path after `/api/fs/read/` relative to the
+        location (`..` and symbolic links resolved; elsewhere only where a permission rule allows).
+        The `X-File-Kind` header says `text` or `binary`.
+
+        `GET /api/fs/read/*` (v2.fs.read). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
+        (415).
+        """
+        return cast("bytes", await self._client._call(
+            "v2.fs.read",
+            path={"path": path},
+            query={"location": location},
+            options=options,
+        ))
+
+
 class HealthGroup:
     """Operations of the `health` group."""
 
@@ -108,6 +286,180 @@ class HealthGroup:
         (415).
         """
         return cast("HealthStatus", await self._client._call("v2.health.get", options=options))
+
+
+class IntegrationGroup:
+    """Operations of the `integration` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    async def attempt_cancel(
+        self,
+        attempt_id: str,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> None:
+        """Cancel OAuth attempt.
+
+        Abandon a pending OAuth attempt and release what it holds. Cancelling an unknown one is a no-
+        op.
+
+        `DELETE /api/integration/attempt/{attemptID}` (v2.integration.attempt.cancel). Declared
+        errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
+        InvalidRequestError (413), InvalidRequestError (415).
+        """
+        await self._client._call(
+            "v2.integration.attempt.cancel",
+            path={"attemptID": attempt_id},
+            query={"location": location},
+            options=options,
+        )
+
+    async def attempt_complete(
+        self,
+        attempt_id: str,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        code: str | None = None,
+        options: CallOptions | None = None,
+    ) -> None:
+        """Complete OAuth attempt.
+
+        Finish a `code` mode attempt with the code the provider showed the user: the code is exchanged
+        for a credential, which is stored.
+
+        `POST /api/integration/attempt/{attemptID}/complete` (v2.integration.attempt.complete).
+        Declared errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
+        InvalidRequestError (413), InvalidRequestError (415).
+        """
+        await self._client._call(
+            "v2.integration.attempt.complete",
+            path={"attemptID": attempt_id},
+            query={"location": location},
+            body={"code": code},
+            options=options,
+        )
+
+    async def attempt_status(
+        self,
+        attempt_id: str,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> IntegrationAttemptStatusAnswer:
+        """Get OAuth attempt status.
+
+        Whether an OAuth attempt is pending, complete, failed (with why) or expired.
+
+        `GET /api/integration/attempt/{attemptID}` (v2.integration.attempt.status). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
+        (413), InvalidRequestError (415).
+        """
+        return cast("IntegrationAttemptStatusAnswer", await self._client._call(
+            "v2.integration.attempt.status",
+            path={"attemptID": attempt_id},
+            query={"location": location},
+            options=options,
+        ))
+
+    async def connect_key(
+        self,
+        integration_id: str,
+        *,
+        key: str,
+        location: LocationSelector | dict[str, Any] | None = None,
+        label: str | None = None,
+        options: CallOptions | None = None,
+    ) -> None:
+        """Connect with a key.
+
+        Store an API key for the provider: later Steps use it, without any configuration change. The
+        key is never returned by any operation.
+
+        `POST /api/integration/{integrationID}/connect/key` (v2.integration.connect.key). Declared
+        errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
+        InvalidRequestError (413), InvalidRequestError (415).
+        """
+        await self._client._call(
+            "v2.integration.connect.key",
+            path={"integrationID": integration_id},
+            query={"location": location},
+            body={"key": key, "label": label},
+            options=options,
+        )
+
+    async def connect_oauth(
+        self,
+        integration_id: str,
+        *,
+        methodID: str,
+        inputs: dict[str, str],
+        location: LocationSelector | dict[str, Any] | None = None,
+        label: str | None = None,
+        options: CallOptions | None = None,
+    ) -> IntegrationAttemptAnswer:
+        """Start an OAuth connection.
+
+        Begin an OAuth attempt with one of the provider's OAuth methods: the answer has the
+        authorization URL to open and the attempt's ID to poll, complete (with the code, in `code`
+        mode) or cancel.
+
+        `POST /api/integration/{integrationID}/connect/oauth` (v2.integration.connect.oauth). Declared
+        errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
+        InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("IntegrationAttemptAnswer", await self._client._call(
+            "v2.integration.connect.oauth",
+            path={"integrationID": integration_id},
+            query={"location": location},
+            body={"methodID": methodID, "inputs": inputs, "label": label},
+            options=options,
+        ))
+
+    async def get(
+        self,
+        integration_id: str,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> IntegrationAnswer:
+        """Get integration.
+
+        One provider's connection methods and connections.
+
+        `GET /api/integration/{integrationID}` (v2.integration.get). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
+        (413), InvalidRequestError (415).
+        """
+        return cast("IntegrationAnswer", await self._client._call(
+            "v2.integration.get",
+            path={"integrationID": integration_id},
+            query={"location": location},
+            options=options,
+        ))
+
+    async def list(
+        self,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> IntegrationList:
+        """List integrations.
+
+        The providers this runtime can reach (built in and configured), how each can be connected, and
+        the connections each has: stored credentials (newest first) and set environment variables.
+
+        `GET /api/integration` (v2.integration.list). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
+        (415).
+        """
+        return cast("IntegrationList", await self._client._call(
+            "v2.integration.list",
+            query={"location": location},
+            options=options,
+        ))
 
 
 class LocationGroup:
@@ -271,6 +623,188 @@ class ProviderGroup:
         ))
 
 
+class PtyGroup:
+    """Operations of the `pty` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    def connect(
+        self,
+        pty_id: str,
+        *,
+        location_directory: str | None = None,
+        location_workspace: str | None = None,
+        cursor: int | None = None,
+        ticket: str | None = None,
+        options: CallOptions | None = None,
+    ) -> WebSocketSession:
+        """Connect to terminal.
+
+        A WebSocket to the terminal. The server sends the retained output after `cursor` (all of it
+        when absent, none for -1) as text frames, then one binary frame of a 0x00 byte and the JSON
+        `{"cursor": N}` (the absolute output position reached, to reconnect from), then live output as
+        text frames, and closes when the process exits. The client sends input as text (or UTF-8
+        binary) frames; a binary frame of a 0x00 byte and the JSON `{"size": {"rows": R, "cols": C}}`
+        resizes the window. Without the password header, `ticket` (from connect-token) authorizes the
+        connection.
+
+        `GET /api/pty/{ptyID}/connect` (v2.pty.connect). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401), ForbiddenError (403), PtyNotFoundError (404), InvalidRequestError
+        (413), InvalidRequestError (415).
+        """
+        return self._client._websocket(
+            "v2.pty.connect",
+            path={"ptyID": pty_id},
+            query={
+                "location[directory]": location_directory,
+                "location[workspace]": location_workspace,
+                "cursor": cursor,
+                "ticket": ticket,
+            },
+            options=options,
+        )
+
+    async def connect_token(
+        self,
+        pty_id: str,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> PtyTokenAnswer:
+        """Create terminal connection ticket.
+
+        A ticket that opens this terminal's WebSocket once, within a minute, for the same location:
+        for a browser, which cannot send the password header on a WebSocket.
+
+        `POST /api/pty/{ptyID}/connect-token` (v2.pty.connectToken). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), PtyNotFoundError
+        (404), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("PtyTokenAnswer", await self._client._call(
+            "v2.pty.connectToken",
+            path={"ptyID": pty_id},
+            query={"location": location},
+            options=options,
+        ))
+
+    async def create(
+        self,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        command: str | None = None,
+        args: builtins.list[str] | None = None,
+        cwd: str | None = None,
+        title: str | None = None,
+        env: dict[str, str] | None = None,
+        options: CallOptions | None = None,
+    ) -> PtyAnswer:
+        """Create terminal.
+
+        Start the user's shell (or `command` with `args`) on a new pseudo-terminal in the location, or
+        in `cwd` taken relative to it. The environment is the server's, then `env`, then the host's
+        additions, then TERM and OPENCODE_TERMINAL.
+
+        `POST /api/pty` (v2.pty.create). Declared errors: InvalidRequestError (400), UnauthorizedError
+        (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("PtyAnswer", await self._client._call(
+            "v2.pty.create",
+            query={"location": location},
+            body={"command": command, "args": args, "cwd": cwd, "title": title, "env": env},
+            options=options,
+        ))
+
+    async def get(
+        self,
+        pty_id: str,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> PtyAnswer:
+        """Get terminal.
+
+        One pseudo-terminal of the location, with its exit code once its process has ended.
+
+        `GET /api/pty/{ptyID}` (v2.pty.get). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401), ForbiddenError (403), PtyNotFoundError (404), InvalidRequestError
+        (413), InvalidRequestError (415).
+        """
+        return cast("PtyAnswer", await self._client._call(
+            "v2.pty.get",
+            path={"ptyID": pty_id},
+            query={"location": location},
+            options=options,
+        ))
+
+    async def list(
+        self,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> PtyList:
+        """List terminals.
+
+        The pseudo-terminals of the requested location; exited ones stay listed until they are
+        removed.
+
+        `GET /api/pty` (v2.pty.list). Declared errors: InvalidRequestError (400), UnauthorizedError
+        (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("PtyList", await self._client._call(
+            "v2.pty.list",
+            query={"location": location},
+            options=options,
+        ))
+
+    async def remove(
+        self,
+        pty_id: str,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> None:
+        """Remove terminal.
+
+        Kill the pseudo-terminal's process group and forget it.
+
+        `DELETE /api/pty/{ptyID}` (v2.pty.remove). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401), ForbiddenError (403), PtyNotFoundError (404), InvalidRequestError
+        (413), InvalidRequestError (415).
+        """
+        await self._client._call(
+            "v2.pty.remove",
+            path={"ptyID": pty_id},
+            query={"location": location},
+            options=options,
+        )
+
+    async def update(
+        self,
+        pty_id: str,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        title: str | None = None,
+        size: PtySize | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> PtyAnswer:
+        """Update terminal.
+
+        Rename a pseudo-terminal or resize its window (a running process is told of the new size).
+
+        `PUT /api/pty/{ptyID}` (v2.pty.update). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401), ForbiddenError (403), PtyNotFoundError (404), InvalidRequestError
+        (413), InvalidRequestError (415).
+        """
+        return cast("PtyAnswer", await self._client._call(
+            "v2.pty.update",
+            path={"ptyID": pty_id},
+            query={"location": location},
+            body={"title": title, "size": size},
+            options=options,
+        ))
+
+
 class QuestionGroup:
     """Operations of the `question` group."""
 
@@ -293,6 +827,34 @@ class QuestionGroup:
         """
         return cast("QuestionRequestList", await self._client._call(
             "v2.question.request.list",
+            query={"location": location},
+            options=options,
+        ))
+
+
+class ReferenceGroup:
+    """Operations of the `reference` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    async def list(
+        self,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> ReferenceList:
+        """List references.
+
+        The project references configured for the location (opencode.json's `references`): directories
+        a session may consult, local or cloned from git.
+
+        `GET /api/reference` (v2.reference.list). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
+        (415).
+        """
+        return cast("ReferenceList", await self._client._call(
+            "v2.reference.list",
             query={"location": location},
             options=options,
         ))
@@ -946,6 +1508,33 @@ class SessionGroup:
         await self._client._call("v2.session.wait", path={"sessionID": session_id}, options=options)
 
 
+class SkillGroup:
+    """Operations of the `skill` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    async def list(
+        self,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> SkillList:
+        """List skills.
+
+        The skills the `skill` tool offers at the location, with their instructions.
+
+        `GET /api/skill` (v2.skill.list). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
+        (415).
+        """
+        return cast("SkillList", await self._client._call(
+            "v2.skill.list",
+            query={"location": location},
+            options=options,
+        ))
+
+
 class OpenCodeClient(BaseClient):
     """The OpenCode V2 network client: one attribute per operation group (`client.session.get(id)`)."""
 
@@ -954,12 +1543,28 @@ class OpenCodeClient(BaseClient):
         return AgentGroup(self)
 
     @cached_property
+    def command(self) -> CommandGroup:
+        return CommandGroup(self)
+
+    @cached_property
+    def credential(self) -> CredentialGroup:
+        return CredentialGroup(self)
+
+    @cached_property
     def event(self) -> EventGroup:
         return EventGroup(self)
 
     @cached_property
+    def fs(self) -> FsGroup:
+        return FsGroup(self)
+
+    @cached_property
     def health(self) -> HealthGroup:
         return HealthGroup(self)
+
+    @cached_property
+    def integration(self) -> IntegrationGroup:
+        return IntegrationGroup(self)
 
     @cached_property
     def location(self) -> LocationGroup:
@@ -978,9 +1583,21 @@ class OpenCodeClient(BaseClient):
         return ProviderGroup(self)
 
     @cached_property
+    def pty(self) -> PtyGroup:
+        return PtyGroup(self)
+
+    @cached_property
     def question(self) -> QuestionGroup:
         return QuestionGroup(self)
 
     @cached_property
+    def reference(self) -> ReferenceGroup:
+        return ReferenceGroup(self)
+
+    @cached_property
     def session(self) -> SessionGroup:
         return SessionGroup(self)
+
+    @cached_property
+    def skill(self) -> SkillGroup:
+        return SkillGroup(self)

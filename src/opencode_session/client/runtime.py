@@ -6,6 +6,7 @@ timeout scope) and the in-flight request is abandoned and its connection release
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,13 +18,14 @@ import httpx2
 from pydantic import TypeAdapter, ValidationError
 
 from opencode_session.protocol.api import endpoint
-from opencode_session.protocol.endpoint import SSE_CONTENT_TYPE, Endpoint, encode_query
+from opencode_session.protocol.endpoint import BYTES_CONTENT_TYPE, SSE_CONTENT_TYPE, Endpoint, encode_query
 from opencode_session.schema.base import wire
 from opencode_session.schema.errors import TaggedError
 
 from .errors import ClientError
 from .sse import EventStream
 from .transport import http_transport
+from .websocket import WebSocketChannel, WebSocketConnector, WebSocketRefused, WebSocketSession, network_websocket
 
 T = TypeVar("T")
 
@@ -92,12 +94,15 @@ def _json(response: httpx2.Response) -> Any:
 
 def _failure(ep: Endpoint, response: httpx2.Response) -> Exception:
     """The exception for a non-success response: the declared TaggedError it carries, or a ClientError."""
-    status = response.status_code
+    return _failure_of(ep, response.status_code, response.content)
+
+
+def _failure_of(ep: Endpoint, status: int, content: bytes) -> Exception:
     declared = {e.__name__: e for e in ep.errors_for(status)}
     if not declared:
         return ClientError("UnexpectedStatus", status=status)
     try:
-        body = json.loads(response.content)
+        body = json.loads(content)
     except ValueError as exc:
         return ClientError("UnexpectedStatus", "the error body is not JSON", status=status, cause=exc)
     tag = body.get("_tag") if isinstance(body, dict) else None
@@ -128,8 +133,10 @@ class BaseClient:
         auth: tuple[str, str] | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
         timeout: float = 30,
+        websocket: WebSocketConnector | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self._websocket_connector = websocket or network_websocket
         self._headers = dict(headers or {})
         self._auth = auth
         self._transport = transport
@@ -181,7 +188,7 @@ class BaseClient:
         for name, value in (path or {}).items():
             if value is None:
                 raise ValueError(f"{ep.operation_id}: path parameter {name} is required")
-            encoded[name] = quote(str(value), safe="")
+            encoded[name] = _wildcard(str(value)) if name == ep.wildcard else quote(str(value), safe="")
         headers = httpx2.Headers({"Accept": accept})
         if options is not None and options.headers:
             headers.update(options.headers)  # case-insensitive: a caller's "accept" replaces ours
@@ -223,13 +230,16 @@ class BaseClient:
         """Send one non-streaming operation and return its decoded result."""
         codec = _codec(operation_id)
         ep = codec.endpoint
-        request = self._request(codec, path, query, body, options, "application/json")
+        kind = ep.result_kind
+        accept = f"{BYTES_CONTENT_TYPE}, application/json" if kind == "bytes" else "application/json"
+        request = self._request(codec, path, query, body, options, accept)
         response = await self._send(request, stream=False)
         if response.status_code != ep.success_status:
             raise _failure(ep, response)
-        kind = ep.result_kind
         if kind == "none":
             return None
+        if kind == "bytes":
+            return response.content
         assert codec.response is not None
         try:
             # newer servers may add fields: ignore what this client does not know (forward compatibility)
@@ -288,3 +298,42 @@ class BaseClient:
         if isinstance(endless, str):
             endless = bool((query or {}).get(endless))
         return EventStream(connect, codec.item, endless=endless)
+
+    def _websocket(
+        self,
+        operation_id: str,
+        *,
+        path: Mapping[str, Any] | None = None,
+        query: Mapping[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> WebSocketSession:
+        """A lazy WebSocketSession for one WebSocket operation; the upgrade is sent when it opens."""
+        codec = _codec(operation_id)
+        ep = codec.endpoint
+
+        async def connect() -> WebSocketChannel:
+            request = self._request(codec, path, query, None, options, "*/*")
+            url = str(request.url)
+            url = ("wss" if url.startswith("https:") else "ws") + url[url.index(":"):]
+            headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED]
+            if self._auth is not None:  # httpx2 applies auth while sending, which a WebSocket does not go through
+                token = base64.b64encode(f"{self._auth[0]}:{self._auth[1]}".encode()).decode("ascii")
+                headers.append(("Authorization", f"Basic {token}"))
+            timeout = options.timeout if options is not None and options.timeout is not None else self._timeout
+            try:
+                return await self._websocket_connector(url, headers, timeout)
+            except WebSocketRefused as refused:
+                raise _failure_of(ep, refused.status, refused.body) from None
+
+        return WebSocketSession(connect)
+
+
+def _wildcard(value: str) -> str:
+    """A path that keeps its slashes, each segment encoded; `.` and `..` as %2E so that no URL normalization
+    removes them before the server resolves them (against the Location, where it refuses what leaves it)."""
+    return "/".join(segment.replace(".", "%2E") if segment in (".", "..") else quote(segment, safe="")
+                    for segment in value.split("/"))
+
+
+# Headers an HTTP request carries that a WebSocket upgrade sets for itself.
+_NOT_FORWARDED = frozenset({"host", "accept", "accept-encoding", "connection", "content-length", "user-agent"})

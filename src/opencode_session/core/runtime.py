@@ -16,12 +16,16 @@ if TYPE_CHECKING:
     import httpx2
 
 from .config import ConfigSource
+from .credentials import CREDENTIALS_FILE, ConnectedConfig, CredentialStore
 from .execution import suspension
 from .execution.coordinator import Drain, SessionExecution
+from .fs import Finder
 from .instructions.entries import InstructionEntries
+from .integrations import Integrations
 from .llm.providers import Providers
 from .location import Location, resolve_location
 from .permission import PermissionRequests
+from .pty import Terminals
 from .questions import QuestionRequests
 from .session import Sessions
 from .session.projector import project
@@ -58,7 +62,11 @@ class Runtime:
         self.options = options
         self.location: Location = resolve_location(options.directory)
         self.store = Store(options.db_path, project=project, live_capacity=options.live_capacity)
-        self.config = ConfigSource(options.env)  # the configuration in effect at any Location, cached
+        # connected provider keys: beside the database (0600), only in memory for an in-memory database
+        self.credentials = CredentialStore(None if str(options.db_path) == ":memory:"
+                                           else _data_dir(options) / CREDENTIALS_FILE)
+        # the configuration in effect at any Location, cached, with the connected keys applied
+        self.config: ConfigSource = ConnectedConfig(options.env, self.credentials)
         self.sessions = Sessions(self.store, self.location, env=options.env, config=self.config)
         self.entries = InstructionEntries(self.store)
         self.providers = Providers(options.provider_transport)  # the provider HTTP clients: closed with the runtime
@@ -67,6 +75,9 @@ class Runtime:
         self.outputs = ManagedOutputs(_data_dir(options) / MANAGED_DIRECTORY)
         self.snapshots = Snapshots(_data_dir(options) / SNAPSHOT_DIRECTORY, options.env)
         self.reverts = Reverts(self.store, self.snapshots, self.config)
+        self.terminals = Terminals(options.env)  # pseudo-terminals by Location, killed when the runtime closes
+        self.finder = Finder()  # fs.find's indexes of the Locations searched lately
+        self.integrations = Integrations(self.credentials)
         self._sweepers: list[asyncio.Task[None]] = []
         self.execution: SessionExecution | None = None
         self._background: set[asyncio.Task[None]] = set()
@@ -110,7 +121,15 @@ class Runtime:
             raise RuntimeError("the runtime is not open")
         return await suspension.resume(self.store, self.execution)
 
+    async def session_deleted(self, directory: str | Path) -> None:
+        """What deleting a session releases once no other session works in its Location: that Location's
+        terminals. (Sessions cannot be deleted yet; the deletion calls this when they can.)"""
+        page, _ = await self.sessions.list(directory=str(directory), limit=1)
+        if not page:
+            await self.terminals.release(resolve_location(directory).directory)
+
     async def close(self) -> None:
+        await self.terminals.close()
         if self.execution is not None:
             await self.execution.shutdown()
         background = list(self._background) + self._sweepers

@@ -3,15 +3,14 @@ permission, listed to the model by name and description, and loaded in full only
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from .config import project_dirs
+from .frontmatter import split_frontmatter
 from .permission import Effect, Ruleset, evaluate
 
 SKILL_FILE = "SKILL.md"
-_FRONTMATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n?(.*)\Z", re.S)
 
 
 @dataclass(frozen=True)
@@ -27,15 +26,7 @@ def _parse(path: Path) -> Skill | None:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
-    meta: dict[str, str] = {}
-    body = text
-    match = _FRONTMATTER.match(text)
-    if match:
-        body = match.group(2)
-        for line in match.group(1).splitlines():
-            key, sep, value = line.partition(":")
-            if sep:
-                meta[key.strip()] = value.strip().strip("\"'")
+    meta, body = split_frontmatter(text)
     name = meta.get("name") or path.parent.name
     return Skill(name=name, description=meta.get("description") or None, path=path, body=body.strip())
 

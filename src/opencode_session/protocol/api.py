@@ -5,19 +5,22 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BeforeValidator, Field, WithJsonSchema
+from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
 
 from opencode_session.schema.agent import AgentV2Info
 from opencode_session.schema.base import Struct
 from opencode_session.schema.catalog import ModelList, ProviderAnswer, ProviderList
+from opencode_session.schema.command import CommandV2Info
 from opencode_session.schema.common import LocationRef, ModelRef
 from opencode_session.schema.errors import (
     ConflictError,
+    ForbiddenError,
     InvalidCursorError,
     InvalidRequestError,
     MessageNotFoundError,
     PermissionNotFoundError,
     ProviderNotFoundError,
+    PtyNotFoundError,
     QuestionNotFoundError,
     ServiceUnavailableError,
     SessionBusyError,
@@ -33,9 +36,11 @@ from opencode_session.schema.events import (
     envelope_model,
     public_durable_types,
 )
-from opencode_session.schema.ids import MessageID, PermissionID, QuestionID, SessionID, WorkspaceID
+from opencode_session.schema.fs import FileSystemEntry
+from opencode_session.schema.ids import MessageID, PermissionID, PtyID, QuestionID, SessionID, WorkspaceID
 from opencode_session.schema.input import SessionInputAdmitted
 from opencode_session.schema.instruction_entry import EntryKey, InstructionEntry, InstructionEntryPut
+from opencode_session.schema.integration import IntegrationAttempt, IntegrationAttemptStatus, IntegrationInfo
 from opencode_session.schema.location import LocationInfo
 from opencode_session.schema.message import SessionMessage
 from opencode_session.schema.permission import (
@@ -46,8 +51,11 @@ from opencode_session.schema.permission import (
     PermissionV2Source,
 )
 from opencode_session.schema.prompt import PromptInput
+from opencode_session.schema.pty import Pty, PtySize, PtyTicketConnectToken
 from opencode_session.schema.question import QuestionV2Reply, QuestionV2Request
+from opencode_session.schema.reference import ReferenceInfo
 from opencode_session.schema.session import RevertState, SessionActive, SessionV2Info
+from opencode_session.schema.skill import SkillV2Info
 
 from .endpoint import Endpoint, Refusal, StreamSpec
 
@@ -253,6 +261,178 @@ class PermissionReplyBody(Struct):
     message: str | None = None
 
 
+# --- terminals, files, provider connections, commands, skills, references -------------------------
+
+
+def _int_from_query(value: Any) -> Any:
+    # A URL carries a decimal string (a PTY cursor may be -1); Python callers pass ints.
+    if isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,19}", value):
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ValueError("expected an integer")
+
+
+MAX_FIND_RESULTS = 200
+
+FindLimit = Annotated[
+    int,
+    BeforeValidator(_int_from_query),
+    Field(ge=1, le=MAX_FIND_RESULTS),
+    WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_FIND_RESULTS}),
+]
+# an absolute output position; -1 asks for no replay, only what comes next
+PtyCursor = Annotated[
+    int,
+    BeforeValidator(_int_from_query),
+    Field(ge=-1, le=MAX_SEQ),
+    WithJsonSchema({"type": "integer", "minimum": -1, "maximum": MAX_SEQ}),
+]
+# Argument and environment strings reach execve, which cannot carry a NUL byte (names are checked by the terminal
+# manager: no NUL, no `=`, not empty).
+ExecString = Annotated[str, Field(pattern=r"^[^\x00]*$")]
+
+
+class _Body(Struct):
+    """A request body whose optional fields are left out, never sent as null: the document admits no null."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _absent_not_null(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            nulls = [key for name, info in cls.model_fields.items() if data.get(key := info.alias or name, 0) is None]
+            if nulls:
+                raise ValueError(f"{', '.join(nulls)}: leave an optional field out rather than send null")
+        return data
+
+
+class PtyPath(Struct):
+    ptyID: PtyID
+
+
+class PtyCreateBody(_Body):
+    command: ExecString | None = None
+    args: list[ExecString] | None = None
+    cwd: ExecString | None = None
+    title: str | None = None
+    env: dict[str, ExecString] | None = None
+
+
+class PtyUpdateBody(_Body):
+    title: str | None = None
+    size: PtySize | None = None
+
+
+class PtyConnectQuery(Struct):
+    # the reference names these two query parameters literally (not as one deepObject `location`)
+    location_directory: str | None = Field(None, alias="location[directory]")
+    location_workspace: WorkspaceID | None = Field(None, alias="location[workspace]")
+    cursor: PtyCursor | None = None
+    ticket: str | None = None
+
+
+class PtyList(Struct):
+    location: LocationInfo
+    data: list[Pty]
+
+
+class PtyAnswer(Struct):
+    location: LocationInfo
+    data: Pty
+
+
+class PtyTokenAnswer(Struct):
+    location: LocationInfo
+    data: PtyTicketConnectToken
+
+
+class FsReadPath(Struct):
+    path: str
+
+
+class FsListQuery(Struct):
+    location: LocationSelector | None = None
+    path: str | None = None
+
+
+class FsFindQuery(Struct):
+    location: LocationSelector | None = None
+    query: str
+    type: Literal["file", "directory"] | None = None
+    limit: FindLimit | None = None
+
+
+class FsEntries(Struct):
+    location: LocationInfo
+    data: list[FileSystemEntry]
+
+
+class IntegrationPath(Struct):
+    integrationID: str
+
+
+class AttemptPath(Struct):
+    attemptID: str
+
+
+class CredentialPath(Struct):
+    credentialID: str
+
+
+class IntegrationKeyBody(_Body):
+    key: str = Field(min_length=1)
+    label: str | None = None
+
+
+class IntegrationOAuthBody(_Body):
+    methodID: str
+    inputs: dict[str, str]
+    label: str | None = None
+
+
+class AttemptCompleteBody(_Body):
+    code: str | None = None
+
+
+class CredentialUpdateBody(_Body):
+    label: str
+
+
+class IntegrationList(Struct):
+    location: LocationInfo
+    data: list[IntegrationInfo]
+
+
+class IntegrationAnswer(Struct):
+    location: LocationInfo
+    data: IntegrationInfo
+
+
+class IntegrationAttemptAnswer(Struct):
+    location: LocationInfo
+    data: IntegrationAttempt
+
+
+class IntegrationAttemptStatusAnswer(Struct):
+    location: LocationInfo
+    data: IntegrationAttemptStatus
+
+
+class CommandList(Struct):
+    location: LocationInfo
+    data: list[CommandV2Info]
+
+
+class SkillList(Struct):
+    location: LocationInfo
+    data: list[SkillV2Info]
+
+
+class ReferenceList(Struct):
+    location: LocationInfo
+    data: list[ReferenceInfo]
+
+
 # --- stream items ---------------------------------------------------------------------------------
 
 DURABLE_EVENT_MODELS = tuple(envelope_model(t) for t in public_durable_types())
@@ -290,6 +470,15 @@ _CURSOR = Refusal(InvalidCursorError, None,
                   "the cursor is not one this server issued for this list, or comes with the query parameters it"
                   " replaces")
 _LOCATION_QUERY = (_LOCATION,)
+_PTY_LOCATION = Refusal(InvalidRequestError, "location[directory]", _LOCATION.reason)
+_NOT_UPGRADE = Refusal(InvalidRequestError, None, "the request is not a WebSocket upgrade")
+_PTY_COMMAND = Refusal(InvalidRequestError, "command", "the command is not found on the PATH or cannot be run")
+_PTY_CWD = Refusal(InvalidRequestError, "cwd", "the working directory does not exist or is not a directory")
+_PTY_ENV = Refusal(InvalidRequestError, "env", "a variable's name or value cannot be passed to a process")
+_PTY_LIMIT = Refusal(InvalidRequestError, None, "the server already runs as many terminals as it allows")
+_INTEGRATION = Refusal(InvalidRequestError, "integrationID", "no provider by that ID is known at the location")
+_ATTEMPT = Refusal(InvalidRequestError, "attemptID", "no OAuth attempt by that ID is known (it may have been removed)")
+_CREDENTIAL = Refusal(InvalidRequestError, "credentialID", "no stored credential has that ID")
 
 # --- the table ------------------------------------------------------------------------------------
 
@@ -799,6 +988,312 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         summary="Subscribe to events",
         description="Subscribe to native event payloads for the server.",
         stream=StreamSpec(item=InstanceEvent, name="InstanceEvent", endless=True),
+    ),
+    # --- terminals -------------------------------------------------------------------------------------------
+    Endpoint(
+        operation_id="v2.pty.list",
+        method="GET",
+        path="/api/pty",
+        summary="List terminals",
+        description="The pseudo-terminals of the requested location; exited ones stay listed until they are removed.",
+        query=LocationQuery,
+        success=PtyList,
+        refusals=_LOCATION_QUERY,
+        provides=(("ptyID", "/data/0/id"),),
+    ),
+    Endpoint(
+        operation_id="v2.pty.create",
+        method="POST",
+        path="/api/pty",
+        summary="Create terminal",
+        description=(
+            "Start the user's shell (or `command` with `args`) on a new pseudo-terminal in the location, or in `cwd`"
+            " taken relative to it. The environment is the server's, then `env`, then the host's additions, then"
+            " TERM and OPENCODE_TERMINAL."
+        ),
+        query=LocationQuery,
+        body=PtyCreateBody,
+        success=PtyAnswer,
+        refusals=(_LOCATION, _PTY_COMMAND, _PTY_CWD, _PTY_ENV, _PTY_LIMIT),
+        provides=(("ptyID", "/data/id"),),
+    ),
+    Endpoint(
+        operation_id="v2.pty.get",
+        method="GET",
+        path="/api/pty/{ptyID}",
+        summary="Get terminal",
+        description="One pseudo-terminal of the location, with its exit code once its process has ended.",
+        path_params=PtyPath,
+        query=LocationQuery,
+        success=PtyAnswer,
+        errors=(PtyNotFoundError,),
+        refusals=_LOCATION_QUERY,
+    ),
+    Endpoint(
+        operation_id="v2.pty.update",
+        method="PUT",
+        path="/api/pty/{ptyID}",
+        summary="Update terminal",
+        description="Rename a pseudo-terminal or resize its window (a running process is told of the new size).",
+        path_params=PtyPath,
+        query=LocationQuery,
+        body=PtyUpdateBody,
+        success=PtyAnswer,
+        errors=(PtyNotFoundError,),
+        refusals=_LOCATION_QUERY,
+    ),
+    Endpoint(
+        operation_id="v2.pty.remove",
+        method="DELETE",
+        path="/api/pty/{ptyID}",
+        summary="Remove terminal",
+        description="Kill the pseudo-terminal's process group and forget it.",
+        path_params=PtyPath,
+        query=LocationQuery,
+        success_status=204,
+        errors=(PtyNotFoundError,),
+        refusals=_LOCATION_QUERY,
+    ),
+    Endpoint(
+        operation_id="v2.pty.connectToken",
+        method="POST",
+        path="/api/pty/{ptyID}/connect-token",
+        summary="Create terminal connection ticket",
+        description=(
+            "A ticket that opens this terminal's WebSocket once, within a minute, for the same location: for a"
+            " browser, which cannot send the password header on a WebSocket."
+        ),
+        path_params=PtyPath,
+        query=LocationQuery,
+        success=PtyTokenAnswer,
+        errors=(ForbiddenError, PtyNotFoundError),
+        refusals=_LOCATION_QUERY,
+    ),
+    Endpoint(
+        operation_id="v2.pty.connect",
+        method="GET",
+        path="/api/pty/{ptyID}/connect",
+        summary="Connect to terminal",
+        description=(
+            "A WebSocket to the terminal. The server sends the retained output after `cursor` (all of it when absent,"
+            " none for -1) as text frames, then one binary frame of a 0x00 byte and the JSON `{\"cursor\": N}` (the"
+            " absolute output position reached, to reconnect from), then live output as text frames, and closes when"
+            " the process exits. The client sends input as text (or UTF-8 binary) frames; a binary frame of a 0x00"
+            " byte and the JSON `{\"size\": {\"rows\": R, \"cols\": C}}` resizes the window. Without the"
+            " password header, `ticket` (from connect-token) authorizes the connection."
+        ),
+        path_params=PtyPath,
+        query=PtyConnectQuery,
+        success=bool,
+        errors=(ForbiddenError, PtyNotFoundError),
+        refusals=(_PTY_LOCATION, _NOT_UPGRADE),
+        websocket=True,
+    ),
+    # --- files --------------------------------------------------------------------------------------------
+    Endpoint(
+        operation_id="v2.fs.read",
+        method="GET",
+        path="/api/fs/read/*",
+        summary="Read file",
+        description=(
+            "The bytes of one regular file, named by the path after `/api/fs/read/` relative to the location (`..`"
+            " and symbolic links resolved; elsewhere only where a permission rule allows). The `X-File-Kind` header"
+            " says `text` or `binary`."
+        ),
+        path_params=FsReadPath,
+        query=LocationQuery,
+        success=bytes,
+        refusals=(_LOCATION, Refusal(InvalidRequestError, "path",
+                                     "the path names no regular file (missing, a directory, or not a usable path),"
+                                     " or one larger than the limit")),
+        wildcard="path",
+    ),
+    Endpoint(
+        operation_id="v2.fs.list",
+        method="GET",
+        path="/api/fs/list",
+        summary="List directory",
+        description=(
+            "The entries directly inside a directory of the location (`path`, relative to it; the location itself by"
+            " default), directories first, without the ones ignore files exclude."
+        ),
+        query=FsListQuery,
+        success=FsEntries,
+        refusals=(_LOCATION, Refusal(InvalidRequestError, "path",
+                                     "the path names no directory (missing, a file, or not a usable path)")),
+    ),
+    Endpoint(
+        operation_id="v2.fs.find",
+        method="GET",
+        path="/api/fs/find",
+        summary="Find files",
+        description=(
+            "Files and directories anywhere in the location ranked by how well their path matches `query`, as a fuzzy"
+            " file finder ranks them, without the ones ignore files exclude; at most `limit` (50 by default)."
+        ),
+        query=FsFindQuery,
+        success=FsEntries,
+        refusals=_LOCATION_QUERY,
+    ),
+    # --- provider connections ---------------------------------------------------------------------------------
+    Endpoint(
+        operation_id="v2.integration.list",
+        method="GET",
+        path="/api/integration",
+        summary="List integrations",
+        description=(
+            "The providers this runtime can reach (built in and configured), how each can be connected, and the"
+            " connections each has: stored credentials (newest first) and set environment variables."
+        ),
+        query=LocationQuery,
+        success=IntegrationList,
+        refusals=_LOCATION_QUERY,
+        provides=(("integrationID", "/data/0/id"),),
+    ),
+    Endpoint(
+        operation_id="v2.integration.get",
+        method="GET",
+        path="/api/integration/{integrationID}",
+        summary="Get integration",
+        description="One provider's connection methods and connections.",
+        path_params=IntegrationPath,
+        query=LocationQuery,
+        success=IntegrationAnswer,
+        refusals=(_LOCATION, _INTEGRATION),
+    ),
+    Endpoint(
+        operation_id="v2.integration.connect.key",
+        method="POST",
+        path="/api/integration/{integrationID}/connect/key",
+        summary="Connect with a key",
+        description=(
+            "Store an API key for the provider: later Steps use it, without any configuration change. The key is"
+            " never returned by any operation."
+        ),
+        path_params=IntegrationPath,
+        query=LocationQuery,
+        body=IntegrationKeyBody,
+        success_status=204,
+        refusals=(_LOCATION, _INTEGRATION),
+    ),
+    Endpoint(
+        operation_id="v2.integration.connect.oauth",
+        method="POST",
+        path="/api/integration/{integrationID}/connect/oauth",
+        summary="Start an OAuth connection",
+        description=(
+            "Begin an OAuth attempt with one of the provider's OAuth methods: the answer has the authorization URL"
+            " to open and the attempt's ID to poll, complete (with the code, in `code` mode) or cancel."
+        ),
+        path_params=IntegrationPath,
+        query=LocationQuery,
+        body=IntegrationOAuthBody,
+        success=IntegrationAttemptAnswer,
+        refusals=(_LOCATION, _INTEGRATION,
+                  Refusal(InvalidRequestError, "methodID", "the provider has no OAuth method of that ID (a provider"
+                                                           " without OAuth has none)")),
+        provides=(("attemptID", "/data/attemptID"),),
+    ),
+    Endpoint(
+        operation_id="v2.integration.attempt.status",
+        method="GET",
+        path="/api/integration/attempt/{attemptID}",
+        summary="Get OAuth attempt status",
+        description="Whether an OAuth attempt is pending, complete, failed (with why) or expired.",
+        path_params=AttemptPath,
+        query=LocationQuery,
+        success=IntegrationAttemptStatusAnswer,
+        refusals=(_LOCATION, _ATTEMPT),
+    ),
+    Endpoint(
+        operation_id="v2.integration.attempt.cancel",
+        method="DELETE",
+        path="/api/integration/attempt/{attemptID}",
+        summary="Cancel OAuth attempt",
+        description="Abandon a pending OAuth attempt and release what it holds. Cancelling an unknown one is a no-op.",
+        path_params=AttemptPath,
+        query=LocationQuery,
+        success_status=204,
+        refusals=_LOCATION_QUERY,
+    ),
+    Endpoint(
+        operation_id="v2.integration.attempt.complete",
+        method="POST",
+        path="/api/integration/attempt/{attemptID}/complete",
+        summary="Complete OAuth attempt",
+        description=(
+            "Finish a `code` mode attempt with the code the provider showed the user: the code is exchanged for a"
+            " credential, which is stored."
+        ),
+        path_params=AttemptPath,
+        query=LocationQuery,
+        body=AttemptCompleteBody,
+        success_status=204,
+        refusals=(_LOCATION, _ATTEMPT,
+                  Refusal(InvalidRequestError, "code", "the code is missing, or the provider did not accept it")),
+    ),
+    Endpoint(
+        operation_id="v2.credential.update",
+        method="PATCH",
+        path="/api/credential/{credentialID}",
+        summary="Rename credential",
+        description="Change the label of a stored credential.",
+        path_params=CredentialPath,
+        query=LocationQuery,
+        body=CredentialUpdateBody,
+        success_status=204,
+        refusals=(_LOCATION, _CREDENTIAL),
+    ),
+    Endpoint(
+        operation_id="v2.credential.remove",
+        method="DELETE",
+        path="/api/credential/{credentialID}",
+        summary="Remove credential",
+        description=(
+            "Delete a stored credential: Steps that start after this no longer use it. Removing an unknown one is a"
+            " no-op."
+        ),
+        path_params=CredentialPath,
+        query=LocationQuery,
+        success_status=204,
+        refusals=_LOCATION_QUERY,
+    ),
+    # --- commands, skills, references -----------------------------------------------------------------------
+    Endpoint(
+        operation_id="v2.command.list",
+        method="GET",
+        path="/api/command",
+        summary="List commands",
+        description=(
+            "The custom commands of the location: opencode.json's `command` entries and the markdown files under"
+            " `command/` of the global config directory and of `.opencode/` in the project."
+        ),
+        query=LocationQuery,
+        success=CommandList,
+        refusals=_LOCATION_QUERY,
+    ),
+    Endpoint(
+        operation_id="v2.skill.list",
+        method="GET",
+        path="/api/skill",
+        summary="List skills",
+        description="The skills the `skill` tool offers at the location, with their instructions.",
+        query=LocationQuery,
+        success=SkillList,
+        refusals=_LOCATION_QUERY,
+    ),
+    Endpoint(
+        operation_id="v2.reference.list",
+        method="GET",
+        path="/api/reference",
+        summary="List references",
+        description=(
+            "The project references configured for the location (opencode.json's `references`): directories a"
+            " session may consult, local or cloned from git."
+        ),
+        query=LocationQuery,
+        success=ReferenceList,
+        refusals=_LOCATION_QUERY,
     ),
 )
 

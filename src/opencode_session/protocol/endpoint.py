@@ -20,6 +20,7 @@ _WIRE: dict[str, Any] = {"mode": "json", "exclude_none": True, "by_alias": True,
 
 SSE_CONTENT_TYPE = "text/event-stream"
 JSON_CONTENT_TYPE = "application/json"
+BYTES_CONTENT_TYPE = "application/octet-stream"
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,11 @@ class Endpoint:
     # document links it to each operation that takes them all, same name and schema (`/data/0/id`: the first item's)
     provides: tuple[tuple[str, str], ...] = ()
     refusals: tuple[Refusal, ...] = ()
+    # the path parameter a trailing `/*` of `path` captures: the rest of the URL path, slashes included (the
+    # document shows the `*` as the reference does, with no parameter for it)
+    wildcard: str | None = None
+    # a WebSocket upgrade (`x-websocket` in the document); a plain request to it is refused
+    websocket: bool = False
 
     def __post_init__(self) -> None:
         if not self.client_name:
@@ -134,6 +140,10 @@ class Endpoint:
             raise ValueError(f"{self.operation_id}: a stream declares its item in StreamSpec, not success")
         names = set(re.findall(r"{([^}]+)}", self.path))
         declared = set(self.path_params.model_fields) if self.path_params else set()
+        if self.wildcard is not None:
+            if not self.path.endswith("/*") or self.wildcard not in declared:
+                raise ValueError(f"{self.operation_id}: a wildcard is a path parameter captured by a trailing /*")
+            names.add(self.wildcard)
         if names != declared:
             raise ValueError(f"{self.operation_id}: path {self.path} vs path_params {sorted(declared)}")
 
@@ -156,9 +166,14 @@ class Endpoint:
 
     @property
     def result_kind(self) -> str:
-        """none | data | page | raw | stream: how a client turns the success response into a value."""
+        """none | data | page | raw | bytes | stream | websocket: how a client turns the success response into a
+        value."""
+        if self.websocket:
+            return "websocket"
         if self.stream is not None:
             return "stream"
+        if self.success is bytes:
+            return "bytes"
         if self.success_status == 204:
             return "none"
         if self.page:
@@ -199,8 +214,14 @@ class Endpoint:
         return None
 
     def wire_path(self, values: Mapping[str, str]) -> str:
-        """The concrete path with each `{name}` replaced by the already-encoded value."""
-        return re.sub(r"{([^}]+)}", lambda m: values[m.group(1)], self.path)
+        """The concrete path with each `{name}` (and the wildcard's `*`) replaced by the already-encoded value."""
+        path = re.sub(r"{([^}]+)}", lambda m: values[m.group(1)], self.path)
+        return path[:-1] + values[self.wildcard] if self.wildcard is not None else path
+
+    @property
+    def route_path(self) -> str:
+        """The path as the router matches it: the wildcard's `*` becomes a parameter that takes slashes."""
+        return self.path[:-1] + "{" + self.wildcard + ":path}" if self.wildcard is not None else self.path
 
 
 # --- query strings -------------------------------------------------------------------------------
@@ -238,8 +259,9 @@ def decode_query(model: type[BaseModel], items: Iterable[tuple[str, str]]) -> Ba
     Raises pydantic.ValidationError for bad or unknown parameters; the last value of a repeated key wins.
     """
     raw: dict[str, Any] = {}
+    literal = {info.alias for info in model.model_fields.values() if info.alias}  # a field named `a[b]` itself
     for key, value in items:
-        match = _DEEP.match(key)
+        match = None if key in literal else _DEEP.match(key)
         if match:
             nested = raw.setdefault(match.group(1), {})
             if isinstance(nested, dict):

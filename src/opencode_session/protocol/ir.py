@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from .api import ENDPOINTS
-from .endpoint import JSON_CONTENT_TYPE, SSE_CONTENT_TYPE, Endpoint, _snake
+from .endpoint import BYTES_CONTENT_TYPE, JSON_CONTENT_TYPE, SSE_CONTENT_TYPE, Endpoint, _snake
 
 RESERVED = frozenset({"self", "options"})
 
@@ -51,7 +51,7 @@ class ErrorDecl:
 @dataclass(frozen=True)
 class Result:
     status: int
-    kind: str  # none | data | page | raw | stream
+    kind: str  # none | data | page | raw | bytes | stream | websocket
     content_type: str | None
     type: TypeExpr | None  # the value (page and stream: one item) a caller receives
 
@@ -206,7 +206,8 @@ def _params(model: type[BaseModel] | None, location: str) -> tuple[Param, ...]:
         params.append(
             Param(
                 name=wire,
-                python_name=_python_name(wire, snake=location == "path"),
+                # a wire name that is no identifier (`location[directory]`) is called by its field's name
+                python_name=_python_name(wire if wire.isidentifier() else field_name, snake=location == "path"),
                 location=location,
                 required=required or location == "path",
                 type=expr,
@@ -223,6 +224,10 @@ def _result(ep: Endpoint) -> Result:
     if kind == "stream":
         assert ep.stream is not None
         return Result(ep.success_status, kind, SSE_CONTENT_TYPE, render_type(ep.stream.item))
+    if kind == "bytes":
+        return Result(ep.success_status, kind, BYTES_CONTENT_TYPE, TypeExpr("bytes"))
+    if kind == "websocket":  # the emitter's connection object is the result
+        return Result(ep.success_status, kind, None, None)
     return Result(ep.success_status, kind, JSON_CONTENT_TYPE, render_type(ep.success))
 
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, RootModel
 from pydantic.json_schema import models_json_schema
 
 from .api import ENDPOINTS
-from .endpoint import JSON_CONTENT_TYPE, SSE_CONTENT_TYPE, Endpoint, StreamSpec
+from .endpoint import BYTES_CONTENT_TYPE, JSON_CONTENT_TYPE, SSE_CONTENT_TYPE, Endpoint, StreamSpec
 
 REF_PREFIX = "#/components/schemas/"
 
@@ -167,6 +167,8 @@ class _Builder:
             schema = self.definition(model)
             required = set(schema.get("required", []))
             for name, prop in schema["properties"].items():
+                if where == "path" and name == ep.wildcard:
+                    continue  # the path's trailing `*` stands for it
                 param: dict[str, Any] = {"name": name, "in": where}
                 target = self.resolve(prop)
                 if where == "query" and target.get("type") == "object":
@@ -184,6 +186,15 @@ class _Builder:
         kind = ep.result_kind
         if kind == "none":
             out["204"] = {"description": "<No Content>"}
+        elif kind == "bytes":
+            out[str(ep.success_status)] = {
+                "description": "Success",
+                "content": {BYTES_CONTENT_TYPE: {"schema": {"type": "string", "format": "binary"}}},
+            }
+        elif kind == "websocket":
+            # what the reference declares for its upgrade; the connection itself is the WebSocket
+            out[str(ep.success_status)] = {"description": "Success",
+                                           "content": {JSON_CONTENT_TYPE: {"schema": {"type": "boolean"}}}}
         elif kind == "stream":
             assert ep.stream is not None
             out[str(ep.success_status)] = {
@@ -272,6 +283,8 @@ class _Builder:
                 "content": {JSON_CONTENT_TYPE: {"schema": copy.deepcopy(self.definition(ep.body))}},
             }
         op["responses"] = self.responses(ep)
+        if ep.websocket:
+            op["x-websocket"] = True
         return op
 
     def document(self, title: str, version: str) -> dict[str, Any]:

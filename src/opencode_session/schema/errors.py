@@ -148,6 +148,14 @@ class QuestionNotFoundError(TaggedError):
         return f"Question not found: {self.values['requestID']}"
 
 
+class PtyNotFoundError(TaggedError):
+    status = 404
+    fields = ("ptyID",)
+
+    def default_message(self) -> str:
+        return f"PTY session not found: {self.values['ptyID']}"
+
+
 class ConflictError(TaggedError):
     status = 409
     optional = ("resource",)

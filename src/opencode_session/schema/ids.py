@@ -71,6 +71,10 @@ def question_id() -> str:
     return ascending("que")
 
 
+def pty_id() -> str:
+    return ascending("pty")
+
+
 def message_id_from_event(event_id_: str) -> str:
     """A message created from an event takes that event's ID with the prefix swapped."""
     assert event_id_.startswith("evt_")
@@ -98,3 +102,4 @@ EventID = Annotated[str, StringConstraints(pattern=r"^evt_", min_length=5, max_l
 WorkspaceID = Annotated[str, StringConstraints(pattern=r"^wrk")]
 PermissionID = Annotated[str, StringConstraints(pattern=r"^per", min_length=4, max_length=128)]
 QuestionID = Annotated[str, StringConstraints(pattern=r"^que", min_length=4, max_length=128)]
+PtyID = Annotated[str, StringConstraints(pattern=r"^pty", min_length=4, max_length=128)]

@@ -12,6 +12,7 @@ from typing import Any
 import httpx2
 
 from ..client.generated import OpenCodeClient
+from ..client.websocket import WebSocketConnector
 from ..core.llm.model import Provider, ResolvedModel
 from ..core.llm.retry import Clock
 from ..core.runtime import Runtime, RuntimeOptions
@@ -20,7 +21,9 @@ from ..core.tools.tool import Tool
 from ..core.wiring import make_drain_factory
 from ..server.app import create_app
 from ..server.guard import GuardOptions
+from ..server.host import PtyEnvironment, no_overlay
 from .transport import ASGIStreamingTransport
+from .websocket import InMemoryWebSockets
 
 EMBEDDED_HOST = "opencode.local"
 EMBEDDED_BASE_URL = f"http://{EMBEDDED_HOST}"
@@ -30,8 +33,10 @@ class OpenCode(OpenCodeClient):
     """`async with OpenCode(db=...) as oc: await oc.session.create()`.
 
     Shares the networked client's methods, routing, middleware, codecs and errors; only the transport differs.
-    Embedded-only: `tools` (register Python tools the runner may call), `runtime` (the core objects) and `transport`
-    (the in-memory transport, for another client of the same host).
+    Embedded-only: `tools` (register Python tools the runner may call), `runtime` (the core objects), `transport`
+    and `websockets` (the in-memory HTTP transport and WebSocket connector, for another client of the same host) and
+    `pty_environment` (the host's additions to a new terminal's environment). `pty.connect` works as over the
+    network: its WebSocket runs in memory through the same app, middleware and handlers.
     Closing releases the database, ends every stream and stops every drain. The default database is in memory.
     """
 
@@ -47,6 +52,7 @@ class OpenCode(OpenCodeClient):
         heartbeat: float = 15.0,
         headers: Mapping[str, str] | None = None,
         stall_timeout: float = 15.0,
+        pty_environment: PtyEnvironment = no_overlay,
     ) -> None:
         self.tools: ToolRegistry = default_registry()
         for tool in tools:
@@ -57,18 +63,27 @@ class OpenCode(OpenCodeClient):
         )
         self._heartbeat = heartbeat
         self._stall_timeout = stall_timeout
+        self._pty_environment = pty_environment
         self._runtime: Runtime | None = None
         self._app: Any = None
         self._in_memory = ASGIStreamingTransport(self._serve)
+        self._websockets = InMemoryWebSockets(lambda: self._app)
         password = self._options.env.get("OPENCODE_SERVER_PASSWORD")
         auth = (self._options.env.get("OPENCODE_SERVER_USERNAME") or "opencode", password) if password else None
-        super().__init__(EMBEDDED_BASE_URL, headers=headers, auth=auth, transport=self._in_memory)
+        super().__init__(EMBEDDED_BASE_URL, headers=headers, auth=auth, transport=self._in_memory,
+                         websocket=self._websockets.connect)
 
     @property
     def transport(self) -> ASGIStreamingTransport:
         """The in-memory transport into this host's app: another client built with it (and EMBEDDED_BASE_URL) talks
         to this same host, e.g. with other credentials."""
         return self._in_memory
+
+    @property
+    def websockets(self) -> WebSocketConnector:
+        """The in-memory WebSocket connector into this host's app, for another client (`websocket=`) of it: what
+        carries `pty.connect`, which the HTTP transport cannot."""
+        return self._websockets.connect
 
     async def _serve(self, scope: Any, receive: Any, send: Any) -> None:
         if self._app is None:  # a call before `open` or after `aclose`: the client reports a Transport failure
@@ -92,13 +107,14 @@ class OpenCode(OpenCodeClient):
         # The in-memory transport's requests name EMBEDDED_BASE_URL's host; nothing else can reach this app.
         guard = GuardOptions(allowed_hosts=(EMBEDDED_HOST,))
         self._app = create_app(runtime, env=self._options.env, heartbeat=self._heartbeat, guard=guard,
-                               stall_timeout=self._stall_timeout)
+                               stall_timeout=self._stall_timeout, pty_environment=self._pty_environment)
         return self
 
     async def aclose(self) -> None:
         if self._app is not None:
             self._app.state.ocs.shutdown.set()  # end streams before the transport waits for their tasks
         await super().aclose()
+        await self._websockets.aclose()
         await self._in_memory.aclose()
         self._app = None
         if self._runtime is not None:

@@ -14,16 +14,21 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Match, Route
+from starlette.routing import BaseRoute, Match, Route, WebSocketRoute
+from starlette.websockets import WebSocket
 
+from ..core.fs import is_binary
 from ..core.runtime import Runtime
 from ..protocol import ENDPOINTS, Endpoint, decode_query
+from ..protocol.endpoint import BYTES_CONTENT_TYPE
 from ..schema.errors import InvalidRequestError, TaggedError, UnknownError
 from .auth import BasicAuthMiddleware
 from .body import JSONAnswer, read_json_body
 from .guard import BodyGuard, GuardOptions, OriginGuard
 from .handlers import HANDLERS, Call
+from .host import Host, PtyEnvironment, no_overlay
 from .sse import SSEResponse
+from .terminal_socket import serve_terminal
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +69,7 @@ def _route(runtime: Runtime, endpoint: Endpoint, state: AppState):
     async def endpoint_fn(request: Request) -> Response:
         try:
             path, query, body = await _decode(endpoint, request)
-            result = await handler(runtime, Call(path, query, body, endpoint, state.shutdown))
+            result = await handler(runtime, Call(path, query, body, endpoint, state.shutdown, state.host))
         except TaggedError as err:
             return error_response(err)
         except Exception:
@@ -77,6 +82,10 @@ def _route(runtime: Runtime, endpoint: Endpoint, state: AppState):
                                stall_timeout=state.stall_timeout)
         if endpoint.success_status == 204:
             return Response(status_code=204)
+        if endpoint.result_kind == "bytes":
+            # never sniffed as something a browser would render or run; the kind says whether it is text
+            return Response(result, media_type=BYTES_CONTENT_TYPE, headers={
+                "X-Content-Type-Options": "nosniff", "X-File-Kind": "binary" if is_binary(result) else "text"})
         try:
             content = endpoint.encode(result)
         except Exception:
@@ -86,34 +95,44 @@ def _route(runtime: Runtime, endpoint: Endpoint, state: AppState):
             return error_response(unknown)
         return JSONAnswer(content, status_code=endpoint.success_status)
 
-    return Route(endpoint.path, endpoint_fn, methods=[endpoint.method], name=endpoint.operation_id)
+    return Route(endpoint.route_path, endpoint_fn, methods=[endpoint.method], name=endpoint.operation_id)
 
 
-def _allowed_methods(routes: list[Route], request: Request) -> list[str]:
+def _websocket_route(runtime: Runtime, endpoint: Endpoint, state: AppState) -> WebSocketRoute:
+    async def serve(websocket: WebSocket) -> None:
+        await serve_terminal(websocket, runtime, state.host, state.shutdown, _invalid)
+
+    return WebSocketRoute(endpoint.route_path, serve, name=endpoint.operation_id + ".websocket")
+
+
+def _allowed_methods(routes: list[BaseRoute], request: Request) -> list[str]:
     methods: set[str] = set()
     for route in routes:
-        if route.methods and route.matches(request.scope)[0] is not Match.NONE:
+        if isinstance(route, Route) and route.methods and route.matches(request.scope)[0] is not Match.NONE:
             methods |= route.methods
     return sorted(methods)
 
 
 class AppState:
-    def __init__(self, heartbeat: float, stall_timeout: float) -> None:
+    def __init__(self, heartbeat: float, stall_timeout: float, host: Host) -> None:
         self.heartbeat = heartbeat
         self.stall_timeout = stall_timeout
         self.shutdown = anyio.Event()
+        self.host = host
 
 
 def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartbeat: float = 15.0,
-               guard: GuardOptions | None = None, stall_timeout: float = 15.0) -> Starlette:
+               guard: GuardOptions | None = None, stall_timeout: float = 15.0,
+               pty_environment: PtyEnvironment = no_overlay) -> Starlette:
     """The V2 API app over `runtime`. `app.state.ocs.shutdown` ends every stream when set; an event stream whose
-    reader accepts nothing for `stall_timeout` seconds is cut off."""
+    reader accepts nothing for `stall_timeout` seconds is cut off. `pty_environment` is the host's overlay on a new
+    terminal's environment."""
     guard = guard or GuardOptions()
     env = os.environ if env is None else env
     missing = [e.operation_id for e in ENDPOINTS if e.operation_id not in HANDLERS]
     if missing:
         raise RuntimeError(f"operations without a handler: {missing}")
-    state = AppState(heartbeat, stall_timeout)
+    state = AppState(heartbeat, stall_timeout, Host(pty_environment=pty_environment))
     doc: list[dict[str, Any]] = []  # rendered on first request: it costs a third of start-up and few ask for it
 
     async def openapi_doc(_request: Request) -> Response:
@@ -131,7 +150,8 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
         return JSONResponse(InvalidRequestError(f"No route for {request.method} {request.url.path}",
                                                 kind="route").body(), status_code=status, headers=headers)
 
-    routes = [_route(runtime, e, state) for e in ENDPOINTS]
+    routes: list[BaseRoute] = [_route(runtime, e, state) for e in ENDPOINTS]
+    routes += [_websocket_route(runtime, e, state) for e in ENDPOINTS if e.websocket]
     routes.append(Route("/doc", openapi_doc, methods=["GET"], name="doc"))
     app = Starlette(routes=routes, exception_handlers={HTTPException: not_found})
     app.state.ocs = state

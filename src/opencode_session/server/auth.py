@@ -1,14 +1,16 @@
-"""HTTP basic auth for every route when OPENCODE_SERVER_PASSWORD is set, as OpenCode's server does."""
+"""HTTP basic auth for every route (WebSocket upgrades too) when OPENCODE_SERVER_PASSWORD is set, as OpenCode's
+server does; a WebSocket upgrade may instead carry a connection ticket, which its route checks."""
 
 from __future__ import annotations
 
 import base64
 import hmac
-import json
+from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..schema.errors import UnauthorizedError
+from .guard import refuse
 
 
 class BasicAuthMiddleware:
@@ -30,13 +32,16 @@ class BasicAuthMiddleware:
         return False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self._authorized(scope):
+        if scope["type"] not in ("http", "websocket") or self._authorized(scope):
             await self.app(scope, receive, send)
             return
-        body = json.dumps(UnauthorizedError("Authentication required").body()).encode()
-        await send({"type": "http.response.start", "status": 401, "headers": [
-            (b"content-type", b"application/json"),
-            (b"www-authenticate", b'Basic realm="opencode"'),
-            (b"content-length", str(len(body)).encode()),
-        ]})
-        await send({"type": "http.response.body", "body": body})
+        if scope["type"] == "websocket" and _has_ticket(scope):
+            # A browser cannot send the header on a WebSocket: the route checks the ticket (any ticket it is given)
+            await self.app(scope, receive, send)
+            return
+        await refuse(scope, send, UnauthorizedError("Authentication required"),
+                     headers=((b"www-authenticate", b'Basic realm="opencode"'),))
+
+
+def _has_ticket(scope: Scope) -> bool:
+    return any(key == "ticket" for key, _ in parse_qsl(scope.get("query_string", b"").decode("latin-1")))

@@ -40,6 +40,7 @@ def is_loopback(host: str) -> bool:
 
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_PAGE_SCHEME = {"ws": "http", "wss": "https"}
 
 
 def _authority(url: str) -> tuple[str, int | None] | None:
@@ -74,10 +75,23 @@ def _normalise_origin(origin: str) -> str:
 
 
 async def _reject(send: Send, err: TaggedError, status: int | None = None) -> None:
+    await refuse({"type": "http"}, send, err, status)
+
+
+async def refuse(scope: Scope, send: Send, err: TaggedError, status: int | None = None,
+                 headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+    """Answer with the tagged error as JSON. A WebSocket upgrade gets the same HTTP answer where the server supports
+    ASGI's denial response (uvicorn does), else a policy-violation close, which the server answers with a 403."""
     body = json.dumps(err.body()).encode()
-    await send({"type": "http.response.start", "status": status or err.status, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
+    prefix = ""
+    if scope["type"] == "websocket":
+        if "websocket.http.response" not in scope.get("extensions", {}):
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        prefix = "websocket."
+    await send({"type": prefix + "http.response.start", "status": status or err.status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers]})
+    await send({"type": prefix + "http.response.body", "body": body})
 
 
 class OriginGuard:
@@ -111,17 +125,20 @@ class OriginGuard:
             elif key == b"origin":
                 origin = value.decode("latin-1")
         refusal = self._host_refusal(host)
+        # A page opens a WebSocket from its http(s) origin: ws and wss compare as http and https.
+        scheme: str = scope.get("scheme") or "http"
+        scheme = _PAGE_SCHEME.get(scheme, scheme)
         # Only once the Host is allowed may the Origin match it: a rebound page names its own domain in both.
         if refusal is None and origin is not None and _normalise_origin(origin) not in self.origins and not (
-                host is not None and _same_origin(origin, scope.get("scheme", "http"), host.decode("latin-1"))):
+                host is not None and _same_origin(origin, scheme, host.decode("latin-1"))):
             refusal = f"Origin {origin!r} is not allowed (start the server with --allow-origin to allow it)"
         return refusal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] in ("http", "websocket"):
             reason = self._refusal(scope)
             if reason is not None:
-                await _reject(send, ForbiddenError(reason))
+                await refuse(scope, send, ForbiddenError(reason))
                 return
         await self.app(scope, receive, send)
 

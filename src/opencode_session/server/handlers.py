@@ -6,32 +6,61 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 import anyio
 
 from ..core.agents import agent_info
+from ..core.commands import discover_commands
 from ..core.config import Config, ConfigError
+from ..core.fs import DEFAULT_LIMIT, list_directory, read_file
 from ..core.llm import listing
 from ..core.location import Location, require_usable_directory, select_location
-from ..core.permission import PermissionAsk
+from ..core.permission import Authority, PermissionAsk
+from ..core.references import discover_references
 from ..core.runtime import Runtime
 from ..core.session.requests import file_permission, in_location
 from ..core.store import now_ms
+from ..core.workspace import available_skills, workspace_authority
 from ..protocol import Endpoint
 from ..protocol.api import (
     AgentList,
+    AttemptCompleteBody,
+    AttemptPath,
+    CommandList,
     ContextEntryPath,
+    CredentialPath,
+    CredentialUpdateBody,
+    FsEntries,
+    FsFindQuery,
+    FsListQuery,
+    FsReadPath,
     HealthStatus,
+    IntegrationAnswer,
+    IntegrationAttemptAnswer,
+    IntegrationAttemptStatusAnswer,
+    IntegrationKeyBody,
+    IntegrationList,
+    IntegrationOAuthBody,
+    IntegrationPath,
     LocationQuery,
     PermissionCreated,
     PermissionReplyBody,
     PermissionRequestList,
     PermissionRequestPath,
     ProviderPath,
+    PtyAnswer,
+    PtyConnectQuery,
+    PtyCreateBody,
+    PtyList,
+    PtyPath,
+    PtyTokenAnswer,
+    PtyUpdateBody,
     QuestionRequestList,
     QuestionRequestPath,
+    ReferenceList,
     SavedPermissionPath,
     SavedPermissionQuery,
     SessionCreateBody,
@@ -48,6 +77,7 @@ from ..protocol.api import (
     SessionRevertStageBody,
     SessionSwitchAgentBody,
     SessionSwitchModelBody,
+    SkillList,
 )
 from ..schema.catalog import ModelList, ProviderAnswer, ProviderList
 from ..schema.errors import InvalidRequestError, ProviderNotFoundError, ServiceUnavailableError
@@ -61,6 +91,8 @@ from ..schema.page import CursorLinks
 from ..schema.permission import PermissionSavedInfo, PermissionV2Request
 from ..schema.question import QuestionV2Reply, QuestionV2Request
 from ..schema.session import RevertState, SessionActive, SessionV2Info
+from ..schema.skill import SkillV2Info
+from .host import Host
 from .sse import Frames, frame
 
 P = TypeVar("P")
@@ -78,6 +110,7 @@ class Call(Generic[P, Q, B]):
     body: B
     endpoint: Endpoint
     shutdown: anyio.Event
+    host: Host = field(default_factory=Host)  # the server's own services (terminal tickets, the PTY Environment)
 
 
 Handler = Callable[[Runtime, Call[Any, Any, Any]], Awaitable[Any]]
@@ -101,7 +134,7 @@ async def health(rt: Runtime, call: Call[None, None, None]) -> HealthStatus:
     return HealthStatus(healthy=True)
 
 
-def _location(rt: Runtime, query: LocationQuery) -> Location:
+def _location(rt: Runtime, query: LocationQuery | FsListQuery | FsFindQuery) -> Location:
     selector = query.location
     return select_location(rt.location, selector.directory if selector else None,
                            selector.workspace if selector else None)
@@ -437,3 +470,194 @@ async def event_subscribe(rt: Runtime, call: Call[None, None, None]) -> Frames:
             yield b"".join(_live_frame(item) for item in await subscription.next())
 
     return Frames(gen(), farewell=lambda: frame(GlobalDisposed(id=event_id(), created=now_ms()).wire()))
+
+
+# --- terminals --------------------------------------------------------------------------------------------
+
+
+async def _authority(rt: Runtime, loc: Location, endpoint: Endpoint) -> Authority:
+    return workspace_authority(loc, await _config(rt, loc, endpoint), rt.options.env)
+
+
+@op("v2.pty.list")
+async def pty_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> PtyList:
+    loc = _location(rt, call.query)
+    return PtyList(location=loc.info(), data=rt.terminals.list(loc.directory))
+
+
+@op("v2.pty.create")
+async def pty_create(rt: Runtime, call: Call[None, LocationQuery, PtyCreateBody]) -> PtyAnswer:
+    loc = _location(rt, call.query)
+    b = call.body
+    info = rt.terminals.create(await _authority(rt, loc, call.endpoint), command=b.command, args=b.args or (),
+                               cwd=b.cwd, title=b.title, env=b.env,
+                               overlay=lambda cwd: call.host.pty_environment(loc, cwd))
+    return PtyAnswer(location=loc.info(), data=info)
+
+
+@op("v2.pty.get")
+async def pty_get(rt: Runtime, call: Call[PtyPath, LocationQuery, None]) -> PtyAnswer:
+    loc = _location(rt, call.query)
+    return PtyAnswer(location=loc.info(), data=rt.terminals.get(loc.directory, call.path.ptyID).info)
+
+
+@op("v2.pty.update")
+async def pty_update(rt: Runtime, call: Call[PtyPath, LocationQuery, PtyUpdateBody]) -> PtyAnswer:
+    loc = _location(rt, call.query)
+    size = call.body.size
+    info = rt.terminals.update(loc.directory, call.path.ptyID, title=call.body.title,
+                               size=(size.rows, size.cols) if size is not None else None)
+    return PtyAnswer(location=loc.info(), data=info)
+
+
+@op("v2.pty.remove")
+async def pty_remove(rt: Runtime, call: Call[PtyPath, LocationQuery, None]) -> None:
+    loc = _location(rt, call.query)
+    await rt.terminals.remove(loc.directory, call.path.ptyID)
+
+
+@op("v2.pty.connectToken")
+async def pty_connect_token(rt: Runtime, call: Call[PtyPath, LocationQuery, None]) -> PtyTokenAnswer:
+    loc = _location(rt, call.query)
+    rt.terminals.get(loc.directory, call.path.ptyID)
+    return PtyTokenAnswer(location=loc.info(), data=call.host.tickets.issue(call.path.ptyID, loc.directory))
+
+
+@op("v2.pty.connect")
+async def pty_connect(rt: Runtime, call: Call[PtyPath, PtyConnectQuery, None]) -> bool:
+    """A plain request to the WebSocket route (terminal_socket serves the upgrade)."""
+    loc = connect_location(rt, call.query)
+    rt.terminals.get(loc.directory, call.path.ptyID)
+    raise InvalidRequestError("This operation is a WebSocket: send it as an upgrade request", kind="upgrade")
+
+
+def connect_location(rt: Runtime, query: PtyConnectQuery) -> Location:
+    """The Location of a connect request, whose query names its two location fields flat."""
+    try:
+        return select_location(rt.location, query.location_directory, query.location_workspace)
+    except InvalidRequestError as bad:
+        raise InvalidRequestError(bad.message, kind="query", field="location[directory]") from None
+
+
+# --- files --------------------------------------------------------------------------------------------------
+
+
+@op("v2.fs.read")
+async def fs_read(rt: Runtime, call: Call[FsReadPath, LocationQuery, None]) -> bytes:
+    authority = await _authority(rt, _location(rt, call.query), call.endpoint)
+    return await anyio.to_thread.run_sync(read_file, authority, call.path.path)
+
+
+@op("v2.fs.list")
+async def fs_list(rt: Runtime, call: Call[None, FsListQuery, None]) -> FsEntries:
+    loc = _location(rt, call.query)
+    authority = await _authority(rt, loc, call.endpoint)
+    entries = await anyio.to_thread.run_sync(list_directory, authority, call.query.path, rt.options.env)
+    return FsEntries(location=loc.info(), data=entries)
+
+
+@op("v2.fs.find")
+async def fs_find(rt: Runtime, call: Call[None, FsFindQuery, None]) -> FsEntries:
+    loc = _location(rt, call.query)
+    q = call.query
+    found = await anyio.to_thread.run_sync(partial(rt.finder.find, loc.directory, q.query, rt.options.env, q.type,
+                                                   q.limit or DEFAULT_LIMIT))
+    return FsEntries(location=loc.info(), data=found)
+
+
+# --- provider connections -----------------------------------------------------------------------------------
+
+
+@op("v2.integration.list")
+async def integration_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> IntegrationList:
+    loc = _location(rt, call.query)
+    config = await _config(rt, loc, call.endpoint)
+    return IntegrationList(location=loc.info(), data=rt.integrations.list(config, rt.options.env))
+
+
+@op("v2.integration.get")
+async def integration_get(rt: Runtime, call: Call[IntegrationPath, LocationQuery, None]) -> IntegrationAnswer:
+    loc = _location(rt, call.query)
+    config = await _config(rt, loc, call.endpoint)
+    return IntegrationAnswer(location=loc.info(),
+                             data=rt.integrations.get(call.path.integrationID, config, rt.options.env))
+
+
+@op("v2.integration.connect.key")
+async def integration_connect_key(rt: Runtime, call: Call[IntegrationPath, LocationQuery, IntegrationKeyBody]) -> None:
+    config = await _config(rt, _location(rt, call.query), call.endpoint)
+    await anyio.to_thread.run_sync(rt.integrations.connect_key, call.path.integrationID, call.body.key,
+                                   call.body.label, config)
+
+
+@op("v2.integration.connect.oauth")
+async def integration_connect_oauth(rt: Runtime, call: Call[IntegrationPath, LocationQuery, IntegrationOAuthBody],
+                                    ) -> IntegrationAttemptAnswer:
+    loc = _location(rt, call.query)
+    config = await _config(rt, loc, call.endpoint)
+    attempt = rt.integrations.begin(call.path.integrationID, call.body.methodID, call.body.label, config)
+    return IntegrationAttemptAnswer(location=loc.info(), data=attempt)
+
+
+@op("v2.integration.attempt.status")
+async def integration_attempt_status(rt: Runtime, call: Call[AttemptPath, LocationQuery, None],
+                                     ) -> IntegrationAttemptStatusAnswer:
+    loc = _location(rt, call.query)
+    return IntegrationAttemptStatusAnswer(location=loc.info(), data=rt.integrations.status(call.path.attemptID))
+
+
+@op("v2.integration.attempt.cancel")
+async def integration_attempt_cancel(rt: Runtime, call: Call[AttemptPath, LocationQuery, None]) -> None:
+    _location(rt, call.query)
+    rt.integrations.cancel(call.path.attemptID)
+
+
+@op("v2.integration.attempt.complete")
+async def integration_attempt_complete(rt: Runtime, call: Call[AttemptPath, LocationQuery, AttemptCompleteBody],
+                                       ) -> None:
+    _location(rt, call.query)
+    await rt.integrations.complete(call.path.attemptID, call.body.code)
+
+
+@op("v2.credential.update")
+async def credential_update(rt: Runtime, call: Call[CredentialPath, LocationQuery, CredentialUpdateBody]) -> None:
+    _location(rt, call.query)
+    if not await anyio.to_thread.run_sync(rt.credentials.rename, call.path.credentialID, call.body.label):
+        raise InvalidRequestError(f"No stored credential {call.path.credentialID!r}", kind="credential",
+                                  field="credentialID")
+
+
+@op("v2.credential.remove")
+async def credential_remove(rt: Runtime, call: Call[CredentialPath, LocationQuery, None]) -> None:
+    _location(rt, call.query)
+    await anyio.to_thread.run_sync(rt.credentials.remove, call.path.credentialID)
+
+
+# --- commands, skills, references ---------------------------------------------------------------------------
+
+
+@op("v2.command.list")
+async def command_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> CommandList:
+    loc = _location(rt, call.query)
+    config = await _config(rt, loc, call.endpoint)
+    commands = await anyio.to_thread.run_sync(discover_commands, loc, config, rt.options.env)
+    return CommandList(location=loc.info(), data=commands)
+
+
+@op("v2.skill.list")
+async def skill_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> SkillList:
+    loc = _location(rt, call.query)
+    config = await _config(rt, loc, call.endpoint)
+    skills = await anyio.to_thread.run_sync(available_skills, loc, config, rt.options.env)
+    return SkillList(location=loc.info(), data=[SkillV2Info(name=s.name, description=s.description,
+                                                            location=str(s.path), content=s.body) for s in skills])
+
+
+@op("v2.reference.list")
+async def reference_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> ReferenceList:
+    loc = _location(rt, call.query)
+    try:
+        references = await anyio.to_thread.run_sync(discover_references, loc, rt.options.env)
+    except ConfigError as bad:
+        raise InvalidRequestError(str(bad), kind="config") from None
+    return ReferenceList(location=loc.info(), data=references)

@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 
 from ...schema import events as ev
+from ...schema.reference import ReferenceInfo
 from ..boundary import Boundary
 from ..config import global_config_dir, project_config_disabled
 from ..skills import Skill, discover_skills, permitted_skills, skill_roots
@@ -21,6 +22,7 @@ from ..store import Checkpoint, Store, Tx
 from . import algebra
 from .composition import InstructionSources
 from .discovery import discovery_instructions, scan_discovery
+from .references import reference_guidance_source, scan_references
 from .sources import (
     InstructionFile,
     SkillInfo,
@@ -42,17 +44,20 @@ class SourceFiles:
     discovered: Files
     configured: Files | None  # None: the config names no instruction files
     skills: list[Skill]
+    references: list[ReferenceInfo] | algebra.Unavailable
 
 
 def read_files(boundary: Boundary, env: Mapping[str, str]) -> SourceFiles:
-    """Every file the sources read: ambient AGENTS.md, configured instruction files, skills (blocking)."""
+    """Every file the sources read: ambient AGENTS.md, configured instruction files, skills, the config files that
+    name references (blocking)."""
     loc = boundary.location
     patterns = list(boundary.config.instructions)
     roots = skill_roots(global_config_dir(env), loc.project_root, loc.directory, not project_config_disabled(env))
     return SourceFiles(
         scan_discovery(loc.directory, loc.project_root, global_config_dir(env), project_config_disabled(env)),
         scan_config(patterns, loc.project_root) if patterns else None,
-        discover_skills(roots))
+        discover_skills(roots),
+        scan_references(loc, env))
 
 
 async def compose(boundary: Boundary, store: Store, env: Mapping[str, str], today: Callable[[], date],
@@ -76,6 +81,7 @@ async def compose(boundary: Boundary, store: Store, env: Mapping[str, str], toda
         "discovery": discovery_instructions(files.discovered),
         "configured": algebra.EMPTY if files.configured is None else config_instructions(files.configured),
         "skills": skill_guidance_source([SkillInfo(s.name, s.description) for s in permitted]),
+        "references": reference_guidance_source(files.references),
         "entries": entry_sources(entries),
     }, added)
 

@@ -13,8 +13,9 @@ from ..boundary import Boundary
 from .algebra import Instructions, combine
 
 # The positions, in order. The built-in sources fill environment, date, discovery (ambient AGENTS.md), configured
-# (opencode.json's `instructions`), skills (the selected agent's skill guidance) and entries (the API-managed
-# InstructionEntry values); references and mcp are declared for the reference and MCP guidance to come.
+# (opencode.json's `instructions`), skills (the selected agent's skill guidance), references (the project
+# references' guidance) and entries (the API-managed InstructionEntry values); mcp is declared for the MCP guidance to
+# come.
 POSITIONS: Final = ("environment", "date", "discovery", "configured", "skills", "references", "mcp", "entries")
 
 # Loads one source's Instructions for the boundary (what it observes may be unavailable: see Unavailable).

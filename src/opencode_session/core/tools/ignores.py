@@ -110,10 +110,13 @@ class _Rules:
         verdicts: list[bool | None] = [None, None, None, None]
         repository: str | None = None
         for level in levels:
-            relative = os.path.relpath(path, level.directory).replace(os.sep, "/") + ("/" if is_dir else "")
+            relative = None  # computed for a level with a file that applies: most have none, and relpath is costly
             in_repository = in_git and repository is None
             for index, spec in enumerate((level.custom, level.ignore, level.git, level.exclude)):
                 if verdicts[index] is None and spec is not None and (index < 2 or in_repository):
+                    if relative is None:
+                        relative = os.path.relpath(path, level.directory).replace(os.sep, "/") + ("/" if is_dir
+                                                                                                   else "")
                     verdicts[index] = spec.check_file(relative).include
             if level.has_git and repository is None:
                 repository = level.directory  # the repository's root: its own files go no further up
