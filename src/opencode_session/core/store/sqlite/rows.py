@@ -1,5 +1,5 @@
-"""Every concern's SQLite operations over one connection, and which tables are the log, the projections and the
-state beside them (what a rebuild keeps)."""
+"""The SQL concerns over one SQLite connection, and how SQLite replaces the projections while keeping the state
+beside them."""
 
 from __future__ import annotations
 
@@ -7,23 +7,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
-from .events import SqliteEvents
-from .instructions import SqliteInstructions
-from .messages import SqliteMessages
-from .pending import SqlitePending
-from .permissions import SqlitePermissions
-from .sessions import SqliteSessions
-from .suspension import SqliteSuspension
-
-# The log, which replay reads and never changes.
-LOG_TABLES = ("event_sequence", "event")
-# The tables the projector writes: cleared and rebuilt from the event log by replay.
-PROJECTION_TABLES = ("session", "session_message", "session_pending")
-# State kept beside the projections but not derived from events, which a rebuild leaves as it was: the instruction
-# checkpoint and entries (the files and values a baseline was read from are not in the log), the "always"
-# permissions, the count of removed messages the history cache watches, and the suspension mark of a session row.
-STATE_TABLES = ("instruction_checkpoint", "instruction_entry", "permission_saved", "session_message_removal")
-SESSION_STATE_COLUMNS = ("time_suspended",)
+from ..sql.rows import PROJECTION_TABLES, SESSION_STATE_COLUMNS, STATE_TABLES, SqlRows
 
 
 def _read_all(conn: sqlite3.Connection, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -32,19 +16,14 @@ def _read_all(conn: sqlite3.Connection, sql: str) -> tuple[list[str], list[tuple
     return [d[0] for d in cursor.description], [tuple(row) for row in cursor]
 
 
-class SqliteRows:
-    """Every concern's operations over one connection: the reader's, or the writer's inside its transaction. `execute`
-    is SQLite's own, for tests and tools that inspect the file; Core never calls it."""
+class SqliteRows(SqlRows):
+    """Every concern's operations over one SQLite connection. `execute` is SQLite's own, for tests and tools that
+    inspect the file; Core never calls it."""
+
+    conn: sqlite3.Connection
 
     def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-        self.events = SqliteEvents(conn)
-        self.sessions = SqliteSessions(conn)
-        self.messages = SqliteMessages(conn)
-        self.pending = SqlitePending(conn)
-        self.instructions = SqliteInstructions(conn)
-        self.permissions = SqlitePermissions(conn)
-        self.suspension = SqliteSuspension(conn)
+        super().__init__(conn)
 
     def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
         return self.conn.execute(sql, params)

@@ -1,21 +1,20 @@
-"""Saved permissions in SQLite: the patterns a user allowed "always", remembered per project."""
+"""Saved permissions: the patterns a user allowed "always", remembered per project."""
 
 from __future__ import annotations
 
-import sqlite3
-
 from ....schema.ids import ascending
 from ....schema.permission import PermissionSavedInfo
+from .connection import Connection
 
 
-class SqlitePermissions:
-    def __init__(self, conn: sqlite3.Connection) -> None:
+class SqlPermissions:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
     def save(self, project_id: str, action: str, resources: list[str], now: int) -> None:
         self.conn.executemany(
-            "INSERT OR IGNORE INTO permission_saved (id, project_id, action, resource, time_created)"
-            " VALUES (?, ?, ?, ?, ?)",
+            "INSERT INTO permission_saved (id, project_id, action, resource, time_created)"
+            " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
             [(ascending("prm"), project_id, action, resource, now) for resource in resources])
 
     def listed(self, project_id: str | None = None) -> list[PermissionSavedInfo]:

@@ -1,25 +1,25 @@
-"""The event log in SQLite: each aggregate's sequence counter, the event rows, and reads after a sequence, after a
-store position (the rowid: with one writer connection, rowid order is commit order) or by the input they admitted."""
+"""The event log: each aggregate's sequence counter, the event rows, and reads after a sequence, after a store
+position (`rowid`: the backend makes it commit order) or by the input they admitted."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterator
 
 from ....schema import events as ev
 from ....schema import jsontext
 from ....schema.common import LocationRef
 from ....schema.events import BY_STORED_TYPE, EventRecord, definition_for
+from .connection import Connection, Row
 
 _ADMITTED = definition_for(ev.InputAdmitted).stored_type
 
 
-class SqliteEvents:
+class SqlEvents:
     """The event log's reads and (on the writer connection) its writes. Inserted rowids are collected in
     `positions`, which the group writer hands back per write once it committed."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
         self.positions: list[int] = []
 
@@ -28,7 +28,8 @@ class SqliteEvents:
         return -1 if row is None else int(row[0])
 
     def allocate_seq(self, aggregate_id: str) -> int:
-        # one writer connection: the counter row needs no lock; a rolled-back savepoint undoes the increment
+        # the upsert locks the counter row until commit (writers of one aggregate queue there); a rolled-back savepoint
+        # undoes the increment
         row = self.conn.execute(
             "INSERT INTO event_sequence (aggregate_id, seq) VALUES (?, 0)"
             " ON CONFLICT (aggregate_id) DO UPDATE SET seq = seq + 1 RETURNING seq", (aggregate_id,)).fetchone()
@@ -37,21 +38,21 @@ class SqliteEvents:
     def reserve_seq(self, aggregate_id: str, seq: int) -> None:
         self.conn.execute(
             "INSERT INTO event_sequence (aggregate_id, seq) VALUES (?, ?)"
-            " ON CONFLICT (aggregate_id) DO UPDATE SET seq = max(seq, excluded.seq)", (aggregate_id, seq))
+            " ON CONFLICT (aggregate_id) DO UPDATE SET"
+            " seq = CASE WHEN excluded.seq > seq THEN excluded.seq ELSE seq END",
+            (aggregate_id, seq))
 
     def insert(self, record: EventRecord, data_text: str) -> None:
         inserted = self.conn.execute(
-            "INSERT INTO event (id, aggregate_id, seq, type, created, location, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO event (id, aggregate_id, seq, type, created, location, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
+            " RETURNING rowid",
             (
                 record.id, record.aggregate_id, record.seq, record.definition.stored_type, record.created,
                 None if record.location is None else json.dumps(record.location.wire()),
                 data_text,
             ),
         )
-        position = inserted.lastrowid
-        if position is None:
-            raise RuntimeError("SQLite gave the inserted event no rowid")
-        self.positions.append(position)
+        self.positions.append(int(inserted.fetchone()[0]))
 
     def after(self, aggregate_id: str, seq: int, limit: int) -> list[EventRecord]:
         rows = self.conn.execute(
@@ -77,7 +78,7 @@ class SqliteEvents:
         return None if row is None else _decode(row)
 
 
-def _decode(row: sqlite3.Row) -> EventRecord:
+def _decode(row: Row) -> EventRecord:
     definition = BY_STORED_TYPE[row["type"]]
     location = None if row["location"] is None else LocationRef.model_validate_json(row["location"])
     try:

@@ -1,16 +1,16 @@
-"""The session table in SQLite: the projected Session record (as stored JSON and as SessionV2Info), its Location,
+"""The session table: the projected Session record (as stored JSON and as SessionV2Info), its Location,
 its last activity, and pages of sessions under a filter."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from ....schema.common import LocationRef
 from ....schema.session import SessionV2Info
 from ..keyset import KeysetPage, PageRequest
 from ..rows import SessionFilter
+from .connection import Connection, Row
 from .keyset import Keyset, keyset_page
 
 
@@ -18,8 +18,8 @@ def _dump(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-class SqliteSessions:
-    def __init__(self, conn: sqlite3.Connection) -> None:
+class SqlSessions:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
     def insert(self, info: dict[str, Any]) -> None:
@@ -71,7 +71,7 @@ class SqliteSessions:
         return keyset_page(self.conn, keyset, request, _info)
 
 
-def _info(row: sqlite3.Row) -> SessionV2Info:
+def _info(row: Row) -> SessionV2Info:
     info = json.loads(row["data"])
     info["time"]["updated"] = row["time_updated"]
     return SessionV2Info.model_validate(info)

@@ -3,12 +3,12 @@ of its first and last rows."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..keyset import Key, KeysetPage, Order, PageRequest
+from .connection import Connection, Row
 
 T = TypeVar("T")
 
@@ -23,8 +23,8 @@ class Keyset:
     params: tuple[Any, ...] = ()
 
 
-def keyset_page(conn: sqlite3.Connection, keyset: Keyset, request: PageRequest,
-                decode: Callable[[sqlite3.Row], T]) -> KeysetPage[T]:
+def keyset_page(conn: Connection, keyset: Keyset, request: PageRequest,
+                decode: Callable[[Row], T]) -> KeysetPage[T]:
     toward_next = request.direction == "next"
     rows = _rows(conn, keyset, request.order, toward_next, request.anchor, request.limit)
     if not toward_next:
@@ -42,15 +42,15 @@ def _beyond(keyset: Keyset, order: Order, toward_next: bool, anchor: Key) -> tup
     return [*keyset.where, f"({columns}) {'>' if forward else '<'} ({marks})"], [*keyset.params, *anchor]
 
 
-def _rows(conn: sqlite3.Connection, keyset: Keyset, order: Order, toward_next: bool, anchor: Key | None,
-          limit: int) -> list[sqlite3.Row]:
+def _rows(conn: Connection, keyset: Keyset, order: Order, toward_next: bool, anchor: Key | None,
+          limit: int) -> list[Row]:
     clauses, params = (list(keyset.where), list(keyset.params)) if anchor is None else \
         _beyond(keyset, order, toward_next, anchor)
     sort = "ASC" if (order == "asc") == toward_next else "DESC"
     order_by = ", ".join(f"{column} {sort}" for column in keyset.key)
-    sql = f"SELECT * FROM {keyset.table} WHERE {' AND '.join(clauses) or '1'} ORDER BY {order_by} LIMIT ?"
+    sql = f"SELECT * FROM {keyset.table} WHERE {' AND '.join(clauses) or 'TRUE'} ORDER BY {order_by} LIMIT ?"
     return conn.execute(sql, (*params, limit)).fetchall()
 
 
-def _key_of(keyset: Keyset, row: sqlite3.Row) -> Key:
+def _key_of(keyset: Keyset, row: Row) -> Key:
     return tuple(row[column] for column in keyset.key)

@@ -1,18 +1,18 @@
-"""A session's instruction state in SQLite: its InstructionCheckpoint (baseline, baseline sequence, Applied
+"""A session's instruction state: its InstructionCheckpoint (baseline, baseline sequence, Applied
 Instructions) and its API-managed InstructionEntry values."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from ....schema import jsontext
 from ..rows import Checkpoint
+from .connection import Connection
 
 
-class SqliteInstructions:
-    def __init__(self, conn: sqlite3.Connection) -> None:
+class SqlInstructions:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
     def checkpoint(self, session_id: str) -> Checkpoint | None:

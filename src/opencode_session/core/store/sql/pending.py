@@ -1,17 +1,17 @@
-"""The session_pending table in SQLite: the durable inbox of admitted input waiting for promotion."""
+"""The session_pending table: the durable inbox of admitted input waiting for promotion."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 
 from ..rows import BARRIER, PROMOTABLE, PendingInput
+from .connection import Connection, Row
 
 _PROMOTABLE = "type IN (" + ", ".join(f"'{kind}'" for kind in PROMOTABLE) + ")"
 
 
-class SqlitePending:
-    def __init__(self, conn: sqlite3.Connection) -> None:
+class SqlPending:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
     def insert(self, item: PendingInput) -> None:
@@ -65,6 +65,6 @@ class SqlitePending:
         return row.fetchone() is not None
 
 
-def _pending(row: sqlite3.Row) -> PendingInput:
+def _pending(row: Row) -> PendingInput:
     return PendingInput(row["id"], row["session_id"], row["type"], json.loads(row["data"]), row["delivery"],
                         row["admitted_seq"], row["time_created"])

@@ -1,10 +1,9 @@
-"""The session_message table in SQLite: projected messages as stored JSON and as SessionMessage, the rows of the
+"""The session_message table: projected messages as stored JSON and as SessionMessage, the rows of the
 active history window, pages, and the indexed lookups of open and retrying assistants."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import cast
 
 from ....schema.message import SessionMessage
@@ -12,14 +11,15 @@ from ....schema.message_data import SessionMessageAssistantData, SessionMessageC
 from ..codec import as_data, decode, dump
 from ..keyset import KeysetPage, PageRequest
 from ..rows import HistoryRow, Placement
+from .connection import Connection
 from .keyset import Keyset, keyset_page
 
 _WINDOW = " FROM session_message WHERE session_id = ? AND seq > ? AND NOT (type = 'system' AND seq <= ?)"
 _COLUMNS = "SELECT id, seq, rev, type, data, time_updated"
 
 
-class SqliteMessages:
-    def __init__(self, conn: sqlite3.Connection) -> None:
+class SqlMessages:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
     def insert(self, session_id: str, seq: int, message: SessionMessageData) -> None:

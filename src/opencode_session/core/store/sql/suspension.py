@@ -1,13 +1,13 @@
-"""The private suspension mark in SQLite: a column of the session row that a graceful shutdown sets on the sessions
+"""The private suspension mark: a column of the session row that a graceful shutdown sets on the sessions
 it interrupts (not a projection: replay never infers it)."""
 
 from __future__ import annotations
 
-import sqlite3
+from .connection import Connection
 
 
-class SqliteSuspension:
-    def __init__(self, conn: sqlite3.Connection) -> None:
+class SqlSuspension:
+    def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
     def mark(self, session_ids: list[str], at: int) -> None:

@@ -1,0 +1,37 @@
+"""Every concern's operations over one connection, which a backend hands the Store as its `Reader` and, inside a
+transaction, as its `Writer` (the backend adds `replace_projections`)."""
+
+from __future__ import annotations
+
+from .connection import Connection
+from .events import SqlEvents
+from .instructions import SqlInstructions
+from .messages import SqlMessages
+from .pending import SqlPending
+from .permissions import SqlPermissions
+from .sessions import SqlSessions
+from .suspension import SqlSuspension
+
+# The log, which replay reads and never changes.
+LOG_TABLES = ("event_sequence", "event")
+# The tables the projector writes: cleared and rebuilt from the event log by replay.
+PROJECTION_TABLES = ("session", "session_message", "session_pending")
+# State kept beside the projections but not derived from events, which a rebuild leaves as it was: the instruction
+# checkpoint and entries (the files and values a baseline was read from are not in the log), the "always"
+# permissions, the count of removed messages the history cache watches, and the suspension mark of a session row.
+STATE_TABLES = ("instruction_checkpoint", "instruction_entry", "permission_saved", "session_message_removal")
+SESSION_STATE_COLUMNS = ("time_suspended",)
+
+
+class SqlRows:
+    """Every concern's operations over one connection: a reader's, or a writer's inside its transaction."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.events = SqlEvents(conn)
+        self.sessions = SqlSessions(conn)
+        self.messages = SqlMessages(conn)
+        self.pending = SqlPending(conn)
+        self.instructions = SqlInstructions(conn)
+        self.permissions = SqlPermissions(conn)
+        self.suspension = SqlSuspension(conn)
