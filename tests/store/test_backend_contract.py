@@ -5,12 +5,22 @@ replay, durability across a reopen — checked through the public Store, on a re
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
 
 import anyio
 import pytest
 
 from opencode_session.core.session.projector import project
-from opencode_session.core.store import Checkpoint, PendingInput, SessionFilter, Store, StoreError
+from opencode_session.core.store import (
+    Checkpoint,
+    PendingInput,
+    SessionFencedError,
+    SessionFilter,
+    Store,
+    StoreError,
+    set_fence,
+)
 from opencode_session.core.store.keyset import PageRequest
 from opencode_session.schema import events as ev
 from opencode_session.schema.common import LocationRef, ModelRef
@@ -24,10 +34,11 @@ MODEL = ModelRef(id="m", providerID="p")
 
 
 @pytest.fixture(params=BACKENDS, ids=lambda factory: factory.name)
-def factory(request, tmp_path) -> BackendFactory:
+def factory(request, tmp_path) -> Iterator[BackendFactory]:
     made: BackendFactory = request.param
-    made.prepare(tmp_path)
-    return made
+    with contextlib.ExitStack() as stack:
+        made.prepare(tmp_path, stack)
+        yield made
 
 
 def _info(sid: str, directory: str = "/w", title: str = "t", created: int = 1) -> SessionV2Info:
@@ -395,3 +406,39 @@ async def test_replay_rebuilds_the_projections(factory):
         with anyio.fail_after(10):
             (first, *_) = await subscription.next()
         assert first.data.agent == "after"
+
+
+async def test_a_lease_changes_hands_only_once_expired_and_fences_its_former_owners_writes(factory):
+    async with Store(factory.backend(), project=project) as store:
+        await _created(store, "ses_a")
+        first = await store.write(lambda tx: tx.leases.take("ses_a", "host-a", 1_000, 5_000))
+        assert first is not None and first.epoch == 1
+        assert await store.write(lambda tx: tx.leases.take("ses_a", "host-b", 4_999, 9_000)) is None  # still live
+        again = await store.write(lambda tx: tx.leases.take("ses_a", "host-a", 2_000, 6_000))
+        assert again is not None and again.epoch == 1  # its holder extends it: same token
+        assert await store.read(lambda r: r.leases.expired(5_500)) == []
+        assert [lease.owner for lease in await store.read(lambda r: r.leases.expired(6_001))] == ["host-a"]
+        taken = await store.write(lambda tx: tx.leases.take("ses_a", "host-b", 6_001, 11_000))
+        assert taken is not None and taken.epoch == 2 and taken.owner == "host-b"
+        assert await store.read(lambda r: r.leases.holder("ses_a")) == taken
+        assert not await store.write(lambda tx: tx.leases.renew(again, 20_000))
+
+        set_fence(again)  # the former owner writes on: refused, and nothing of it lands
+        try:
+            with pytest.raises(SessionFencedError):
+                await store.write(_agent("ses_a", "zombie"))
+        finally:
+            set_fence(None)
+        assert await store.latest_seq("ses_a") == 0
+        set_fence(taken)
+        try:
+            assert (await store.write(_agent("ses_a", "owner"))).seq == 1
+        finally:
+            set_fence(None)
+
+        await store.write(lambda tx: tx.leases.release(again))  # a stale release changes nothing
+        assert await store.read(lambda r: r.leases.holder("ses_a")) == taken
+        await store.write(lambda tx: tx.leases.release(taken))
+        assert await store.read(lambda r: r.leases.holder("ses_a")) is None
+        later = await store.write(lambda tx: tx.leases.take("ses_a", "host-a", 30_000, 35_000))
+        assert later is not None and later.epoch == 3  # epochs never repeat, so an old token never matches again

@@ -8,9 +8,10 @@ from .backend import Backend
 from .backends import open_backend
 from .errors import DatabaseInUseError, StoreError
 from .feed import DurableFeed, LiveBus, LiveSubscription
-from .rows import Checkpoint, HistoryRow, PendingInput, Placement, Reader, SessionFilter, Writer
+from .fencing import SessionFencedError, current_fence, set_fence
+from .rows import Checkpoint, HistoryRow, Lease, PendingInput, Placement, Reader, SessionFilter, Writer
 from .store import Store, Tx, live_event, now_ms
 
-__all__ = ["Backend", "Checkpoint", "DatabaseInUseError", "DurableFeed", "HistoryRow", "LiveBus", "LiveSubscription",
-           "PendingInput", "Placement", "Reader", "SessionFilter", "Store", "StoreError", "Tx", "Writer",
-           "live_event", "now_ms", "open_backend"]
+__all__ = ["Backend", "Checkpoint", "DatabaseInUseError", "DurableFeed", "HistoryRow", "Lease", "LiveBus",
+           "LiveSubscription", "PendingInput", "Placement", "Reader", "SessionFencedError", "SessionFilter", "Store",
+           "StoreError", "Tx", "Writer", "current_fence", "live_event", "now_ms", "open_backend", "set_fence"]

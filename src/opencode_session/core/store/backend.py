@@ -7,12 +7,15 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
+from ...schema.events import EventRecord
 from .rows import Reader, Writer
 
 T = TypeVar("T")
 # Called once per write when its transaction has settled: (result, error, the store positions of the events the
 # write inserted, in insertion order). Called in submission order, before the write's future resolves.
 Settle = Callable[[object, BaseException | None, list[int]], None]
+# Hands the Store events other hosts committed, oldest first with their positions, in commit order with its own.
+Foreign = Callable[[list[tuple[int, EventRecord]]], None]
 
 
 class Backend(Protocol):
@@ -20,6 +23,12 @@ class Backend(Protocol):
     transaction; the backend chooses where it runs (SQLite: on the event loop, group-committed; a networked database:
     on a worker thread), so Core never awaits inside a transaction. Failures of the database itself are raised as
     `StoreError`; an exception a write raises rolls that write back alone and reaches its caller unchanged."""
+
+    @property
+    def shared(self) -> bool:
+        """Whether several hosts may use the database at once (their executions coordinate through session leases);
+        False where one process holds it alone."""
+        ...
 
     @property
     def description(self) -> str:
@@ -49,4 +58,13 @@ class Backend(Protocol):
 
     async def idle(self) -> None:
         """Return once every write submitted so far has settled."""
+        ...
+
+    def listen(self, foreign: Foreign, signal: Callable[[str], None]) -> None:
+        """Where the backend hands what other hosts do: their committed events (on the loop, ordered with this
+        host's own commits) and the signals they send (`signal`). A database one process holds calls neither."""
+        ...
+
+    async def signal(self, payload: str) -> None:
+        """Send a short text to every host listening on the database (this one included)."""
         ...

@@ -1,4 +1,5 @@
-"""Which store backend a database address selects: a file path (or `:memory:`) is SQLite."""
+"""Which store backend a database address selects: a `postgresql://` (or `postgres://`) URL is PostgreSQL; a file path
+(or `:memory:`) is SQLite."""
 
 from __future__ import annotations
 
@@ -6,9 +7,19 @@ from pathlib import Path
 
 from .backend import Backend
 
+_POSTGRES = ("postgresql://", "postgres://")
+
+
+def is_postgres(database: str | Path) -> bool:
+    return isinstance(database, str) and database.startswith(_POSTGRES)
+
 
 def open_backend(database: str | Path) -> Backend:
-    """The backend a database address names: a file path (or `:memory:`) is SQLite."""
+    """The backend a database address names."""
+    if is_postgres(database):
+        from .postgres import PostgresBackend
+
+        return PostgresBackend(str(database))
     from .sqlite import SqliteBackend
 
     return SqliteBackend(database)

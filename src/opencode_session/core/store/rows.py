@@ -1,6 +1,6 @@
 """The store's operations as a backend must provide them: per concern (events, sessions, messages, pending input,
-instruction state, saved permissions, suspension marks) a read protocol and a write protocol, plus the plain values
-they exchange. Core speaks only these; `sqlite/` (and any other backend) implements them."""
+instruction state, saved permissions, suspension marks, session leases) a read protocol and a write protocol, plus
+the plain values they exchange. Core speaks only these; `sqlite/` (and any other backend) implements them."""
 
 from __future__ import annotations
 
@@ -63,6 +63,16 @@ class Checkpoint(NamedTuple):
     baseline: str
     applied: str
     baseline_seq: int
+
+
+class Lease(NamedTuple):
+    """Who executes a session: the owning host, the epoch (the fencing token: it moves on whenever the lease changes
+    hands) and when the lease expires unless renewed (epoch milliseconds)."""
+
+    session_id: str
+    owner: str
+    epoch: int
+    expires: int
 
 
 @dataclass(frozen=True)
@@ -212,6 +222,20 @@ class PermissionReads(Protocol):
         ...
 
 
+class LeaseReads(Protocol):
+    def holder(self, session_id: str) -> Lease | None:
+        """The session's lease while some host holds it (expired or not); None when nobody does."""
+        ...
+
+    def holds(self, lease: Lease) -> bool:
+        """Whether `lease` is still the session's lease (same owner and epoch): the fencing check."""
+        ...
+
+    def expired(self, now: int, limit: int = 100) -> list[Lease]:
+        """Leases still held whose expiry has passed (their owner stopped renewing), oldest expiry first."""
+        ...
+
+
 class Reader(Protocol):
     """A read handle: the backend's reader, or an open write transaction (which sees its own writes)."""
 
@@ -232,6 +256,9 @@ class Reader(Protocol):
 
     @property
     def permissions(self) -> PermissionReads: ...
+
+    @property
+    def leases(self) -> LeaseReads: ...
 
 
 # --- writes ------------------------------------------------------------------------------------------------
@@ -334,6 +361,22 @@ class SuspensionWrites(Protocol):
         ...
 
 
+class LeaseWrites(LeaseReads, Protocol):
+    def take(self, session_id: str, owner: str, now: int, expires: int, *, steal: bool = False) -> Lease | None:
+        """Take (or extend) the session's lease for `owner` until `expires`: granted when nobody holds it, its
+        holder's expiry passed before `now`, `owner` holds it already (same epoch) or `steal`; a change of hands
+        moves the epoch on. None while another owner's lease is live."""
+        ...
+
+    def renew(self, lease: Lease, expires: int) -> bool:
+        """Extend a lease still held as `lease`; False when it changed hands."""
+        ...
+
+    def release(self, lease: Lease) -> None:
+        """Give the lease up (a no-op when it changed hands); its epoch stays, so the next holder's is newer."""
+        ...
+
+
 class Writer(Protocol):
     """One open write transaction of a backend: every concern's reads and writes."""
 
@@ -357,6 +400,9 @@ class Writer(Protocol):
 
     @property
     def suspension(self) -> SuspensionWrites: ...
+
+    @property
+    def leases(self) -> LeaseWrites: ...
 
     def replace_projections(self, replay: Callable[[], None]) -> None:
         """Empty every table the projector writes and call `replay` to write them again from the log. State kept

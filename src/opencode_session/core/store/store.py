@@ -18,9 +18,11 @@ from ...schema.ids import event_id
 from .backend import Backend
 from .backends import open_backend
 from .feed import DurableFeed, LiveBus
+from .fencing import SessionFencedError, current_fence
 from .rows import (
     EventWrites,
     InstructionWrites,
+    LeaseWrites,
     MessageWrites,
     PendingWrites,
     PermissionWrites,
@@ -59,6 +61,7 @@ class Tx:
         self.instructions: InstructionWrites = rows.instructions
         self.permissions: PermissionWrites = rows.permissions
         self.suspension: SuspensionWrites = rows.suspension
+        self.leases: LeaseWrites = rows.leases
         self.appended: list[EventRecord] = []
         self.live: list[EventRecord] = []
 
@@ -111,6 +114,8 @@ class Store:
         self._tails = Tails()
         self.durable = DurableFeed()
         self.live = LiveBus(self._events_from, capacity=live_capacity)
+        self.signals: list[Callable[[str], None]] = []  # who hears other hosts' signals (see `Backend.signal`)
+        self.backend.listen(self._announce_foreign, self._signalled)
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -139,7 +144,8 @@ class Store:
     # --- transactions ----------------------------------------------------------------------------------
 
     def submit(self, fn: Callable[[Tx], T], *, lazy: bool = False) -> asyncio.Future[T]:
-        """Queue `fn` to run in a write transaction without waiting for it. It commits together with whatever else
+        """Queue `fn` to run in a write transaction without waiting for it. Under a fence (`fencing.set_fence`) the
+        write is refused with SessionFencedError once that lease changed hands. It commits together with whatever else
         is queued (each write rolls back alone if it raises); readers are notified in commit order, before the
         returned future resolves. Writes commit in submission order, and live events published after this call
         reach readers after its events. A `lazy` write waits for the next one that is not, a live event that must
@@ -148,8 +154,11 @@ class Store:
         held: list[EventRecord] = []
         self._held = held
         tx_of: list[Tx] = []
+        fence = current_fence()
 
         def _run(rows: Writer) -> T:
+            if fence is not None and not rows.leases.holds(fence):
+                raise SessionFencedError(fence)
             tx = Tx(self, rows)
             result = fn(tx)
             tx_of.append(tx)
@@ -194,6 +203,21 @@ class Store:
             self.live.publish(record, position)
         for record in tx.live:
             self.live.publish(record)
+
+    def _announce_foreign(self, committed: list[tuple[int, EventRecord]]) -> None:
+        """Events another host committed, in commit order with this host's own: to the tails, doorbells and bus."""
+        for position, record in committed:
+            self._tails.add(record)
+            self.durable.ring(record.aggregate_id)
+            self.live.publish(record, position)
+
+    def _signalled(self, payload: str) -> None:
+        for hear in list(self.signals):
+            hear(payload)
+
+    async def signal(self, payload: str) -> None:
+        """Send a short text to every host on the database (see `Backend.signal`)."""
+        await self.backend.signal(payload)
 
     def publish_live(self, data: Struct, aggregate_id: str) -> None:
         record = live_event(data, aggregate_id)

@@ -32,14 +32,14 @@ class SqlEvents:
         # undoes the increment
         row = self.conn.execute(
             "INSERT INTO event_sequence (aggregate_id, seq) VALUES (?, 0)"
-            " ON CONFLICT (aggregate_id) DO UPDATE SET seq = seq + 1 RETURNING seq", (aggregate_id,)).fetchone()
+            " ON CONFLICT (aggregate_id) DO UPDATE SET seq = event_sequence.seq + 1 RETURNING seq", (aggregate_id,)).fetchone()
         return int(row[0])
 
     def reserve_seq(self, aggregate_id: str, seq: int) -> None:
         self.conn.execute(
             "INSERT INTO event_sequence (aggregate_id, seq) VALUES (?, ?)"
             " ON CONFLICT (aggregate_id) DO UPDATE SET"
-            " seq = CASE WHEN excluded.seq > seq THEN excluded.seq ELSE seq END",
+            " seq = CASE WHEN excluded.seq > event_sequence.seq THEN excluded.seq ELSE event_sequence.seq END",
             (aggregate_id, seq))
 
     def insert(self, record: EventRecord, data_text: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .connection import Connection
 from .events import SqlEvents
 from .instructions import SqlInstructions
+from .leases import SqlLeases
 from .messages import SqlMessages
 from .pending import SqlPending
 from .permissions import SqlPermissions
@@ -18,8 +19,10 @@ LOG_TABLES = ("event_sequence", "event")
 PROJECTION_TABLES = ("session", "session_message", "session_pending")
 # State kept beside the projections but not derived from events, which a rebuild leaves as it was: the instruction
 # checkpoint and entries (the files and values a baseline was read from are not in the log), the "always"
-# permissions, the count of removed messages the history cache watches, and the suspension mark of a session row.
-STATE_TABLES = ("instruction_checkpoint", "instruction_entry", "permission_saved", "session_message_removal")
+# permissions, the count of removed messages the history cache watches, the session leases, and the suspension mark
+# of a session row.
+STATE_TABLES = ("instruction_checkpoint", "instruction_entry", "permission_saved", "session_message_removal",
+                "session_lease")
 SESSION_STATE_COLUMNS = ("time_suspended",)
 
 
@@ -35,3 +38,4 @@ class SqlRows:
         self.instructions = SqlInstructions(conn)
         self.permissions = SqlPermissions(conn)
         self.suspension = SqlSuspension(conn)
+        self.leases = SqlLeases(conn)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from ..backend import Settle
+from ..backend import Foreign, Settle
 from ..errors import StoreError
 from .lock import DatabaseLock
 from .migrations import migrate
@@ -61,6 +61,8 @@ class SqliteBackend:
         self._rconn: sqlite3.Connection | None = None
         self._reader: SqliteRows | None = None
         self._lock = None if self._memory else DatabaseLock(self.path)
+
+    shared = False  # one process per file (`DatabaseLock`)
 
     @property
     def description(self) -> str:
@@ -120,3 +122,9 @@ class SqliteBackend:
 
     async def idle(self) -> None:
         await self._writer.idle()
+
+    def listen(self, foreign: Foreign, signal: Callable[[str], None]) -> None:
+        """No other host writes this file."""
+
+    async def signal(self, payload: str) -> None:
+        """No other host listens."""

@@ -113,6 +113,16 @@ MIGRATIONS: list[str] = [
         BEGIN INSERT INTO session_message_removal (session_id, removed) VALUES (OLD.session_id, 1)
             ON CONFLICT (session_id) DO UPDATE SET removed = removed + 1; END;
     """,
+    # 7: session leases (owner, epoch, expiry): which host executes a session, and the fencing token of its writes
+    """
+    CREATE TABLE session_lease (
+        session_id TEXT PRIMARY KEY,
+        owner TEXT,
+        epoch INTEGER NOT NULL,
+        expires INTEGER NOT NULL
+    );
+    CREATE INDEX session_lease_expires_idx ON session_lease (expires) WHERE owner IS NOT NULL;
+    """,
 ]
 
 

@@ -1,0 +1,179 @@
+"""The PostgreSQL backend: several hosts on one database. Writes run on a writer thread (`PgWriter`), reads on a
+small pool of connections in worker threads, and one listening connection on the loop hears the other hosts'
+commits (read back from the log, in position order) and their signals."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg import sql
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from ..backend import Foreign
+from ..errors import StoreError
+from .dialect import rows as row_factory
+from .migrations import migrate
+from .rows import PgRows
+from .writer import PgWriter
+
+T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+READERS = 4
+
+
+def describe(url: str) -> str:
+    """The address without its password, for messages."""
+    try:
+        params = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "postgresql://(unparsable address)"
+    host, port, dbname = params.get("host", "localhost"), params.get("port", "5432"), params.get("dbname", "")
+    user = f"{params['user']}@" if params.get("user") else ""
+    return f"postgresql://{user}{host}:{port}/{dbname}"
+
+
+class PostgresBackend:
+    """A PostgreSQL database shared by any number of hosts (`shared`: no process holds it alone)."""
+
+    shared = True
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.host_tag = secrets.token_hex(6)
+        self._writer = PgWriter(self._connect, self.host_tag, lambda: self._commits)
+        self._pool: ConnectionPool[Any] | None = None
+        self._readers: ThreadPoolExecutor | None = None
+        self._listener: asyncio.Task[None] | None = None
+        self._signal: Callable[[str], None] | None = None
+        # notification channels are per database: named after the schema too, so stores in two schemas stay apart
+        self._commits = self._signals = ""
+
+    @property
+    def description(self) -> str:
+        return describe(self.url)
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        return psycopg.Connection.connect(self.url, row_factory=row_factory)
+
+    async def open(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            def _migrate() -> int:
+                with psycopg.Connection.connect(self.url, autocommit=True) as conn:
+                    migrate(conn)
+                    schema = conn.execute("SELECT current_schema()").fetchone()
+                    self._commits, self._signals = (f"ocs_commit:{schema[0] if schema else ''}",
+                                                    f"ocs_signal:{schema[0] if schema else ''}")
+                    head = conn.execute("SELECT last FROM event_feed WHERE id = 1").fetchone()
+                    return 0 if head is None else int(head[0])
+
+            seen = await loop.run_in_executor(None, _migrate)
+            self._pool = pool = ConnectionPool(self.url, min_size=1, max_size=READERS, open=False, name="ocs-readers",
+                                               kwargs={"autocommit": True, "row_factory": row_factory})
+            await loop.run_in_executor(None, lambda: pool.open(wait=True, timeout=10))
+            self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="ocs-pg-read")
+            self._writer.start(seen)
+            ready = asyncio.Event()
+            self._listener = asyncio.create_task(self._listen(ready), name="ocs-pg-listener")
+            listening = asyncio.ensure_future(ready.wait())
+            try:
+                await asyncio.wait({self._listener, listening}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                listening.cancel()
+            if self._listener.done():
+                self._listener.result()
+        except (psycopg.Error, PoolTimeout) as failed:
+            await self.close()
+            raise StoreError(f"{self.description}: {failed}".strip()) from failed
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        await self._writer.stop()
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._listener
+            self._listener = None
+        loop = asyncio.get_running_loop()
+        if self._readers is not None:
+            self._readers.shutdown(wait=True)
+            self._readers = None
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await loop.run_in_executor(None, pool.close)
+
+    # --- reads and writes --------------------------------------------------------------------------------
+
+    def _read(self, fn: Callable[[PgRows], T]) -> T:
+        pool = self._pool
+        if pool is None:
+            raise RuntimeError("store is not open")
+        try:
+            with pool.connection() as conn:
+                return fn(PgRows(conn))
+        except psycopg.Error as failed:
+            raise StoreError(str(failed).strip() or type(failed).__name__) from failed
+
+    async def read(self, fn: Callable[[PgRows], T]) -> T:
+        if self._readers is None:
+            raise RuntimeError("store is not open")
+        return await asyncio.get_running_loop().run_in_executor(self._readers, self._read, fn)
+
+    def submit(self, fn: Callable[[PgRows], T], settle: Callable[[object, BaseException | None, list[int]], None],
+               *, lazy: bool = False) -> asyncio.Future[T]:
+        return self._writer.submit(fn, settle, lazy=lazy)
+
+    def kick(self) -> None:
+        self._writer.kick()
+
+    async def idle(self) -> None:
+        await self._writer.idle()
+
+    # --- other hosts -------------------------------------------------------------------------------------
+
+    def listen(self, foreign: Foreign, signal: Callable[[str], None]) -> None:
+        self._writer.foreign = foreign
+        self._signal = signal
+
+    async def signal(self, payload: str) -> None:
+        await self.read(lambda rows: rows.pg.execute("SELECT pg_notify(%s, %s)", (self._signals, payload)))
+
+    async def _listen(self, ready: asyncio.Event) -> None:
+        """Hear commits and signals of every host; reconnect (and catch up) when the connection drops."""
+        delay = 0.1
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+                    for channel in (self._commits, self._signals):
+                        await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+                    ready.set()
+                    delay = 0.1
+                    self._writer.catch_up()  # whatever was committed while nobody listened
+                    async for note in conn.notifies():
+                        if note.channel == self._commits:
+                            if not note.payload.startswith(self.host_tag + ":"):
+                                self._writer.catch_up()
+                        elif self._signal is not None:
+                            try:
+                                self._signal(note.payload)
+                            except Exception:
+                                log.exception("a signal from another host failed")
+            except asyncio.CancelledError:
+                raise
+            except psycopg.Error as failed:
+                if not ready.is_set():
+                    raise
+                log.warning("lost the PostgreSQL notification connection (%s); reconnecting", failed)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+

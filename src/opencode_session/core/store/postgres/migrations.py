@@ -1,0 +1,137 @@
+"""Versioned schema migrations for the PostgreSQL store, applied in order at open under an advisory lock (hosts that
+start together migrate once)."""
+
+from __future__ import annotations
+
+import psycopg
+
+# The advisory lock every host takes while it migrates (an arbitrary constant of this program's).
+_MIGRATION_LOCK = 7_301_1984
+
+MIGRATIONS: list[str] = [
+    # 1: the log (positions commit-ordered: writers serialize on event_feed), projections and the state beside them
+    """
+    CREATE TABLE event_sequence (
+        aggregate_id TEXT PRIMARY KEY,
+        seq BIGINT NOT NULL
+    );
+    CREATE TABLE event (
+        position BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        aggregate_id TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        type TEXT NOT NULL,
+        created BIGINT NOT NULL,
+        location TEXT,
+        data TEXT NOT NULL,
+        UNIQUE (aggregate_id, seq)
+    );
+    CREATE TABLE event_feed (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        last BIGINT NOT NULL
+    );
+    INSERT INTO event_feed (id, last) VALUES (1, 0);
+    CREATE TABLE session (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        workspace_id TEXT,
+        parent_id TEXT,
+        directory TEXT NOT NULL,
+        title TEXT NOT NULL,
+        time_created BIGINT NOT NULL,
+        time_updated BIGINT NOT NULL,
+        created_order BIGINT NOT NULL,
+        data TEXT NOT NULL,
+        time_suspended BIGINT
+    );
+    CREATE INDEX session_created_idx ON session (time_created, created_order);
+    CREATE INDEX session_directory_idx ON session (directory);
+    CREATE INDEX session_time_suspended_idx ON session (time_suspended) WHERE time_suspended IS NOT NULL;
+    CREATE TABLE session_message (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES session (id) ON DELETE CASCADE,
+        type TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        time_created BIGINT NOT NULL,
+        time_updated BIGINT NOT NULL,
+        data TEXT NOT NULL,
+        rev BIGINT NOT NULL DEFAULT 0,
+        UNIQUE (session_id, seq)
+    );
+    CREATE INDEX session_message_type_idx ON session_message (session_id, type, seq);
+    CREATE INDEX session_message_updated_idx ON session_message (session_id, time_updated);
+    CREATE INDEX session_message_open_assistant_idx ON session_message (session_id)
+        WHERE type = 'assistant' AND (data::json #>> '{time,completed}') IS NULL;
+    CREATE INDEX session_message_retry_idx ON session_message (session_id)
+        WHERE type = 'assistant' AND (data::json #>> '{retry}') IS NOT NULL;
+    CREATE TABLE session_pending (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES session (id) ON DELETE CASCADE,
+        type TEXT NOT NULL,
+        data TEXT NOT NULL,
+        delivery TEXT,
+        admitted_seq BIGINT NOT NULL,
+        time_created BIGINT NOT NULL,
+        UNIQUE (session_id, admitted_seq)
+    );
+    CREATE INDEX session_pending_order_idx ON session_pending (session_id, delivery, admitted_seq);
+    CREATE TABLE instruction_checkpoint (
+        session_id TEXT PRIMARY KEY REFERENCES session (id) ON DELETE CASCADE,
+        baseline TEXT NOT NULL,
+        snapshot TEXT NOT NULL,
+        baseline_seq BIGINT NOT NULL
+    );
+    CREATE TABLE instruction_entry (
+        session_id TEXT NOT NULL REFERENCES session (id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        time_created BIGINT NOT NULL,
+        time_updated BIGINT NOT NULL,
+        PRIMARY KEY (session_id, key)
+    );
+    CREATE TABLE permission_saved (
+        id TEXT PRIMARY KEY,
+        project_id TEXT NOT NULL,
+        action TEXT NOT NULL,
+        resource TEXT NOT NULL,
+        time_created BIGINT NOT NULL,
+        UNIQUE (project_id, action, resource)
+    );
+    CREATE TABLE session_message_removal (
+        session_id TEXT PRIMARY KEY,
+        removed BIGINT NOT NULL
+    );
+    CREATE FUNCTION session_message_removal_count() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO session_message_removal (session_id, removed) VALUES (OLD.session_id, 1)
+                ON CONFLICT (session_id) DO UPDATE SET removed = session_message_removal.removed + 1;
+            RETURN OLD;
+        END $$;
+    CREATE TRIGGER session_message_removal_count AFTER DELETE ON session_message
+        FOR EACH ROW EXECUTE FUNCTION session_message_removal_count();
+    CREATE TABLE session_lease (
+        session_id TEXT PRIMARY KEY,
+        owner TEXT,
+        epoch BIGINT NOT NULL,
+        expires BIGINT NOT NULL
+    );
+    CREATE INDEX session_lease_expires_idx ON session_lease (expires) WHERE owner IS NOT NULL;
+    """,
+]
+
+
+def migrate(conn: psycopg.Connection) -> int:
+    """Apply every migration newer than the database's schema version; returns the resulting version."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+        conn.execute("CREATE TABLE IF NOT EXISTS ocs_schema (version INTEGER NOT NULL)")
+        row = conn.execute("SELECT version FROM ocs_schema").fetchone()
+        if row is None:
+            conn.execute("INSERT INTO ocs_schema (version) VALUES (0)")
+        version = 0 if row is None else int(row[0])
+        if version > len(MIGRATIONS):
+            raise RuntimeError(f"database schema version {version} is newer than this program ({len(MIGRATIONS)})")
+        for index in range(version, len(MIGRATIONS)):
+            conn.execute(MIGRATIONS[index])
+        conn.execute("UPDATE ocs_schema SET version = %s", (len(MIGRATIONS),))
+    return len(MIGRATIONS)

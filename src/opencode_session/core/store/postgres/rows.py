@@ -1,0 +1,41 @@
+"""The SQL concerns over one PostgreSQL connection, and how PostgreSQL replaces the projections while keeping the
+state beside them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+
+from ..sql.rows import PROJECTION_TABLES, SESSION_STATE_COLUMNS, STATE_TABLES, SqlRows
+from .dialect import PgConnection
+
+
+class PgRows(SqlRows):
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        super().__init__(PgConnection(conn))
+        self.pg = conn
+
+    def replace_projections(self, replay: Callable[[], None]) -> None:
+        # Clearing the sessions cascades into their state: the state is read first and written back as it was.
+        conn = self.pg
+        kept: dict[str, tuple[list[str], list[tuple[Any, ...]]]] = {}
+        for table in STATE_TABLES:
+            cursor = conn.execute(f"SELECT * FROM {table}")
+            kept[table] = ([c.name for c in cursor.description or ()], [tuple(row) for row in cursor.fetchall()])
+        marks = {column: [tuple(r) for r in conn.execute(
+            f"SELECT {column}, id FROM session").fetchall()] for column in SESSION_STATE_COLUMNS}
+        for table in reversed(PROJECTION_TABLES):
+            conn.execute(f"DELETE FROM {table}")
+        replay()
+        for table, (columns, values) in kept.items():
+            conn.execute(f"DELETE FROM {table}")
+            if values:
+                with conn.cursor() as cursor:
+                    cursor.executemany(
+                        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))})",
+                        values)
+        for column, pairs in marks.items():
+            with conn.cursor() as cursor:
+                cursor.executemany(f"UPDATE session SET {column} = %s WHERE id = %s", pairs)

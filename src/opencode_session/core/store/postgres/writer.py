@@ -1,0 +1,220 @@
+"""PostgreSQL writes on a thread of their own: what the loop queued since the last batch runs in one transaction
+(each write under its own savepoint when there are several), serialized across hosts on the `event_feed` row so
+event positions follow commit order; events other hosts committed meanwhile are read under that lock and handed
+to the loop before this batch's own."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import psycopg
+
+from ....schema.events import EventRecord
+from ..backend import Foreign
+from ..errors import StoreError
+from .rows import PgRows
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH = 256
+# Foreign events read per query while catching up.
+_CATCH_UP_PAGE = 1000
+
+
+
+@dataclass
+class Job:
+    run: Callable[[PgRows], Any]
+    settle: Callable[[Any, BaseException | None, list[int]], None]
+    future: asyncio.Future[Any]
+    outcome: tuple[Any, BaseException | None] = (None, None)
+    positions: list[int] = field(default_factory=list)
+
+
+_CATCH_UP = object()  # a queue item: read what other hosts committed, without writing
+
+
+class PgWriter:
+    """Owns the writer connection and its thread. `submit` and `kick` are called on the loop; outcomes come back to
+    the loop in submission order, each batch's foreign events first."""
+
+    def __init__(self, connect: Callable[[], psycopg.Connection[Any]], host_tag: str,
+                 channel: Callable[[], str]) -> None:
+        self._connect = connect
+        self._host_tag = host_tag
+        self._channel = channel
+        self._conn: psycopg.Connection[Any] | None = None
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._pending: list[Job] = []  # lazy writes waiting for a kick (loop side)
+        self._unsettled = 0
+        self._idle: list[asyncio.Future[None]] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._catching_up = threading.Event()
+        self.seen = 0  # the newest store position handed to the loop
+        self.foreign: Foreign | None = None
+
+    # --- the loop's side ---------------------------------------------------------------------------------
+
+    def start(self, seen: int) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.seen = seen
+        self._thread = threading.Thread(target=self._serve, name="ocs-pg-writer", daemon=True)
+        self._thread.start()
+
+    def submit(self, run: Callable[[PgRows], Any], settle: Callable[[Any, BaseException | None, list[int]], None],
+               *, lazy: bool = False) -> asyncio.Future[Any]:
+        job = Job(run, settle, asyncio.get_running_loop().create_future())
+        if self._thread is None:
+            job.future.set_exception(RuntimeError("store is not open"))
+            return job.future
+        self._pending.append(job)
+        self._unsettled += 1
+        if not lazy:
+            self.kick()
+        return job.future
+
+    def kick(self) -> None:
+        if self._pending:
+            batch, self._pending = self._pending, []
+            self._queue.put(batch)
+
+    def catch_up(self) -> None:
+        """Another host committed: read its events (once, however many notifications arrive meanwhile)."""
+        if not self._catching_up.is_set():
+            self._catching_up.set()
+            self._queue.put(_CATCH_UP)
+
+    async def idle(self) -> None:
+        self.kick()
+        if self._unsettled:
+            waiter = asyncio.get_running_loop().create_future()
+            self._idle.append(waiter)
+            await waiter
+
+    async def stop(self) -> None:
+        await self.idle()
+        if self._thread is not None:
+            self._queue.put(None)
+            await asyncio.get_running_loop().run_in_executor(None, self._thread.join)
+            self._thread = None
+
+    def _settled(self, batch: list[Job], foreign: list[tuple[int, EventRecord]], error: BaseException | None) -> None:
+        if foreign and self.foreign is not None:
+            self.foreign(foreign)
+        for job in batch:
+            result, own = job.outcome
+            failure = own if own is not None else error
+            job.settle(None if failure else result, failure, job.positions)
+            if not job.future.done():
+                if failure is None:
+                    job.future.set_result(result)
+                else:
+                    job.future.set_exception(failure)
+        self._unsettled -= len(batch)
+        if not self._unsettled:
+            waiters, self._idle = self._idle, []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    # --- the thread's side -------------------------------------------------------------------------------
+
+    def _serve(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                break
+            batch: list[Job] = [] if item is _CATCH_UP else list(cast(list[Job], item))
+            while len(batch) < MAX_BATCH:  # whatever else is queued joins this transaction
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._queue.put(None)
+                    break
+                if more is not _CATCH_UP:
+                    batch.extend(cast(list[Job], more))
+            if item is _CATCH_UP or not batch:
+                self._catching_up.clear()
+            foreign, error = self._transaction(batch)
+            assert self._loop is not None
+            self._loop.call_soon_threadsafe(self._settled, batch, foreign, error)
+        if self._conn is not None:
+            self._conn.close()
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._conn = self._connect()
+        return self._conn
+
+    def _transaction(self, batch: list[Job]) -> tuple[list[tuple[int, EventRecord]], BaseException | None]:
+        foreign: list[tuple[int, EventRecord]] = []
+        try:
+            conn = self._connection()
+            rows = PgRows(conn)
+            lock = " FOR UPDATE" if batch else ""
+            head = conn.execute(f"SELECT last FROM event_feed WHERE id = 1{lock}").fetchone()
+            last = 0 if head is None else int(head[0])
+            while self.seen < last:  # other hosts committed since: theirs come before ours
+                page = rows.events.from_position(self.seen, _CATCH_UP_PAGE)
+                if not page:
+                    break
+                foreign.extend(page)
+                self.seen = page[-1][0]
+            self.seen = max(self.seen, last)
+            several = len(batch) > 1
+            for job in batch:
+                rows.events.positions = job.positions
+                if several:
+                    conn.execute("SAVEPOINT job")
+                try:
+                    job.outcome = (job.run(rows), None)
+                    if several:
+                        conn.execute("RELEASE SAVEPOINT job")
+                except psycopg.OperationalError:
+                    raise  # the connection itself failed: nothing of the batch is durable
+                except BaseException as error:  # noqa: BLE001 - this write alone is rolled back
+                    if several:
+                        conn.execute("ROLLBACK TO SAVEPOINT job")
+                    else:
+                        conn.rollback()
+                    job.positions.clear()
+                    job.outcome = (None, _neutral(error))
+            newest = max((p for job in batch for p in job.positions), default=0)
+            if newest:
+                conn.execute("UPDATE event_feed SET last = %s WHERE id = 1", (newest,))
+                conn.execute("SELECT pg_notify(%s, %s)", (self._channel(), f"{self._host_tag}:{newest}"))
+            conn.commit()
+            self.seen = max(self.seen, newest)
+            return foreign, None
+        except Exception as error:  # noqa: BLE001 - every write of the batch fails with it
+            log.warning("a PostgreSQL write transaction failed: %s", error)
+            self._rollback()
+            for job in batch:
+                job.positions.clear()
+            return foreign, _neutral(error)
+
+    def _rollback(self) -> None:
+        conn = self._conn
+        if conn is not None and not conn.closed and not conn.broken:
+            try:
+                conn.rollback()
+            except psycopg.Error:
+                conn.close()
+
+
+def _neutral(error: BaseException) -> BaseException:
+    """psycopg's failures as the store's StoreError (the original is its cause); a domain error as it is."""
+    if isinstance(error, psycopg.Error):
+        neutral = StoreError(str(error).strip() or type(error).__name__)
+        neutral.__cause__ = error
+        return neutral
+    return error

@@ -1,0 +1,58 @@
+"""Session leases: which host executes a session (owner, epoch, expiry). The epoch moves on whenever the lease
+changes hands, and is the fencing token every write of an execution is checked against."""
+
+from __future__ import annotations
+
+from ..rows import Lease
+from .connection import Connection
+
+
+class SqlLeases:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def holder(self, session_id: str) -> Lease | None:
+        row = self.conn.execute("SELECT owner, epoch, expires FROM session_lease WHERE session_id = ?",
+                                (session_id,)).fetchone()
+        return None if row is None or row[0] is None else Lease(session_id, row[0], int(row[1]), int(row[2]))
+
+    def take(self, session_id: str, owner: str, now: int, expires: int, *, steal: bool = False) -> Lease | None:
+        row = self.conn.execute("SELECT owner, epoch, expires FROM session_lease WHERE session_id = ?",
+                                (session_id,)).fetchone()
+        if row is None:
+            self.conn.execute("INSERT INTO session_lease (session_id, owner, epoch, expires) VALUES (?, ?, 1, ?)",
+                              (session_id, owner, expires))
+            return Lease(session_id, owner, 1, expires)
+        held_by, epoch, until = row[0], int(row[1]), int(row[2])
+        if held_by == owner:
+            epoch_now = epoch  # this host holds it already: extended, same token
+        elif held_by is None or until < now or steal:
+            epoch_now = epoch + 1
+        else:
+            return None
+        self.conn.execute("UPDATE session_lease SET owner = ?, epoch = ?, expires = ? WHERE session_id = ?",
+                          (owner, epoch_now, expires, session_id))
+        return Lease(session_id, owner, epoch_now, expires)
+
+    def renew(self, lease: Lease, expires: int) -> bool:
+        return self.conn.execute(
+            "UPDATE session_lease SET expires = ? WHERE session_id = ? AND owner = ? AND epoch = ? RETURNING epoch",
+            (expires, lease.session_id, lease.owner, lease.epoch)).fetchone() is not None
+
+    def release(self, lease: Lease) -> None:
+        self.conn.execute(
+            "UPDATE session_lease SET owner = NULL, expires = 0 WHERE session_id = ? AND owner = ? AND epoch = ?",
+            (lease.session_id, lease.owner, lease.epoch))
+
+    def holds(self, lease: Lease) -> bool:
+        """Whether `lease` is still the session's lease (its owner and epoch unchanged): the fencing check."""
+        row = self.conn.execute("SELECT owner, epoch FROM session_lease WHERE session_id = ?",
+                                (lease.session_id,)).fetchone()
+        return row is not None and row[0] == lease.owner and int(row[1]) == lease.epoch
+
+    def expired(self, now: int, limit: int = 100) -> list[Lease]:
+        """Leases still held whose expiry has passed: their owner stopped renewing (it died or lost the database)."""
+        rows = self.conn.execute(
+            "SELECT session_id, owner, epoch, expires FROM session_lease WHERE owner IS NOT NULL AND expires < ?"
+            " ORDER BY expires LIMIT ?", (now, limit)).fetchall()
+        return [Lease(row[0], row[1], int(row[2]), int(row[3])) for row in rows]

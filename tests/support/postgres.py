@@ -1,0 +1,61 @@
+"""The PostgreSQL server the clustered tests use (`OCS_TEST_POSTGRES`, default the local server's `test` database):
+a fresh schema per test, dropped after. Without a server the tests skip saying why, unless CI requires them
+(`OCS_REQUIRE_POSTGRES=1`, which `.ci/run` sets after starting the server)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import secrets
+from collections.abc import Iterator
+from urllib.parse import quote
+
+import psycopg
+import pytest
+
+DEFAULT = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def base_url() -> str:
+    return os.environ.get("OCS_TEST_POSTGRES", DEFAULT)
+
+
+@functools.cache
+def _unreachable() -> str | None:
+    try:
+        with psycopg.connect(base_url(), connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as failed:
+        return f"PostgreSQL at {base_url()} is not reachable ({str(failed).strip() or type(failed).__name__})"
+    return None
+
+
+def require_postgres() -> None:
+    """Skip (saying why) when no server answers; fail instead where CI requires the PostgreSQL tests."""
+    reason = _unreachable()
+    if reason is None:
+        return
+    if os.environ.get("OCS_REQUIRE_POSTGRES") == "1":
+        pytest.fail(reason + "; OCS_REQUIRE_POSTGRES=1 requires it")
+    pytest.skip(reason)
+
+
+def schema_url(schema: str) -> str:
+    """The database URL with `schema` as its search path: every table the store makes lands there."""
+    sep = "&" if "?" in base_url() else "?"
+    return f"{base_url()}{sep}options={quote(f'-csearch_path={schema}')}"
+
+
+@contextlib.contextmanager
+def fresh_schema() -> Iterator[str]:
+    """A new, empty schema for one test; yields its URL and drops the schema (and everything in it) after."""
+    require_postgres()
+    schema = "ocs_" + secrets.token_hex(6)
+    with psycopg.connect(base_url(), autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield schema_url(schema)
+    finally:
+        with psycopg.connect(base_url(), autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
