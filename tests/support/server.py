@@ -21,7 +21,7 @@ OCS = str(Path(sys.executable).parent / "ocs")
 class ServerProcess:
     proc: subprocess.Popen
     url: str
-    db: Path
+    db: Path | str
     stderr_lines: list[str]
     pumps: list[threading.Thread]
     stderr_changed: threading.Condition
@@ -63,7 +63,7 @@ def start_configured(root: Path, config: dict[str, Any], **env_extra: str) -> tu
     return start_server(root, env=env, workdir=work), work
 
 
-def start_server(root: Path, *, env: dict[str, str] | None = None, db: Path | None = None,
+def start_server(root: Path, *, env: dict[str, str] | None = None, db: Path | str | None = None,
                  workdir: Path | None = None, timeout: float = 30, default_paths: bool = False,
                  args: Sequence[str] = (), preexec_fn: Callable[[], None] | None = None) -> ServerProcess:
     """Run `ocs serve --port 0 [args]` and wait (on its output, not a timer) for the printed URL. With

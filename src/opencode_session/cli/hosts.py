@@ -20,7 +20,7 @@ def _reason(exc: BaseException) -> str:
 
 
 @asynccontextmanager
-async def open_host(attach: str | None, db: Path | None, directory: Path,
+async def open_host(attach: str | None, db: str | Path | None, directory: Path,
                     env: Mapping[str, str] | None = None) -> AsyncIterator[OpenCodeClient]:
     """The client for this command; raises StartupError when the server cannot be reached or the database opened."""
     env = os.environ if env is None else env
@@ -34,7 +34,7 @@ async def open_host(attach: str | None, db: Path | None, directory: Path,
                 raise StartupError(f"cannot reach ocs serve at {attach}: {unreachable}") from None
             yield client
         return
-    from ..core.store import StoreError
+    from ..core.store import StoreError, describe_database
     from ..sdk import OpenCode  # the embedded host brings the whole runtime: only when it is used
 
     path = db or default_db_path()
@@ -43,7 +43,8 @@ async def open_host(attach: str | None, db: Path | None, directory: Path,
         await host.open()
     except (OSError, StoreError) as unusable:
         await host.aclose()
-        raise StartupError(f"cannot open the database {path}: {_reason(unusable)} (choose another with --db)") from None
+        raise StartupError(f"cannot open the database {describe_database(path)}: {_reason(unusable)}"
+                           " (choose another with --db)") from None
     try:
         yield host
     finally:

@@ -41,7 +41,7 @@ def _table(headers: list[str], rows: list[list[str]]) -> None:
     Console().print(table)
 
 
-async def list_sessions(attach: str | None, db: Path | None, directory: Path, limit: int, as_json: bool) -> None:
+async def list_sessions(attach: str | None, db: str | Path | None, directory: Path, limit: int, as_json: bool) -> None:
     async with open_host(attach, db, directory) as client:
         sessions: list[Any] = []
         cursor: str | None = None
@@ -73,7 +73,7 @@ async def every_message(client: OpenCodeClient, session_id: str) -> list[dict[st
         page = await client.session.messages(session_id, cursor=page.next)
 
 
-async def show_session(attach: str | None, db: Path | None, directory: Path, session_id: str,
+async def show_session(attach: str | None, db: str | Path | None, directory: Path, session_id: str,
                        as_json: bool) -> None:
     """The transcript, or (`as_json`) every projected message as GET .../message answers it, oldest first."""
     from .run import make_view
@@ -110,7 +110,7 @@ def describe_event(event: dict[str, Any]) -> str:
     return f"{seq:>6}  {event.get('type')}" + (f"  {gist[:100]}" if gist else "")
 
 
-async def show_log(attach: str | None, db: Path | None, directory: Path, session_id: str, after: int | None,
+async def show_log(attach: str | None, db: str | Path | None, directory: Path, session_id: str, after: int | None,
                    follow: bool, as_json: bool) -> None:
     async with open_host(attach, db, directory) as client:
         async with client.session.log(session_id, after=after, follow=follow) as events:

@@ -13,7 +13,8 @@ from typing import Any
 PROG = "ocs"
 ROOT_HELP = "opencode-session: durable OpenCode V2 sessions. Without a command: interactive mode."
 ATTACH_HELP = "Use the running `ocs serve` at this URL instead of the local database."
-DB_HELP = "SQLite database file (default: under the user data directory)."
+DB_HELP = ("SQLite database file (default: under the user data directory), or a postgresql:// URL shared by several"
+           " hosts.")
 HELP_HELP = "Show this message and exit."
 
 Command = Callable[..., int]
@@ -45,7 +46,7 @@ def _finish_with(work: Callable[[], Coroutine[Any, Any, int]]) -> int:
     return run_command(PlainView(), body)
 
 
-def serve(host: str, port: int, db: Path | None, directory: Path | None, allow_host: list[str],
+def serve(host: str, port: int, db: str | Path | None, directory: Path | None, allow_host: list[str],
           allow_origin: list[str], max_body_bytes: int | None, read_timeout: float | None,
           max_concurrency: int | None, insecure_no_password: bool, stall_timeout: float) -> int:
     """Serve the OpenCode V2 API over HTTP until SIGINT/SIGTERM."""
@@ -100,7 +101,7 @@ def _run(message: list[str] | None, *, interactive: bool, **options: Any) -> int
 
 
 def run(message: list[str], model: str | None, agent: str | None, session: str | None, continue_last: bool,
-        attach: str | None, output: str, queue: bool, interactive: bool, db: Path | None, yes: bool,
+        attach: str | None, output: str, queue: bool, interactive: bool, db: str | Path | None, yes: bool,
         no: bool, command: str | None = None) -> int:
     """Send a message to a session of this directory and show the agent's work as it happens.
 
@@ -117,28 +118,28 @@ def run(message: list[str], model: str | None, agent: str | None, session: str |
                 command=command)
 
 
-def sessions(limit: int, output: str, attach: str | None, db: Path | None) -> int:
+def sessions(limit: int, output: str, attach: str | None, db: str | Path | None) -> int:
     """List sessions, most recently updated first."""
     from .inspect import list_sessions
 
     return _finish(lambda: list_sessions(attach, db, _cwd(), limit, output == "json"))
 
 
-def show(session: str, output: str, attach: str | None, db: Path | None) -> int:
+def show(session: str, output: str, attach: str | None, db: str | Path | None) -> int:
     """Show a session's transcript: prompts, answers, tool calls and their results."""
     from .inspect import show_session
 
     return _finish(lambda: show_session(attach, db, _cwd(), session, output == "json"))
 
 
-def log(session: str, after: int | None, follow: bool, output: str, attach: str | None, db: Path | None) -> int:
+def log(session: str, after: int | None, follow: bool, output: str, attach: str | None, db: str | Path | None) -> int:
     """Print a session's durable events."""
     from .inspect import show_log
 
     return _finish(lambda: show_log(attach, db, _cwd(), session, after, follow, output == "json"))
 
 
-def revert(session: str, message: str | None, yes: bool, attach: str | None, db: Path | None) -> int:
+def revert(session: str, message: str | None, yes: bool, attach: str | None, db: str | Path | None) -> int:
     """Take a session back to before one of its prompts: files and history.
 
     Stages a revert to MESSAGE (default: the latest prompt), which restores the files the agent changed from
@@ -149,7 +150,7 @@ def revert(session: str, message: str | None, yes: bool, attach: str | None, db:
     return _finish_with(lambda: revert_command(attach, db, _cwd(), session, message, yes))
 
 
-def fork(session: str, message: str | None, attach: str | None, db: Path | None) -> int:
+def fork(session: str, message: str | None, attach: str | None, db: str | Path | None) -> int:
     """Copy a session into a new one (up to and including MESSAGE, default all of it) and print its ID."""
     from .undo import fork_command
 
@@ -226,15 +227,20 @@ def _at_least(kind: Callable[[str], int | float], low: int | float) -> Callable[
     return convert
 
 
+def database_argument(text: str) -> str | Path:
+    """A database file, or a `postgresql://` URL (kept as written: a path would fold its `//`)."""
+    return text if text.startswith(("postgresql://", "postgres://")) else Path(text)
+
+
 def _reading(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--attach", metavar="URL", help=ATTACH_HELP)
-    parser.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
+    parser.add_argument("--db", type=database_argument, metavar="PATH|URL", help=DB_HELP)
 
 
 def _serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="Interface to listen on.")
     p.add_argument("--port", type=int, default=4096, help="Port to listen on; 0 picks a free port.")
-    p.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
+    p.add_argument("--db", type=database_argument, metavar="PATH|URL", help=DB_HELP)
     p.add_argument("--directory", type=Path, metavar="DIR",
                    help="Default Location for new sessions (default: current directory).")
     p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
@@ -265,7 +271,7 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
                    help="default (text as it streams) or json (an event a line).")
     p.add_argument("--queue", action="store_true", help="Deliver the message queued instead of steering.")
     p.add_argument("-i", "--interactive", action="store_true", help="Keep prompting after the first turn.")
-    p.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
+    p.add_argument("--db", type=database_argument, metavar="PATH|URL", help=DB_HELP)
     p.add_argument("-y", "--yes", action="store_true",
                    help="Allow each permission ask once and take each question's first option.")
     p.add_argument("--no", action="store_true", help="Reject each permission ask and dismiss each question.")

@@ -43,7 +43,7 @@ class RunRequest:
     json: bool = False
     queue: bool = False
     interactive: bool = False
-    db: Path | None = None
+    db: str | Path | None = None
     yes: bool = False  # allow permission asks once and take questions' first options, without asking
     no: bool = False  # reject permission asks and dismiss questions, without asking
     command: str | None = None  # a custom command: `message` is then its arguments

@@ -27,7 +27,7 @@ Say = Callable[[str], None]
 class ServeRequest:
     host: str
     port: int
-    db: Path
+    db: str | Path
     directory: Path
     guard: GuardOptions
     limits: ConnectionLimits
@@ -62,7 +62,7 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
     def ready(url: str, runtime: Runtime) -> None:
         print(f"opencode-session listening on {url}", flush=True)
         say(f"  API document  {url}/doc")
-        say(f"  database      {request.db}")
+        say(f"  database      {runtime.store.path}")
         say(f"  directory     {directory}")
         say(f"  config        {found.config_files}")
         say(f"  model         {found.model or 'none: ' + (found.model_problem or '')}")

@@ -91,7 +91,7 @@ def _confirm(question: str) -> bool:
     return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
-async def revert_command(attach: str | None, db: Path | None, directory: Path, session_id: str,
+async def revert_command(attach: str | None, db: str | Path | None, directory: Path, session_id: str,
                          message_id: str | None, yes: bool) -> int:
     async with open_host(attach, db, directory) as client:
         if message_id is None:
@@ -117,7 +117,7 @@ async def revert_command(attach: str | None, db: Path | None, directory: Path, s
         return EXIT_FAILED
 
 
-async def fork_command(attach: str | None, db: Path | None, directory: Path, session_id: str,
+async def fork_command(attach: str | None, db: str | Path | None, directory: Path, session_id: str,
                        message_id: str | None) -> int:
     async with open_host(attach, db, directory) as client:
         fork = await client.session.fork(session_id, messageID=message_id)

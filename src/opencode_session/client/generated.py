@@ -44,7 +44,7 @@ from opencode_session.schema.permission import PermissionSavedInfo, PermissionV2
 from opencode_session.schema.prompt import PromptInput
 from opencode_session.schema.pty import PtySize
 from opencode_session.schema.question import QuestionV2Request
-from opencode_session.schema.session import RevertState, SessionActive, SessionV2Info
+from opencode_session.schema.session import RevertState, SessionActive, SessionOwner, SessionV2Info
 
 __all__ = [
     "AgentGroup",
@@ -1205,6 +1205,23 @@ class SessionGroup:
             "v2.session.move",
             path={"sessionID": session_id},
             body={"location": location},
+            options=options,
+        ))
+
+    async def owner(self, session_id: str, *, options: CallOptions | None = None) -> SessionOwner:
+        """Get session owner.
+
+        Extension (not in OpenCode 1.18.33's V2 API): which host executes the session now. Hosts that
+        share one PostgreSQL database execute each session on one host at a time, under a lease; null
+        fields: no host executes it.
+
+        `GET /api/session/{sessionID}/owner` (v2.session.owner). Declared errors: InvalidRequestError
+        (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
+        InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("SessionOwner", await self._client._call(
+            "v2.session.owner",
+            path={"sessionID": session_id},
             options=options,
         ))
 

@@ -12,13 +12,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import platformdirs
+
 if TYPE_CHECKING:
     import httpx2
 
+from ..schema.session import SessionOwner
 from .config import ConfigSource
 from .credentials import CREDENTIALS_FILE, ConnectedConfig, CredentialStore
 from .execution import suspension
 from .execution.coordinator import Drain, SessionExecution
+from .execution.ownership import Ownership, host_name, lease_ttl_ms
 from .fs import Finder
 from .instructions.entries import InstructionEntries
 from .integrations import Integrations
@@ -32,7 +36,7 @@ from .session.projector import project
 from .session.revert import Reverts
 from .snapshot import Snapshots
 from .snapshot.service import SNAPSHOT_DIRECTORY
-from .store import Store
+from .store import Store, is_postgres, now_ms
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
 
 log = logging.getLogger(__name__)
@@ -80,6 +84,9 @@ class Runtime:
         self.integrations = Integrations(self.credentials)
         self._sweepers: list[asyncio.Task[None]] = []
         self.execution: SessionExecution | None = None
+        # several hosts on one database: session leases say which executes a session
+        self.ownership: Ownership | None = None
+        self.host = host_name()  # this process as a lease owner (and as `GET /api/session/{id}/owner` names it)
         self._background: set[asyncio.Task[None]] = set()
         self._closers: list[Callable[[], Awaitable[None]]] = []
 
@@ -103,11 +110,26 @@ class Runtime:
         self._sweepers = [asyncio.create_task(self.outputs.sweep_forever(), name="tool-output-sweep"),
                           asyncio.create_task(self.snapshots.sweep_forever(), name="snapshot-sweep")]
         drain = self.options.drain_factory(self) if self.options.drain_factory else _idle_drain
+        if self.store.backend.shared:
+            self.ownership = Ownership(self.store, self.host, lease_ttl_ms(self.options.env))
         self.execution = SessionExecution(self.store, drain, on_started=suspension.on_started,
-                                          on_settled=suspension.on_settled)
+                                          on_settled=suspension.on_settled, ownership=self.ownership)
+        if self.ownership is not None and self.options.drain_factory:
+            self.ownership.sweep(self.execution.take_over)
         self.sessions.wake = self.execution.wake if self.options.drain_factory else (lambda _sid: None)
         self.sessions.hold = self.reverts.hold = self.execution.idle_hold
         return self
+
+    async def owner(self, session_id: str) -> SessionOwner:
+        """Which host executes the session now (on a database one process holds: this one, while it drains)."""
+        if self.ownership is None:
+            active = self.execution is not None and session_id in self.execution.active()
+            return SessionOwner(host=self.host, local=True) if active else SessionOwner()
+        lease = await self.ownership.holding(session_id)
+        if lease is None or lease.expires < now_ms():
+            return SessionOwner()
+        return SessionOwner(host=lease.owner, epoch=lease.epoch, expires=lease.expires,
+                            local=lease.owner == self.ownership.host)
 
     async def suspend_active(self) -> list[str]:
         """Mark every active session suspended (graceful shutdown, before interrupting them)."""
@@ -130,6 +152,8 @@ class Runtime:
 
     async def close(self) -> None:
         await self.terminals.close()
+        if self.ownership is not None:
+            await self.ownership.stop()  # take nothing over while stopping
         if self.execution is not None:
             await self.execution.shutdown()
         background = list(self._background) + self._sweepers
@@ -156,6 +180,8 @@ def _data_dir(options: RuntimeOptions) -> Path:
         return Path(options.data_dir)
     if str(options.db_path) == ":memory:":
         return Path(tempfile.gettempdir()) / f"opencode-session-{getpass.getuser()}"
+    if is_postgres(options.db_path):  # the host's own files (snapshots, tool output, keys) stay on the host
+        return Path(platformdirs.user_data_dir("opencode-session"))
     return Path(options.db_path).resolve().parent
 
 

@@ -54,7 +54,7 @@ from opencode_session.schema.prompt import PromptInput
 from opencode_session.schema.pty import Pty, PtySize, PtyTicketConnectToken
 from opencode_session.schema.question import QuestionV2Reply, QuestionV2Request
 from opencode_session.schema.reference import ReferenceInfo
-from opencode_session.schema.session import RevertState, SessionActive, SessionV2Info
+from opencode_session.schema.session import RevertState, SessionActive, SessionOwner, SessionV2Info
 from opencode_session.schema.skill import SkillV2Info
 
 from .endpoint import Endpoint, Refusal, StreamSpec
@@ -551,6 +551,20 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         path_params=SessionPath,
         success=SessionV2Info,
         unwrap_data=True,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.owner",
+        method="GET",
+        path="/api/session/{sessionID}/owner",
+        summary="Get session owner",
+        description=(
+            "Extension (not in OpenCode 1.18.33's V2 API): which host executes the session now. Hosts that share one"
+            " PostgreSQL database execute each session on one host at a time, under a lease; null fields: no host"
+            " executes it."
+        ),
+        path_params=SessionPath,
+        success=SessionOwner,
         errors=_SESSION_404,
     ),
     Endpoint(

@@ -61,3 +61,13 @@ class SessionV2Info(Struct):
 
 class SessionActive(Struct):
     type: Literal["running"] = "running"
+
+
+class SessionOwner(Struct):
+    """Which host executes a session right now (several hosts may share one database): its lease's owner, epoch
+    and expiry (epoch milliseconds), or all null while no host does; `local` when it is the host answering."""
+
+    host: str | None = None
+    epoch: int | None = None
+    expires: int | None = None
+    local: bool = False

@@ -90,7 +90,7 @@ from ..schema.message import SessionMessage
 from ..schema.page import CursorLinks
 from ..schema.permission import PermissionSavedInfo, PermissionV2Request
 from ..schema.question import QuestionV2Reply, QuestionV2Request
-from ..schema.session import RevertState, SessionActive, SessionV2Info
+from ..schema.session import RevertState, SessionActive, SessionOwner, SessionV2Info
 from ..schema.skill import SkillV2Info
 from .host import Host
 from .sse import Frames, frame
@@ -212,6 +212,12 @@ async def session_create(rt: Runtime, call: Call[None, None, SessionCreateBody])
 async def session_active(rt: Runtime, call: Call[None, None, None]) -> dict[SessionID, SessionActive]:
     active = rt.execution.active() if rt.execution is not None else []
     return {sid: SessionActive() for sid in active}
+
+
+@op("v2.session.owner")
+async def session_owner(rt: Runtime, call: Call[SessionPath, None, None]) -> SessionOwner:
+    await rt.sessions.require(call.path.sessionID)
+    return await rt.owner(call.path.sessionID)
 
 
 @op("v2.session.get")

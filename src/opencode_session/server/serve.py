@@ -16,7 +16,7 @@ from typing import Any
 import uvicorn
 
 from ..core.runtime import Runtime, RuntimeOptions
-from ..core.store import StoreError
+from ..core.store import StoreError, describe_database
 from .app import create_app
 from .connections import ResourceExhaustionLog, read_deadline_protocol
 from .guard import GuardOptions, is_loopback
@@ -121,7 +121,8 @@ async def serve(
     except (OSError, StoreError) as unusable:
         await runtime.close()
         reason = unusable.strerror if isinstance(unusable, OSError) and unusable.strerror else unusable
-        raise ServeRefused(f"cannot open the database {options.db_path}: {reason} (choose another with --db)") from None
+        raise ServeRefused(f"cannot open the database {describe_database(options.db_path)}: {reason}"
+                           " (choose another with --db)") from None
     previous_handler = loop.get_exception_handler()
     loop.set_exception_handler(ResourceExhaustionLog())
     try:

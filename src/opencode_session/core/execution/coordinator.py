@@ -2,12 +2,15 @@
 
 One Execution is one busy period from the first wake until idle; wakes coalesce into one follow-up drain,
 explicit resumes join, interruption stops the owner without touching pending input, and each busy period
-publishes exactly one durable terminal event."""
+publishes exactly one durable terminal event. On a database several hosts share, a busy period first takes the
+session's lease (`Ownership`): writes are fenced by it, and a wake or interrupt for a session another host holds is
+forwarded to that host."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -17,7 +20,8 @@ from ...schema import events as ev
 from ...schema import session_errors
 from ...schema.common import SessionErrorInfo
 from ...schema.errors import SessionBusyError
-from ..store import Store, Tx
+from ..store import Lease, SessionFencedError, Store, Tx, set_fence
+from .ownership import Ownership
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +55,15 @@ class _Execution:
     stopping: InterruptReason | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
     outcome: str | None = None
+    lease: Lease | None = None  # on a shared database: the lease this busy period executes (and writes) under
+    lost: bool = False  # the lease changed hands meanwhile: this host may no longer write for the session
 
 
 class SessionExecution:
     def __init__(self, store: Store, drain: Drain,
                  on_started: Callable[[Tx, str], None] | None = None,
-                 on_settled: Callable[[Tx, str, str], None] | None = None) -> None:
+                 on_settled: Callable[[Tx, str, str], None] | None = None,
+                 ownership: Ownership | None = None) -> None:
         self.store = store
         self.drain = drain
         self._on_started = on_started
@@ -65,6 +72,11 @@ class SessionExecution:
         self._successor: set[str] = set()
         self._held: dict[str, bool] = {}  # sessions held idle -> whether a wake (a forced one: True) waits
         self._closed = False
+        self.ownership = ownership
+        self._chores: set[asyncio.Task[None]] = set()
+        if ownership is not None:
+            ownership.heard["wake"] = lambda sid, note: self.wake(sid, force=bool(note.get("force")))
+            ownership.heard["interrupt"] = lambda sid, note: self._chore(self.interrupt(sid, "user"))
 
     # --- queries ----------------------------------------------------------------------------------
 
@@ -94,10 +106,15 @@ class SessionExecution:
         self._start(session_id, force=force)
 
     async def interrupt(self, session_id: str, reason: InterruptReason = "user") -> bool:
-        """Stop locally owned execution; pending input stays pending. Idle is a no-op returning False."""
+        """Stop the session's execution (asking the host that holds it, on a shared database, and waiting for it
+        to stop); pending input stays pending. Idle is a no-op returning False."""
         ex = self._running.get(session_id)
         if ex is None or ex.task is None or ex.task.done():
-            return False
+            if self.ownership is None or (lease := await self.ownership.holder(session_id)) is None:
+                return False
+            await self.ownership.forward(lease, "interrupt")
+            await self._released(session_id)
+            return True
         if ex.stopping is None:
             ex.stopping = reason
             ex.pending_wake = False  # wakes so far belonged to the interrupted intent
@@ -107,12 +124,42 @@ class SessionExecution:
         return True
 
     async def wait(self, session_id: str) -> None:
-        """Return once the session is idle (no drain, no successor pending)."""
+        """Return once the session is idle (no drain, no successor pending; on a shared database, on no host)."""
         while True:
             ex = self._running.get(session_id)
             if ex is None:
-                return
+                break
             await ex.done.wait()
+        if self.ownership is not None:
+            await self._released(session_id)
+
+    async def _released(self, session_id: str) -> None:
+        """Wait until no other host holds the session's lease, reading it again after each commit of the session
+        (the owner's terminal event releases it in the same transaction)."""
+        assert self.ownership is not None
+        with self.store.durable.subscribe(session_id) as bell:
+            async def next_commit() -> None:
+                await bell.wait()
+                bell.clear()
+
+            await self.ownership.released(session_id, next_commit)
+
+    def take_over(self, lease: Lease) -> None:
+        """Continue a session this host just took over from a host that stopped renewing its lease."""
+        if self._closed or lease.session_id in self._running:
+            return
+        self._start(lease.session_id, force=True).lease = lease
+
+    def _chore(self, work: Awaitable[object]) -> None:
+        async def _run() -> None:
+            try:
+                await work
+            except Exception:
+                log.exception("a forwarded request failed")
+
+        task = asyncio.create_task(_run())
+        self._chores.add(task)
+        task.add_done_callback(self._chores.discard)
 
     @contextlib.asynccontextmanager
     async def idle_hold(self, session_id: str) -> AsyncIterator[None]:
@@ -134,13 +181,17 @@ class SessionExecution:
         self._closed = True
         self._successor.clear()
         await asyncio.gather(*(self.interrupt(sid, reason) for sid in list(self._running)))
+        for chore in list(self._chores):
+            chore.cancel()
 
     # --- the busy period ----------------------------------------------------------------------------------
 
     def _start(self, session_id: str, force: bool) -> _Execution:
         ex = _Execution(session_id, force=force)
         self._running[session_id] = ex
-        ex.task = asyncio.create_task(self._run(ex), name=f"session-execution:{session_id}")
+        # a context of its own: a drain started from inside another's (a subagent) writes under its own lease
+        ex.task = asyncio.create_task(self._run(ex), name=f"session-execution:{session_id}",
+                                      context=contextvars.Context())
         # a task cancelled before its first step never runs `_run` (nor its finally): release it here then
         ex.task.add_done_callback(lambda _task: self._release(ex))
         return ex
@@ -162,6 +213,26 @@ class SessionExecution:
         if woken and not self._closed:
             self._start(sid, force=ex.force)
 
+    async def _settle(self, ex: _Execution, terminal: object, outcome: str) -> None:
+        """Record the busy period's terminal event (and release its lease in the same transaction)."""
+        sid, lease = ex.session_id, ex.lease
+
+        def _hook(tx: Tx) -> None:
+            if self._on_settled is not None:
+                self._on_settled(tx, sid, outcome)
+            if lease is not None:
+                tx.leases.release(lease)
+
+        try:
+            await self.store.write(self._writing(terminal, _hook))
+        except SessionFencedError:
+            log.warning("session %s was taken over by another host before its execution ended here", sid)
+        except Exception:
+            log.exception("could not record the end of session %s's execution", sid)
+            if lease is not None:  # never leave a lease behind that only its expiry would free
+                with contextlib.suppress(Exception):
+                    await self.store.write(lambda tx: tx.leases.release(lease))
+
     @staticmethod
     def _writing(data, hook=None) -> Callable[[Tx], None]:
         def _write(tx: Tx) -> None:
@@ -171,7 +242,44 @@ class SessionExecution:
 
         return _write
 
+    async def _own(self, ex: _Execution) -> asyncio.Task[None] | None:
+        """Take the session's lease for this busy period and keep it renewed (the returned task); when another
+        host holds it, forward the wake there instead and return None."""
+        assert self.ownership is not None
+        sid = ex.session_id
+        lease = ex.lease or await self.ownership.take(sid)
+        if lease is None:
+            holder = await self.ownership.holding(sid)
+            if holder is not None:
+                await self.ownership.forward(holder, "wake", force=ex.force)
+            ex.outcome = "forwarded"
+            return None
+        ex.lease = lease
+        set_fence(lease)
+        return asyncio.create_task(self.ownership.keep(lease, lambda: self._lost(ex)), name=f"lease:{sid}")
+
+    def _lost(self, ex: _Execution) -> None:
+        """The lease changed hands under a running drain: stop it; the new owner continues the session."""
+        ex.lost = True
+        ex.pending_wake = False
+        if ex.stopping is None:
+            ex.stopping = "superseded"
+        if ex.task is not None:
+            ex.task.cancel()
+
     async def _run(self, ex: _Execution) -> None:
+        keeper = None
+        if self.ownership is not None:
+            keeper = await self._own(ex)
+            if keeper is None:
+                return
+        try:
+            await self._busy(ex)
+        finally:
+            if keeper is not None:
+                keeper.cancel()
+
+    async def _busy(self, ex: _Execution) -> None:
         sid = ex.session_id
         outcome: str = "succeeded"
         terminal: object
@@ -196,21 +304,24 @@ class SessionExecution:
             except DrainFailure as failure:
                 outcome = "failed"
                 terminal = ev.ExecutionFailed(sessionID=sid, error=failure.error)
+            except SessionFencedError:
+                log.warning("session %s was taken over by another host; this host stops executing it", sid)
+                ex.lost = True
+                outcome, terminal = "interrupted", None
             except Exception as exc:  # a defect: record it, never leave the session looking busy
                 log.exception("session %s drain crashed", sid)
                 outcome = "failed"
                 terminal = ev.ExecutionFailed(sessionID=sid, error=SessionErrorInfo(
                     type=session_errors.UNKNOWN, message=f"{type(exc).__name__}: {exc}"))
             ex.outcome = outcome
-            try:
-                await self.store.write(self._writing(
-                    terminal, (lambda tx: self._on_settled(tx, sid, outcome)) if self._on_settled else None))
-            except Exception:
-                log.exception("could not record the end of session %s's execution", sid)
+            if not ex.lost:  # a former owner writes nothing more: the new one records the session's course
+                await self._settle(ex, terminal, outcome)
         finally:
             try:
                 self.store.kick()
                 await asyncio.shield(started)  # committed by now (before the terminal): only its error is left
+            except SessionFencedError:
+                pass
             except Exception:
                 log.exception("could not record the start of session %s's execution", sid)
             finally:

@@ -23,3 +23,12 @@ def open_backend(database: str | Path) -> Backend:
     from .sqlite import SqliteBackend
 
     return SqliteBackend(database)
+
+
+def describe_database(database: str | Path) -> str:
+    """The database as messages name it: a URL without its password."""
+    if is_postgres(database):
+        from .postgres import describe
+
+        return describe(str(database))
+    return str(database)

@@ -199,6 +199,11 @@ class PendingReads(Protocol):
         """The input ID of the session's pending manual compaction barrier, if one is pending."""
         ...
 
+    def unowned(self, admitted_before: int, limit: int = 100) -> list[str]:
+        """Sessions with promotable input admitted before `admitted_before` whose lease no host holds (on a
+        shared database: the host that admitted it died before it woke the session)."""
+        ...
+
     def input_recorded(self, input_id: str) -> bool:
         """Whether an input with this ID was admitted, still pending or already promoted into a message."""
         ...

@@ -205,9 +205,8 @@ class Store:
             self.live.publish(record)
 
     def _announce_foreign(self, committed: list[tuple[int, EventRecord]]) -> None:
-        """Events another host committed, in commit order with this host's own: to the tails, doorbells and bus."""
+        """Events another host committed, in commit order with this host's own: to the doorbells and the bus."""
         for position, record in committed:
-            self._tails.add(record)
             self.durable.ring(record.aggregate_id)
             self.live.publish(record, position)
 
@@ -235,8 +234,8 @@ class Store:
 
     async def events_after(self, aggregate_id: str, after: int, limit: int = 100) -> list[EventRecord]:
         """At most `limit` events of the session after seq `after`; a follower that keeps pace gets them from the
-        session's in-memory tail."""
-        recent = self._tails.after(aggregate_id, after, limit)
+        session's in-memory tail, unless other hosts write the database too (the tail would lag their commits)."""
+        recent = None if self.backend.shared else self._tails.after(aggregate_id, after, limit)
         if recent is not None:
             return recent
         return await self.read(lambda reader: reader.events.after(aggregate_id, after, limit))

@@ -32,7 +32,8 @@ class SqlEvents:
         # undoes the increment
         row = self.conn.execute(
             "INSERT INTO event_sequence (aggregate_id, seq) VALUES (?, 0)"
-            " ON CONFLICT (aggregate_id) DO UPDATE SET seq = event_sequence.seq + 1 RETURNING seq", (aggregate_id,)).fetchone()
+            " ON CONFLICT (aggregate_id) DO UPDATE SET seq = event_sequence.seq + 1 RETURNING seq",
+            (aggregate_id,)).fetchone()
         return int(row[0])
 
     def reserve_seq(self, aggregate_id: str, seq: int) -> None:

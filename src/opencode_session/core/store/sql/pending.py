@@ -59,6 +59,13 @@ class SqlPending:
         self.conn.execute("DELETE FROM session_pending WHERE id = ? AND session_id = ? AND type = ?",
                           (input_id, session_id, BARRIER))
 
+    def unowned(self, admitted_before: int, limit: int = 100) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT DISTINCT p.session_id FROM session_pending p LEFT JOIN session_lease l"
+            f" ON l.session_id = p.session_id WHERE p.{_PROMOTABLE} AND p.time_created < ?"
+            " AND l.owner IS NULL LIMIT ?", (admitted_before, limit)).fetchall()
+        return [str(row[0]) for row in rows]
+
     def input_recorded(self, input_id: str) -> bool:
         row = self.conn.execute("SELECT 1 FROM session_pending WHERE id = ?"
                                 " UNION ALL SELECT 1 FROM session_message WHERE id = ? LIMIT 1", (input_id, input_id))

@@ -1,0 +1,163 @@
+"""Several real `ocs serve` processes on one PostgreSQL database: sessions prompted through any host run once, on
+one host, with every host serving the same log; a killed owner's busy sessions are continued by another host
+within the lease's expiry plus a second; a paused former owner that wakes up writes nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from opencode_session.client import OpenCodeClient
+from tests.support.postgres import fresh_schema
+from tests.support.server import ServerProcess, isolated_env, start_server
+from tests.support.tool_model import ToolModel, config
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
+
+TTL_MS = 3000
+
+
+class Cluster:
+    def __init__(self, root: Path, url: str, model: ToolModel) -> None:
+        self.root, self.url, self.model = root, url, model
+        self.env = isolated_env(root, OCS_LEASE_TTL_MS=str(TTL_MS), OCS_RETRY_BASE_DELAY_MS="50")
+        (root / "config" / "opencode").mkdir(parents=True, exist_ok=True)
+        (root / "config" / "opencode" / "opencode.json").write_text(json.dumps(config(model.base_url)))
+        self.work = root / "work"
+        self.work.mkdir(exist_ok=True)
+        self.hosts: list[ServerProcess] = []
+
+    def start(self, count: int) -> list[ServerProcess]:
+        for _ in range(count):
+            self.hosts.append(start_server(self.root, env=self.env, db=self.url, workdir=self.work))
+        return self.hosts
+
+    def runs(self) -> collections.Counter[str]:
+        log = self.work / "runs.log"
+        return collections.Counter(log.read_text().split()) if log.exists() else collections.Counter()
+
+    def stop(self) -> None:
+        for host in self.hosts:
+            if host.proc.poll() is None:
+                host.proc.send_signal(signal.SIGCONT)  # a paused one first wakes up, then stops
+            host.stop()
+
+
+@pytest.fixture
+def cluster(tmp_path) -> Iterator[Cluster]:
+    with fresh_schema() as url:
+        model = ToolModel()
+        model.start()
+        made = Cluster(tmp_path, url, model)
+        try:
+            yield made
+        finally:
+            made.stop()
+            model.stop()
+
+
+async def _log(client: OpenCodeClient, sid: str) -> list[tuple[int, str, str]]:
+    return [(e.durable.seq, e.id, e.type) async for e in client.session.log(sid, follow=False)
+            if e.type != "log.synced"]
+
+
+async def _types(client: OpenCodeClient, sid: str) -> list[str]:
+    return [kind for _, _, kind in await _log(client, sid) if kind != "session.title.updated"]
+
+
+async def test_sessions_prompted_through_any_host_run_once_and_read_the_same_everywhere(cluster):
+    hosts = cluster.start(3)
+    clients = [OpenCodeClient(h.url) for h in hosts]
+    count = 200
+    gate = asyncio.Semaphore(40)
+
+    async def one(n: int) -> str:
+        async with gate:
+            sid = (await clients[n % 3].session.create()).id
+            await clients[(n + 1) % 3].session.prompt(sid, prompt={"text": f"run m{n}"})
+            await clients[(n + 2) % 3].session.wait(sid)
+            return sid
+
+    with anyio.fail_after(240):
+        sids = await asyncio.gather(*(one(n) for n in range(count)))
+    runs = cluster.runs()
+    expected = collections.Counter({f"m{n}": 1 for n in range(count)})
+    assert runs == expected, (runs - expected, expected - runs)  # every tool ran exactly once
+    for sid in sids:
+        logs = [await _log(client, sid) for client in clients]
+        assert logs[0] == logs[1] == logs[2]  # the same log from every host
+        types = [kind for _, _, kind in logs[0]]
+        assert types.count("session.step.started") == 2 and types.count("session.tool.success") == 1
+        assert types.count("session.execution.succeeded") >= 1 and "session.execution.failed" not in types
+        owner = await clients[0].session.owner(sid)
+        assert owner.host is None  # idle: nobody executes it
+    for client in clients:
+        await client.aclose()
+
+
+async def _busy(cluster: Cluster, owner: OpenCodeClient, count: int) -> list[str]:
+    """`count` sessions prompted through `owner`, each held in its first model answer."""
+    cluster.model.holding.set()
+    sids = [(await owner.session.create()).id for _ in range(count)]
+    for n, sid in enumerate(sids):
+        await owner.session.prompt(sid, prompt={"text": f"run b{n}"})
+    with anyio.fail_after(60):
+        for _ in sids:
+            await anyio.to_thread.run_sync(cluster.model.held.acquire)
+    cluster.model.holding.clear()  # answers from now on (the new owner's) are not held
+    return sids
+
+
+async def test_a_killed_owners_busy_sessions_continue_on_another_host_within_the_lease(cluster):
+    first, second = cluster.start(2)
+    a, b = OpenCodeClient(first.url), OpenCodeClient(second.url)
+    sids = await _busy(cluster, a, 20)
+    owners = {(await b.session.owner(sid)).host for sid in sids}
+    assert len(owners) == 1 and None not in owners  # every one of them executing on the first host
+    first.stop(signal.SIGKILL)
+    killed = time.time() * 1000
+    with anyio.fail_after(120):
+        for sid in sids:
+            await b.session.wait(sid)  # returns once b took the session over and ran it to idle
+    assert cluster.runs() == collections.Counter({f"b{n}": 1 for n in range(20)})  # no tool ran twice
+    delays = []
+    for sid in sids:
+        events = [e async for e in b.session.log(sid, follow=False) if e.type not in ("log.synced", "session.renamed")]
+        types = [e.type for e in events]
+        # the continued execution called the tool once and answered; every Step started was closed
+        assert types.count("session.tool.success") == 1 and types[-1] == "session.execution.succeeded"
+        assert types.count("session.step.ended") == 2
+        assert types.count("session.step.started") == 2 + types.count("session.step.failed")
+        assert types.count("session.input.promoted") == 1  # the admitted prompt, promoted once
+        resumed = [e.created for e in events if e.type == "session.execution.started" and e.created > killed]
+        delays.append((resumed[0] - killed) / 1000)
+    assert max(delays) <= TTL_MS / 1000 + 1, delays  # taken over within the lease's expiry plus a second
+    await a.aclose()
+    await b.aclose()
+
+
+async def test_a_paused_former_owner_writes_nothing_when_it_resumes(cluster):
+    first, second = cluster.start(2)
+    a, b = OpenCodeClient(first.url), OpenCodeClient(second.url)
+    (sid,) = await _busy(cluster, a, 1)
+    first.proc.send_signal(signal.SIGSTOP)
+    with anyio.fail_after(60):
+        await b.session.wait(sid)  # b took it over once a's lease expired, and finished it
+    before = await _log(b, sid)
+    assert cluster.runs() == collections.Counter({"b0": 1})
+    first.proc.send_signal(signal.SIGCONT)
+    cluster.model.release.set()  # the answer a was waiting for arrives: it would call the tool again
+    with anyio.fail_after(30):
+        await anyio.to_thread.run_sync(first.wait_for_stderr, "taken over by another host", 30)
+    assert await _log(b, sid) == before == await _log(a, sid)
+    assert cluster.runs() == collections.Counter({"b0": 1})
+    await a.aclose()
+    await b.aclose()

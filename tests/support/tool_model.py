@@ -1,0 +1,116 @@
+"""A loopback model (OpenAI Chat Completions, streamed) that needs no script: asked with a user prompt last, it
+calls `bash` to append the prompt's marker to `runs.log` in the Location; asked with a tool result last, it answers
+"done". So every Step it runs is either one tool call or one answer, and `runs.log` counts how often each session's
+tool really ran. `hold` pauses every first answer until released (a busy session to kill its host under)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
+
+from opencode_session.core.execution.title import TITLE_SYSTEM
+from tests.support.fake_openai import chunk
+
+
+def config(base_url: str) -> dict[str, Any]:
+    """The opencode.json of a host using this model (bash allowed without asking)."""
+    return {"model": "loop/tool-model", "permission": {"bash": "allow"},
+            "provider": {"loop": {"npm": "@ai-sdk/openai-compatible",
+                                  "options": {"baseURL": base_url, "apiKey": "k"},
+                                  "models": {"tool-model": {}}}}}
+
+
+def _user_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, list):
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return str(content or "")
+
+
+class ToolModel:
+    def __init__(self) -> None:
+        self.requests = 0
+        self.holding = threading.Event()  # set: first answers wait for `release`
+        self.release = threading.Event()
+        self.held = threading.Semaphore(0)  # one release per held answer reached
+        self._lock = threading.Lock()
+        self.base_url = ""
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    async def _answer(self, request: Request) -> StreamingResponse:
+        payload = json.loads(await request.body())
+        with self._lock:
+            self.requests += 1
+        messages = payload.get("messages", [])
+        last = messages[-1] if messages else {}
+        if messages and messages[0].get("content") == TITLE_SYSTEM:
+            frames = [chunk({"role": "assistant", "content": "A title"}), chunk({}, finish_reason="stop")]
+            hold = False
+        elif last.get("role") == "tool":
+            frames = [chunk({"role": "assistant", "content": "done"}), chunk({}, finish_reason="stop")]
+            hold = False
+        else:
+            marker = _user_text(last).split()[-1] if _user_text(last).split() else "none"
+            arguments = json.dumps({"command": f"echo {marker} >> runs.log", "description": "count a run"})
+            frames = [chunk({"role": "assistant", "content": ""}),
+                      chunk({"tool_calls": [{"index": 0, "id": f"call_{marker}", "type": "function",
+                                             "function": {"name": "bash", "arguments": arguments}}]}),
+                      chunk({}, finish_reason="tool_calls")]
+            hold = self.holding.is_set()
+
+        async def body() -> AsyncIterator[bytes]:
+            yield f"data: {json.dumps(frames[0])}\n\n".encode()
+            if hold:
+                self.held.release()
+                while not self.release.is_set():
+                    await asyncio.to_thread(self.release.wait, 0.5)
+            for frame in frames[1:]:
+                yield f"data: {json.dumps(frame)}\n\n".encode()
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    def start(self) -> None:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind(("127.0.0.1", 0))
+        self.base_url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+        app = Starlette(routes=[Route("/v1/chat/completions", self._answer, methods=["POST"])])
+        self._server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False,
+                                                     http="h11", timeout_graceful_shutdown=1))
+        started = threading.Event()
+
+        def run() -> None:
+            assert self._server is not None
+            original = self._server.startup
+
+            async def startup(sockets: Any = None) -> None:
+                await original(sockets=sockets)
+                started.set()
+
+            self._server.startup = startup  # type: ignore[method-assign]
+            asyncio.run(self._server.serve(sockets=[sock]))
+
+        self._thread = threading.Thread(target=run, name="tool-model", daemon=True)
+        self._thread.start()
+        if not started.wait(10):
+            raise RuntimeError("the tool model did not start")
+
+    def stop(self) -> None:
+        self.release.set()
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(10)
