@@ -1,7 +1,8 @@
 """A loopback model (OpenAI Chat Completions, streamed) that needs no script: asked with a user prompt last, it
 calls `bash` to append the prompt's marker to `runs.log` in the Location; asked with a tool result last, it answers
 "done". So every Step it runs is either one tool call or one answer, and `runs.log` counts how often each session's
-tool really ran. `hold` pauses every first answer until released (a busy session to kill its host under)."""
+tool really ran. A prompt that starts with "say" is answered at once, without a tool (one Step per prompt). `hold`
+pauses every first answer until released (a busy session to kill its host under)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ class ToolModel:
         if messages and messages[0].get("content") == TITLE_SYSTEM:
             frames = [chunk({"role": "assistant", "content": "A title"}), chunk({}, finish_reason="stop")]
             hold = False
-        elif last.get("role") == "tool":
+        elif last.get("role") == "tool" or _user_text(last).startswith("say"):
             frames = [chunk({"role": "assistant", "content": "done"}), chunk({}, finish_reason="stop")]
             hold = False
         else:

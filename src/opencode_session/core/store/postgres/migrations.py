@@ -9,15 +9,16 @@ import psycopg
 _MIGRATION_LOCK = 7_301_1984
 
 MIGRATIONS: list[str] = [
-    # 1: the log (positions commit-ordered: writers serialize on event_feed), projections and the state beside them
+    # 1: the log (positions commit-ordered: a writer numbers its events under the event_feed lock just before it
+    # commits), the projections and the state beside them
     """
     CREATE TABLE event_sequence (
         aggregate_id TEXT PRIMARY KEY,
         seq BIGINT NOT NULL
     );
     CREATE TABLE event (
-        position BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        id TEXT NOT NULL UNIQUE,
+        id TEXT PRIMARY KEY,
+        position BIGINT UNIQUE,
         aggregate_id TEXT NOT NULL,
         seq BIGINT NOT NULL,
         type TEXT NOT NULL,

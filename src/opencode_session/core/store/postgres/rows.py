@@ -8,13 +8,31 @@ from typing import Any
 
 import psycopg
 
+from ....schema.events import EventRecord
+from ..sql.events import INSERT, SqlEvents, row_of
 from ..sql.rows import PROJECTION_TABLES, SESSION_STATE_COLUMNS, STATE_TABLES, SqlRows
 from .dialect import PgConnection
 
 
+class PgEvents(SqlEvents):
+    """Events are inserted without a position: the writer numbers a transaction's events just before it commits,
+    under the lock that orders commits (`PgWriter`), so the lock is held for the commit alone. `inserted` collects
+    the IDs in insertion order."""
+
+    def __init__(self, conn: PgConnection) -> None:
+        super().__init__(conn)
+        self.inserted: list[str] = []
+
+    def insert(self, record: EventRecord, data_text: str) -> None:
+        self.conn.execute(INSERT, row_of(record, data_text))
+        self.inserted.append(record.id)
+
+
 class PgRows(SqlRows):
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        super().__init__(PgConnection(conn))
+        adapted = PgConnection(conn)
+        super().__init__(adapted)
+        self.events: PgEvents = PgEvents(adapted)
         self.pg = conn
 
     def replace_projections(self, replay: Callable[[], None]) -> None:

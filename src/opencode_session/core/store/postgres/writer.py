@@ -1,7 +1,8 @@
 """PostgreSQL writes on a thread of their own: what the loop queued since the last batch runs in one transaction
-(each write under its own savepoint when there are several), serialized across hosts on the `event_feed` row so
-event positions follow commit order; events other hosts committed meanwhile are read under that lock and handed
-to the loop before this batch's own."""
+(each write under its own savepoint when there are several). Just before the commit the batch takes the
+`event_feed` row lock, numbers its events after the newest committed position and commits, so positions follow
+commit order across hosts while the lock is held for the commit alone; events other hosts committed meanwhile are
+read under that lock and handed to the loop before this batch's own."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from .rows import PgRows
 
 log = logging.getLogger(__name__)
 
-MAX_BATCH = 256
+# Writes per transaction at most: each write that changes rows is a subtransaction, and PostgreSQL tracks 64 per
+# transaction before every snapshot on the server gets slower.
+MAX_BATCH = 48
 # Foreign events read per query while catching up.
 _CATCH_UP_PAGE = 1000
 
@@ -160,8 +163,28 @@ class PgWriter:
         try:
             conn = self._connection()
             rows = PgRows(conn)
-            lock = " FOR UPDATE" if batch else ""
-            head = conn.execute(f"SELECT last FROM event_feed WHERE id = 1{lock}").fetchone()
+            inserted: list[list[str]] = []
+            several = len(batch) > 1
+            for job in batch:
+                ids: list[str] = []
+                rows.events.inserted = ids
+                if several:
+                    conn.execute("SAVEPOINT job")  # never released: a RELEASE would cost a round trip per write
+                try:
+                    job.outcome = (job.run(rows), None)
+                except psycopg.OperationalError:
+                    raise  # the connection itself failed: nothing of the batch is durable
+                except BaseException as error:  # noqa: BLE001 - this write alone is rolled back
+                    if several:
+                        conn.execute("ROLLBACK TO SAVEPOINT job")
+                    else:
+                        conn.rollback()
+                    ids = []
+                    job.outcome = (None, _neutral(error))
+                inserted.append(ids)
+            count = sum(len(ids) for ids in inserted)
+            head = conn.execute("SELECT last FROM event_feed WHERE id = 1" + (" FOR UPDATE" if count else "")
+                                ).fetchone()
             last = 0 if head is None else int(head[0])
             while self.seen < last:  # other hosts committed since: theirs come before ours
                 page = rows.events.from_position(self.seen, _CATCH_UP_PAGE)
@@ -170,30 +193,18 @@ class PgWriter:
                 foreign.extend(page)
                 self.seen = page[-1][0]
             self.seen = max(self.seen, last)
-            several = len(batch) > 1
-            for job in batch:
-                rows.events.positions = job.positions
-                if several:
-                    conn.execute("SAVEPOINT job")
-                try:
-                    job.outcome = (job.run(rows), None)
-                    if several:
-                        conn.execute("RELEASE SAVEPOINT job")
-                except psycopg.OperationalError:
-                    raise  # the connection itself failed: nothing of the batch is durable
-                except BaseException as error:  # noqa: BLE001 - this write alone is rolled back
-                    if several:
-                        conn.execute("ROLLBACK TO SAVEPOINT job")
-                    else:
-                        conn.rollback()
-                    job.positions.clear()
-                    job.outcome = (None, _neutral(error))
-            newest = max((p for job in batch for p in job.positions), default=0)
-            if newest:
-                conn.execute("UPDATE event_feed SET last = %s WHERE id = 1", (newest,))
-                conn.execute("SELECT pg_notify(%s, %s)", (self._channel(), f"{self._host_tag}:{newest}"))
+            if count:
+                ordered = [event_id for ids in inserted for event_id in ids]
+                conn.execute("UPDATE event SET position = %s + numbered.n FROM unnest(%s::text[]) WITH ORDINALITY"
+                             " AS numbered(id, n) WHERE event.id = numbered.id", (last, ordered))
+                conn.execute("UPDATE event_feed SET last = %s WHERE id = 1", (last + count,))
+                conn.execute("SELECT pg_notify(%s, %s)", (self._channel(), f"{self._host_tag}:{last + count}"))
+                position = last
+                for job, ids in zip(batch, inserted, strict=True):
+                    job.positions[:] = range(position + 1, position + 1 + len(ids))
+                    position += len(ids)
             conn.commit()
-            self.seen = max(self.seen, newest)
+            self.seen = max(self.seen, last + count)
             return foreign, None
         except Exception as error:  # noqa: BLE001 - every write of the batch fails with it
             log.warning("a PostgreSQL write transaction failed: %s", error)

@@ -13,6 +13,13 @@ from ....schema.events import BY_STORED_TYPE, EventRecord, definition_for
 from .connection import Connection, Row
 
 _ADMITTED = definition_for(ev.InputAdmitted).stored_type
+INSERT = "INSERT INTO event (id, aggregate_id, seq, type, created, location, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
+
+
+def row_of(record: EventRecord, data_text: str) -> tuple[object, ...]:
+    """The values of `INSERT` for one event."""
+    return (record.id, record.aggregate_id, record.seq, record.definition.stored_type, record.created,
+            None if record.location is None else json.dumps(record.location.wire()), data_text)
 
 
 class SqlEvents:
@@ -44,15 +51,7 @@ class SqlEvents:
             (aggregate_id, seq))
 
     def insert(self, record: EventRecord, data_text: str) -> None:
-        inserted = self.conn.execute(
-            "INSERT INTO event (id, aggregate_id, seq, type, created, location, data) VALUES (?, ?, ?, ?, ?, ?, ?)"
-            " RETURNING rowid",
-            (
-                record.id, record.aggregate_id, record.seq, record.definition.stored_type, record.created,
-                None if record.location is None else json.dumps(record.location.wire()),
-                data_text,
-            ),
-        )
+        inserted = self.conn.execute(INSERT + " RETURNING rowid", row_of(record, data_text))
         self.positions.append(int(inserted.fetchone()[0]))
 
     def after(self, aggregate_id: str, seq: int, limit: int) -> list[EventRecord]:
