@@ -161,3 +161,29 @@ async def test_a_paused_former_owner_writes_nothing_when_it_resumes(cluster):
     assert cluster.runs() == collections.Counter({"b0": 1})
     await a.aclose()
     await b.aclose()
+
+
+async def test_a_prompt_and_an_interrupt_through_another_host_reach_the_owner(cluster):
+    first, second = cluster.start(2)
+    a, b = OpenCodeClient(first.url), OpenCodeClient(second.url)
+    (sid,) = await _busy(cluster, a, 1)
+    owner = await b.session.owner(sid)
+    assert owner.host is not None and not owner.local and (await a.session.owner(sid)).local
+    await b.session.prompt(sid, prompt={"text": "run queued"}, delivery="queue")  # admitted by b, run by a
+    cluster.model.release.set()
+    with anyio.fail_after(60):
+        await b.session.wait(sid)
+    assert cluster.runs() == collections.Counter({"b0": 1, "queued": 1})
+    types = [kind for _, _, kind in await _log(a, sid)]
+    assert types.count("session.execution.started") == 1  # one busy period on the owner took both prompts
+    assert sid not in await b.session.active()
+
+    cluster.model.release.clear()
+    (held,) = await _busy(cluster, a, 1)
+    await b.session.interrupt(held)  # returns once the owner recorded the interruption
+    types = [kind for _, _, kind in await _log(b, held)]
+    assert types[-1] == "session.execution.interrupted"
+    assert (await b.session.owner(held)).host is None
+    assert cluster.runs() == collections.Counter({"b0": 1, "queued": 1})  # the interrupted call never ran
+    await a.aclose()
+    await b.aclose()

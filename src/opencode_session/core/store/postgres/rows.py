@@ -9,7 +9,9 @@ from typing import Any
 import psycopg
 
 from ....schema.events import EventRecord
+from ..rows import Lease
 from ..sql.events import INSERT, SqlEvents, row_of
+from ..sql.leases import SqlLeases
 from ..sql.rows import PROJECTION_TABLES, SESSION_STATE_COLUMNS, STATE_TABLES, SqlRows
 from .dialect import PgConnection
 
@@ -28,11 +30,21 @@ class PgEvents(SqlEvents):
         self.inserted.append(record.id)
 
 
+class PgLeases(SqlLeases):
+    def holds(self, lease: Lease) -> bool:
+        # the row stays share-locked until this write commits: a takeover waits for it, so nothing a former owner
+        # checked before the takeover commits after the new owner started reading
+        row = self.conn.execute("SELECT owner, epoch FROM session_lease WHERE session_id = ? FOR SHARE",
+                                (lease.session_id,)).fetchone()
+        return row is not None and row[0] == lease.owner and int(row[1]) == lease.epoch
+
+
 class PgRows(SqlRows):
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         adapted = PgConnection(conn)
         super().__init__(adapted)
         self.events: PgEvents = PgEvents(adapted)
+        self.leases = PgLeases(adapted)
         self.pg = conn
 
     def replace_projections(self, replay: Callable[[], None]) -> None:
