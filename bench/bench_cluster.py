@@ -5,11 +5,11 @@ loopback model (TCP_NODELAY) that answers at once.
     between them (so background load hits both alike), each timed from the prompt request until `wait` returns;
     every prompt is one Step. Reports the medians and PostgreSQL's ratio to SQLite (target <= 2x).
 (b) Throughput: one host pinned to core 0 (the affinity `taskset` sets) against two hosts pinned to cores 0 and 1,
-    on one PostgreSQL database; the model, PostgreSQL and the load client are unpinned. Sessions are prompted round-robin through the
-    hosts; prompts/s are counted server-side, from the first admission to the last execution's end (the events'
-    own timestamps). Runs alternate between the two layouts. Reports the ratio (target >= 1.5x), and the CPU time
-    per prompt of what shares the cores: the hosts, PostgreSQL's processes, and this process (the load client and
-    the model).
+    on one PostgreSQL database; the model, PostgreSQL and the load client are unpinned. Sessions are prompted
+    round-robin through the hosts; prompts/s are counted server-side, from the first admission to the last
+    execution's end (the events' own timestamps). Runs alternate between the two layouts. Reports the ratio (target
+    >= 1.5x), and the CPU time per prompt of what shares the cores: the hosts, PostgreSQL's processes, and this
+    process (the load client and the model).
 
 Run: .venv/bin/python bench/bench_cluster.py   (BENCH_STEPS / BENCH_SESSIONS / BENCH_RUNS to scale; OCS_TEST_POSTGRES
 names the server, default the local one's `test` database)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import getpass
 import logging
 import os
@@ -36,7 +37,7 @@ from .session.projector import project
 from .session.revert import Reverts
 from .snapshot import Snapshots
 from .snapshot.service import SNAPSHOT_DIRECTORY
-from .store import Store, is_postgres, now_ms
+from .store import Store, is_postgres, now_ms, set_fence
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
 
 log = logging.getLogger(__name__)
@@ -91,8 +92,11 @@ class Runtime:
         self._closers: list[Callable[[], Awaitable[None]]] = []
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run `work` (a session title, say) beside the drains; closing the runtime cancels what is left of it."""
-        task = asyncio.create_task(work, name="runtime-background")
+        """Run `work` (a session title, say) beside the drains; closing the runtime cancels what is left of it. It
+        is not part of the execution that started it: its writes are not fenced by that execution's lease."""
+        context = contextvars.copy_context()
+        context.run(set_fence, None)
+        task = asyncio.create_task(work, name="runtime-background", context=context)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
