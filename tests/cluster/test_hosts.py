@@ -8,6 +8,7 @@ import asyncio
 import collections
 import json
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from opencode_session.client import OpenCodeClient
+from opencode_session.client import OpenCodeClient, PermissionNotFoundError
 from tests.support.postgres import fresh_schema
 from tests.support.server import ServerProcess, isolated_env, start_server
 from tests.support.tool_model import ToolModel, config
@@ -29,11 +30,14 @@ class Cluster:
     def __init__(self, root: Path, url: str, model: ToolModel) -> None:
         self.root, self.url, self.model = root, url, model
         self.env = isolated_env(root, OCS_LEASE_TTL_MS=str(TTL_MS), OCS_RETRY_BASE_DELAY_MS="50")
-        (root / "config" / "opencode").mkdir(parents=True, exist_ok=True)
-        (root / "config" / "opencode" / "opencode.json").write_text(json.dumps(config(model.base_url)))
+        self.configure()
         self.work = root / "work"
         self.work.mkdir(exist_ok=True)
         self.hosts: list[ServerProcess] = []
+
+    def configure(self, bash: str = "allow") -> None:
+        (self.root / "config" / "opencode").mkdir(parents=True, exist_ok=True)
+        (self.root / "config" / "opencode" / "opencode.json").write_text(json.dumps(config(self.model.base_url, bash)))
 
     def start(self, count: int) -> list[ServerProcess]:
         for _ in range(count):
@@ -48,7 +52,10 @@ class Cluster:
         for host in self.hosts:
             if host.proc.poll() is None:
                 host.proc.send_signal(signal.SIGCONT)  # a paused one first wakes up, then stops
-            host.stop()
+            try:
+                host.stop(timeout=15)
+            except subprocess.TimeoutExpired:
+                host.stop(signal.SIGKILL)  # never leave a host behind, whatever the test did to it
 
 
 @pytest.fixture
@@ -185,5 +192,25 @@ async def test_a_prompt_and_an_interrupt_through_another_host_reach_the_owner(cl
     assert types[-1] == "session.execution.interrupted"
     assert (await b.session.owner(held)).host is None
     assert cluster.runs() == collections.Counter({"b0": 1, "queued": 1})  # the interrupted call never ran
+    await a.aclose()
+    await b.aclose()
+
+
+async def test_a_permission_reply_through_another_host_reaches_the_host_that_asked(cluster):
+    cluster.configure(bash="ask")
+    first, second = cluster.start(2)
+    a, b = OpenCodeClient(first.url), OpenCodeClient(second.url)
+    sid = (await a.session.create()).id
+    await a.session.prompt(sid, prompt={"text": "run asked"})
+    with anyio.fail_after(30):
+        while not (asked := await a.session.permission_list(sid)):  # listed by the host that asked
+            await asyncio.sleep(0.05)  # polling the owner's pending requests, with a deadline
+    assert await b.session.permission_list(sid) == []  # pending requests are live: the owner's alone
+    await b.session.permission_reply(sid, asked[0].id, reply="once")  # forwarded to the owner
+    with anyio.fail_after(30):
+        await b.session.wait(sid)
+    assert cluster.runs() == collections.Counter({"asked": 1})
+    with pytest.raises(PermissionNotFoundError):  # nobody executes the session now: unknown, as on one host
+        await b.session.permission_reply(sid, "per_missing", reply="once")
     await a.aclose()
     await b.aclose()

@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Iterator
 
 import anyio
+import psycopg
 import pytest
 
 from opencode_session.core.session.projector import project
@@ -16,7 +17,7 @@ from opencode_session.core.store.postgres import PostgresBackend
 from opencode_session.schema import events as ev
 from opencode_session.schema.common import LocationRef
 from opencode_session.schema.session import SessionTime, SessionV2Info
-from tests.support.postgres import fresh_schema
+from tests.support.postgres import base_url, fresh_schema
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
@@ -76,3 +77,19 @@ async def test_a_signal_reaches_every_host(url):
         with anyio.fail_after(10):
             assert await heard["a"] == "wake ses_z"
             assert await heard["b"] == "wake ses_z"
+
+
+async def test_commits_made_while_a_host_was_not_listening_still_reach_it(url):
+    async with Store(PostgresBackend(url), project=project) as a, Store(PostgresBackend(url), project=project) as b:
+        following = a.live.subscribe()
+        await b.write(_created("ses_w"))
+        with psycopg.connect(base_url(), autocommit=True) as admin:  # cut every listening connection
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'"
+                          " AND pid <> pg_backend_pid()")
+        for n in range(5):
+            await b.write(_agent("ses_w", f"while deaf {n}"))
+        seen: list = []
+        with anyio.fail_after(20):  # a reconnects, reads the log from where it was, and misses nothing
+            while len(seen) < 6:
+                seen += await following.next()
+        assert [e.seq for e in seen] == list(range(6))

@@ -23,9 +23,9 @@ from opencode_session.core.execution.title import TITLE_SYSTEM
 from tests.support.fake_openai import chunk
 
 
-def config(base_url: str) -> dict[str, Any]:
-    """The opencode.json of a host using this model (bash allowed without asking)."""
-    return {"model": "loop/tool-model", "permission": {"bash": "allow"},
+def config(base_url: str, bash: str = "allow") -> dict[str, Any]:
+    """The opencode.json of a host using this model (bash allowed without asking, unless `bash` says otherwise)."""
+    return {"model": "loop/tool-model", "permission": {"bash": bash},
             "provider": {"loop": {"npm": "@ai-sdk/openai-compatible",
                                   "options": {"baseURL": base_url, "apiKey": "k"},
                                   "models": {"tool-model": {}}}}}

@@ -18,6 +18,8 @@ import platformdirs
 if TYPE_CHECKING:
     import httpx2
 
+from ..schema.errors import PermissionNotFoundError, QuestionNotFoundError
+from ..schema.permission import PermissionV2Reply
 from ..schema.session import SessionOwner
 from .config import ConfigSource
 from .credentials import CREDENTIALS_FILE, ConnectedConfig, CredentialStore
@@ -118,11 +120,62 @@ class Runtime:
             self.ownership = Ownership(self.store, self.host, lease_ttl_ms(self.options.env))
         self.execution = SessionExecution(self.store, drain, on_started=suspension.on_started,
                                           on_settled=suspension.on_settled, ownership=self.ownership)
-        if self.ownership is not None and self.options.drain_factory:
-            self.ownership.sweep(self.execution.take_over)
+        if self.ownership is not None:
+            self.ownership.heard.update(permission=self._heard_permission, question=self._heard_question)
+            if self.options.drain_factory:
+                self.ownership.sweep(self.execution.take_over)
         self.sessions.wake = self.execution.wake if self.options.drain_factory else (lambda _sid: None)
         self.sessions.hold = self.reverts.hold = self.execution.idle_hold
         return self
+
+    # --- replies to what a session asks, wherever they arrive ------------------------------------------------
+
+    async def reply_permission(self, session_id: str, request_id: str, reply: PermissionV2Reply,
+                               message: str | None) -> None:
+        """Answer a permission request of the session: here when this host asked it, else forwarded to the host
+        that executes the session (which asked it)."""
+        try:
+            await self.permissions.reply(session_id, request_id, reply, message)
+        except PermissionNotFoundError:
+            if not await self._forward(session_id, "permission", request=request_id, reply=reply, message=message):
+                raise
+
+    async def reply_question(self, session_id: str, request_id: str, answers: list[list[str]] | None) -> None:
+        """Answer (or, with no answers, reject) a question of the session: here or on the host that asked it."""
+        try:
+            if answers is None:
+                self.questions.reject(session_id, request_id)
+            else:
+                self.questions.reply(session_id, request_id, answers)
+        except QuestionNotFoundError:
+            if not await self._forward(session_id, "question", request=request_id, answers=answers):
+                raise
+
+    async def _forward(self, session_id: str, action: str, **data: Any) -> bool:
+        """Hand `action` to the host that executes the session; False when no other host does."""
+        if self.ownership is None or (lease := await self.ownership.holder(session_id)) is None:
+            return False
+        await self.ownership.forward(lease, action, **data)
+        return True
+
+    def _heard_permission(self, session_id: str, note: dict[str, Any]) -> None:
+        reply = note.get("reply")
+        if reply not in ("once", "always", "reject"):
+            return
+        message = note.get("message")
+        self.spawn(_logged(self.permissions.reply(session_id, str(note.get("request")), reply,
+                                                  message if isinstance(message, str) else None),
+                           "a forwarded permission reply"))
+
+    def _heard_question(self, session_id: str, note: dict[str, Any]) -> None:
+        try:
+            if note.get("answers") is None:
+                self.questions.reject(session_id, str(note.get("request")))
+            else:
+                self.questions.reply(session_id, str(note.get("request")), note["answers"])
+        except QuestionNotFoundError:
+            log.warning("a forwarded answer to question %s of session %s found no such question",
+                        note.get("request"), session_id)
 
     async def owner(self, session_id: str) -> SessionOwner:
         """Which host executes the session now (on a database one process holds: this one, while it drains)."""
@@ -187,6 +240,13 @@ def _data_dir(options: RuntimeOptions) -> Path:
     if is_postgres(options.db_path):  # the host's own files (snapshots, tool output, keys) stay on the host
         return Path(platformdirs.user_data_dir("opencode-session"))
     return Path(options.db_path).resolve().parent
+
+
+async def _logged(work: Awaitable[None], what: str) -> None:
+    try:
+        await work
+    except Exception as failed:
+        log.warning("%s failed: %s", what, failed)
 
 
 async def _idle_drain(_session_id: str, _force: bool) -> None:

@@ -389,7 +389,7 @@ async def session_permission_get(rt: Runtime, call: Call[PermissionRequestPath, 
 @op("v2.session.permission.reply")
 async def session_permission_reply(rt: Runtime, call: Call[PermissionRequestPath, None, PermissionReplyBody]) -> None:
     await rt.sessions.require(call.path.sessionID)
-    await rt.permissions.reply(call.path.sessionID, call.path.requestID, call.body.reply, call.body.message)
+    await rt.reply_permission(call.path.sessionID, call.path.requestID, call.body.reply, call.body.message)
 
 
 @op("v2.question.request.list")
@@ -407,13 +407,13 @@ async def session_question_list(rt: Runtime, call: Call[SessionPath, None, None]
 @op("v2.session.question.reply")
 async def session_question_reply(rt: Runtime, call: Call[QuestionRequestPath, None, QuestionV2Reply]) -> None:
     await rt.sessions.require(call.path.sessionID)
-    rt.questions.reply(call.path.sessionID, call.path.requestID, call.body.answers)
+    await rt.reply_question(call.path.sessionID, call.path.requestID, call.body.answers)
 
 
 @op("v2.session.question.reject")
 async def session_question_reject(rt: Runtime, call: Call[QuestionRequestPath, None, None]) -> None:
     await rt.sessions.require(call.path.sessionID)
-    rt.questions.reject(call.path.sessionID, call.path.requestID)
+    await rt.reply_question(call.path.sessionID, call.path.requestID, None)
 
 
 # --- streams --------------------------------------------------------------------------------------------------
