@@ -7,13 +7,15 @@ import getpass
 import logging
 import os
 import tempfile
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import httpx2
+
+    from .plugins import Plugin, Plugins
 
 from .config import ConfigSource
 from .credentials import CREDENTIALS_FILE, ConnectedConfig, CredentialStore
@@ -53,6 +55,10 @@ class RuntimeOptions:
     # runtime files such as Managed Tool Output Files and file snapshots; None: beside the database (a temporary one
     # when in memory)
     data_dir: str | Path | None = None
+    # Python plugins given in code, and whether to load the installed ones (entry points) and opencode.json's
+    # `python:` entries at the directory too (a server and `ocs run` do): `Runtime.plugins` after `open`
+    plugins: Sequence[Plugin] = ()
+    discover_plugins: bool = False
 
 
 class Runtime:
@@ -82,6 +88,7 @@ class Runtime:
         self.execution: SessionExecution | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._closers: list[Callable[[], Awaitable[None]]] = []
+        self.plugins: Plugins | None = None  # loaded by `open`, before the drain factory runs
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` (a session title, say) beside the drains; closing the runtime cancels what is left of it."""
@@ -102,12 +109,25 @@ class Runtime:
         await self.store.open()
         self._sweepers = [asyncio.create_task(self.outputs.sweep_forever(), name="tool-output-sweep"),
                           asyncio.create_task(self.snapshots.sweep_forever(), name="snapshot-sweep")]
+        self.plugins = self._load_plugins()
+        watching = self.plugins.hooks.watch(self.store.live)
+        if watching is not None:
+            self._sweepers.append(watching)
         drain = self.options.drain_factory(self) if self.options.drain_factory else _idle_drain
         self.execution = SessionExecution(self.store, drain, on_started=suspension.on_started,
                                           on_settled=suspension.on_settled)
         self.sessions.wake = self.execution.wake if self.options.drain_factory else (lambda _sid: None)
         self.sessions.hold = self.reverts.hold = self.execution.idle_hold
         return self
+
+    def _load_plugins(self) -> Plugins:
+        from .plugins import config_plugin_entries, load_plugins
+
+        options = self.options
+        if not options.discover_plugins:
+            return load_plugins(given=options.plugins)
+        entries, files = config_plugin_entries(self.location.directory, self.location.project_root, options.env)
+        return load_plugins(given=options.plugins, config_entries=entries, entry_points=True, config_file=files)
 
     async def suspend_active(self) -> list[str]:
         """Mark every active session suspended (graceful shutdown, before interrupting them)."""

@@ -41,3 +41,6 @@ PROVIDER_NO_MODEL: Final = "provider.no-model"
 COMPACTION_FAILED: Final = "compaction.failed"  # the summary call failed or did not follow the template
 COMPACTION_UNAVAILABLE: Final = "compaction.unavailable"  # nothing older than the recent tail to summarise
 COMPACTION_INTERRUPTED: Final = "compaction.interrupted"
+
+# Plugins
+PLUGIN_HOOK: Final = "plugin.hook"  # a plugin's hook raised: the Step or tool call it ran for fails; names both

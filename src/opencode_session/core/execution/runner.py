@@ -6,6 +6,7 @@ step allowance, rebuilds after a compaction. Its parts: boundary sampling (`samp
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from typing import Any, Protocol
 
 from ...schema import events as ev
 from ...schema import session_errors
-from ...schema.common import SessionErrorInfo
+from ...schema.common import ModelRef, SessionErrorInfo
 from ...schema.ids import message_id
 from ..boundary import Boundary
 from ..cancellation import shielded
@@ -26,6 +27,7 @@ from ..llm import model as llm
 from ..llm.errors import ProviderError
 from ..llm.retry import BASE_DELAY_MS, Clock, may_retry, retry_delay_ms
 from ..permission import PermissionRequests
+from ..plugins import PluginHookError, PluginHooks, ProviderRequest
 from ..questions import QuestionRequests
 from ..session import admission
 from ..session.history import HistoryCache
@@ -79,6 +81,7 @@ class RunnerDeps:
     questions: QuestionRequests | None = None
     config: ConfigSource | None = None  # the runtime's configuration source; None: one of the runner's own over env
     snapshots: Snapshots | None = None  # None: Steps take no file snapshots
+    hooks: PluginHooks | None = None  # the loaded plugins' hooks; None: no plugin hooks
 
 
 @dataclass(frozen=True)
@@ -195,15 +198,23 @@ class Runner:
             ref = named_model(b)
             if ref is not None:
                 # the Step cannot call the model it names: its assistant message says why, before any provider call
-                await self.deps.store.write(lambda tx: (
-                    tx.append(ev.StepStarted(sessionID=session_id, assistantMessageID=assistant_id,
-                                             agent=b.agent.name, model=ref)),
-                    tx.append(ev.StepFailed(sessionID=session_id, assistantMessageID=assistant_id, error=failure))))
+                await self._fail_unsent(b, assistant_id, ref, failure)
             raise DrainFailure(failure) from None
         context = await self.contexts.build(b, baseline, state.step, call)
         settings = CompactionSettings.of(b.config.compaction)
         if await self.compaction.before_sending(b, settings, assistant_id, call, context):
             return _Stepped(None, assistant_id)
+        hooks = self.deps.hooks
+        if hooks is not None and hooks.before_request_hooks:
+            try:
+                request = await hooks.before_request(ProviderRequest(
+                    session_id, assistant_id, b.agent.name, call.resolved.provider_id, call.resolved.model_id,
+                    context.request))
+            except PluginHookError as hook_failed:  # the Step fails unsent, its assistant message says which hook
+                failure = hook_failed.to_session_error()
+                await self._fail_unsent(b, assistant_id, call.model_ref, failure)
+                raise DrainFailure(failure) from None
+            context = dataclasses.replace(context, request=request)
         hold_overflow = state.attempt.may_recover_overflow and settings.auto
         files = await StepFiles.begin(self.deps.snapshots, b.location, b.config,
                                       any(context.tools.changes_files(t.name) for t in context.request.tools))
@@ -214,6 +225,14 @@ class Runner:
         elif self.deps.titles is not None:
             self.deps.titles.after_step(b.session, b.config, call.resolved)
         return _Stepped(outcome, assistant_id)
+
+    async def _fail_unsent(self, b: Boundary, assistant_id: str, ref: ModelRef, failure: SessionErrorInfo) -> None:
+        """A Step that fails before its provider call: started and failed in one write."""
+        session_id = b.session.id
+        await self.deps.store.write(lambda tx: (
+            tx.append(ev.StepStarted(sessionID=session_id, assistantMessageID=assistant_id, agent=b.agent.name,
+                                     model=ref)),
+            tx.append(ev.StepFailed(sessionID=session_id, assistantMessageID=assistant_id, error=failure))))
 
     def _step_context(self, b: Boundary, assistant_id: str, call: ModelCall, context: ModelContext,
                       retry_policy: Callable[[ProviderError], bool], hold_overflow: bool,
@@ -235,7 +254,7 @@ class Runner:
             max_output_lines=_positive(limits.max_lines if limits else None),
             max_output_bytes=_positive(limits.max_bytes if limits else None),
             managed_roots=() if outputs is None else (outputs.root,),
-            config=b.config, files=files,
+            config=b.config, files=files, hooks=self.deps.hooks,
         )
 
     # --- manual compaction ---------------------------------------------------------------------------------

@@ -15,8 +15,9 @@ from .algebra import Instructions, combine
 # The positions, in order. The built-in sources fill environment, date, discovery (ambient AGENTS.md), configured
 # (opencode.json's `instructions`), skills (the selected agent's skill guidance), references (the project
 # references' guidance) and entries (the API-managed InstructionEntry values); mcp is declared for the MCP guidance to
-# come.
-POSITIONS: Final = ("environment", "date", "discovery", "configured", "skills", "references", "mcp", "entries")
+# come, plugins for Python plugins' sources (core/plugins).
+POSITIONS: Final = ("environment", "date", "discovery", "configured", "skills", "references", "mcp", "plugins",
+                    "entries")
 
 # Loads one source's Instructions for the boundary (what it observes may be unavailable: see Unavailable).
 InstructionProducer = Callable[[Boundary], Awaitable[Instructions]]

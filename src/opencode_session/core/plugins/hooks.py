@@ -1,0 +1,116 @@
+"""The hooks of the loaded plugins, composed: before a Step's provider request, after a local tool call's result,
+and on every durable session event; each failure is typed (`PluginHookError`) and names the plugin and the hook."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+from collections.abc import Sequence
+from typing import Any, Final
+
+from ...schema import session_errors
+from ...schema.common import SessionErrorInfo
+from ...schema.events import EventRecord
+from ..llm.model import LLMRequest
+from ..store.feed import LiveBus, SubscriptionLost
+from ..tools.tool import ToolOutput
+from .api import Hooked, ProviderRequest, ToolResult, call_hook
+
+log = logging.getLogger(__name__)
+
+BEFORE_REQUEST: Final = "before-request"
+AFTER_TOOL_RESULT: Final = "after-tool-result"
+ON_EVENT: Final = "on-event"
+
+
+class PluginHookError(Exception):
+    """A plugin's hook raised (or answered something it may not): what it touched fails with `plugin.hook`."""
+
+    def __init__(self, plugin: str, hook: str, cause: BaseException | str) -> None:
+        self.plugin = plugin
+        self.hook = hook
+        why = cause if isinstance(cause, str) else f"{type(cause).__name__}: {cause}"
+        super().__init__(f"plugin {plugin}: its {hook} hook failed: {why}")
+
+    def to_session_error(self) -> SessionErrorInfo:
+        return SessionErrorInfo(type=session_errors.PLUGIN_HOOK, message=str(self))
+
+
+class PluginHooks:
+    """The hooks of every loaded plugin, in load order (each one sees what the earlier ones returned)."""
+
+    def __init__(self, before_request: Sequence[Hooked] = (), after_tool_result: Sequence[Hooked] = (),
+                 on_event: Sequence[Hooked] = ()) -> None:
+        self.before_request_hooks = tuple(before_request)
+        self.after_tool_result_hooks = tuple(after_tool_result)
+        self.event_hooks = tuple(on_event)
+
+    async def before_request(self, hooked: ProviderRequest) -> LLMRequest:
+        """The request to send once every before-request hook saw it; PluginHookError when one raised."""
+        request = hooked.request
+        for entry in self.before_request_hooks:
+            try:
+                answer = await call_hook(entry.hook, dataclasses.replace(hooked, request=request))
+            except Exception as failure:
+                log.exception("plugin %s: its %s hook failed", entry.plugin, BEFORE_REQUEST)
+                raise PluginHookError(entry.plugin, BEFORE_REQUEST, failure) from failure
+            if answer is not None:
+                if not isinstance(answer, LLMRequest):
+                    raise PluginHookError(entry.plugin, BEFORE_REQUEST,
+                                          f"it returned {type(answer).__name__}, not an LLMRequest or None")
+                request = answer
+        return request
+
+    async def after_tool_result(self, result: ToolResult) -> ToolOutput:
+        """The output the call settles with once every after-tool-result hook saw it; PluginHookError when one
+        raised."""
+        output = result.output
+        for entry in self.after_tool_result_hooks:
+            try:
+                answer = await call_hook(entry.hook, dataclasses.replace(result, output=output))
+            except Exception as failure:
+                log.exception("plugin %s: its %s hook failed (call %s)", entry.plugin, AFTER_TOOL_RESULT,
+                              result.call_id)
+                raise PluginHookError(entry.plugin, AFTER_TOOL_RESULT, failure) from failure
+            if answer is not None:
+                if not isinstance(answer, ToolOutput):
+                    raise PluginHookError(entry.plugin, AFTER_TOOL_RESULT,
+                                          f"it returned {type(answer).__name__}, not a ToolOutput or None")
+                output = answer
+        return output
+
+    async def on_event(self, record: EventRecord) -> None:
+        """Show one durable event to every event hook; one that raises is logged and the others still run."""
+        for entry in self.event_hooks:
+            try:
+                await call_hook(entry.hook, record)
+            except Exception:
+                log.exception("plugin %s: its %s hook failed on %s (ignored)", entry.plugin, ON_EVENT, record.type)
+
+    def watch(self, live: LiveBus) -> asyncio.Task[None] | None:
+        """Feed every durable event the store commits to the event hooks, in commit order, until the bus closes (a
+        task the runtime cancels when it closes); None when no plugin has one."""
+        if not self.event_hooks:
+            return None
+        return asyncio.create_task(self._follow(live), name="plugin-event-hooks")
+
+    async def _follow(self, live: LiveBus) -> None:
+        subscription = live.subscribe()
+        while True:
+            try:
+                batch: list[Any] = await subscription.next()
+            except SubscriptionLost:
+                if live.closed:
+                    return
+                log.warning("plugin event hooks fell behind the session events; some were not shown to them")
+                subscription = live.subscribe()
+                continue
+            for record in batch:
+                if isinstance(record, EventRecord) and record.seq is not None:
+                    with contextlib.suppress(Exception):  # on_event logs its hooks' failures itself
+                        await self.on_event(record)
+
+
+__all__ = ["AFTER_TOOL_RESULT", "BEFORE_REQUEST", "ON_EVENT", "PluginHookError", "PluginHooks"]
