@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import httpx2
 
     from .plugins import Plugin, Plugins
+    from .plugins.hooks import EventFeed
 
 from .config import ConfigSource
 from .credentials import CREDENTIALS_FILE, ConnectedConfig, CredentialStore
@@ -38,6 +39,8 @@ from .store import Store
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
 
 log = logging.getLogger(__name__)
+
+EVENT_HOOKS_GRACE_S = 2.0  # how long closing waits for the plugins' event hooks to see the last events
 
 
 @dataclass
@@ -89,6 +92,7 @@ class Runtime:
         self._background: set[asyncio.Task[None]] = set()
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self.plugins: Plugins | None = None  # loaded by `open`, before the drain factory runs
+        self._event_hooks: EventFeed | None = None  # what shows durable events to the plugins' event hooks
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` (a session title, say) beside the drains; closing the runtime cancels what is left of it."""
@@ -110,9 +114,7 @@ class Runtime:
         self._sweepers = [asyncio.create_task(self.outputs.sweep_forever(), name="tool-output-sweep"),
                           asyncio.create_task(self.snapshots.sweep_forever(), name="snapshot-sweep")]
         self.plugins = self._load_plugins()
-        watching = self.plugins.hooks.watch(self.store.live)
-        if watching is not None:
-            self._sweepers.append(watching)
+        self._event_hooks = self.plugins.hooks.watch(self.store.live)
         drain = self.options.drain_factory(self) if self.options.drain_factory else _idle_drain
         self.execution = SessionExecution(self.store, drain, on_started=suspension.on_started,
                                           on_settled=suspension.on_settled)
@@ -152,6 +154,9 @@ class Runtime:
         await self.terminals.close()
         if self.execution is not None:
             await self.execution.shutdown()
+        if self._event_hooks is not None:  # the event hooks see what the sessions committed, then stop
+            await self._event_hooks.flush(EVENT_HOOKS_GRACE_S)
+            await self._event_hooks.cancel()
         background = list(self._background) + self._sweepers
         for task in background:
             task.cancel()

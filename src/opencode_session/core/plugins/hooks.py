@@ -89,28 +89,56 @@ class PluginHooks:
             except Exception:
                 log.exception("plugin %s: its %s hook failed on %s (ignored)", entry.plugin, ON_EVENT, record.type)
 
-    def watch(self, live: LiveBus) -> asyncio.Task[None] | None:
-        """Feed every durable event the store commits to the event hooks, in commit order, until the bus closes (a
-        task the runtime cancels when it closes); None when no plugin has one."""
-        if not self.event_hooks:
-            return None
-        return asyncio.create_task(self._follow(live), name="plugin-event-hooks")
+    def watch(self, live: LiveBus) -> EventFeed | None:
+        """Feed every durable event the store commits to the event hooks, in commit order, until the bus closes;
+        None when no plugin has an event hook."""
+        return EventFeed(self, live) if self.event_hooks else None
 
-    async def _follow(self, live: LiveBus) -> None:
-        subscription = live.subscribe()
+
+class EventFeed:
+    """The task that shows durable events to the event hooks; `flush` lets them see what committed before a close,
+    `cancel` stops it."""
+
+    def __init__(self, hooks: PluginHooks, live: LiveBus) -> None:
+        self._hooks = hooks
+        self._live = live
+        self._subscription = live.subscribe()
+        self._busy = False
+        self._progress = asyncio.Condition()
+        self.task = asyncio.create_task(self._follow(), name="plugin-event-hooks")
+
+    async def _follow(self) -> None:
         while True:
             try:
-                batch: list[Any] = await subscription.next()
+                batch: list[Any] = await self._subscription.next()
             except SubscriptionLost:
-                if live.closed:
+                if self._live.closed:
                     return
                 log.warning("plugin event hooks fell behind the session events; some were not shown to them")
-                subscription = live.subscribe()
+                self._subscription = self._live.subscribe()
                 continue
+            self._busy = True
             for record in batch:
                 if isinstance(record, EventRecord) and record.seq is not None:
                     with contextlib.suppress(Exception):  # on_event logs its hooks' failures itself
-                        await self.on_event(record)
+                        await self._hooks.on_event(record)
+            self._busy = False
+            async with self._progress:
+                self._progress.notify_all()
+
+    def _caught_up(self) -> bool:
+        return not self._busy and self._subscription.position >= self._live.position
+
+    async def flush(self, timeout: float) -> None:
+        """Wait (up to `timeout` seconds) until the hooks saw every durable event committed so far."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout), self._progress:
+                await self._progress.wait_for(lambda: self._caught_up() or self.task.done())
+
+    async def cancel(self) -> None:
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
 
 
-__all__ = ["AFTER_TOOL_RESULT", "BEFORE_REQUEST", "ON_EVENT", "PluginHookError", "PluginHooks"]
+__all__ = ["AFTER_TOOL_RESULT", "BEFORE_REQUEST", "ON_EVENT", "EventFeed", "PluginHookError", "PluginHooks"]
