@@ -300,3 +300,18 @@ def test_a_bad_contribution_fails_the_setup_that_made_it():
     assert "not a declared instruction position: 'nowhere'" in errors[0] and PLUGIN_POSITION in errors[0]
     assert "a tool needs 'name'" in errors[1]
     assert "invalid instruction source key: 'plugin/Upper/k'" in errors[2]
+
+
+async def test_a_plugins_tool_source_is_started_offered_and_stopped_with_the_runtime(tmp_path):
+    from tests.test_tool_sources import Named, RecordingSource
+
+    source = RecordingSource([Named("lookup")])
+    async with runtime(tmp_path, [Plugin("finder", lambda registry: registry.tool_source(source))],
+                       [tool_call("c1", "lookup", {}), text("done")]) as (rt, provider):
+        records = await run(rt, "look it up")
+        assert rt.plugins is not None and rt.plugins.describe()[0]["contributes"]["tool_sources"] == ["recording"]
+        assert "stop" not in source.events
+    assert source.events[0] == "start" and source.events[-1] == "stop"
+    assert success_text(records) == ["lookup ran"] and "lookup" in offered(provider.requests[0])
+    refused = load_plugins(given=[Plugin("sourceless", lambda registry: registry.tool_source(object()))])  # type: ignore[arg-type]
+    assert "is not a ToolSource" in (refused.records[0].error or "")

@@ -91,7 +91,7 @@ class Runtime:
         self.execution: SessionExecution | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._closers: list[Callable[[], Awaitable[None]]] = []
-        self.plugins: Plugins | None = None  # loaded by `open`, before the drain factory runs
+        self.plugins: Plugins | None = None  # loaded by `open`, before the drain factory runs (None: none asked for)
         self._event_hooks: EventFeed | None = None  # what shows durable events to the plugins' event hooks
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
@@ -113,8 +113,9 @@ class Runtime:
         await self.store.open()
         self._sweepers = [asyncio.create_task(self.outputs.sweep_forever(), name="tool-output-sweep"),
                           asyncio.create_task(self.snapshots.sweep_forever(), name="snapshot-sweep")]
-        self.plugins = self._load_plugins()
-        self._event_hooks = self.plugins.hooks.watch(self.store.live)
+        if self.options.plugins or self.options.discover_plugins:
+            self.plugins = self._load_plugins()
+            self._event_hooks = self.plugins.hooks.watch(self.store.live)
         drain = self.options.drain_factory(self) if self.options.drain_factory else _idle_drain
         self.execution = SessionExecution(self.store, drain, on_started=suspension.on_started,
                                           on_settled=suspension.on_settled)
