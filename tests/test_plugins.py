@@ -24,7 +24,6 @@ from opencode_session.core.runtime import Runtime, RuntimeOptions
 from opencode_session.core.wiring import make_drain_factory
 from opencode_session.schema import session_errors
 from opencode_session.schema.events import EventRecord
-from opencode_session.schema.prompt import PromptInput
 from opencode_session.sdk import (
     AdapterSpec,
     Plugin,
@@ -37,6 +36,7 @@ from opencode_session.sdk import (
 from tests.support.plugins import Reverse
 from tests.support.scripted import ScriptedProvider, text, tool_call
 from tests.test_runner import FakeClock, config, of_type, types
+from tests.test_tool_sources import run
 
 pytestmark = pytest.mark.anyio
 
@@ -56,16 +56,6 @@ async def runtime(tmp_path: Path, plugins: Sequence[Plugin] = (), scripts: Seque
     async with Runtime(RuntimeOptions(db_path=tmp_path / "db.sqlite", directory=work, env=env, drain_factory=factory,
                                       plugins=plugins, discover_plugins=discover)) as rt:
         yield rt, provider
-
-
-async def run(rt: Runtime, prompt: str, sid: str | None = None) -> list[EventRecord]:
-    sid = sid or (await rt.sessions.create()).id
-    await rt.sessions.admit(sid, PromptInput(text=prompt))
-    with anyio.fail_after(10):
-        assert rt.execution is not None
-        await rt.execution.wait(sid)
-    stream = await rt.sessions.log(sid, -1, follow=False)
-    return [record async for record in stream]
 
 
 def offered(request: llm.LLMRequest) -> list[str]:
@@ -204,7 +194,7 @@ async def test_a_before_request_hook_answering_something_else_fails_its_step(tmp
     async with runtime(tmp_path, [Plugin("odd", setup)]) as (rt, provider):
         records = await run(rt, "hello")
     error = of_type(records, "session.step.failed")[0]["error"]
-    assert error["type"] == "plugin.hook" and "returned str, not an LLMRequest" in error["message"]
+    assert error["type"] == "plugin.hook" and "it returned str, not LLMRequest or None" in error["message"]
 
 
 async def test_an_after_tool_result_hook_that_raises_fails_that_call_only(tmp_path):

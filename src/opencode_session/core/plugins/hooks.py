@@ -49,36 +49,14 @@ class PluginHooks:
 
     async def before_request(self, hooked: ProviderRequest) -> LLMRequest:
         """The request to send once every before-request hook saw it; PluginHookError when one raised."""
-        request = hooked.request
-        for entry in self.before_request_hooks:
-            try:
-                answer = await call_hook(entry.hook, dataclasses.replace(hooked, request=request))
-            except Exception as failure:
-                log.exception("plugin %s: its %s hook failed", entry.plugin, BEFORE_REQUEST)
-                raise PluginHookError(entry.plugin, BEFORE_REQUEST, failure) from failure
-            if answer is not None:
-                if not isinstance(answer, LLMRequest):
-                    raise PluginHookError(entry.plugin, BEFORE_REQUEST,
-                                          f"it returned {type(answer).__name__}, not an LLMRequest or None")
-                request = answer
+        request: LLMRequest = await _through(self.before_request_hooks, BEFORE_REQUEST, hooked, "request", LLMRequest)
         return request
 
     async def after_tool_result(self, result: ToolResult) -> ToolOutput:
         """The output the call settles with once every after-tool-result hook saw it; PluginHookError when one
         raised."""
-        output = result.output
-        for entry in self.after_tool_result_hooks:
-            try:
-                answer = await call_hook(entry.hook, dataclasses.replace(result, output=output))
-            except Exception as failure:
-                log.exception("plugin %s: its %s hook failed (call %s)", entry.plugin, AFTER_TOOL_RESULT,
-                              result.call_id)
-                raise PluginHookError(entry.plugin, AFTER_TOOL_RESULT, failure) from failure
-            if answer is not None:
-                if not isinstance(answer, ToolOutput):
-                    raise PluginHookError(entry.plugin, AFTER_TOOL_RESULT,
-                                          f"it returned {type(answer).__name__}, not a ToolOutput or None")
-                output = answer
+        output: ToolOutput = await _through(self.after_tool_result_hooks, AFTER_TOOL_RESULT, result, "output",
+                                            ToolOutput)
         return output
 
     async def on_event(self, record: EventRecord) -> None:
@@ -93,6 +71,23 @@ class PluginHooks:
         """Feed every durable event the store commits to the event hooks, in commit order, until the bus closes;
         None when no plugin has an event hook."""
         return EventFeed(self, live) if self.event_hooks else None
+
+
+async def _through(hooks: Sequence[Hooked], kind: str, shown: Any, field: str, accepted: type) -> Any:
+    """`shown`'s `field` once each hook saw it (with what the earlier ones answered) and may have replaced it."""
+    value = getattr(shown, field)
+    for entry in hooks:
+        try:
+            answer = await call_hook(entry.hook, dataclasses.replace(shown, **{field: value}))
+        except Exception as failure:
+            log.exception("plugin %s: its %s hook failed", entry.plugin, kind)
+            raise PluginHookError(entry.plugin, kind, failure) from failure
+        if answer is not None:
+            if not isinstance(answer, accepted):
+                raise PluginHookError(entry.plugin, kind,
+                                      f"it returned {type(answer).__name__}, not {accepted.__name__} or None")
+            value = answer
+    return value
 
 
 class EventFeed:
