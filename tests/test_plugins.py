@@ -243,7 +243,7 @@ async def test_an_event_hook_that_raises_is_logged_and_disturbs_nothing(tmp_path
 async def test_plugins_that_cannot_load_are_recorded_and_the_others_work(tmp_path, caplog):
     entries = ["opencode-wakatime", "python:tests.support.no_such_module", "python:tests.support.plugins:broken",
                "python:tests.support.plugins:not_a_plugin", "python:tests.support.plugins:reverser",
-               ["@scope/with-options", {"x": 1}]]
+               ["@scope/with-options", {"x": 1}], ["python:tests.support.plugins:configured", {"greeting": "ahoy"}]]
     with caplog.at_level(logging.INFO, logger="opencode_session.core.plugins"):
         async with runtime(tmp_path, scripts=[tool_call("c1", "reverse", {"text": "ab"}), text("ok")],
                            plugin_entries=entries, discover=True) as (rt, provider):
@@ -256,6 +256,8 @@ async def test_plugins_that_cannot_load_are_recorded_and_the_others_work(tmp_pat
     assert listed["reverser"]["origin"].endswith("`plugin`: python:tests.support.plugins:reverser")
     assert listed["opencode-wakatime"]["status"] == "skipped" and "JavaScript" in listed["opencode-wakatime"]["error"]
     assert listed["@scope/with-options"]["status"] == "skipped"
+    assert listed["configured"]["status"] == "loaded"  # with the options its entry gave it
+    assert any("Greet with 'ahoy'." in part for part in provider.requests[0].system)
     missing = listed["tests.support.no_such_module"]
     assert missing["status"] == "failed" and "ModuleNotFoundError" in missing["error"]
     broken = listed["broken"]

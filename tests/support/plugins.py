@@ -1,5 +1,6 @@
 """Python plugins for the plugin tests, named from opencode.json as `python:tests.support.plugins:NAME`: one that
-contributes a tool, one whose setup raises, one that is not a plugin at all."""
+contributes a tool, one configured by its entry's options, one whose setup raises, one that is not a plugin at
+all."""
 
 from __future__ import annotations
 
@@ -28,6 +29,12 @@ def _broken(registry: PluginRegistry) -> None:
     raise RuntimeError("the plugin's settings file is missing")
 
 
+def _configured(registry: PluginRegistry) -> None:
+    greeting = registry.options.get("greeting")  # from opencode.json: ["python:...:configured", {"greeting": ...}]
+    registry.instructions("greeting", lambda _asked: f"Greet with {greeting!r}.")
+
+
 reverser = Plugin(name="reverser", setup=_setup)
+configured = Plugin(name="configured", setup=_configured)
 broken = Plugin(name="broken", setup=_broken)
 not_a_plugin = 42

@@ -2,6 +2,7 @@
 what writing a tool for it takes (`OpenCode(tools=[...])`, or a ToolSource of your own) and what a Python plugin is
 (`Plugin`, the `PluginRegistry` its setup fills, what its hooks are shown)."""
 
+from ..core.llm.model import LLMRequest
 from ..core.llm.providers import AdapterSpec
 from ..core.plugins import (
     ENTRY_POINT_GROUP,
@@ -13,10 +14,11 @@ from ..core.plugins import (
     ToolResult,
 )
 from ..core.tools import StaticTools, Tool, ToolContext, ToolFailure, ToolOutput, ToolSource
+from ..schema.events import EventRecord
 from ..schema.message import ToolContent, ToolFileContent, ToolTextContent
 from .embedded import OpenCode
 
-__all__ = ["ENTRY_POINT_GROUP", "AdapterSpec", "InstructionRequest", "OpenCode", "Plugin",
+__all__ = ["ENTRY_POINT_GROUP", "AdapterSpec", "EventRecord", "InstructionRequest", "LLMRequest", "OpenCode", "Plugin",
            "PluginInstructionsUnavailable", "PluginRegistry", "ProviderRequest", "StaticTools", "Tool", "ToolContent",
            "ToolContext", "ToolFailure", "ToolFileContent", "ToolOutput", "ToolResult", "ToolSource",
            "ToolTextContent"]

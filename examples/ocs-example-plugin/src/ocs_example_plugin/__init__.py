@@ -7,7 +7,10 @@ import os
 import re
 from typing import Any
 
+import anyio
+
 from opencode_session.sdk import (
+    EventRecord,
     InstructionRequest,
     Plugin,
     PluginRegistry,
@@ -39,7 +42,7 @@ class CountWords:
 
     async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         path = await ctx.permit_path("read", input["path"])  # resolved in the Location, asking where rules say
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = await anyio.to_thread.run_sync(lambda: path.read_text(encoding="utf-8", errors="replace"))
         counts = {"lines": len(text.splitlines()), "words": len(text.split()), "characters": len(text)}
         return ToolOutput.of_text(f"{ctx.display(path)}: {counts['lines']} lines, {counts['words']} words,"
                                   f" {counts['characters']} characters", structured=counts,
@@ -73,7 +76,7 @@ def audit_request(hooked: ProviderRequest) -> None:
             "tools": [tool.name for tool in hooked.request.tools]})
 
 
-def audit_event(record: Any) -> None:
+def audit_event(record: EventRecord) -> None:
     _audit({"event": record.type, "session": record.aggregate_id, "seq": record.seq})
 
 

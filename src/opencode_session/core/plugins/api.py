@@ -99,6 +99,8 @@ class PluginRegistry:
     """What one plugin's `setup` contributes; every method may be called any number of times."""
 
     plugin: str
+    # what opencode.json gave the plugin: its entry `["python:module", {...}]`'s object (empty otherwise)
+    options: Mapping[str, Any] = field(default_factory=dict)
     tools: StaticTools = field(init=False)
     tool_sources: list[ToolSource] = field(default_factory=list)
     # (position, source key, producer)

@@ -1,6 +1,7 @@
 """Finding and loading Python plugins: the entry points of the group `opencode_session.plugins`, the
-`python:module[:attribute]` entries of opencode.json's `plugin` list and plugins given in code; each loaded, failed or
-skipped one is recorded (`Plugins`) with where it came from and what it contributes, and logged."""
+`python:module[:attribute]` entries of opencode.json's `plugin` list (`["python:module", {...}]` gives it options) and
+plugins given in code; each loaded, failed or skipped one is recorded (`Plugins`) with where it came from and what it
+contributes, and logged."""
 
 from __future__ import annotations
 
@@ -117,7 +118,8 @@ def load_plugins(*, given: Sequence[Plugin] = (), config_entries: Iterable[Any] 
                 raise
             _failed(plugins, module or name, "config", origin, f"cannot import {module or '(no module)'}", failure)
             continue
-        _load_object(plugins, found, module, "config", origin)
+        options = raw[1] if isinstance(raw, list) and len(raw) > 1 and isinstance(raw[1], dict) else {}
+        _load_object(plugins, found, module, "config", origin, options)
     return plugins
 
 
@@ -133,7 +135,8 @@ def _import(module: str, attribute: str) -> Any:
     raise AttributeError(f"module {module} has neither `plugin` nor `setup`")
 
 
-def _load_object(plugins: Plugins, found: Any, default_name: str, kind: Kind, origin: str) -> None:
+def _load_object(plugins: Plugins, found: Any, default_name: str, kind: Kind, origin: str,
+                 options: Mapping[str, Any] | None = None) -> None:
     if isinstance(found, Plugin):
         plugin = found
     elif callable(getattr(found, "setup", None)):
@@ -144,16 +147,16 @@ def _load_object(plugins: Plugins, found: Any, default_name: str, kind: Kind, or
         _failed(plugins, default_name, kind, origin, "not a plugin",
                 f"it names a {type(found).__name__}, not a Plugin or a setup function")
         return
-    _load(plugins, plugin, kind, origin)
+    _load(plugins, plugin, kind, origin, options)
 
 
-def _load(plugins: Plugins, plugin: Plugin, kind: Kind, origin: str) -> None:
+def _load(plugins: Plugins, plugin: Plugin, kind: Kind, origin: str, options: Mapping[str, Any] | None = None) -> None:
     taken = next((r for r in plugins.records if r.name == plugin.name and r.status == "loaded"), None)
     if taken is not None:
         _failed(plugins, plugin.name, kind, origin, "not loaded", f"a plugin named {plugin.name} is loaded already"
                                                                   f" ({taken.origin})")
         return
-    registry = PluginRegistry(plugin.name)
+    registry = PluginRegistry(plugin.name, options=dict(options or {}))
     try:
         answer = plugin.setup(registry)
         if inspect.isawaitable(answer):
