@@ -307,3 +307,27 @@ async def test_a_plugins_tool_source_is_started_offered_and_stopped_with_the_run
     assert success_text(records) == ["lookup ran"] and "lookup" in offered(provider.requests[0])
     refused = load_plugins(given=[Plugin("sourceless", lambda registry: registry.tool_source(object()))])  # type: ignore[arg-type]
     assert "is not a ToolSource" in (refused.records[0].error or "")
+
+
+async def test_a_plugins_pty_environment_reaches_new_terminals_under_the_hosts_overlay(tmp_path, caplog):
+    from opencode_session.sdk import OpenCode, TerminalRequest
+    from tests.api.test_pty import read_to_end
+
+    work = tmp_path / "work"
+    (work / "sub").mkdir(parents=True)
+    asked: list[TerminalRequest] = []
+
+    def adds(request: TerminalRequest) -> dict[str, str]:
+        asked.append(request)
+        return {"A": "plugin", "B": "plugin"}
+
+    plugins = [Plugin("shell-env", lambda registry: registry.pty_environment(adds)),
+               Plugin("broken-env", lambda registry: registry.pty_environment(lambda _request: {}["x"]))]
+    async with OpenCode(directory=work, env={**config(tmp_path / "home"), "PATH": "/usr/bin:/bin"}, plugins=plugins,
+                        pty_environment=lambda _location, _cwd: {"B": "host"}) as oc:
+        info = (await oc.pty.create(command="sh", args=["-c", 'echo "[$A $B]"'], cwd="sub")).data
+        async with oc.pty.connect(info.id) as ws:
+            output = await read_to_end(ws)
+    assert "[plugin host]" in output  # the plugin's additions, the host's overlay over them
+    assert [(r.directory, r.cwd) for r in asked] == [(work.resolve(), (work / "sub").resolve())]
+    assert "plugin broken-env: its pty-environment hook failed" in caplog.text  # the terminal started anyway

@@ -11,6 +11,7 @@ from ..core.plugins import (
     PluginInstructionsUnavailable,
     PluginRegistry,
     ProviderRequest,
+    TerminalRequest,
     ToolResult,
 )
 from ..core.tools import StaticTools, Tool, ToolContext, ToolFailure, ToolOutput, ToolSource
@@ -19,6 +20,6 @@ from ..schema.message import ToolContent, ToolFileContent, ToolTextContent
 from .embedded import OpenCode
 
 __all__ = ["ENTRY_POINT_GROUP", "AdapterSpec", "EventRecord", "InstructionRequest", "LLMRequest", "OpenCode", "Plugin",
-           "PluginInstructionsUnavailable", "PluginRegistry", "ProviderRequest", "StaticTools", "Tool", "ToolContent",
-           "ToolContext", "ToolFailure", "ToolFileContent", "ToolOutput", "ToolResult", "ToolSource",
-           "ToolTextContent"]
+           "PluginInstructionsUnavailable", "PluginRegistry", "ProviderRequest", "StaticTools", "TerminalRequest",
+           "Tool", "ToolContent", "ToolContext", "ToolFailure", "ToolFileContent", "ToolOutput", "ToolResult",
+           "ToolSource", "ToolTextContent"]

@@ -8,6 +8,7 @@ from .api import (
     PluginInstructionsUnavailable,
     PluginRegistry,
     ProviderRequest,
+    TerminalRequest,
     ToolResult,
 )
 from .hooks import PluginHookError, PluginHooks
@@ -15,4 +16,4 @@ from .loading import ENTRY_POINT_GROUP, PYTHON_PREFIX, LoadedPlugin, Plugins, co
 
 __all__ = ["ENTRY_POINT_GROUP", "PLUGIN_POSITION", "PYTHON_PREFIX", "InstructionRequest", "LoadedPlugin", "Plugin",
            "PluginHookError", "PluginHooks", "PluginInstructionsUnavailable", "PluginRegistry", "Plugins",
-           "ProviderRequest", "ToolResult", "config_plugin_entries", "load_plugins"]
+           "ProviderRequest", "TerminalRequest", "ToolResult", "config_plugin_entries", "load_plugins"]

@@ -65,9 +65,20 @@ class InstructionRequest:
     project_root: Path
 
 
+@dataclass(frozen=True)
+class TerminalRequest:
+    """What a PTY Environment hook is shown: the Location a terminal is created in and its resolved working
+    directory."""
+
+    directory: Path
+    project_root: Path
+    cwd: Path
+
+
 BeforeRequest = Callable[[ProviderRequest], MaybeAwaitable[LLMRequest | None]]
 AfterToolResult = Callable[[ToolResult], MaybeAwaitable[ToolOutput | None]]
 OnEvent = Callable[[EventRecord], MaybeAwaitable[None]]
+PtyEnvironmentHook = Callable[[TerminalRequest], Mapping[str, str] | None]  # plain functions only
 # A plugin's instruction text at a boundary: None means it has none (after some, the model is told it no longer
 # applies); raising `PluginInstructionsUnavailable` keeps what the model was told last.
 InstructionText = Callable[[InstructionRequest], MaybeAwaitable[str | None]]
@@ -109,6 +120,7 @@ class PluginRegistry:
     before_request_hooks: list[Hooked] = field(default_factory=list)
     after_tool_result_hooks: list[Hooked] = field(default_factory=list)
     event_hooks: list[Hooked] = field(default_factory=list)
+    pty_environment_hooks: list[Hooked] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.tools = StaticTools(f"plugin:{self.plugin}")
@@ -150,11 +162,17 @@ class PluginRegistry:
         """Called with every durable session event after it commits, in commit order; raising is logged only."""
         self.event_hooks.append(Hooked(self.plugin, hook))
 
+    def pty_environment(self, hook: PtyEnvironmentHook) -> None:
+        """Additions to every new terminal's environment (the PTY Environment), after the caller's and before the
+        host's own overlay; a plain function. One that raises adds nothing to that terminal (logged)."""
+        self.pty_environment_hooks.append(Hooked(self.plugin, hook))
+
     def contributes(self) -> dict[str, list[str]]:
         """What this plugin adds, by kind, for listings (a tool source's tools are known once it started)."""
         hooks = [kind for kind, found in (("before-request", self.before_request_hooks),
                                           ("after-tool-result", self.after_tool_result_hooks),
-                                          ("on-event", self.event_hooks)) if found]
+                                          ("on-event", self.event_hooks),
+                                          ("pty-environment", self.pty_environment_hooks)) if found]
         return {"tools": [tool.name for tool in self.tools.list_tools()],
                 "tool_sources": [source.name for source in self.tool_sources],
                 "instructions": [f"{key} ({position})" for position, key, _ in self.instruction_producers],
@@ -208,5 +226,5 @@ def _text_source(key: str, value: str | Unavailable | None) -> Instructions:
 
 
 __all__ = ["PLUGIN_POSITION", "AfterToolResult", "BeforeRequest", "Hooked", "InstructionRequest", "InstructionText",
-           "OnEvent", "Plugin", "PluginInstructionsUnavailable", "PluginRegistry", "ProviderRequest", "ToolResult",
-           "call_hook"]
+           "OnEvent", "Plugin", "PluginInstructionsUnavailable", "PluginRegistry", "ProviderRequest",
+           "PtyEnvironmentHook", "TerminalRequest", "ToolResult", "call_hook"]

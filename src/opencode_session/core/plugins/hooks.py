@@ -1,5 +1,5 @@
-"""The hooks of the loaded plugins, composed: before a Step's provider request, after a local tool call's result,
-and on every durable session event; each failure is typed (`PluginHookError`) and names the plugin and the hook."""
+"""The hooks of the loaded plugins, composed: before a Step's provider request, after a local tool call's result, on
+every durable session event, and a new terminal's PTY Environment; each failure names the plugin and the hook."""
 
 from __future__ import annotations
 
@@ -7,22 +7,25 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Final
 
 from ...schema import session_errors
 from ...schema.common import SessionErrorInfo
 from ...schema.events import EventRecord
 from ..llm.model import LLMRequest
+from ..location import Location
 from ..store.feed import LiveBus, SubscriptionLost
 from ..tools.tool import ToolOutput
-from .api import Hooked, ProviderRequest, ToolResult, call_hook
+from .api import Hooked, ProviderRequest, TerminalRequest, ToolResult, call_hook
 
 log = logging.getLogger(__name__)
 
 BEFORE_REQUEST: Final = "before-request"
 AFTER_TOOL_RESULT: Final = "after-tool-result"
 ON_EVENT: Final = "on-event"
+PTY_ENVIRONMENT: Final = "pty-environment"
 
 
 class PluginHookError(Exception):
@@ -42,10 +45,11 @@ class PluginHooks:
     """The hooks of every loaded plugin, in load order (each one sees what the earlier ones returned)."""
 
     def __init__(self, before_request: Sequence[Hooked] = (), after_tool_result: Sequence[Hooked] = (),
-                 on_event: Sequence[Hooked] = ()) -> None:
+                 on_event: Sequence[Hooked] = (), pty_environment: Sequence[Hooked] = ()) -> None:
         self.before_request_hooks = tuple(before_request)
         self.after_tool_result_hooks = tuple(after_tool_result)
         self.event_hooks = tuple(on_event)
+        self.pty_environment_hooks = tuple(pty_environment)
 
     async def before_request(self, hooked: ProviderRequest) -> LLMRequest:
         """The request to send once every before-request hook saw it; PluginHookError when one raised."""
@@ -66,6 +70,24 @@ class PluginHooks:
                 await call_hook(entry.hook, record)
             except Exception:
                 log.exception("plugin %s: its %s hook failed on %s (ignored)", entry.plugin, ON_EVENT, record.type)
+
+    def pty_environment(self, location: Location, cwd: Path) -> dict[str, str]:
+        """What the PTY Environment hooks add to a new terminal's environment, later plugins over earlier ones; a
+        hook that raises, or answers anything but a mapping of strings, adds nothing (logged)."""
+        added: dict[str, str] = {}
+        asked = TerminalRequest(location.directory, location.project_root, cwd)
+        for entry in self.pty_environment_hooks:
+            try:
+                answer = entry.hook(asked)
+                if answer is not None and not (isinstance(answer, Mapping) and all(
+                        isinstance(k, str) and isinstance(v, str) for k, v in answer.items())):
+                    raise TypeError(f"it returned {type(answer).__name__}, not a mapping of strings or None")
+            except Exception:
+                log.exception("plugin %s: its %s hook failed; the terminal starts without its additions",
+                              entry.plugin, PTY_ENVIRONMENT)
+                continue
+            added.update(answer or {})
+        return added
 
     def watch(self, live: LiveBus) -> EventFeed | None:
         """Feed every durable event the store commits to the event hooks, in commit order, until the bus closes;
@@ -136,4 +158,5 @@ class EventFeed:
             await self.task
 
 
-__all__ = ["AFTER_TOOL_RESULT", "BEFORE_REQUEST", "ON_EVENT", "EventFeed", "PluginHookError", "PluginHooks"]
+__all__ = ["AFTER_TOOL_RESULT", "BEFORE_REQUEST", "ON_EVENT", "PTY_ENVIRONMENT", "EventFeed", "PluginHookError",
+           "PluginHooks"]

@@ -61,7 +61,8 @@ class Plugins:
         loaded = self.loaded
         return PluginHooks(before_request=[h for p in loaded for h in p.before_request_hooks],
                            after_tool_result=[h for p in loaded for h in p.after_tool_result_hooks],
-                           on_event=[h for p in loaded for h in p.event_hooks])
+                           on_event=[h for p in loaded for h in p.event_hooks],
+                           pty_environment=[h for p in loaded for h in p.pty_environment_hooks])
 
     def tool_sources(self) -> list[ToolSource]:
         """Each loaded plugin's tools (one source per plugin) and tool sources, in load order."""
