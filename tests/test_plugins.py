@@ -331,3 +331,19 @@ async def test_a_plugins_pty_environment_reaches_new_terminals_under_the_hosts_o
     assert "[plugin host]" in output  # the plugin's additions, the host's overlay over them
     assert [(r.directory, r.cwd) for r in asked] == [(work.resolve(), (work / "sub").resolve())]
     assert "plugin broken-env: its pty-environment hook failed" in caplog.text  # the terminal started anyway
+
+
+def test_plugin_instruction_sources_extend_a_given_set_without_changing_it():
+    from opencode_session.core.instructions.composition import InstructionSources
+
+    async def host_source(_boundary: Any) -> Any:
+        raise AssertionError("not loaded here")
+
+    given = InstructionSources()
+    given.add("references", host_source)
+    loaded = load_plugins(given=[Plugin("style", lambda r: r.instructions("k", lambda _a: "text"))])
+    extended = loaded.instruction_sources(given)
+    assert extended is not given and extended is not None
+    assert {p: len(v) for p, v in extended._added.items()} == {"references": 1, "plugins": 1}
+    assert {p: len(v) for p, v in given._added.items()} == {"references": 1}  # a second runtime starts afresh
+    assert load_plugins().instruction_sources(given) is given

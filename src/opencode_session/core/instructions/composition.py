@@ -6,7 +6,7 @@ here, loads the added producers concurrently at each Safe Step Boundary, then co
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Final
 
 from ..boundary import Boundary
@@ -34,6 +34,16 @@ class InstructionSources:
         if position not in POSITIONS:
             raise ValueError(f"not a declared instruction position: {position!r} (one of {', '.join(POSITIONS)})")
         self._added.setdefault(position, []).append(producer)
+
+    def extended(self, added: Iterable[tuple[str, InstructionProducer]]) -> InstructionSources:
+        """A new set: these producers, then `added` (position, producer) ones; this set is left as it is."""
+        extended = InstructionSources()
+        for position, producers in self._added.items():
+            for producer in producers:
+                extended.add(position, producer)
+        for position, producer in added:
+            extended.add(position, producer)
+        return extended
 
     async def produce(self, boundary: Boundary) -> dict[str, list[Instructions]]:
         """Every added producer's Instructions, loaded concurrently, by position."""

@@ -11,6 +11,7 @@ import inspect
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -56,7 +57,7 @@ class Plugins:
     def loaded(self) -> list[PluginRegistry]:
         return [r.registry for r in self.records if r.status == "loaded" and r.registry is not None]
 
-    @property
+    @cached_property
     def hooks(self) -> PluginHooks:
         loaded = self.loaded
         return PluginHooks(before_request=[h for p in loaded for h in p.before_request_hooks],
@@ -69,14 +70,11 @@ class Plugins:
         return [source for p in self.loaded for source in ([p.tools] if p.tools.list_tools() else []) + p.tool_sources]
 
     def instruction_sources(self, sources: InstructionSources | None) -> InstructionSources | None:
-        """`sources` (a new one when None and a plugin has any) with every plugin's instruction sources added."""
-        added = [entry for p in self.loaded for entry in p.instruction_producers]
+        """`sources` and every plugin's instruction sources after them (a new set: `sources` is left as it is)."""
+        added = [(position, producer) for p in self.loaded for position, _key, producer in p.instruction_producers]
         if not added:
             return sources
-        sources = sources if sources is not None else InstructionSources()
-        for position, _key, producer in added:
-            sources.add(position, producer)
-        return sources
+        return (sources if sources is not None else InstructionSources()).extended(added)
 
     def describe(self) -> list[dict[str, Any]]:
         return [record.describe() for record in self.records]
