@@ -17,9 +17,8 @@ import os
 import time
 from typing import Any
 
-from _common import emit, median, spread, table, workspace
+from _common import ToolTurns, emit, median, spread, table, workspace
 
-from opencode_session.core.llm import model as llm
 from opencode_session.core.runtime import Runtime, RuntimeOptions
 from opencode_session.core.tools import default_registry
 from opencode_session.core.wiring import make_drain_factory
@@ -40,23 +39,6 @@ class Noop:
         return ToolOutput.of_text("ok")
 
 
-class TurnProvider:
-    """Odd calls ask for the tool, even calls answer: every turn is two Steps."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    async def stream(self, request: llm.LLMRequest):
-        self.calls += 1
-        if self.calls % 2:
-            for event in (llm.ToolCall(f"c{self.calls}", "noop", {}), llm.Finish("tool-calls", llm.Usage(10, 5))):
-                yield event
-        else:
-            for event in (llm.TextStart("t"), llm.TextDelta("t", "done"), llm.TextEnd("t"),
-                          llm.Finish("stop", llm.Usage(10, 5))):
-                yield event
-
-
 def _setup(registry: PluginRegistry) -> None:
     registry.tool(Noop())
     registry.instructions("bench", lambda _asked: "Call noop when asked to.")
@@ -66,7 +48,7 @@ def _setup(registry: PluginRegistry) -> None:
 
 
 async def _runtime(ws: dict[str, Any], plugin: bool) -> Runtime:
-    provider = TurnProvider()
+    provider = ToolTurns("noop", {})
     tools = default_registry()
     if not plugin:
         tools.register(Noop())
