@@ -5,6 +5,7 @@ leaves it idle with a `host.lost` execution failure."""
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ from ...schema.errors import SessionNotFoundError
 from ..store import Store, Tx, now_ms
 from .coordinator import SessionExecution
 from .orphans import settle_orphans
+
+log = logging.getLogger(__name__)
 
 RESUME_BUDGET_ENV = "OCS_RESUME_BUDGET"
 Outcome = Literal["continued", "over-budget", "running"]
@@ -113,6 +116,9 @@ class Continuations:
         outcome = await self.store.write(_decide)
         if outcome == "continued":
             self.execution.wake(session_id, force=True)
+        else:
+            log.warning("session %s: its host was lost and its automatic continuations (%s) are spent; it waits for "
+                        "a prompt", session_id, self.budget.describe())
         return outcome
 
     async def lost(self) -> list[str]:

@@ -24,9 +24,11 @@ LOST_INPUT = "The host running this session was lost before this {name} call was
 @dataclass(frozen=True)
 class Orphan:
     """A tool call left open: `running` when it was complete (it may have run, its outcome is ambiguous), else its
-    input was still streaming (it never ran); `hosted` when the provider ran it."""
+    input was still streaming (it never ran); `hosted` when the provider ran it. `agent` is the agent of the Step that
+    made it (whose rules a run again keeps)."""
 
     assistant_id: str
+    agent: str
     call_id: str
     name: str
     input: dict[str, Any]
@@ -49,7 +51,8 @@ def find_orphans(reader: Reader, session_id: str) -> list[Orphan] | None:
             if part["type"] == "tool" and part["state"]["status"] in ("streaming", "running"):
                 given = part["state"]["input"]
                 provider = part.get("provider")
-                found.append(Orphan(message["id"], part["id"], part["name"], given if isinstance(given, dict) else {},
+                found.append(Orphan(message["id"], message["agent"], part["id"], part["name"],
+                                    given if isinstance(given, dict) else {},
                                     part["state"]["status"] == "running",
                                     provider is not None and bool(provider["executed"])))
     return found

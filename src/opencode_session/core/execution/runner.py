@@ -21,6 +21,7 @@ from ...schema import events as ev
 from ...schema import session_errors
 from ...schema.common import SessionErrorInfo
 from ...schema.ids import message_id
+from ..agents import AgentNotFoundError, resolve_agent
 from ..boundary import Boundary
 from ..cancellation import shielded
 from ..compaction.compactor import CompactionSettings, Compactor
@@ -205,13 +206,19 @@ class Runner:
         await store.write(partial(settle_orphans, session_id=session_id, settled=settled))
 
     async def _run_again(self, b: Boundary, tools: ToolSet, orphan: Orphan) -> ev.ToolSuccess | ev.ToolFailed:
-        """Run an idempotent call again for the assistant message that made it, under this boundary's rules."""
+        """Run an idempotent call again for the assistant message that made it, under the rules of the agent that
+        made it (as configured at this boundary; the boundary's own agent if that one is gone)."""
         d, sid = self.deps, b.session.id
         outputs = d.tools.outputs
+        try:
+            agent = resolve_agent(b.config, orphan.agent)
+        except AgentNotFoundError:
+            agent = b.agent
         ctx = ToolContext(
-            session_id=sid, message_id=orphan.assistant_id, call_id=orphan.call_id, agent=b.agent.name,
+            session_id=sid, message_id=orphan.assistant_id, call_id=orphan.call_id, agent=agent.name,
             directory=b.location.directory, project_root=b.location.project_root,
-            on_read=d.on_read(b, orphan.assistant_id) if d.on_read else None, env=d.env, rules=b.rules(d.env),
+            on_read=d.on_read(b, orphan.assistant_id) if d.on_read else None, env=d.env,
+            rules=agent.rules(b.config.permission, d.env),
             asker=None if d.permissions is None else d.permissions.asker(sid, b.location.project_id,
                                                                          orphan.assistant_id, orphan.call_id),
             managed_roots=() if outputs is None else (outputs.root,), config=b.config)
