@@ -21,7 +21,7 @@ from opencode_session.core.execution.orphans import LOST_CALL
 from opencode_session.core.runtime import Runtime, RuntimeOptions
 from opencode_session.schema.errors import SessionNotFoundError
 from tests.support import fake_openai as fake
-from tests.support.server import ServerProcess, isolated_env, start_server
+from tests.support.server import ServerProcess, configured_home, start_server
 
 pytestmark = pytest.mark.anyio
 
@@ -32,25 +32,8 @@ DEADLINE = 30  # seconds: a guard against hangs, never a synchronisation device
 
 
 @pytest.fixture
-def provider():
-    server = fake.FakeOpenAI()
-    server.start()
-    yield server
-    server.release_held()
-    server.stop()
-
-
-@pytest.fixture
 def root(tmp_path, provider):
-    env = isolated_env(tmp_path, PYTHONPATH=str(REPO))
-    (tmp_path / "config" / "opencode").mkdir(parents=True)
-    (tmp_path / "config" / "opencode" / "opencode.json").write_text(json.dumps({
-        "model": "loop/fake-model",
-        "provider": {"loop": {"npm": "@ai-sdk/openai-compatible",
-                              "options": {"baseURL": provider.base_url, "apiKey": "k"},
-                              "models": {"fake-model": {}}}},
-    }))
-    return tmp_path, env
+    return tmp_path, configured_home(tmp_path, provider, PYTHONPATH=str(REPO))
 
 
 async def _poll(done: Callable[[], bool], what: str) -> None:
@@ -154,44 +137,39 @@ async def test_a_session_killed_mid_step_continues_on_restart_and_its_admitted_i
     assert [c.text for m in history if m.type == "assistant" for c in m.content][-1] == "both done"
 
 
-async def test_an_idempotent_tool_the_host_was_lost_during_runs_again_exactly_once(root, provider):
+async def _killed_mid_call_then_continued(root: tuple[Path, dict[str, str]], provider: fake.FakeOpenAI,
+                                          tool: str) -> list[Any]:
+    """Kill a crash host while `tool` runs, restart it (the continued Step answers with text) and return the log
+    once the continuation settled; the continuation succeeded as one new Step after the lost one."""
     path, env = root
-    srv, sid = await _start_tool_call(path, env, provider, "tally")
+    srv, sid = await _start_tool_call(path, env, provider, tool)
     srv.stop(signal.SIGKILL)
-    (path / "work" / "tally.hold").unlink()
-    provider.enqueue(fake.completion(fake.text_deltas("tallied")))
+    (path / "work" / f"{tool}.hold").unlink()
+    provider.enqueue(fake.completion(fake.text_deltas("carrying on")))
     second = start_server(path, env=env, program=CRASH_HOST)
     try:
         log = await _settled_log(second.url, sid)
     finally:
         assert second.stop() == 0
-    assert _runs(path / "work" / "tally.log") == 2  # the lost run and one re-run
-    success = [e for e in log if e.type == "session.tool.success"]
-    assert [e.data.callID for e in success] == ["call_1"]
     assert [e.data.error.type for e in log if e.type == "session.step.failed"] == ["host.lost"]
     assert [e.type for e in log][-1] == "session.execution.succeeded"
     _assert_no_step_twice(log)
     assert len(provider.requests) == 2 and provider.pending == 0
+    return log
+
+
+async def test_an_idempotent_tool_the_host_was_lost_during_runs_again_exactly_once(root, provider):
+    log = await _killed_mid_call_then_continued(root, provider, "tally")
+    assert _runs(root[0] / "work" / "tally.log") == 2  # the lost run and one re-run
+    assert [e.data.callID for e in log if e.type == "session.tool.success"] == ["call_1"]
     assert _tool_results(provider.requests[1]) == {"call_1": "tally run 2 done"}
 
 
 async def test_a_non_idempotent_tool_is_not_run_again_and_the_model_is_told(root, provider):
-    path, env = root
-    srv, sid = await _start_tool_call(path, env, provider, "ledger")
-    srv.stop(signal.SIGKILL)
-    (path / "work" / "ledger.hold").unlink()
-    provider.enqueue(fake.completion(fake.text_deltas("I will check the ledger first")))
-    second = start_server(path, env=env, program=CRASH_HOST)
-    try:
-        log = await _settled_log(second.url, sid)
-    finally:
-        assert second.stop() == 0
-    assert _runs(path / "work" / "ledger.log") == 1  # never run again
+    log = await _killed_mid_call_then_continued(root, provider, "ledger")
+    assert _runs(root[0] / "work" / "ledger.log") == 1  # never run again
     failed = [e for e in log if e.type == "session.tool.failed"]
     assert [(e.data.callID, e.data.error.type) for e in failed] == [("call_1", "tool.stale")]
-    assert [e.type for e in log][-1] == "session.execution.succeeded"
-    _assert_no_step_twice(log)
-    assert len(provider.requests) == 2 and provider.pending == 0
     assert _tool_results(provider.requests[1]) == {"call_1": LOST_CALL.format(name="ledger")}
 
 

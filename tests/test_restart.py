@@ -4,7 +4,6 @@ continuation after a hard crash: test_continuation.py)."""
 
 from __future__ import annotations
 
-import json
 import signal
 
 import anyio
@@ -12,31 +11,14 @@ import pytest
 
 from opencode_session.client import OpenCodeClient
 from tests.support import fake_openai as fake
-from tests.support.server import isolated_env, start_server
+from tests.support.server import configured_home, start_server
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def provider():
-    server = fake.FakeOpenAI()
-    server.start()
-    yield server
-    server.release_held()
-    server.stop()
-
-
-@pytest.fixture
 def root(tmp_path, provider):
-    env = isolated_env(tmp_path)
-    (tmp_path / "config" / "opencode").mkdir(parents=True)
-    (tmp_path / "config" / "opencode" / "opencode.json").write_text(json.dumps({
-        "model": "loop/fake-model",
-        "provider": {"loop": {"npm": "@ai-sdk/openai-compatible",
-                              "options": {"baseURL": provider.base_url, "apiKey": "k"},
-                              "models": {"fake-model": {}}}},
-    }))
-    return tmp_path, env
+    return tmp_path, configured_home(tmp_path, provider)
 
 
 async def _start_held_prompt(root, provider):

@@ -44,11 +44,26 @@ class ServerProcess:
 
 
 def isolated_env(root: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCODE_", "OPENAI_", "ANTHROPIC_"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENCODE_", "OPENAI_", "ANTHROPIC_")) and k != "OCS_RESUME_BUDGET"}
     for name in ("home", "config", "data"):
         (root / name).mkdir(parents=True, exist_ok=True)
     env.update(HOME=str(root / "home"), XDG_CONFIG_HOME=str(root / "config"), XDG_DATA_HOME=str(root / "data"))
     env.update(extra)
+    return env
+
+
+def configured_home(root: Path, provider: Any, **env_extra: str) -> dict[str, str]:
+    """An isolated environment under `root` whose global opencode.json selects `loop/fake-model` served by `provider`
+    (a FakeOpenAI); returns the environment."""
+    env = isolated_env(root, **env_extra)
+    (root / "config" / "opencode").mkdir(parents=True, exist_ok=True)
+    (root / "config" / "opencode" / "opencode.json").write_text(json.dumps({
+        "model": "loop/fake-model",
+        "provider": {"loop": {"npm": "@ai-sdk/openai-compatible",
+                              "options": {"baseURL": provider.base_url, "apiKey": "k"},
+                              "models": {"fake-model": {}}}},
+    }))
     return env
 
 
