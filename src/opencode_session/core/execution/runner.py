@@ -1,9 +1,8 @@
 """The Session runner: one drain promotes eligible input at Safe Step Boundaries and runs Steps until no immediate
 continuation remains, moving its DrainState (`drain`) on with each Step's outcome: retries before any output, the
 step allowance, rebuilds after a compaction. Its parts: boundary sampling (`sampling`), Model Context assembly
-(`model_context`), compaction around Steps (`overflow`), orphan reconciliation (`orphans`: idempotent calls a lost host
-left run again) and one Step's stream
-(`step`); `core.wiring` assembles it for a runtime."""
+(`model_context`), compaction around Steps (`overflow`), orphan reconciliation (`orphans`; the runner runs a lost
+host's idempotent calls again) and one Step's stream (`step`); `core.wiring` assembles it for a runtime."""
 
 from __future__ import annotations
 
