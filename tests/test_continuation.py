@@ -199,6 +199,7 @@ async def test_over_budget_a_lost_session_stays_idle_with_a_host_lost_error(root
     last = log[-1]
     assert last.type == "session.execution.failed" and last.data.error.type == "host.lost"
     assert "1 per 3600 s" in last.data.error.message
+    assert third.wait_for_stderr("its automatic continuations (1 per 3600 s) are spent", DEADLINE)
     assert _runs(path / "work" / "ledger.log") == 2  # each run was the model's own call, none a re-run
     assert [e.data.error.type for e in log if e.type == "session.step.failed"] == ["host.lost", "host.lost"]
     _assert_no_step_twice(after)
