@@ -206,6 +206,35 @@ async def test_over_budget_a_lost_session_stays_idle_with_a_host_lost_error(root
     assert after[-1].type == "session.execution.succeeded" and len(provider.requests) == 3
 
 
+async def test_a_host_killed_during_several_busy_sessions_continues_every_one(root, provider):
+    path, env = root
+    work, count = path / "work", 8
+    work.mkdir(exist_ok=True)
+    (work / "ledger.hold").touch()
+    provider.enqueue(*(_calling("ledger", f"call_{n}") for n in range(count)))
+    srv = start_server(path, env=env, program=CRASH_HOST)
+    async with OpenCodeClient(srv.url) as client:
+        sids = [(await client.session.create()).id for _ in range(count)]
+        for sid in sids:
+            await client.session.prompt(sid, prompt={"text": "use ledger"})
+        await _poll(lambda: _runs(work / "ledger.log") == count, "every session runs ledger")
+        assert sorted(await client.session.active()) == sorted(sids)
+    srv.stop(signal.SIGKILL)
+    (work / "ledger.hold").unlink()
+    provider.enqueue(*(fake.completion(fake.text_deltas("carrying on")) for _ in range(count)))
+    second = start_server(path, env=env, program=CRASH_HOST)
+    try:
+        logs = [await _settled_log(second.url, sid) for sid in sids]
+    finally:
+        assert second.stop() == 0
+    for log in logs:
+        assert [e.type for e in log][-1] == "session.execution.succeeded"
+        assert [e.data.error.type for e in log if e.type == "session.tool.failed"] == ["tool.stale"]
+        _assert_no_step_twice(log)
+    assert _runs(work / "ledger.log") == count  # no call ran twice
+    assert len(provider.requests) == 2 * count and provider.pending == 0
+
+
 async def test_a_malformed_resume_budget_refuses_to_start(root):
     path, env = root
     with pytest.raises(RuntimeError, match="OCS_RESUME_BUDGET='often' is not COUNT/SECONDS"):
