@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 from .config import ConfigSource
 from .credentials import CREDENTIALS_FILE, ConnectedConfig, CredentialStore
-from .execution import suspension
+from .execution import continuation, suspension
+from .execution.continuation import Continuations, ResumeBudget
 from .execution.coordinator import Drain, SessionExecution
 from .fs import Finder
 from .instructions.entries import InstructionEntries
@@ -35,7 +36,7 @@ from .session.projector import project
 from .session.revert import Reverts
 from .snapshot import Snapshots
 from .snapshot.service import SNAPSHOT_DIRECTORY
-from .store import Store
+from .store import Store, Tx
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,9 @@ class RuntimeOptions:
     # `python:` entries at the directory too (a server and `ocs run` do): `Runtime.plugins` after `open`
     plugins: Sequence[Plugin] = ()
     discover_plugins: bool = False
+    # automatic continuations after a lost host per session and window; None: $OCS_RESUME_BUDGET ("COUNT/SECONDS"),
+    # else one per hour
+    resume_budget: ResumeBudget | None = None
 
 
 class Runtime:
@@ -89,6 +93,9 @@ class Runtime:
         self.integrations = Integrations(self.credentials)
         self._sweepers: list[asyncio.Task[None]] = []
         self.execution: SessionExecution | None = None
+        # InvalidResumeBudget here, before anything opens, when $OCS_RESUME_BUDGET is malformed
+        self.resume_budget = options.resume_budget or ResumeBudget.of(options.env)
+        self.continuations: Continuations | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self.plugins: Plugins | None = None  # loaded by `open`, before the drain factory runs (None: none asked for)
@@ -117,8 +124,8 @@ class Runtime:
             self.plugins = self._load_plugins()
             self._event_hooks = self.plugins.hooks.watch(self.store.live)
         drain = self.options.drain_factory(self) if self.options.drain_factory else _idle_drain
-        self.execution = SessionExecution(self.store, drain, on_started=suspension.on_started,
-                                          on_settled=suspension.on_settled)
+        self.execution = SessionExecution(self.store, drain, on_started=_on_started, on_settled=_on_settled)
+        self.continuations = Continuations(self.store, self.execution, self.resume_budget)
         self.sessions.wake = self.execution.wake if self.options.drain_factory else (lambda _sid: None)
         self.sessions.hold = self.reverts.hold = self.execution.idle_hold
         return self
@@ -143,6 +150,19 @@ class Runtime:
         if self.execution is None:
             raise RuntimeError("the runtime is not open")
         return await suspension.resume(self.store, self.execution)
+
+    async def lost_sessions(self) -> list[str]:
+        """The sessions whose execution's host was lost (a hard crash): before this runtime runs anything, every
+        execution claim left in a single-host store is one."""
+        if self.continuations is None:
+            raise RuntimeError("the runtime is not open")
+        return await self.continuations.lost()
+
+    async def continue_lost(self, session_ids: list[str]) -> dict[str, continuation.Outcome]:
+        """Continue each session `lost_sessions` found, within the resume budget."""
+        if self.continuations is None:
+            raise RuntimeError("the runtime is not open")
+        return await self.continuations.continue_lost(session_ids)
 
     async def session_deleted(self, directory: str | Path) -> None:
         """What deleting a session releases once no other session works in its Location: that Location's
@@ -183,6 +203,16 @@ def _data_dir(options: RuntimeOptions) -> Path:
     if str(options.db_path) == ":memory:":
         return Path(tempfile.gettempdir()) / f"opencode-session-{getpass.getuser()}"
     return Path(options.db_path).resolve().parent
+
+
+def _on_started(tx: Tx, session_id: str) -> None:
+    suspension.on_started(tx, session_id)
+    continuation.on_started(tx, session_id)
+
+
+def _on_settled(tx: Tx, session_id: str, outcome: str) -> None:
+    suspension.on_settled(tx, session_id, outcome)
+    continuation.on_settled(tx, session_id, outcome)
 
 
 async def _idle_drain(_session_id: str, _force: bool) -> None:

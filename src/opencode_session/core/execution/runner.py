@@ -1,11 +1,12 @@
 """The Session runner: one drain promotes eligible input at Safe Step Boundaries and runs Steps until no immediate
 continuation remains, moving its DrainState (`drain`) on with each Step's outcome: retries before any output, the
 step allowance, rebuilds after a compaction. Its parts: boundary sampling (`sampling`), Model Context assembly
-(`model_context`), compaction around Steps (`overflow`), orphan reconciliation (`orphans`) and one Step's stream
-(`step`); `core.wiring` assembles it for a runtime."""
+(`model_context`), compaction around Steps (`overflow`), orphan reconciliation (`orphans`; the runner runs a lost
+host's idempotent calls again) and one Step's stream (`step`); `core.wiring` assembles it for a runtime."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping
@@ -14,10 +15,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
+import anyio
+
 from ...schema import events as ev
 from ...schema import session_errors
 from ...schema.common import ModelRef, SessionErrorInfo
 from ...schema.ids import message_id
+from ..agents import AgentNotFoundError, resolve_agent
 from ..boundary import Boundary
 from ..cancellation import shielded
 from ..compaction.compactor import CompactionSettings, Compactor
@@ -34,14 +38,15 @@ from ..session.history import HistoryCache
 from ..snapshot import Snapshots
 from ..snapshot.steps import StepFiles
 from ..store import Reader, Store
-from ..tools.registry import ToolRegistry, default_registry
+from ..tools.registry import ToolRegistry, ToolSet, default_registry
+from ..tools.tool import ToolContext
 from .coordinator import DrainFailure, DrainInterrupted
 from .drain import DrainState, Next
 from .model_context import ModelCall, ModelContext, ModelContextBuilder, model_call, named_model
-from .orphans import close_assistant, reconcile_orphans
+from .orphans import Orphan, close_assistant, find_orphans, settle_orphans
 from .overflow import StepCompaction
 from .sampling import BoundarySampler
-from .step import INTERRUPTED_STEP, Step, StepContext, StepOutcome
+from .step import INTERRUPTED_STEP, Step, StepContext, StepOutcome, local_settlement
 from .title import SessionTitles
 
 log = logging.getLogger(__name__)
@@ -112,8 +117,8 @@ class Runner:
         await self._run_barrier(session_id)
         if not force and not await self._promotable(session_id):
             return
-        await reconcile_orphans(store, session_id)
         await self.deps.tools.start()
+        await self._reconcile_orphans(session_id)
         state = DrainState()
         try:
             while True:
@@ -176,11 +181,56 @@ class Runner:
                 if m["type"] == "assistant":
                     # unanswered tool results, or a step an interruption cut short
                     error = m.get("error")
-                    aborted = error is not None and error["type"] == session_errors.ABORTED
-                    return m.get("finish") == "tool-calls" or aborted
+                    cut_short = error is not None and error["type"] in (session_errors.ABORTED,
+                                                                        session_errors.HOST_LOST)
+                    return m.get("finish") == "tool-calls" or cut_short
             return False
 
         return await self.deps.store.read(_q)
+
+    # --- orphans a lost host left ----------------------------------------------------------------------------
+
+    async def _reconcile_orphans(self, session_id: str) -> None:
+        """Settle what a lost host left open before the first Step: an idempotent tool call it may have been running
+        runs again and its result is recorded; every other open call fails (the model reads why) and the open
+        assistant messages fail as `host.lost`. Nothing else is sent again: the next Step is a new one."""
+        store = self.deps.store
+        left = await store.read(lambda reader: find_orphans(reader, session_id))
+        if left is None:
+            return
+        tools = self.deps.tools.snapshot()
+        again = [o for o in left if o.running and not o.hosted and tools.idempotent(o.name)]
+        settled = {}
+        if again:
+            b = await self.sampler.sample(session_id)
+            results = await asyncio.gather(*(self._run_again(b, tools, o) for o in again))
+            settled = {(o.assistant_id, o.call_id): result for o, result in zip(again, results, strict=True)}
+        await store.write(partial(settle_orphans, session_id=session_id, settled=settled))
+
+    async def _run_again(self, b: Boundary, tools: ToolSet, orphan: Orphan) -> ev.ToolSuccess | ev.ToolFailed:
+        """Run an idempotent call again for the assistant message that made it, under the rules of the agent that
+        made it (as configured at this boundary; the boundary's own agent if that one is gone)."""
+        d, sid = self.deps, b.session.id
+        outputs = d.tools.outputs
+        try:
+            agent = resolve_agent(b.config, orphan.agent)
+        except AgentNotFoundError:
+            agent = b.agent
+        ctx = ToolContext(
+            session_id=sid, message_id=orphan.assistant_id, call_id=orphan.call_id, agent=agent.name,
+            directory=b.location.directory, project_root=b.location.project_root,
+            on_read=d.on_read(b, orphan.assistant_id) if d.on_read else None, env=d.env,
+            rules=agent.rules(b.config.permission, d.env),
+            asker=None if d.permissions is None else d.permissions.asker(sid, b.location.project_id,
+                                                                         orphan.assistant_id, orphan.call_id),
+            managed_roots=() if outputs is None else (outputs.root,), config=b.config)
+        settlement = await tools.run(orphan.name, orphan.input, ctx)
+        limits = b.config.tool_output
+        lines = _positive(limits.max_lines if limits else None)
+        size = _positive(limits.max_bytes if limits else None)
+        if not tools.within_bounds(settlement, lines, size):
+            settlement = await anyio.to_thread.run_sync(tools.bound, settlement, lines, size)
+        return local_settlement(sid, orphan.assistant_id, orphan.call_id, settlement)
 
     # --- one Step --------------------------------------------------------------------------------------
 

@@ -116,6 +116,17 @@ class _Block:
     parts: list[str] = field(default_factory=list)
 
 
+def local_settlement(session_id: str, assistant_id: str, call_id: str,
+                     settlement: ToolSucceeded | ToolErrored) -> ev.ToolSuccess | ev.ToolFailed:
+    """The durable event that settles a local call with its (bounded) settlement."""
+    if isinstance(settlement, ToolSucceeded):
+        out = settlement.output
+        return ev.ToolSuccess(sessionID=session_id, assistantMessageID=assistant_id, callID=call_id,
+                              structured=out.structured, content=list(out.content),
+                              outputPaths=[settlement.output_path] if settlement.output_path else None)
+    return ev.ToolFailed(sessionID=session_id, assistantMessageID=assistant_id, callID=call_id, error=settlement.error)
+
+
 class Step:
     def __init__(self, ctx: StepContext) -> None:
         self.ctx = ctx
@@ -400,13 +411,8 @@ class Step:
             else:
                 data = ev.ToolSuccess(**ids, callID=record.call_id, content=settlement.content,
                                       result=hosted.result, executed=True, resultState=hosted.metadata)
-        elif isinstance(settlement, ToolSucceeded):
-            out = settlement.output
-            data = ev.ToolSuccess(**ids, callID=record.call_id, structured=out.structured,
-                                  content=list(out.content),
-                                  outputPaths=[settlement.output_path] if settlement.output_path else None)
         else:
-            data = ev.ToolFailed(**ids, callID=record.call_id, error=settlement.error)
+            data = local_settlement(self.ctx.session_id, self.ctx.assistant_id, record.call_id, settlement)
         # committed now (clients see a finished call while others still run), waited for by the terminal
         self._defer(data, lazy=False)
         record.settled = True
