@@ -145,7 +145,7 @@ class SessionExecution:
             await self.ownership.released(session_id, next_commit)
 
     def take_over(self, lease: Lease) -> None:
-        """Continue a session this host just took over from a host that stopped renewing its lease."""
+        """Run a session this host just took the lease of (its admitted input waited with no owner)."""
         if self._closed or lease.session_id in self._running:
             return
         self._start(lease.session_id, force=True).lease = lease

@@ -120,11 +120,11 @@ class Ownership:
 
     # --- takeover -----------------------------------------------------------------------------------------
 
-    def sweep(self, take_over: Callable[[Lease], None]) -> None:
+    def sweep(self, take_over: Callable[[Lease, bool], None]) -> None:
         """Start looking (ten times per lease lifetime) for sessions whose owner stopped renewing, and for sessions
         whose admitted input waited a lease lifetime with no owner (the admitting host died before it woke them):
         they are taken over together, each with a fresh lease (a newer epoch fences an old owner), and handed to
-        `take_over`."""
+        `take_over` with whether an execution was lost (True) or only input waited (False)."""
         self._sweeper = asyncio.create_task(self._sweep(take_over), name="lease-sweeper")
 
     def _claim(self, tx: Tx) -> list[tuple[Lease, Lease]]:
@@ -143,7 +143,7 @@ class Ownership:
         now = now_ms()
         return bool(reader.leases.expired(now, limit=1) or reader.pending.unowned(now - self.ttl_ms, limit=1))
 
-    async def _sweep(self, take_over: Callable[[Lease], None]) -> None:
+    async def _sweep(self, take_over: Callable[[Lease, bool], None]) -> None:
         period = max(self.ttl_ms / 10_000, 0.1)
         while True:
             try:
@@ -151,7 +151,7 @@ class Ownership:
                     for stale, lease in await self.store.write(self._claim):
                         log.warning("taking over session %s from %s", stale.session_id,
                                     stale.owner or "nobody (its input waited unowned)")
-                        take_over(lease)
+                        take_over(lease, bool(stale.owner))
             except StoreError as failed:
                 log.warning("the lease sweep failed: %s", failed)
             await asyncio.sleep(period)  # a timer: the sweep period

@@ -20,6 +20,7 @@ from .backends import open_backend
 from .feed import DurableFeed, LiveBus
 from .fencing import SessionFencedError, current_fence
 from .rows import (
+    ContinuationWrites,
     EventWrites,
     InstructionWrites,
     LeaseWrites,
@@ -62,6 +63,7 @@ class Tx:
         self.permissions: PermissionWrites = rows.permissions
         self.suspension: SuspensionWrites = rows.suspension
         self.leases: LeaseWrites = rows.leases
+        self.continuation: ContinuationWrites = rows.continuation
         self.appended: list[EventRecord] = []
         self.live: list[EventRecord] = []
 

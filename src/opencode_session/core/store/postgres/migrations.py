@@ -43,11 +43,14 @@ MIGRATIONS: list[str] = [
         time_updated BIGINT NOT NULL,
         created_order BIGINT NOT NULL,
         data TEXT NOT NULL,
-        time_suspended BIGINT
+        time_suspended BIGINT,
+        time_claimed BIGINT,
+        continued TEXT
     );
     CREATE INDEX session_created_idx ON session (time_created, created_order);
     CREATE INDEX session_directory_idx ON session (directory);
     CREATE INDEX session_time_suspended_idx ON session (time_suspended) WHERE time_suspended IS NOT NULL;
+    CREATE INDEX session_time_claimed_idx ON session (time_claimed) WHERE time_claimed IS NOT NULL;
     CREATE TABLE session_message (
         id TEXT PRIMARY KEY,
         session_id TEXT NOT NULL REFERENCES session (id) ON DELETE CASCADE,

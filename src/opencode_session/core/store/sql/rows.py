@@ -4,6 +4,7 @@ transaction, as its `Writer` (the backend adds `replace_projections`)."""
 from __future__ import annotations
 
 from .connection import Connection
+from .continuation import SqlContinuation
 from .events import SqlEvents
 from .instructions import SqlInstructions
 from .leases import SqlLeases
@@ -19,11 +20,11 @@ LOG_TABLES = ("event_sequence", "event")
 PROJECTION_TABLES = ("session", "session_message", "session_pending")
 # State kept beside the projections but not derived from events, which a rebuild leaves as it was: the instruction
 # checkpoint and entries (the files and values a baseline was read from are not in the log), the "always"
-# permissions, the count of removed messages the history cache watches, the session leases, and the suspension mark
-# of a session row.
+# permissions, the count of removed messages the history cache watches, the session leases, and the suspension mark,
+# continuation claim and continuation record of a session row.
 STATE_TABLES = ("instruction_checkpoint", "instruction_entry", "permission_saved", "session_message_removal",
                 "session_lease")
-SESSION_STATE_COLUMNS = ("time_suspended",)
+SESSION_STATE_COLUMNS = ("time_suspended", "time_claimed", "continued")
 
 
 class SqlRows:
@@ -39,3 +40,4 @@ class SqlRows:
         self.permissions = SqlPermissions(conn)
         self.suspension = SqlSuspension(conn)
         self.leases = SqlLeases(conn)
+        self.continuation = SqlContinuation(conn)

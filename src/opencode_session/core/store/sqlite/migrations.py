@@ -113,7 +113,14 @@ MIGRATIONS: list[str] = [
         BEGIN INSERT INTO session_message_removal (session_id, removed) VALUES (OLD.session_id, 1)
             ON CONFLICT (session_id) DO UPDATE SET removed = removed + 1; END;
     """,
-    # 7: session leases (owner, epoch, expiry): which host executes a session, and the fencing token of its writes
+    # 7: continuation after a hard crash: the private claim of a running execution and when the session was last
+    # continued automatically (a JSON list of times), both beside the projections
+    """
+    ALTER TABLE session ADD COLUMN time_claimed INTEGER;
+    ALTER TABLE session ADD COLUMN continued TEXT;
+    CREATE INDEX session_time_claimed_idx ON session (time_claimed) WHERE time_claimed IS NOT NULL;
+    """,
+    # 8: session leases (owner, epoch, expiry): which host executes a session, and the fencing token of its writes
     """
     CREATE TABLE session_lease (
         session_id TEXT PRIMARY KEY,
