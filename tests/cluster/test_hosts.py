@@ -214,3 +214,24 @@ async def test_a_permission_reply_through_another_host_reaches_the_host_that_ask
         await b.session.permission_reply(sid, "per_missing", reply="once")
     await a.aclose()
     await b.aclose()
+
+
+async def test_over_its_resume_budget_a_taken_over_session_waits_idle_with_host_lost(cluster):
+    cluster.env["OCS_RESUME_BUDGET"] = "0/1"
+    first, second = cluster.start(2)
+    a, b = OpenCodeClient(first.url), OpenCodeClient(second.url)
+    (sid,) = await _busy(cluster, a, 1)
+    first.stop(signal.SIGKILL)
+    with anyio.fail_after(60):
+        await b.session.wait(sid)  # b took the lease, found no budget left, recorded the loss and let it go
+    events = [e async for e in b.session.log(sid, follow=False) if e.type != "log.synced"]
+    failed = [e for e in events if e.type == "session.execution.failed"]
+    assert failed and failed[-1].data.error.type == "host.lost"
+    assert cluster.runs() == collections.Counter()  # nothing ran again
+    assert (await b.session.owner(sid)).host is None
+    await b.session.prompt(sid, prompt={"text": "run later"})  # the next prompt continues it as usual
+    with anyio.fail_after(60):
+        await b.session.wait(sid)
+    assert cluster.runs() == collections.Counter({"later": 1})
+    await a.aclose()
+    await b.aclose()
