@@ -145,9 +145,10 @@ class PgWriter:
                     break
                 if more is not _CATCH_UP:
                     batch.extend(cast(list[Job], more))
-            if item is _CATCH_UP or not batch:
+            catch_up = item is _CATCH_UP or self._catching_up.is_set()
+            if catch_up:
                 self._catching_up.clear()
-            foreign, error = self._transaction(batch)
+            foreign, error = self._transaction(batch, catch_up)
             assert self._loop is not None
             self._loop.call_soon_threadsafe(self._settled, batch, foreign, error)
         if self._conn is not None:
@@ -158,7 +159,8 @@ class PgWriter:
             self._conn = self._connect()
         return self._conn
 
-    def _transaction(self, batch: list[Job]) -> tuple[list[tuple[int, EventRecord]], BaseException | None]:
+    def _transaction(self, batch: list[Job], catch_up: bool
+                     ) -> tuple[list[tuple[int, EventRecord]], BaseException | None]:
         foreign: list[tuple[int, EventRecord]] = []
         try:
             conn = self._connection()
@@ -183,26 +185,31 @@ class PgWriter:
                     job.outcome = (None, _neutral(error))
                 inserted.append(ids)
             count = sum(len(ids) for ids in inserted)
-            head = conn.execute("SELECT last FROM event_feed WHERE id = 1" + (" FOR UPDATE" if count else "")
-                                ).fetchone()
-            last = 0 if head is None else int(head[0])
-            while self.seen < last:  # other hosts committed since: theirs come before ours
-                page = rows.events.from_position(self.seen, _CATCH_UP_PAGE)
+            if count:  # one round trip: lock the feed, number this batch's events after it, and tell the others
+                row = conn.execute(
+                    "WITH feed AS (UPDATE event_feed SET last = last + %s WHERE id = 1 RETURNING last - %s AS base),"
+                    " numbered AS (UPDATE event SET position = feed.base + item.n FROM feed,"
+                    " unnest(%s::text[]) WITH ORDINALITY AS item(id, n) WHERE event.id = item.id)"
+                    " SELECT base, pg_notify(%s::text, %s::text || ':' || (base + %s::bigint)::text) FROM feed",
+                    (count, count, [event_id for ids in inserted for event_id in ids], self._channel(),
+                     self._host_tag, count)).fetchone()
+                last = 0 if row is None else int(row[0])
+                position = last
+                for job, ids in zip(batch, inserted, strict=True):
+                    job.positions[:] = range(position + 1, position + 1 + len(ids))
+                    position += len(ids)
+            elif catch_up:
+                row = conn.execute("SELECT last FROM event_feed WHERE id = 1").fetchone()
+                last = 0 if row is None else int(row[0])
+            else:
+                last = self.seen  # no events of ours to order after theirs: a notification brings theirs
+            while self.seen < last:  # other hosts committed before this batch: theirs are announced first
+                page = [entry for entry in rows.events.from_position(self.seen, _CATCH_UP_PAGE) if entry[0] <= last]
                 if not page:
                     break
                 foreign.extend(page)
                 self.seen = page[-1][0]
             self.seen = max(self.seen, last)
-            if count:
-                ordered = [event_id for ids in inserted for event_id in ids]
-                conn.execute("UPDATE event SET position = %s + numbered.n FROM unnest(%s::text[]) WITH ORDINALITY"
-                             " AS numbered(id, n) WHERE event.id = numbered.id", (last, ordered))
-                conn.execute("UPDATE event_feed SET last = %s WHERE id = 1", (last + count,))
-                conn.execute("SELECT pg_notify(%s, %s)", (self._channel(), f"{self._host_tag}:{last + count}"))
-                position = last
-                for job, ids in zip(batch, inserted, strict=True):
-                    job.positions[:] = range(position + 1, position + 1 + len(ids))
-                    position += len(ids)
             conn.commit()
             self.seen = max(self.seen, last + count)
             return foreign, None
