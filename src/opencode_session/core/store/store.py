@@ -163,7 +163,7 @@ class Store:
                 raise SessionFencedError(fence)
             tx = Tx(self, rows)
             result = fn(tx)
-            tx_of.append(tx)
+            tx_of[:] = [tx]  # a backend may run a write again (its first transaction rolled back): the last counts
             return result
 
         def _settle(_result: object, error: BaseException | None, positions: list[int]) -> None:

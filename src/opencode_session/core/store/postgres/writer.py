@@ -28,7 +28,9 @@ log = logging.getLogger(__name__)
 MAX_BATCH = 48
 # Foreign events read per query while catching up.
 _CATCH_UP_PAGE = 1000
-
+# Times a batch runs again after PostgreSQL broke a deadlock by rolling it back (two hosts' batches writing the same
+# sessions in opposite orders), before its writes fail.
+_DEADLOCK_RETRIES = 5
 
 
 @dataclass
@@ -148,7 +150,11 @@ class PgWriter:
             catch_up = item is _CATCH_UP or self._catching_up.is_set()
             if catch_up:
                 self._catching_up.clear()
-            foreign, error = self._transaction(batch, catch_up)
+            for _attempt in range(_DEADLOCK_RETRIES):
+                foreign, error = self._transaction(batch, catch_up)
+                if not _rolled_back(error):
+                    break
+                log.info("a write batch was rolled back to break a deadlock; running it again")
             assert self._loop is not None
             self._loop.call_soon_threadsafe(self._settled, batch, foreign, error)
         if self._conn is not None:
@@ -168,6 +174,7 @@ class PgWriter:
             inserted: list[list[str]] = []
             several = len(batch) > 1
             for job in batch:
+                job.outcome = (None, None)
                 ids: list[str] = []
                 rows.events.inserted = ids
                 if several:
@@ -175,7 +182,7 @@ class PgWriter:
                 try:
                     job.outcome = (job.run(rows), None)
                 except psycopg.OperationalError:
-                    raise  # the connection itself failed: nothing of the batch is durable
+                    raise  # the connection failed, or the server rolled the batch back: nothing of it is durable
                 except BaseException as error:  # noqa: BLE001 - this write alone is rolled back
                     if several:
                         conn.execute("ROLLBACK TO SAVEPOINT job")
@@ -227,6 +234,13 @@ class PgWriter:
                 conn.rollback()
             except psycopg.Error:
                 conn.close()
+
+
+def _rolled_back(error: BaseException | None) -> bool:
+    """Whether the server rolled the batch back on its own (SQLSTATE class 40: a deadlock it broke, a serialization
+    failure): running it again may well succeed."""
+    cause = error.__cause__ if isinstance(error, StoreError) else None
+    return isinstance(cause, psycopg.Error) and (cause.sqlstate or "").startswith("40")
 
 
 def _neutral(error: BaseException) -> BaseException:
