@@ -14,8 +14,8 @@ from .algebra import Instructions, combine
 
 # The positions, in order. The built-in sources fill environment, date, discovery (ambient AGENTS.md), configured
 # (opencode.json's `instructions`), skills (the selected agent's skill guidance), references (the project
-# references' guidance) and entries (the API-managed InstructionEntry values); mcp is declared for the MCP guidance to
-# come.
+# references' guidance) and entries (the API-managed InstructionEntry values); mcp holds the MCP guidance, which the
+# runtime's wiring adds (`core/mcp/guidance.py`).
 POSITIONS: Final = ("environment", "date", "discovery", "configured", "skills", "references", "mcp", "entries")
 
 # Loads one source's Instructions for the boundary (what it observes may be unavailable: see Unavailable).
@@ -33,6 +33,13 @@ class InstructionSources:
         if position not in POSITIONS:
             raise ValueError(f"not a declared instruction position: {position!r} (one of {', '.join(POSITIONS)})")
         self._added.setdefault(position, []).append(producer)
+
+    def extended(self, position: str, producer: InstructionProducer) -> InstructionSources:
+        """A copy with `producer` added at `position`, after the ones there; this one is left as it is."""
+        copy = InstructionSources()
+        copy._added = {at: list(producers) for at, producers in self._added.items()}
+        copy.add(position, producer)
+        return copy
 
     async def produce(self, boundary: Boundary) -> dict[str, list[Instructions]]:
         """Every added producer's Instructions, loaded concurrently, by position."""
