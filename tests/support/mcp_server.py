@@ -4,7 +4,7 @@ streamable HTTP: `python -m tests.support.mcp_server NAME [stdio | http PORT | s
 Its tools: `echo` answers its text, `fail` fails with a message, `hang` waits until cancelled (writing
 `$MCP_TEST_MARKS/cancelled` when the client's cancellation reaches it), `image` returns a PNG, `structured` a
 structured value, `resource` an embedded resource, `pid` its process id, `grow` adds a tool and tells the client the
-list changed, `die` exits at once. Its instructions are `$MCP_TEST_INSTRUCTIONS` (none when unset); with
+list changed, `die` exits at once. With `$MCP_TEST_LINGER` it stays alive after its stdin ends. Its instructions are `$MCP_TEST_INSTRUCTIONS` (none when unset); with
 `$MCP_TEST_TOOLS` it also offers that many `t0`, `t1`, ... tools."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import asyncio
 import base64
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,10 @@ def main(argv: list[str]) -> None:
     mark(f"started-{os.getpid()}", str(os.getpid()))
     if transport == "stdio":
         server.run("stdio")
+        if os.environ.get("MCP_TEST_LINGER"):  # a server that outlives its stdin: only a signal ends it
+            mark(f"lingering-{os.getpid()}")
+            while True:
+                time.sleep(3600)
     elif transport == "http":
         asyncio.run(server.run_streamable_http_async(host="127.0.0.1", port=int(argv[2])))
     elif transport == "sse":
