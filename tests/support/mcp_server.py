@@ -4,8 +4,9 @@ streamable HTTP: `python -m tests.support.mcp_server NAME [stdio | http PORT | s
 Its tools: `echo` answers its text, `fail` fails with a message, `hang` waits until cancelled (writing
 `$MCP_TEST_MARKS/cancelled` when the client's cancellation reaches it), `image` returns a PNG, `structured` a
 structured value, `resource` an embedded resource, `pid` its process id, `grow` adds a tool and tells the client the
-list changed, `die` exits at once. With `$MCP_TEST_LINGER` it stays alive after its stdin ends. Its instructions are `$MCP_TEST_INSTRUCTIONS` (none when unset); with
-`$MCP_TEST_TOOLS` it also offers that many `t0`, `t1`, ... tools."""
+list changed, `die` exits at once. With `$MCP_TEST_LINGER` it stays alive after its stdin ends. Its instructions
+are `$MCP_TEST_INSTRUCTIONS` (none when unset); with `$MCP_TEST_TOOLS` it also offers that many `t0`, `t1`, ...
+tools."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from mcp.server.mcpserver.utilities.types import Image
 from mcp_types import EmbeddedResource, TextResourceContents
 
 # a 1x1 transparent PNG
-PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5E"
+                       "rkJggg==")
 
 
 def mark(name: str, text: str = "") -> None:

@@ -149,5 +149,6 @@ class ConfigError(Exception):
         super().__init__(f"Invalid config {where}: {message}")
 
 
-__all__ = ["AgentConfig", "Config", "ConfigError", "McpLocalConfig", "McpRemoteConfig", "ModelConfig", "ModelCostConfig", "ModelLimit", "ModelModalities",
-           "ProviderConfig", "ProviderOptions", "ToolOutputConfig", "WebSearchConfig"]
+__all__ = ["AgentConfig", "Config", "ConfigError", "McpLocalConfig", "McpRemoteConfig", "ModelConfig",
+           "ModelCostConfig", "ModelLimit", "ModelModalities", "ProviderConfig", "ProviderOptions", "ToolOutputConfig",
+           "WebSearchConfig"]
