@@ -42,3 +42,16 @@ def test_servers_are_stopped_when_the_server_shuts_down(tmp_path):
     srv, pids = serve_with_servers(tmp_path)
     assert srv.stop(signal.SIGTERM) == 0, "".join(srv.stderr_lines)
     assert not any(alive(pid) for pid in pids)
+
+
+def test_a_server_that_cannot_start_is_logged_and_reported(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "opencode.json").write_text(json.dumps({"mcp": {"gone": {"type": "local", "command": ["no-such-mcp"]}}}))
+    srv = start_server(tmp_path, env=isolated_env(tmp_path), workdir=work)
+    try:
+        answer = httpx2.get(f"{srv.url}/api/mcp", timeout=30).json()
+        assert answer["data"] == {"gone": {"status": "failed", "error": "command not found: no-such-mcp"}}
+        assert srv.wait_for_stderr("MCP server gone failed: command not found: no-such-mcp; restarting in 1 s", 10)
+    finally:
+        assert srv.stop() == 0, "".join(srv.stderr_lines)

@@ -56,8 +56,8 @@ def test_results_lower_to_text_files_and_structured_values():
     result = CallToolResult(content=[
         TextContent(type="text", text="hello"),
         ImageContent(type="image", data="AAAA", mime_type="image/png"),
-        EmbeddedResource(type="resource", resource=BlobResourceContents(uri="file:///a.bin", mime_type="application/zip",
-                                                                         blob="UEsD")),
+        EmbeddedResource(type="resource", resource=BlobResourceContents(
+            uri="file:///a.bin", mime_type="application/zip", blob="UEsD")),
         ResourceLink(type="resource_link", uri="file:///b.txt", name="b.txt", description="the b file"),
     ], structured_content={"k": 1})
     output = lower_result(result, "srv/tool")

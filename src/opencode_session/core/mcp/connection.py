@@ -33,6 +33,10 @@ STOP_GRACE_S = 10.0  # how long stopping may take before the connection's task i
 _MAX_TOOL_PAGES = 100
 
 
+class McpStartFailed(Exception):
+    """Why a server could not be connected, already said in words (no exception type is added to it)."""
+
+
 class McpUnavailable(Exception):
     """A call to a server that is not connected, or whose connection broke during the call: the tool error."""
 
@@ -62,6 +66,8 @@ def describe(exc: BaseException) -> str:
     leaf = _leaf(exc)
     if isinstance(leaf, TimeoutError):
         return "timed out"
+    if isinstance(leaf, McpStartFailed):
+        return str(leaf)
     text = str(leaf).strip()
     return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
 
@@ -113,7 +119,7 @@ async def _stdio(config: McpLocalConfig, launch: Launch) -> AsyncIterator[Any]:
     found = (str(launch.directory / program) if os.sep in program else
              shutil.which(program, path=env.get("PATH", os.defpath)))
     if found is None or not os.access(found, os.X_OK):
-        raise FileNotFoundError(f"command not found: {program}")
+        raise McpStartFailed(f"command not found: {program}")
     argv = parent_death.wrapped([found, *config.command[1:]])
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=launch.directory)
     with open(os.devnull, "w") as errlog:
@@ -280,7 +286,7 @@ class McpServer:
                 return
             except _NotConnected as failed:
                 problems.append(f"{label}: {describe(failed.__cause__ or failed)}")
-        raise ConnectionError("; ".join(problems) if len(problems) > 1 else problems[0].split(": ", 1)[1])
+        raise McpStartFailed("; ".join(problems) if len(problems) > 1 else problems[0].split(": ", 1)[1])
 
     async def _serve(self, opener: Callable[[], Any]) -> None:
         """Connect over one transport and stay connected until stopped or the connection ends; _NotConnected when
@@ -359,5 +365,6 @@ def launch_of(entry: ServerEntry, directory: Path, env: Mapping[str, str],
     return Launch(entry, directory, tuple(sorted(merged.items())) if isinstance(config, McpLocalConfig) else ())
 
 
-__all__ = ["BACKOFF_S", "Launch", "MAX_BACKOFF_S", "McpServer", "McpUnavailable", "Status", "describe", "launch_of"]
+__all__ = ["BACKOFF_S", "Launch", "MAX_BACKOFF_S", "McpServer", "McpStartFailed", "McpUnavailable", "Status",
+           "describe", "launch_of"]
 
