@@ -254,3 +254,19 @@ async def test_an_idle_server_is_stopped_and_started_again_when_needed(tmp_path)
         records = await h.turn(sid, "b", tool_call("c1", "srv_echo", {"text": "again"}), text("ok"))
         assert of_type(records, "session.tool.success")[0]["content"][0]["text"] == "echo: again"
         assert len([p for p in h.marks.iterdir() if p.name.startswith("started-")]) == 2
+
+
+async def test_a_local_server_runs_in_the_location_with_the_pty_environment(tmp_path):
+    from opencode_session.sdk import OpenCode
+
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "opencode.json").write_text(json.dumps({"mcp": {"srv": local("srv", MCP_TEST_SEEN="config")}}))
+    env = {**os.environ, "MCP_TEST_SEEN": "runtime"}
+    async with OpenCode(db=tmp_path / "db.sqlite", directory=work, env=env,
+                        pty_environment=lambda location, cwd: {"MCP_TEST_SEEN": f"host {cwd}"}) as oc:
+        rt = oc.runtime
+        [server] = await rt.mcp.ready(rt.location.directory, await rt.config.at(rt.location))
+        result = await server.call("pid", {}, 10)
+    pid, cwd, seen = result.content[0].text.split(" ", 2)
+    assert cwd == str(work.resolve()) and seen == f"host {work.resolve()}"
