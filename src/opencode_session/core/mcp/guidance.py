@@ -11,7 +11,7 @@ from typing import Final
 from pydantic import ConfigDict, StrictStr, TypeAdapter, with_config
 
 from ..boundary import Boundary
-from ..instructions.algebra import EMPTY, Instructions, Source, make
+from ..instructions.algebra import EMPTY, Instructions, Source, diff_by_key, make
 from ..permission import disabled
 from .lowering import tool_name
 from .servers import McpServers
@@ -45,19 +45,17 @@ def _render(servers: tuple[Guided, ...]) -> str:
 
 
 def _update(previous: tuple[Guided, ...], current: tuple[Guided, ...]) -> str:
-    before, after = {s.name: s for s in previous}, {s.name: s for s in current}
-    added = tuple(s for s in current if s.name not in before)
-    removed = [s.name for s in previous if s.name not in after]
-    changed = [n for n in after if n in before and after[n] != before[n]]
-    if changed or not (added or removed):
+    diff = diff_by_key(previous, current, lambda server: server.name)
+    if diff.changed or not (diff.added or diff.removed):
         return "The available MCP server instructions have changed. This list supersedes the previous one.\n" + \
             _render(current)
     parts = []
-    if added:
+    if diff.added:
         parts.append("New MCP server instructions are available in addition to those previously listed:\n"
-                     + _render(added))
-    if removed:
-        parts.append(f"Instructions for the following MCP servers are no longer available: {', '.join(removed)}.")
+                     + _render(diff.added))
+    if diff.removed:
+        parts.append("Instructions for the following MCP servers are no longer available: "
+                     f"{', '.join(diff.removed)}.")
     return "\n".join(parts)
 
 
