@@ -3,6 +3,8 @@ offered, results lowered to tool output, and the MCP guidance source's baseline,
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from mcp_types import (
     BlobResourceContents,
@@ -42,6 +44,19 @@ def test_each_entry_is_checked_on_its_own():
         assert not servers[name].enabled and servers[name].problem.startswith("invalid configuration: "), name
     assert "command" in servers["empty"].problem and "timeout" in servers["slow"].problem
     assert configured_servers(config) is servers  # parsed once per config object
+
+
+def test_env_placeholders_are_substituted_as_everywhere_in_the_config(tmp_path):
+    from opencode_session.core.config import load_config
+
+    (tmp_path / "opencode.json").write_text(json.dumps({"mcp": {
+        "gh": {"type": "local", "command": ["gh-mcp"], "environment": {"TOKEN": "{env:GH_TOKEN}"}},
+        "web": {"type": "remote", "url": "{env:MCP_URL}", "headers": {"Authorization": "Bearer {env:WEB_KEY}"}}}}))
+    servers = configured_servers(load_config(tmp_path, tmp_path, {"HOME": str(tmp_path / "home"), "GH_TOKEN": "t1",
+                                                                   "MCP_URL": "https://x/mcp", "WEB_KEY": "k2"}))
+    assert servers["gh"].config.environment == {"TOKEN": "t1"}
+    assert servers["web"].config.url == "https://x/mcp"
+    assert servers["web"].config.headers == {"Authorization": "Bearer k2"}
 
 
 def test_names_follow_opencode_and_schemas_are_objects():

@@ -84,7 +84,10 @@ class McpServers:
     def _start(self, key: tuple[Path, str], launch: Launch) -> McpServer:
         server = McpServer(launch, backoff_s=self.backoff_s, on_change=self._changed)
         self._servers[key] = server
-        if not self._closed:
+        if self._closed:  # a runner that outlived its runtime: nothing is started any more
+            server.status, server.error = "failed", "the runtime is closed"
+            server.settled.set()
+        else:
             server.start()
         if self._sweeper is None and not self._closed:
             self._sweeper = asyncio.create_task(self._sweep_forever(), name="mcp-idle-sweep")
