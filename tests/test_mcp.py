@@ -270,3 +270,15 @@ async def test_a_local_server_runs_in_the_location_with_the_pty_environment(tmp_
         result = await server.call("pid", {}, 10)
     pid, cwd, seen = result.content[0].text.split(" ", 2)
     assert cwd == str(work.resolve()) and seen == f"host {work.resolve()}"
+
+
+async def test_a_large_result_is_bounded_like_every_tools_output(tmp_path):
+    async with harness(tmp_path, {"srv": local("srv")}) as h:
+        sid = (await h.rt.sessions.create()).id
+        big = "\n".join(f"line {n}" for n in range(5000))
+        records = await h.turn(sid, "big", tool_call("c1", "srv_echo", {"text": big}), text("ok"))
+    [success] = of_type(records, "session.tool.success")
+    shown = success["content"][0]["text"]
+    assert shown.startswith("echo: line 0\nline 1") and "line 4999" in shown and "line 2500\n" not in shown
+    [path] = success["outputPaths"]
+    assert Path(path).read_text() == f"echo: {big}"
