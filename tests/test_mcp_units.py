@@ -36,8 +36,9 @@ def test_each_entry_is_checked_on_its_own():
         "odd": "not an object",
     }})
     servers = configured_servers(config)
-    assert servers["ok"].enabled and servers["ok"].startup_timeout_s() == 2.5 and servers["ok"].call_timeout_s() == 2.5
-    assert servers["web"].enabled and servers["web"].startup_timeout_s() == 5.0  # OpenCode's default
+    assert servers["ok"].enabled and servers["ok"].request_timeout_s() == 2.5 and servers["ok"].call_timeout_s() == 2.5
+    assert servers["web"].enabled and servers["web"].request_timeout_s() == 5.0  # OpenCode's default
+    assert servers["web"].startup_timeout_s() == 35.0  # the handshake may take 30 s more
     assert servers["web"].call_timeout_s() == 60.0
     assert not servers["off"].enabled and servers["off"].problem is None
     for name in ("empty", "typo", "slow", "odd"):

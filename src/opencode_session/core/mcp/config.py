@@ -10,8 +10,10 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 from ..config import Config, McpLocalConfig, McpRemoteConfig
 
-# OpenCode's default for `timeout`: connecting, listing tools and every other request to the server (ms).
+# OpenCode's default for `timeout`: listing tools and every other request to the server (ms).
 DEFAULT_TIMEOUT_MS: Final = 5000
+# Starting a server and its initialize handshake (a package runner may first download the server), at the most (ms).
+CONNECT_TIMEOUT_MS: Final = 30_000
 # A tool call without a configured `timeout` may take as long as the MCP SDKs' default request timeout (ms).
 DEFAULT_CALL_TIMEOUT_MS: Final = 60_000
 
@@ -31,9 +33,14 @@ class ServerEntry:
     def enabled(self) -> bool:
         return self.config is not None and self.config.enabled is not False
 
-    def startup_timeout_s(self) -> float:
+    def request_timeout_s(self) -> float:
+        """Listing tools (and any request but a tool call)."""
         timeout = self.config.timeout if self.config is not None else None
         return (timeout or DEFAULT_TIMEOUT_MS) / 1000
+
+    def startup_timeout_s(self) -> float:
+        """The longest a first connect may take: the handshake, then the tool list."""
+        return CONNECT_TIMEOUT_MS / 1000 + self.request_timeout_s()
 
     def call_timeout_s(self) -> float:
         timeout = self.config.timeout if self.config is not None else None
@@ -69,4 +76,5 @@ def configured_servers(config: Config) -> dict[str, ServerEntry]:
     return entries
 
 
-__all__ = ["DEFAULT_CALL_TIMEOUT_MS", "DEFAULT_TIMEOUT_MS", "ServerConfig", "ServerEntry", "configured_servers"]
+__all__ = ["CONNECT_TIMEOUT_MS", "DEFAULT_CALL_TIMEOUT_MS", "DEFAULT_TIMEOUT_MS", "ServerConfig", "ServerEntry",
+           "configured_servers"]

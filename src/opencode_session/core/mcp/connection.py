@@ -21,7 +21,7 @@ import anyio
 
 from ..config import McpLocalConfig, McpRemoteConfig
 from . import parent_death
-from .config import ServerEntry
+from .config import CONNECT_TIMEOUT_MS, ServerEntry
 
 log = logging.getLogger(__name__)
 
@@ -272,7 +272,7 @@ class McpServer:
 
     def _transports(self) -> list[tuple[str, Callable[[], Any]]]:
         config = self.launch.entry.config
-        timeout = self.launch.entry.startup_timeout_s()
+        timeout = self.launch.entry.request_timeout_s()
         if isinstance(config, McpLocalConfig):
             return [("stdio", lambda: _stdio(config, self.launch))]
         assert isinstance(config, McpRemoteConfig)
@@ -294,7 +294,7 @@ class McpServer:
         from mcp.client.session import ClientSession
         from mcp_types import Implementation
 
-        timeout = self.launch.entry.startup_timeout_s()
+        timeout = self.launch.entry.request_timeout_s()
         connected = False
         self._ended = False
 
@@ -306,8 +306,9 @@ class McpServer:
             async with opener() as (read, write), ClientSession(
                     _Watched(read, ended), write, message_handler=self._on_message,
                     client_info=Implementation(name="opencode-session", version="1")) as session:
-                with anyio.fail_after(timeout):
+                with anyio.fail_after(CONNECT_TIMEOUT_MS / 1000):
                     initialized = await session.initialize()
+                with anyio.fail_after(timeout):
                     tools = await _list_tools(session)
                 self._session, self.instructions = session, initialized.instructions
                 self._tools(tools)
