@@ -177,6 +177,7 @@ async def test_instructions_appear_change_and_go_as_chronological_updates(tmp_pa
         assert updates(h.provider.requests[3])[-1] == "MCP server instructions are no longer available."
         assert h.provider.requests[3].system == h.provider.requests[0].system  # the baseline stays
         assert not [n for n in offered(h.provider.requests[3]) if n.startswith("guide_")]
+        assert h.rt.mcp.running() == []  # servers no longer configured are stopped
 
 
 async def test_a_server_that_fails_to_start_is_reported_and_blocks_nothing(tmp_path):

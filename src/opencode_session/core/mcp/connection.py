@@ -225,10 +225,16 @@ class McpServer:
             if error.code == REQUEST_TIMEOUT:
                 raise TimeoutError(f"the MCP server {self.name} did not answer within {timeout_s:g} s") from None
             if error.code == CONNECTION_CLOSED:
-                self._ended = True
-                self._wake.set()
+                self._reconnect()
                 raise McpUnavailable(f"the MCP server {self.name} closed the connection during the call") from None
             raise
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as broken:
+            self._reconnect()  # a remote server that went away: connect again
+            raise McpUnavailable(f"the connection to the MCP server {self.name} failed: {describe(broken)}") from None
+
+    def _reconnect(self) -> None:
+        self._ended = True
+        self._wake.set()
 
     def unavailable(self) -> str:
         if self.status == "disabled":

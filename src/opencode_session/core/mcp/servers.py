@@ -46,6 +46,7 @@ class McpServers:
         self._closed = False
         self._listeners: list[Callable[[McpServer], None]] = []
         self._retiring: set[asyncio.Task[None]] = set()  # replaced servers being stopped
+        self._configured: dict[Path, object] = {}  # the entries last seen configured per Location directory
 
     def _retire(self, server: McpServer) -> None:
         task = asyncio.create_task(server.stop(), name=f"mcp-stop-{server.name}")
@@ -64,6 +65,11 @@ class McpServers:
         """The servers `config` names for the Location `directory`, in configuration order, started if they were
         not (or restarted, when their configuration or environment changed). Cheap when nothing changed."""
         entries = configured_servers(config)
+        if self._configured.get(directory) is not entries:  # the configuration there changed: drop what it left out
+            self._configured[directory] = entries
+            for key in [key for key in self._servers if key[0] == directory and key[1] not in entries]:
+                log.info("MCP server %s at %s: no longer configured, stopping it", key[1], directory)
+                self._retire(self._servers.pop(key))
         if not entries:
             return []
         servers = []
@@ -115,6 +121,7 @@ class McpServers:
         idle = [(key, s) for key, s in self._servers.items() if now - s.last_used >= self.idle_stop_s]
         for key, server in idle:
             del self._servers[key]
+            self._configured.pop(key[0], None)
             log.info("MCP server %s at %s: idle, stopping it", server.name, key[0])
         await asyncio.gather(*(server.stop() for _, server in idle))
         return len(idle)
