@@ -217,6 +217,7 @@ async def test_a_server_that_dies_fails_the_call_clearly_and_is_restarted(tmp_pa
             while server.status != "connected" or server.failures:
                 await anyio.sleep(0.02)
         records = await h.turn(sid, "again", tool_call("c2", "srv_echo", {"text": "back"}), text("ok"))
+    assert of_type(records, "session.tool.success"), of_type(records, "session.tool.failed")
     assert of_type(records, "session.tool.success")[0]["content"][0]["text"] == "echo: back"
 
 

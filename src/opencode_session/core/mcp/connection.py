@@ -225,16 +225,21 @@ class McpServer:
             if error.code == REQUEST_TIMEOUT:
                 raise TimeoutError(f"the MCP server {self.name} did not answer within {timeout_s:g} s") from None
             if error.code == CONNECTION_CLOSED:
-                self._reconnect()
+                self._lost(session, "the server closed the connection")
                 raise McpUnavailable(f"the MCP server {self.name} closed the connection during the call") from None
             raise
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as broken:
-            self._reconnect()  # a remote server that went away: connect again
+            self._lost(session, describe(broken))  # a remote server that went away: connect again
             raise McpUnavailable(f"the connection to the MCP server {self.name} failed: {describe(broken)}") from None
 
-    def _reconnect(self) -> None:
-        self._ended = True
-        self._wake.set()
+    def _lost(self, session: Any, reason: str) -> None:
+        """The connection `session` belongs to is gone: no call may use it from now on, and the task ends it and
+        connects again. Nothing happens when that connection has already been replaced."""
+        if session is not None and self._session is session:
+            self._session = None
+            self.status, self.error = "failed", reason
+            self._ended = True
+            self._wake.set()
 
     def unavailable(self) -> str:
         if self.status == "disabled":
@@ -306,6 +311,7 @@ class McpServer:
 
         def ended() -> None:
             self._ended = True
+            self._lost(self._session, "the server closed the connection")
             self._wake.set()
 
         try:
