@@ -105,7 +105,12 @@ class McpServers:
         waiting = [s for s in servers if not s.settled.is_set()]
         if waiting:
             limit = max(s.launch.entry.startup_timeout_s() for s in waiting) + _READY_SLACK_S
-            await asyncio.wait([asyncio.ensure_future(s.settled.wait()) for s in waiting], timeout=limit)
+            waits = [asyncio.ensure_future(s.settled.wait()) for s in waiting]
+            try:
+                await asyncio.wait(waits, timeout=limit)
+            finally:
+                for wait in waits:
+                    wait.cancel()
         return servers
 
     async def status(self, directory: Path, config: Config) -> dict[str, McpStatus]:
