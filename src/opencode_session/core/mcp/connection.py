@@ -167,6 +167,10 @@ class McpServer:
         self.instructions: str | None = None
         self.generation = 0  # bumped with every new tool list (the tools built from it are cached by it)
         self.settled = asyncio.Event()
+        # clear from a `tools/list_changed` until the list is fetched again (or the connection is gone): the next
+        # Step's boundary waits for it, so a change the model caused reaches its next Step
+        self.listed = asyncio.Event()
+        self.listed.set()
         self.last_used = time.monotonic()
         self.failures = 0
         self._on_change = on_change
@@ -335,6 +339,8 @@ class McpServer:
                         self._relist = False
                         with anyio.fail_after(timeout):
                             self._tools(await _list_tools(session))
+                        if not self._relist:
+                            self.listed.set()
                         self._changed()
         except Exception as failed:
             if not connected:
@@ -342,6 +348,7 @@ class McpServer:
             raise
         finally:
             self._session = None
+            self.listed.set()
 
     def _tools(self, tools: list[Any]) -> None:
         self.tools = tuple(tools)
@@ -352,6 +359,7 @@ class McpServer:
 
         if isinstance(message, ToolListChangedNotification):
             self._relist = True
+            self.listed.clear()
             self._wake.set()
 
 

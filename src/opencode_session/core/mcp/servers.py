@@ -100,12 +100,16 @@ class McpServers:
         return server
 
     async def ready(self, directory: Path, config: Config) -> list[McpServer]:
-        """`at`, once each server there has settled its first attempt (or its startup timeout has passed)."""
+        """`at`, once each server there has settled its first attempt (or its startup timeout has passed) and
+        fetched the tool list a `tools/list_changed` announced (or its request timeout has passed)."""
         servers = self.at(directory, config)
-        waiting = [s for s in servers if not s.settled.is_set()]
-        if waiting:
-            limit = max(s.launch.entry.startup_timeout_s() for s in waiting) + _READY_SLACK_S
-            waits = [asyncio.ensure_future(s.settled.wait()) for s in waiting]
+        starting = [s for s in servers if not s.settled.is_set()]
+        relisting = [s for s in servers if s.settled.is_set() and not s.listed.is_set()]
+        if starting or relisting:
+            limit = max([s.launch.entry.startup_timeout_s() for s in starting]
+                        + [s.launch.entry.request_timeout_s() for s in relisting]) + _READY_SLACK_S
+            waits = [asyncio.ensure_future(s.settled.wait()) for s in starting]
+            waits += [asyncio.ensure_future(s.listed.wait()) for s in relisting]
             try:
                 await asyncio.wait(waits, timeout=limit)
             finally:
