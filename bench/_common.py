@@ -93,3 +93,25 @@ def reference_ms() -> float:
 def emit(name: str, results: dict[str, Any]) -> None:
     """The machine-readable last line of every benchmark."""
     print(json.dumps({"bench": name, "machine": machine(), **results}, separators=(",", ":")), flush=True)
+
+
+class ToolTurns:
+    """A provider whose every turn is two Steps: odd calls ask for `tool` with `arguments`, even calls answer "done"."""
+
+    def __init__(self, tool: str, arguments: dict[str, Any]) -> None:
+        self.tool = tool
+        self.arguments = arguments
+        self.calls = 0
+
+    async def stream(self, request: Any):
+        from opencode_session.core.llm import model as llm
+
+        self.calls += 1
+        if self.calls % 2:
+            yield llm.ToolCall(f"call_{self.calls}", self.tool, dict(self.arguments))
+            yield llm.Finish("tool-calls", llm.Usage(10, 5))
+        else:
+            yield llm.TextStart("t")
+            yield llm.TextDelta("t", "done")
+            yield llm.TextEnd("t")
+            yield llm.Finish("stop", llm.Usage(10, 5))

@@ -13,9 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import emit, median, spread, table, workspace
+from _common import ToolTurns, emit, median, spread, table, workspace
 
-from opencode_session.core.llm import model as llm
 from opencode_session.core.location import resolve_location
 from opencode_session.sdk import OpenCode
 
@@ -39,32 +38,13 @@ def _project(root: Path) -> None:
     subprocess.run(["git", "init", "-q", str(root)], check=True)
 
 
-class TurnProvider:
-    """Every prompt: one Step calling `bash` with COMMAND, then one Step answering in text."""
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    async def stream(self, request: llm.LLMRequest):
-        self.calls += 1
-        if self.calls % 2:
-            arguments = {"command": COMMAND, "description": "change 20 files"}
-            yield llm.ToolCall(f"call_{self.calls}", "bash", arguments)
-            yield llm.Finish("tool-calls", llm.Usage(10, 5))
-        else:
-            yield llm.TextStart("t")
-            yield llm.TextDelta("t", "done")
-            yield llm.TextEnd("t")
-            yield llm.Finish("stop", llm.Usage(10, 5))
-
-
 async def main() -> None:
     stage: list[float] = []
     commit: list[float] = []
     with workspace("ocs-bench-revert-") as ws:
         work: Path = ws["workdir"]
         _project(work)
-        provider = TurnProvider()
+        provider = ToolTurns("bash", {"command": COMMAND, "description": "change 20 files"})
         async with OpenCode(db=ws["db"], directory=work, env=ws["env"], provider=lambda _model: provider) as oc:
             snaps = oc.runtime.snapshots.at(resolve_location(work))
             started = time.perf_counter()

@@ -26,7 +26,7 @@ def isolated_env(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     for var in ("OPENCODE_SERVER_PASSWORD", "OPENCODE_SERVER_USERNAME", "OPENCODE_DISABLE_PROJECT_CONFIG",
-                "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENCODE_CONFIG"):
+                "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENCODE_CONFIG", "OCS_RESUME_BUDGET"):
         monkeypatch.delenv(var, raising=False)
     return home
 
@@ -36,6 +36,14 @@ def loop_provider():
     """One loopback Chat Completions server for a test module."""
     with fake.FakeOpenAI.running() as server:
         yield server
+
+
+@pytest.fixture
+def provider():
+    """A loopback Chat Completions server for one test; answers still held at its end are let go first."""
+    with fake.FakeOpenAI.running() as server:
+        yield server
+        server.release_held()
 
 
 @pytest.fixture(params=["server", "embedded"])

@@ -37,6 +37,14 @@ def dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
         conn.close()
 
 
+def _columns(path: Path, table: str) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
+    finally:
+        conn.close()
+
+
 def bash(call_id: str, command: str) -> fake.Script:
     return fake.completion(fake.tool_call_deltas(0, call_id, "bash", json.dumps({"command": command,
                                                                                  "description": "look"})),
@@ -111,7 +119,8 @@ async def test_rebuilding_projections_reproduces_every_table(tmp_path, loop_prov
     assert [json.loads(row[4])["text"] for row in before["session_pending"]] == ["four"]
     assert "compaction" in {row[3] for row in before["session_message"]}
     assert "system" in {row[3] for row in before["session_message"]}  # the Instruction Update
-    assert [row[1] for row in before["session"] if row[-1] is not None] == [sid]  # its suspension mark
+    suspended = 1 + _columns(db, "session").index("time_suspended")  # after the rowid
+    assert [row[1] for row in before["session"] if row[suspended] is not None] == [sid]  # its suspension mark
     async with Store(db, project=project) as store:
         watcher = store.live.subscribe()
         await store.rebuild_projections()

@@ -1,9 +1,9 @@
 """Managed restart continuation across real `ocs serve` processes on one database: a graceful stop suspends the
-active session and the next server resumes it exactly once; a hard kill suspends nothing."""
+active session and the next server resumes it exactly once; a hard kill suspends nothing (what follows it is
+continuation after a hard crash: test_continuation.py)."""
 
 from __future__ import annotations
 
-import json
 import signal
 
 import anyio
@@ -11,31 +11,14 @@ import pytest
 
 from opencode_session.client import OpenCodeClient
 from tests.support import fake_openai as fake
-from tests.support.server import isolated_env, start_server
+from tests.support.server import configured_home, start_server
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def provider():
-    server = fake.FakeOpenAI()
-    server.start()
-    yield server
-    server.release_held()
-    server.stop()
-
-
-@pytest.fixture
 def root(tmp_path, provider):
-    env = isolated_env(tmp_path)
-    (tmp_path / "config" / "opencode").mkdir(parents=True)
-    (tmp_path / "config" / "opencode" / "opencode.json").write_text(json.dumps({
-        "model": "loop/fake-model",
-        "provider": {"loop": {"npm": "@ai-sdk/openai-compatible",
-                              "options": {"baseURL": provider.base_url, "apiKey": "k"},
-                              "models": {"fake-model": {}}}},
-    }))
-    return tmp_path, env
+    return tmp_path, configured_home(tmp_path, provider)
 
 
 async def _start_held_prompt(root, provider):
@@ -102,13 +85,16 @@ async def _restart_and_finish(path, env, sid, provider):
     return log
 
 
-async def test_hard_kill_suspends_nothing_and_orphans_are_reconciled(root, provider):
+async def test_hard_kill_suspends_nothing_and_without_a_resume_budget_waits_for_a_prompt(root, provider):
+    """A hard kill leaves no suspension; with automatic continuation turned off (a zero budget) the next server
+    reconciles the lost Step, records `host.lost` and runs nothing until prompted (test_continuation.py covers the
+    default budget, which continues)."""
     path, env = root
     srv, client, sid, held = await _start_held_prompt(root, provider)
     await client.aclose()
     srv.stop(signal.SIGKILL)
     held.release.set()
-    second = start_server(path, env=env)
+    second = start_server(path, env={**env, "OCS_RESUME_BUDGET": "0/1"})
     try:
         async with OpenCodeClient(second.url) as client:
             assert await client.session.active() == {}  # nothing resumed automatically
@@ -121,6 +107,10 @@ async def test_hard_kill_suspends_nothing_and_orphans_are_reconciled(root, provi
         assert second.stop() == 0
     types = [e.type for e in log]
     killed_step = [e for e in log if e.type == "session.step.failed"]
-    assert killed_step and killed_step[0].data.error.type == "aborted"  # closed by reconciliation, not re-run
+    assert killed_step and killed_step[0].data.error.type == "host.lost"  # closed by reconciliation, not re-run
+    lost = [e for e in log if e.type == "session.execution.failed"]
+    assert len(lost) == 1 and lost[0].data.error.type == "host.lost"
+    assert types.index("session.execution.failed") < types.index("session.input.admitted", 1)
     assert types.count("session.execution.started") == 2 and types[-1] == "session.execution.succeeded"
     assert "session.execution.interrupted" not in types  # a hard kill records nothing
+    assert len(provider.requests) == 2

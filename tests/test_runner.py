@@ -17,6 +17,7 @@ import anyio
 import pytest
 
 from opencode_session.core.execution.model_context import MAX_STEPS_NOTICE
+from opencode_session.core.execution.orphans import LOST_CALL, LOST_INPUT
 from opencode_session.core.execution.runner import Runner, RunnerDeps
 from opencode_session.core.execution.step import TOOLS_DISABLED
 from opencode_session.core.instructions.checkpoint import CheckpointPreparer
@@ -813,7 +814,9 @@ async def test_orphaned_tool_calls_fail_stale_and_never_rerun(tmp_path):
         stale = of_type(fresh, "session.tool.failed")
         assert [(d["callID"], d["assistantMessageID"], d["error"]["type"]) for d in stale] == [
             ("c1", crashed, "tool.stale"), ("c2", crashed, "tool.stale")]
-        assert stale[0]["error"]["message"] == "Tool execution interrupted: counter"
+        assert stale[0]["error"]["message"] == LOST_CALL.format(name="counter")  # it may or may not have run
+        assert stale[1]["error"]["message"] == LOST_INPUT.format(name="counter")  # it never ran
+        assert of_type(fresh, "session.step.failed")[0]["error"]["type"] == "host.lost"
         assert index(fresh, "session.tool.failed", callID="c2") < index(fresh, "session.input.promoted",
                                                                         inputID=p1)
         assert counter.calls == [], "side effects are never replayed"
@@ -828,6 +831,36 @@ async def test_orphaned_tool_calls_fail_stale_and_never_rerun(tmp_path):
         request = h.provider.requests[0]
         results = [m for m in request.messages if isinstance(m, llm.ToolResultMessage)]
         assert [(r.call_id, r.is_error) for r in results] == [("c1", True), ("c2", True)]
+
+
+async def test_an_idempotent_orphan_runs_again_and_its_result_is_recorded(tmp_path):
+    again, once = EchoTool("again"), EchoTool("once")
+    again.idempotent = True  # type: ignore[attr-defined]
+    async with harness(tmp_path, [text("carrying on")], tools=[again, once]) as h:
+        sid = await h.session()
+        crashed = "msg_crashed_assistant_0002"
+        ids = {"sessionID": sid, "assistantMessageID": crashed}
+
+        def crash(tx):  # both calls were durable and running when the host was lost
+            tx.append(ev.StepStarted(**ids, agent="build", model=ModelRef(id="m", providerID="local")))
+            tx.append(ev.ToolCalled(**ids, callID="c1", name="again", input={"n": 1}))
+            tx.append(ev.ToolCalled(**ids, callID="c2", name="once", input={"n": 2}))
+
+        await h.rt.store.write(crash)
+        before = len(await h.log(sid))
+        h.execution.wake(sid, force=True)  # what a continuation does: nothing pending, history awaits a reply
+        records = (await h.settled_log(sid))[before:]
+        assert again.calls == [{"n": 1}] and once.calls == []
+        success = of_type(records, "session.tool.success")
+        assert [(d["callID"], d["assistantMessageID"]) for d in success] == [("c1", crashed)]
+        assert [d["callID"] for d in of_type(records, "session.tool.failed")] == ["c2"]
+        assert types(records)[-1] == "session.execution.succeeded"
+        # one new Step over durable history: it reads the re-run's result and the other call's failure
+        results = [m for m in h.provider.requests[0].messages if isinstance(m, llm.ToolResultMessage)]
+        assert [(r.call_id, r.is_error, r.text) for r in results] == [
+            ("c1", False, "again ran 1"), ("c2", True, LOST_CALL.format(name="once"))]
+        started = [d["assistantMessageID"] for d in of_type(records, "session.step.started")]
+        assert len(started) == 1 and started[0] != crashed
 
 
 # --- 9. models ----------------------------------------------------------------------------------------------------

@@ -78,8 +78,9 @@ async def runtime(tmp_path: Path, registry: ToolRegistry, scripts: list[Any]):
         yield rt, provider
 
 
-async def run(rt: Runtime, prompt: str) -> list[Any]:
-    sid = (await rt.sessions.create()).id
+async def run(rt: Runtime, prompt: str, sid: str | None = None) -> list[Any]:
+    """Admit `prompt` to session `sid` (a new one by default), wait for its execution, and return its log."""
+    sid = sid or (await rt.sessions.create()).id
     await rt.sessions.admit(sid, PromptInput(text=prompt))
     with anyio.fail_after(10):
         assert rt.execution is not None

@@ -62,6 +62,13 @@ def line_count(text: str) -> int:
     return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
 
 
+def test_only_the_tools_without_effects_beyond_their_answer_are_idempotent():
+    tools = default_registry().snapshot()
+    # a call of these whose host was lost may run again; any other one stays failed
+    assert sorted(n for n in tools.names() if tools.idempotent(n)) == ["glob", "grep", "read", "webfetch"]
+    assert not tools.idempotent("no-such-tool")
+
+
 def test_bound_text_leaves_fitting_text_alone():
     text = "".join(f"line {i}\n" for i in range(10))
     assert bound_text(text, max_lines=10, max_bytes=10_000) == (text, False)

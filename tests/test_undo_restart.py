@@ -38,9 +38,9 @@ def root(tmp_path, provider) -> tuple[Path, dict[str, str], Path]:
     return tmp_path, env, git_project(tmp_path)
 
 
-def serve(root: tuple[Path, dict[str, str], Path]) -> ServerProcess:
+def serve(root: tuple[Path, dict[str, str], Path], **env_extra: str) -> ServerProcess:
     path, env, project = root
-    return start_server(path, env=env, workdir=project)
+    return start_server(path, env={**env, **env_extra}, workdir=project)
 
 
 async def test_a_server_killed_between_stage_and_commit_comes_back_with_files_and_state_agreeing(root, provider):
@@ -99,7 +99,7 @@ async def test_a_step_killed_mid_tool_is_reverted_from_the_snapshot_it_started_o
         server.stop(signal.SIGKILL)
     assert (project / "made.txt").exists()
 
-    again = serve(root)
+    again = serve(root, OCS_RESUME_BUDGET="0/1")  # not continued: the killed turn is what the user reverts
     try:
         async with OpenCodeClient(again.url) as client:
             state = await client.session.revert_stage(sid, messageID=admitted.id)

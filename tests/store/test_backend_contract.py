@@ -362,6 +362,22 @@ async def test_saved_permissions_and_suspension_marks(factory):
         assert await store.write(lambda tx: tx.suspension.take_all()) == []
 
 
+async def test_continuation_claims_and_records(factory):
+    async with Store(factory.backend(), project=project) as store:
+        await _created(store, "ses_a")
+        await _created(store, "ses_b")
+        assert await store.write(lambda tx: tx.continuation.claimed()) == []
+        await store.write(lambda tx: tx.continuation.claim("ses_b", 5))
+        await store.write(lambda tx: tx.continuation.claim("ses_a", 7))
+        assert await store.write(lambda tx: tx.continuation.claimed()) == ["ses_b", "ses_a"]  # oldest claim first
+        await store.write(lambda tx: tx.continuation.release("ses_b"))
+        assert await store.write(lambda tx: tx.continuation.claimed()) == ["ses_a"]
+        assert await store.write(lambda tx: tx.continuation.continued("ses_a")) == []
+        await store.write(lambda tx: tx.continuation.record_continued("ses_a", [30, 20]))
+        assert await store.write(lambda tx: tx.continuation.continued("ses_a")) == [20, 30]
+        assert await store.write(lambda tx: tx.continuation.continued("ses_b")) == []
+
+
 async def test_replay_rebuilds_the_projections(factory):
     async with Store(factory.backend(), project=project) as store:
         await _created(store, "ses_a")
@@ -376,6 +392,8 @@ async def test_replay_rebuilds_the_projections(factory):
         await store.write(lambda tx: tx.instructions.put_entry("ses_a", "note", {"kept": True}, 1))
         await store.write(lambda tx: tx.permissions.save("prj", "bash", ["ls *"], 1))
         await store.write(lambda tx: tx.suspension.mark(["ses_a"], 9))
+        await store.write(lambda tx: tx.continuation.claim("ses_a", 8))
+        await store.write(lambda tx: tx.continuation.record_continued("ses_a", [4]))
         await store.append(ev.Moved(sessionID="ses_a", location=LocationRef(directory="/elsewhere")))
         await store.write(lambda tx: tx.instructions.initialize("ses_a", Checkpoint("moved", "{}", 6)))
 
@@ -391,6 +409,8 @@ async def test_replay_rebuilds_the_projections(factory):
         await store.rebuild_projections()
         assert await store.read(state) == before
         assert await store.write(lambda tx: tx.suspension.take_all()) == ["ses_a"]
+        assert await store.write(lambda tx: (tx.continuation.claimed(), tx.continuation.continued("ses_a"))) == (
+            ["ses_a"], [4])
         await store.write(_agent("ses_a", "after"))  # replay published nothing: the next live event is this one
         with anyio.fail_after(10):
             (first, *_) = await subscription.next()

@@ -84,7 +84,7 @@ def assert_ignored_keys_named_once(stderr: str, global_file: Path, project: Path
     the file that set it first."""
     notes = [line for line in stderr.splitlines() if line.startswith("note: ")]
     named = sorted(line.split("'")[1] for line in notes)
-    assert named == ["formatter", "lsp", "plugin", "theme", "watcher"], stderr
+    assert named == ["formatter", "lsp", "theme", "watcher"], stderr
     assert any(line.startswith(f"note: {global_file}:1: key 'watcher'") and "not acted on" in line for line in notes)
     assert any(line.startswith(f"note: {project}:1: key 'formatter'") for line in notes), notes
     assert "websearch" not in stderr and "$schema" not in stderr  # acted on, or nothing to act on

@@ -44,11 +44,26 @@ class ServerProcess:
 
 
 def isolated_env(root: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCODE_", "OPENAI_", "ANTHROPIC_"))}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENCODE_", "OPENAI_", "ANTHROPIC_")) and k != "OCS_RESUME_BUDGET"}
     for name in ("home", "config", "data"):
         (root / name).mkdir(parents=True, exist_ok=True)
     env.update(HOME=str(root / "home"), XDG_CONFIG_HOME=str(root / "config"), XDG_DATA_HOME=str(root / "data"))
     env.update(extra)
+    return env
+
+
+def configured_home(root: Path, provider: Any, **env_extra: str) -> dict[str, str]:
+    """An isolated environment under `root` whose global opencode.json selects `loop/fake-model` served by `provider`
+    (a FakeOpenAI); returns the environment."""
+    env = isolated_env(root, **env_extra)
+    (root / "config" / "opencode").mkdir(parents=True, exist_ok=True)
+    (root / "config" / "opencode" / "opencode.json").write_text(json.dumps({
+        "model": "loop/fake-model",
+        "provider": {"loop": {"npm": "@ai-sdk/openai-compatible",
+                              "options": {"baseURL": provider.base_url, "apiKey": "k"},
+                              "models": {"fake-model": {}}}},
+    }))
     return env
 
 
@@ -65,16 +80,18 @@ def start_configured(root: Path, config: dict[str, Any], **env_extra: str) -> tu
 
 def start_server(root: Path, *, env: dict[str, str] | None = None, db: Path | None = None,
                  workdir: Path | None = None, timeout: float = 30, default_paths: bool = False,
-                 args: Sequence[str] = (), preexec_fn: Callable[[], None] | None = None) -> ServerProcess:
-    """Run `ocs serve --port 0 [args]` and wait (on its output, not a timer) for the printed URL. With
-    `default_paths` the server picks its own database and uses its working directory as the default Location;
-    `preexec_fn` runs in the child before it starts (resource limits)."""
+                 args: Sequence[str] = (), preexec_fn: Callable[[], None] | None = None,
+                 program: Sequence[str] = (OCS, "serve")) -> ServerProcess:
+    """Run `ocs serve --port 0 [args]` (or another `program` that takes the same options and prints the same line)
+    and wait (on its output, not a timer) for the printed URL. With `default_paths` the server picks its own database
+    and uses its working directory as the default Location; `preexec_fn` runs in the child before it starts
+    (resource limits)."""
     env = env or isolated_env(root)
     db = db or root / "db.sqlite"
     workdir = workdir or root / "work"
     workdir.mkdir(parents=True, exist_ok=True)
     paths = [] if default_paths else ["--db", str(db), "--directory", str(workdir)]
-    proc = subprocess.Popen([OCS, "serve", "--port", "0", *paths, *args], cwd=workdir, env=env,
+    proc = subprocess.Popen([*program, "--port", "0", *paths, *args], cwd=workdir, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
     lines: queue.Queue[str | None] = queue.Queue()
     stderr_lines: list[str] = []

@@ -21,8 +21,9 @@ def _reason(exc: BaseException) -> str:
 
 @asynccontextmanager
 async def open_host(attach: str | None, db: Path | None, directory: Path,
-                    env: Mapping[str, str] | None = None) -> AsyncIterator[OpenCodeClient]:
-    """The client for this command; raises StartupError when the server cannot be reached or the database opened."""
+                    env: Mapping[str, str] | None = None, *, plugins: bool = False) -> AsyncIterator[OpenCodeClient]:
+    """The client for this command; raises StartupError when the server cannot be reached or the database opened.
+    With `plugins` an embedded host loads the installed Python plugins and opencode.json's (a server has its own)."""
     env = os.environ if env is None else env
     if attach:
         password = env.get("OPENCODE_SERVER_PASSWORD")
@@ -38,7 +39,7 @@ async def open_host(attach: str | None, db: Path | None, directory: Path,
     from ..sdk import OpenCode  # the embedded host brings the whole runtime: only when it is used
 
     path = db or default_db_path()
-    host = OpenCode(db=path, directory=directory, env=env)
+    host = OpenCode(db=path, directory=directory, env=env, discover_plugins=plugins)
     try:
         await host.open()
     except (OSError, StoreError) as unusable:

@@ -169,6 +169,16 @@ def models() -> int:
     return 0
 
 
+def plugins(output: str) -> int:
+    """List the Python plugins loaded here: where each comes from and what it contributes, or why it is not loaded."""
+    from .plugins import list_plugins
+
+    if output not in ("default", "json"):
+        print(f"ocs plugins: --format is default or json, not {output!r}", file=sys.stderr)
+        return 2
+    return list_plugins(_cwd(), output == "json")
+
+
 def openapi() -> int:
     """Print the OpenAPI document of the V2 API."""
     from .inspect import print_openapi
@@ -310,6 +320,11 @@ def _fork_arguments(p: argparse.ArgumentParser) -> None:
     _reading(p)
 
 
+def _plugins_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", dest="output", default="default", metavar="FORMAT",
+                   help="default (a listing) or json (a plugin a line).")
+
+
 def _no_arguments(p: argparse.ArgumentParser) -> None:
     pass
 
@@ -330,6 +345,7 @@ COMMANDS: dict[str, tuple[Command, Callable[[argparse.ArgumentParser], None]]] =
     "revert": (revert, _revert_arguments),
     "fork": (fork, _fork_arguments),
     "models": (models, _no_arguments),
+    "plugins": (plugins, _plugins_arguments),
     "openapi": (openapi, _no_arguments),
     "demo": (demo, _demo_arguments),
 }

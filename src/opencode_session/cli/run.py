@@ -22,6 +22,7 @@ from ..schema.session import SessionV2Info
 from .asking import Answerer, Policy
 from .commands import expand
 from .hosts import open_host
+from .plugins import plugin_problems, said_here
 from .render import EventAdapter, JsonView, PlainView, View
 from .startup import StartupError, report_config, say_stderr, survey
 from .turn import Outcome, Turn
@@ -226,7 +227,12 @@ def exit_code(outcome: Outcome) -> int:
 async def opened_session(request: RunRequest, view: View, interrupts: Interrupts) -> AsyncIterator[
         tuple[OpenCodeClient, SessionV2Info]]:
     """The host a command talks to and the session it works in (new, named, or this directory's latest)."""
-    async with open_host(request.attach, request.db, request.directory) as client:
+    said_here()
+    async with open_host(request.attach, request.db, request.directory, plugins=True) as client:
+        runtime = getattr(client, "runtime", None)
+        if runtime is not None and runtime.plugins is not None:
+            for line in plugin_problems(runtime.plugins):
+                interrupts.say(line)
         if request.command is not None:
             # the request becomes the command's prompt (the caller sends `request.message`); its agent and model
             # apply unless the command line names its own

@@ -18,6 +18,7 @@ from ..schema import events as ev
 from ..server.guard import GuardOptions
 from ..server.serve import ConnectionLimits, ServeRefused
 from ..server.serve import serve as serve_app
+from .plugins import plugin_lines, said_here
 from .startup import StartupError, auth_line, report_config, require_directory, say_stderr, survey
 
 Say = Callable[[str], None]
@@ -55,8 +56,9 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
     except StartupError as cannot:
         say(f"ocs serve: {cannot}")
         return 2
+    said_here()
     drains = DeferredDrain()  # the runner loads once the server listens, not before it does
-    options = RuntimeOptions(db_path=request.db, directory=directory, drain_factory=drains)
+    options = RuntimeOptions(db_path=request.db, directory=directory, drain_factory=drains, discover_plugins=True)
     watchers: list[asyncio.Task[None]] = []
 
     def ready(url: str, runtime: Runtime) -> None:
@@ -67,6 +69,8 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
         say(f"  config        {found.config_files}")
         say(f"  model         {found.model or 'none: ' + (found.model_problem or '')}")
         say(f"  auth          {auth_line(env)}")
+        for line in plugin_lines(runtime.plugins) if runtime.plugins is not None else []:
+            say("  plugin        " + line.replace("\n", "\n              "))
         watchers.append(asyncio.create_task(log_failed_executions(runtime, say)))
         drains.warm()
 

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from ..compat import IncompatibleDependencyError
     from .agents import AgentNotFoundError, agent_info, resolve_agent
     from .config import Config, ConfigError, ConfigReport, ConfigSource, inspect_config, parse_model_string
+    from .execution.continuation import InvalidResumeBudget, ResumeBudget
     from .instructions.composition import InstructionSources
     from .llm.errors import NoModelConfiguredError, ProviderError
     from .llm.model import Provider, ResolvedModel
@@ -40,6 +41,7 @@ _WHERE = {
     ".agents": ("AgentNotFoundError", "agent_info", "resolve_agent"),
     "..compat": ("IncompatibleDependencyError",),
     ".config": ("Config", "ConfigError", "ConfigReport", "ConfigSource", "inspect_config", "parse_model_string"),
+    ".execution.continuation": ("InvalidResumeBudget", "ResumeBudget"),
     ".instructions.composition": ("InstructionSources",),
     ".llm.errors": ("NoModelConfiguredError", "ProviderError"),
     ".llm.model": ("Provider", "ResolvedModel"),
@@ -57,12 +59,13 @@ _WHERE = {
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
 __all__ = ["AdapterSpec", "AgentNotFoundError", "Clock", "Config", "ConfigError", "ConfigReport", "ConfigSource",
-           "DatabaseInUseError", "DeferredDrain", "IncompatibleDependencyError", "InstructionSources", "Location",
-           "NoModelConfiguredError", "PermissionAsk", "PermissionRequests", "Provider", "ProviderError",
-           "ResolvedModel", "Runtime", "RuntimeOptions", "StaticTools", "StoreError", "SubscriptionLost", "Tool",
-           "ToolContext", "ToolErrored", "ToolFailure", "ToolOutput", "ToolRegistry", "ToolSource", "ToolSucceeded",
-           "agent_info", "default_registry", "inspect_config", "make_drain_factory", "now_ms", "parse_model_string",
-           "register_adapter", "resolve_agent", "resolve_location"]
+           "DatabaseInUseError", "DeferredDrain", "IncompatibleDependencyError", "InstructionSources",
+           "InvalidResumeBudget", "Location", "NoModelConfiguredError", "PermissionAsk", "PermissionRequests",
+           "Provider", "ProviderError", "ResolvedModel", "ResumeBudget", "Runtime", "RuntimeOptions", "StaticTools",
+           "StoreError", "SubscriptionLost", "Tool", "ToolContext", "ToolErrored", "ToolFailure", "ToolOutput",
+           "ToolRegistry", "ToolSource", "ToolSucceeded", "agent_info", "default_registry", "inspect_config",
+           "make_drain_factory", "now_ms", "parse_model_string", "register_adapter", "resolve_agent",
+           "resolve_location"]
 
 
 def __getattr__(name: str) -> Any:

@@ -7,7 +7,7 @@ import getpass
 import logging
 import os
 import tempfile
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,9 +15,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import httpx2
 
+    from .plugins import Plugin, Plugins
+    from .plugins.hooks import EventFeed
+
 from .config import ConfigSource
 from .credentials import CREDENTIALS_FILE, ConnectedConfig, CredentialStore
-from .execution import suspension
+from .execution import continuation, suspension
+from .execution.continuation import Continuations, ResumeBudget
 from .execution.coordinator import Drain, SessionExecution
 from .fs import Finder
 from .instructions.entries import InstructionEntries
@@ -33,10 +37,12 @@ from .session.projector import project
 from .session.revert import Reverts
 from .snapshot import Snapshots
 from .snapshot.service import SNAPSHOT_DIRECTORY
-from .store import Store
+from .store import Store, Tx
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
 
 log = logging.getLogger(__name__)
+
+EVENT_HOOKS_GRACE_S = 2.0  # how long closing waits for the plugins' event hooks to see the last events
 
 
 @dataclass
@@ -54,6 +60,13 @@ class RuntimeOptions:
     # runtime files such as Managed Tool Output Files and file snapshots; None: beside the database (a temporary one
     # when in memory)
     data_dir: str | Path | None = None
+    # Python plugins given in code, and whether to load the installed ones (entry points) and opencode.json's
+    # `python:` entries at the directory too (a server and `ocs run` do): `Runtime.plugins` after `open`
+    plugins: Sequence[Plugin] = ()
+    discover_plugins: bool = False
+    # automatic continuations after a lost host per session and window; None: $OCS_RESUME_BUDGET ("COUNT/SECONDS"),
+    # else one per hour
+    resume_budget: ResumeBudget | None = None
 
 
 class Runtime:
@@ -82,8 +95,13 @@ class Runtime:
         self.mcp = McpServers(options.env)  # MCP servers by Location, started on first need, stopped when idle
         self._sweepers: list[asyncio.Task[None]] = []
         self.execution: SessionExecution | None = None
+        # InvalidResumeBudget here, before anything opens, when $OCS_RESUME_BUDGET is malformed
+        self.resume_budget = options.resume_budget or ResumeBudget.of(options.env)
+        self.continuations: Continuations | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._closers: list[Callable[[], Awaitable[None]]] = []
+        self.plugins: Plugins | None = None  # loaded by `open`, before the drain factory runs (None: none asked for)
+        self._event_hooks: EventFeed | None = None  # what shows durable events to the plugins' event hooks
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` (a session title, say) beside the drains; closing the runtime cancels what is left of it."""
@@ -104,12 +122,24 @@ class Runtime:
         await self.store.open()
         self._sweepers = [asyncio.create_task(self.outputs.sweep_forever(), name="tool-output-sweep"),
                           asyncio.create_task(self.snapshots.sweep_forever(), name="snapshot-sweep")]
+        if self.options.plugins or self.options.discover_plugins:
+            self.plugins = self._load_plugins()
+            self._event_hooks = self.plugins.hooks.watch(self.store.live)
         drain = self.options.drain_factory(self) if self.options.drain_factory else _idle_drain
-        self.execution = SessionExecution(self.store, drain, on_started=suspension.on_started,
-                                          on_settled=suspension.on_settled)
+        self.execution = SessionExecution(self.store, drain, on_started=_on_started, on_settled=_on_settled)
+        self.continuations = Continuations(self.store, self.execution, self.resume_budget)
         self.sessions.wake = self.execution.wake if self.options.drain_factory else (lambda _sid: None)
         self.sessions.hold = self.reverts.hold = self.execution.idle_hold
         return self
+
+    def _load_plugins(self) -> Plugins:
+        from .plugins import config_plugin_entries, load_plugins
+
+        options = self.options
+        if not options.discover_plugins:
+            return load_plugins(given=options.plugins)
+        entries, files = config_plugin_entries(self.location.directory, self.location.project_root, options.env)
+        return load_plugins(given=options.plugins, config_entries=entries, entry_points=True, config_file=files)
 
     async def suspend_active(self) -> list[str]:
         """Mark every active session suspended (graceful shutdown, before interrupting them)."""
@@ -123,6 +153,19 @@ class Runtime:
             raise RuntimeError("the runtime is not open")
         return await suspension.resume(self.store, self.execution)
 
+    async def lost_sessions(self) -> list[str]:
+        """The sessions whose execution's host was lost (a hard crash): before this runtime runs anything, every
+        execution claim left in a single-host store is one."""
+        if self.continuations is None:
+            raise RuntimeError("the runtime is not open")
+        return await self.continuations.lost()
+
+    async def continue_lost(self, session_ids: list[str]) -> dict[str, continuation.Outcome]:
+        """Continue each session `lost_sessions` found, within the resume budget."""
+        if self.continuations is None:
+            raise RuntimeError("the runtime is not open")
+        return await self.continuations.continue_lost(session_ids)
+
     async def session_deleted(self, directory: str | Path) -> None:
         """What deleting a session releases once no other session works in its Location: that Location's
         terminals. (Sessions cannot be deleted yet; the deletion calls this when they can.)"""
@@ -134,6 +177,9 @@ class Runtime:
         await self.terminals.close()
         if self.execution is not None:
             await self.execution.shutdown()
+        if self._event_hooks is not None:  # the event hooks see what the sessions committed, then stop
+            await self._event_hooks.flush(EVENT_HOOKS_GRACE_S)
+            await self._event_hooks.cancel()
         background = list(self._background) + self._sweepers
         for task in background:
             task.cancel()
@@ -160,6 +206,16 @@ def _data_dir(options: RuntimeOptions) -> Path:
     if str(options.db_path) == ":memory:":
         return Path(tempfile.gettempdir()) / f"opencode-session-{getpass.getuser()}"
     return Path(options.db_path).resolve().parent
+
+
+def _on_started(tx: Tx, session_id: str) -> None:
+    suspension.on_started(tx, session_id)
+    continuation.on_started(tx, session_id)
+
+
+def _on_settled(tx: Tx, session_id: str, outcome: str) -> None:
+    suspension.on_settled(tx, session_id, outcome)
+    continuation.on_settled(tx, session_id, outcome)
 
 
 async def _idle_drain(_session_id: str, _force: bool) -> None:

@@ -1,6 +1,6 @@
 """How a runtime runs its sessions: `make_drain_factory` wires the runner to the runtime's services (store,
-configuration, providers, permissions, questions, tool output files, session titles), and `DeferredDrain` loads that
-runner in a worker thread on the first drain, so a server answers before any of it is imported."""
+configuration, providers, permissions, questions, tool output files, session titles, plugins), and `DeferredDrain`
+loads that runner in a worker thread on the first drain, so a server answers before any of it is imported."""
 
 from __future__ import annotations
 
@@ -45,10 +45,13 @@ def make_drain_factory(
 
         options = runtime.options
         retry_base = options.retry_base_delay_ms
+        plugins = runtime.plugins
+        # the MCP guidance of the runtime's servers, then any plugins' sources
+        with_mcp = (instruction_sources or InstructionSources()).extended([("mcp", McpGuidance(runtime.mcp,
+                                                                                               options.env))])
+        sources = with_mcp if plugins is None else plugins.instruction_sources(with_mcp)
         deps = RunnerDeps(store=runtime.store, env=options.env, provider_for=provider or runtime.providers.for_model,
-                          instructions=CheckpointPreparer(runtime.store, options.env, sources=(
-                              instruction_sources or InstructionSources()).extended(
-                                  "mcp", McpGuidance(runtime.mcp, options.env))),
+                          instructions=CheckpointPreparer(runtime.store, options.env, sources=sources),
                           on_read=NearbyInstructions(runtime.store).hook,
                           retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base,
                           permissions=runtime.permissions, questions=runtime.questions, config=runtime.config,
@@ -59,6 +62,10 @@ def make_drain_factory(
             deps.tools.add_source(McpToolSource(runtime.mcp))  # the MCP servers configured at each Step's Location
         if deps.tools.outputs is None:
             deps.tools.outputs = runtime.outputs
+        if plugins is not None:  # the plugins' tools come after the registry's own
+            for source in plugins.tool_sources():
+                deps.tools.add_source(source)
+            deps.hooks = plugins.hooks
         runtime.on_close(deps.tools.stop)
         if clock is not None:
             deps.clock = clock

@@ -6,6 +6,9 @@ from typing import Final
 # Execution and Steps
 ABORTED: Final = "aborted"  # interrupted: the Step or tool call was cut short (a user interrupt, a shutdown)
 UNKNOWN: Final = "unknown"  # a defect; the message names the exception
+# the host running the Step or execution was lost (a hard crash): on a Step it left open, and on the execution of a
+# session whose automatic continuation budget is spent (it waits idle for a prompt)
+HOST_LOST: Final = "host.lost"
 CONFIG_INVALID: Final = "config.invalid"
 AGENT_NOT_FOUND: Final = "agent.not-found"
 INSTRUCTIONS_UNAVAILABLE: Final = "instructions.unavailable"  # no first complete Instruction Baseline yet
@@ -16,7 +19,7 @@ TOOL_EXECUTION: Final = "tool.execution"  # the tool failed (or was disabled); t
 TOOL_UNKNOWN: Final = "tool.unknown"
 TOOL_INVALID_INPUT: Final = "tool.invalid-input"
 TOOL_RESULT_MISSING: Final = "tool.result-missing"  # a provider-executed call the provider never settled
-TOOL_STALE: Final = "tool.stale"  # left streaming or running by an earlier process; never run again
+TOOL_STALE: Final = "tool.stale"  # left streaming or running by a lost host, and not idempotent: not run again
 PERMISSION_REJECTED: Final = "permission.rejected"  # a deny rule
 PERMISSION_REQUIRED: Final = "permission.required"  # an ask rule, with nobody to ask yet
 PERMISSION_DECLINED: Final = "permission.declined"  # the user refused without feedback: the drain stops
@@ -41,3 +44,6 @@ PROVIDER_NO_MODEL: Final = "provider.no-model"
 COMPACTION_FAILED: Final = "compaction.failed"  # the summary call failed or did not follow the template
 COMPACTION_UNAVAILABLE: Final = "compaction.unavailable"  # nothing older than the recent tail to summarise
 COMPACTION_INTERRUPTED: Final = "compaction.interrupted"
+
+# Plugins
+PLUGIN_HOOK: Final = "plugin.hook"  # a plugin's hook raised: the Step or tool call it ran for fails; names both

@@ -1,9 +1,25 @@
 """The Embedded host: the same client API served in process by the same router, plus embedded-only capabilities,
-and what writing a tool for it takes (`OpenCode(tools=[...])`, or a ToolSource of your own)."""
+what writing a tool for it takes (`OpenCode(tools=[...])`, or a ToolSource of your own) and what a Python plugin is
+(`Plugin`, the `PluginRegistry` its setup fills, what its hooks are shown)."""
 
+from ..core.llm.model import LLMRequest
+from ..core.llm.providers import AdapterSpec
+from ..core.plugins import (
+    ENTRY_POINT_GROUP,
+    InstructionRequest,
+    Plugin,
+    PluginInstructionsUnavailable,
+    PluginRegistry,
+    ProviderRequest,
+    TerminalRequest,
+    ToolResult,
+)
 from ..core.tools import StaticTools, Tool, ToolContext, ToolFailure, ToolOutput, ToolSource
+from ..schema.events import EventRecord
 from ..schema.message import ToolContent, ToolFileContent, ToolTextContent
 from .embedded import OpenCode
 
-__all__ = ["OpenCode", "StaticTools", "Tool", "ToolContent", "ToolContext", "ToolFailure", "ToolFileContent",
-           "ToolOutput", "ToolSource", "ToolTextContent"]
+__all__ = ["ENTRY_POINT_GROUP", "AdapterSpec", "EventRecord", "InstructionRequest", "LLMRequest", "OpenCode", "Plugin",
+           "PluginInstructionsUnavailable", "PluginRegistry", "ProviderRequest", "StaticTools", "TerminalRequest",
+           "Tool", "ToolContent", "ToolContext", "ToolFailure", "ToolFileContent", "ToolOutput", "ToolResult",
+           "ToolSource", "ToolTextContent"]

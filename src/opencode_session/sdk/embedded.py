@@ -15,6 +15,7 @@ from ..client.generated import OpenCodeClient
 from ..client.websocket import WebSocketConnector
 from ..core.llm.model import Provider, ResolvedModel
 from ..core.llm.retry import Clock
+from ..core.plugins import Plugin
 from ..core.runtime import Runtime, RuntimeOptions
 from ..core.tools.registry import ToolRegistry, default_registry
 from ..core.tools.tool import Tool
@@ -35,8 +36,10 @@ class OpenCode(OpenCodeClient):
     Shares the networked client's methods, routing, middleware, codecs and errors; only the transport differs.
     Embedded-only: `tools` (register Python tools the runner may call), `runtime` (the core objects), `transport`
     and `websockets` (the in-memory HTTP transport and WebSocket connector, for another client of the same host) and
-    `pty_environment` (the host's additions to a new terminal's environment). `pty.connect` works as over the
-    network: its WebSocket runs in memory through the same app, middleware and handlers.
+    `pty_environment` (the host's additions to a new terminal's environment), `plugins` (Python plugins given in code)
+    and `discover_plugins` (also load the installed ones and opencode.json's `python:` entries, as `ocs` does).
+    `pty.connect` works as over the network: its WebSocket runs in memory through the same app, middleware and
+    handlers.
     Closing releases the database, ends every stream and stops every drain. The default database is in memory.
     """
 
@@ -53,6 +56,8 @@ class OpenCode(OpenCodeClient):
         headers: Mapping[str, str] | None = None,
         stall_timeout: float = 15.0,
         pty_environment: PtyEnvironment = no_overlay,
+        plugins: Sequence[Plugin] = (),
+        discover_plugins: bool = False,
     ) -> None:
         self.tools: ToolRegistry = default_registry()
         for tool in tools:
@@ -60,6 +65,7 @@ class OpenCode(OpenCodeClient):
         self._options = RuntimeOptions(
             db_path=db, directory=directory or os.getcwd(), env=dict(os.environ if env is None else env),
             drain_factory=make_drain_factory(tools=self.tools, provider=provider, clock=clock),
+            plugins=tuple(plugins), discover_plugins=discover_plugins,
         )
         self._heartbeat = heartbeat
         self._stall_timeout = stall_timeout

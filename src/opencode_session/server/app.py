@@ -27,7 +27,7 @@ from .auth import BasicAuthMiddleware
 from .body import JSONAnswer, read_json_body
 from .guard import BodyGuard, GuardOptions, OriginGuard
 from .handlers import HANDLERS, Call
-from .host import Host, PtyEnvironment, no_overlay
+from .host import Host, PtyEnvironment, no_overlay, with_plugins
 from .sse import SSEResponse
 from .terminal_socket import serve_terminal
 
@@ -133,6 +133,9 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
     missing = [e.operation_id for e in ENDPOINTS if e.operation_id not in HANDLERS]
     if missing:
         raise RuntimeError(f"operations without a handler: {missing}")
+    plugins = runtime.plugins
+    if plugins is not None and plugins.hooks.pty_environment_hooks:
+        pty_environment = with_plugins(pty_environment, plugins.hooks)
     state = AppState(heartbeat, stall_timeout, Host(pty_environment=pty_environment))
     if pty_environment is not no_overlay:  # local MCP servers get the host's additions too (the PTY Environment)
         runtime.mcp.overlay = lambda directory: pty_environment(resolve_location(directory), directory)

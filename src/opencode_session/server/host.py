@@ -1,5 +1,6 @@
 """What the server adds around core for terminals: the PTY Environment adapter (the host's overlay on a new
-terminal's environment) and the single-use tickets that open a terminal's WebSocket without the password."""
+terminal's environment, over the plugins' additions) and the single-use tickets that open a terminal's WebSocket
+without the password."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.location import Location
+from ..core.plugins.hooks import PluginHooks
 from ..schema.pty import PtyTicketConnectToken
 
 # The host's additions to a new terminal's environment, observed for the request's Location and the terminal's
@@ -20,6 +22,15 @@ PtyEnvironment = Callable[[Location, Path], Mapping[str, str]]
 
 def no_overlay(_location: Location, _cwd: Path) -> Mapping[str, str]:
     return {}
+
+
+def with_plugins(overlay: PtyEnvironment, hooks: PluginHooks) -> PtyEnvironment:
+    """The host's overlay over what the plugins' PTY Environment hooks add (the host's own word wins)."""
+
+    def merged(location: Location, cwd: Path) -> Mapping[str, str]:
+        return {**hooks.pty_environment(location, cwd), **overlay(location, cwd)}
+
+    return merged
 
 
 TICKET_TTL_S = 60

@@ -15,6 +15,7 @@ from typing import Any
 
 import uvicorn
 
+from ..core.execution.continuation import InvalidResumeBudget
 from ..core.runtime import Runtime, RuntimeOptions
 from ..core.store import StoreError
 from .app import create_app
@@ -103,7 +104,8 @@ async def serve(
     stall_timeout: float = 15.0,
 ) -> None:
     """Run until SIGTERM/SIGINT (or `stop`). `managed` servers suspend active sessions on shutdown and resume
-    the suspended ones at start (restart continuation). Raises ServeRefused before opening anything when `host`
+    the suspended ones at start (restart continuation), and continue the sessions a hard crash lost (within the
+    resume budget). Raises ServeRefused before opening anything when `host`
     is beyond loopback and no password is set (unless `insecure_no_password`)."""
     check_exposure(host, options.env, insecure_no_password)
     stop = stop or asyncio.Event()
@@ -115,7 +117,10 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    runtime = Runtime(options)
+    try:
+        runtime = Runtime(options)
+    except InvalidResumeBudget as bad:
+        raise ServeRefused(str(bad)) from None
     try:
         await runtime.open()
     except (OSError, StoreError) as unusable:
@@ -125,6 +130,8 @@ async def serve(
     previous_handler = loop.get_exception_handler()
     loop.set_exception_handler(ResourceExhaustionLog())
     try:
+        # before this host runs anything: every execution claim left in the database is a lost host's
+        lost = await runtime.lost_sessions() if managed else []
         app = create_app(runtime, heartbeat=heartbeat, guard=guard, stall_timeout=stall_timeout)
         sock = bind(host, port)
         config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False,
@@ -144,6 +151,7 @@ async def serve(
         bound = sock.getsockname()
         url = f"http://{host if ':' not in host else f'[{host}]'}:{bound[1]}"
         if managed:
+            await runtime.continue_lost(lost)
             await runtime.resume_suspended()
         if on_ready is not None:
             on_ready(url, runtime)

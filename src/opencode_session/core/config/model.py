@@ -127,6 +127,7 @@ class Config(_Lenient):
     provider: dict[str, ProviderConfig] = Field(default_factory=dict)
     agent: dict[str, AgentConfig] = Field(default_factory=dict)
     instructions: list[str] = Field(default_factory=list)
+    plugin: list[Any] = Field(default_factory=list)  # `python:module` entries are loaded; OpenCode's JS ones are not
     permission: Any = None
     compaction: Any = None
     tool_output: ToolOutputConfig | None = None

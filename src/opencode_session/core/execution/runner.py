@@ -1,11 +1,13 @@
 """The Session runner: one drain promotes eligible input at Safe Step Boundaries and runs Steps until no immediate
 continuation remains, moving its DrainState (`drain`) on with each Step's outcome: retries before any output, the
 step allowance, rebuilds after a compaction. Its parts: boundary sampling (`sampling`), Model Context assembly
-(`model_context`), compaction around Steps (`overflow`), orphan reconciliation (`orphans`) and one Step's stream
-(`step`); `core.wiring` assembles it for a runtime."""
+(`model_context`), compaction around Steps (`overflow`), orphan reconciliation (`orphans`; the runner runs a lost
+host's idempotent calls again) and one Step's stream (`step`); `core.wiring` assembles it for a runtime."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -13,10 +15,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
+import anyio
+
 from ...schema import events as ev
 from ...schema import session_errors
-from ...schema.common import SessionErrorInfo
+from ...schema.common import ModelRef, SessionErrorInfo
 from ...schema.ids import message_id
+from ..agents import AgentNotFoundError, resolve_agent
 from ..boundary import Boundary
 from ..cancellation import shielded
 from ..compaction.compactor import CompactionSettings, Compactor
@@ -26,20 +31,22 @@ from ..llm import model as llm
 from ..llm.errors import ProviderError
 from ..llm.retry import BASE_DELAY_MS, Clock, may_retry, retry_delay_ms
 from ..permission import PermissionRequests
+from ..plugins import PluginHookError, PluginHooks, ProviderRequest
 from ..questions import QuestionRequests
 from ..session import admission
 from ..session.history import HistoryCache
 from ..snapshot import Snapshots
 from ..snapshot.steps import StepFiles
 from ..store import Reader, Store
-from ..tools.registry import ToolRegistry, default_registry
+from ..tools.registry import ToolRegistry, ToolSet, default_registry
+from ..tools.tool import ToolContext
 from .coordinator import DrainFailure, DrainInterrupted
 from .drain import DrainState, Next
 from .model_context import ModelCall, ModelContext, ModelContextBuilder, model_call, named_model
-from .orphans import close_assistant, reconcile_orphans
+from .orphans import Orphan, close_assistant, find_orphans, settle_orphans
 from .overflow import StepCompaction
 from .sampling import BoundarySampler
-from .step import INTERRUPTED_STEP, Step, StepContext, StepOutcome
+from .step import INTERRUPTED_STEP, Step, StepContext, StepOutcome, local_settlement
 from .title import SessionTitles
 
 log = logging.getLogger(__name__)
@@ -79,6 +86,7 @@ class RunnerDeps:
     questions: QuestionRequests | None = None
     config: ConfigSource | None = None  # the runtime's configuration source; None: one of the runner's own over env
     snapshots: Snapshots | None = None  # None: Steps take no file snapshots
+    hooks: PluginHooks | None = None  # the loaded plugins' hooks; None: no plugin hooks
 
 
 @dataclass(frozen=True)
@@ -109,8 +117,8 @@ class Runner:
         await self._run_barrier(session_id)
         if not force and not await self._promotable(session_id):
             return
-        await reconcile_orphans(store, session_id)
         await self.deps.tools.start()
+        await self._reconcile_orphans(session_id)
         state = DrainState()
         try:
             while True:
@@ -173,11 +181,56 @@ class Runner:
                 if m["type"] == "assistant":
                     # unanswered tool results, or a step an interruption cut short
                     error = m.get("error")
-                    aborted = error is not None and error["type"] == session_errors.ABORTED
-                    return m.get("finish") == "tool-calls" or aborted
+                    cut_short = error is not None and error["type"] in (session_errors.ABORTED,
+                                                                        session_errors.HOST_LOST)
+                    return m.get("finish") == "tool-calls" or cut_short
             return False
 
         return await self.deps.store.read(_q)
+
+    # --- orphans a lost host left ----------------------------------------------------------------------------
+
+    async def _reconcile_orphans(self, session_id: str) -> None:
+        """Settle what a lost host left open before the first Step: an idempotent tool call it may have been running
+        runs again and its result is recorded; every other open call fails (the model reads why) and the open
+        assistant messages fail as `host.lost`. Nothing else is sent again: the next Step is a new one."""
+        store = self.deps.store
+        left = await store.read(lambda reader: find_orphans(reader, session_id))
+        if left is None:
+            return
+        tools = self.deps.tools.snapshot()
+        again = [o for o in left if o.running and not o.hosted and tools.idempotent(o.name)]
+        settled = {}
+        if again:
+            b = await self.sampler.sample(session_id)
+            results = await asyncio.gather(*(self._run_again(b, tools, o) for o in again))
+            settled = {(o.assistant_id, o.call_id): result for o, result in zip(again, results, strict=True)}
+        await store.write(partial(settle_orphans, session_id=session_id, settled=settled))
+
+    async def _run_again(self, b: Boundary, tools: ToolSet, orphan: Orphan) -> ev.ToolSuccess | ev.ToolFailed:
+        """Run an idempotent call again for the assistant message that made it, under the rules of the agent that
+        made it (as configured at this boundary; the boundary's own agent if that one is gone)."""
+        d, sid = self.deps, b.session.id
+        outputs = d.tools.outputs
+        try:
+            agent = resolve_agent(b.config, orphan.agent)
+        except AgentNotFoundError:
+            agent = b.agent
+        ctx = ToolContext(
+            session_id=sid, message_id=orphan.assistant_id, call_id=orphan.call_id, agent=agent.name,
+            directory=b.location.directory, project_root=b.location.project_root,
+            on_read=d.on_read(b, orphan.assistant_id) if d.on_read else None, env=d.env,
+            rules=agent.rules(b.config.permission, d.env),
+            asker=None if d.permissions is None else d.permissions.asker(sid, b.location.project_id,
+                                                                         orphan.assistant_id, orphan.call_id),
+            managed_roots=() if outputs is None else (outputs.root,), config=b.config)
+        settlement = await tools.run(orphan.name, orphan.input, ctx)
+        limits = b.config.tool_output
+        lines = _positive(limits.max_lines if limits else None)
+        size = _positive(limits.max_bytes if limits else None)
+        if not tools.within_bounds(settlement, lines, size):
+            settlement = await anyio.to_thread.run_sync(tools.bound, settlement, lines, size)
+        return local_settlement(sid, orphan.assistant_id, orphan.call_id, settlement)
 
     # --- one Step --------------------------------------------------------------------------------------
 
@@ -195,15 +248,23 @@ class Runner:
             ref = named_model(b)
             if ref is not None:
                 # the Step cannot call the model it names: its assistant message says why, before any provider call
-                await self.deps.store.write(lambda tx: (
-                    tx.append(ev.StepStarted(sessionID=session_id, assistantMessageID=assistant_id,
-                                             agent=b.agent.name, model=ref)),
-                    tx.append(ev.StepFailed(sessionID=session_id, assistantMessageID=assistant_id, error=failure))))
+                await self._fail_unsent(b, assistant_id, ref, failure)
             raise DrainFailure(failure) from None
         context = await self.contexts.build(b, baseline, state.step, call)
         settings = CompactionSettings.of(b.config.compaction)
         if await self.compaction.before_sending(b, settings, assistant_id, call, context):
             return _Stepped(None, assistant_id)
+        hooks = self.deps.hooks
+        if hooks is not None and hooks.before_request_hooks:
+            try:
+                request = await hooks.before_request(ProviderRequest(
+                    session_id, assistant_id, b.agent.name, call.resolved.provider_id, call.resolved.model_id,
+                    context.request))
+            except PluginHookError as hook_failed:  # the Step fails unsent, its assistant message says which hook
+                failure = hook_failed.to_session_error()
+                await self._fail_unsent(b, assistant_id, call.model_ref, failure)
+                raise DrainFailure(failure) from None
+            context = dataclasses.replace(context, request=request)
         hold_overflow = state.attempt.may_recover_overflow and settings.auto
         files = await StepFiles.begin(self.deps.snapshots, b.location, b.config,
                                       any(context.tools.changes_files(t.name) for t in context.request.tools))
@@ -214,6 +275,14 @@ class Runner:
         elif self.deps.titles is not None:
             self.deps.titles.after_step(b.session, b.config, call.resolved)
         return _Stepped(outcome, assistant_id)
+
+    async def _fail_unsent(self, b: Boundary, assistant_id: str, ref: ModelRef, failure: SessionErrorInfo) -> None:
+        """A Step that fails before its provider call: started and failed in one write."""
+        session_id = b.session.id
+        await self.deps.store.write(lambda tx: (
+            tx.append(ev.StepStarted(sessionID=session_id, assistantMessageID=assistant_id, agent=b.agent.name,
+                                     model=ref)),
+            tx.append(ev.StepFailed(sessionID=session_id, assistantMessageID=assistant_id, error=failure))))
 
     def _step_context(self, b: Boundary, assistant_id: str, call: ModelCall, context: ModelContext,
                       retry_policy: Callable[[ProviderError], bool], hold_overflow: bool,
@@ -235,7 +304,7 @@ class Runner:
             max_output_lines=_positive(limits.max_lines if limits else None),
             max_output_bytes=_positive(limits.max_bytes if limits else None),
             managed_roots=() if outputs is None else (outputs.root,),
-            config=b.config, files=files,
+            config=b.config, files=files, hooks=self.deps.hooks,
         )
 
     # --- manual compaction ---------------------------------------------------------------------------------

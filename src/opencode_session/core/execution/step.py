@@ -23,6 +23,7 @@ from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ContextOverflowError, ProviderError
 from ..permission import DEFAULT_RULES, AccessRefused, Asker, Correction, PermissionAsk, Ruleset
+from ..plugins import PluginHookError, PluginHooks, ToolResult
 from ..questions import Questioner
 from ..snapshot.steps import StepFiles
 from ..store import Store
@@ -83,6 +84,7 @@ class StepContext:
     hold_overflow: bool = False  # a context overflow before any output publishes nothing (the runner recovers)
     config: Config = field(default_factory=Config)  # sampled at the boundary: what the Step's tools are configured by
     files: StepFiles = field(default_factory=StepFiles)  # the Location's snapshots around this Step
+    hooks: PluginHooks | None = None  # the plugins' after-tool-result hooks run on each local call's success
 
 
 class _StepIds(TypedDict):
@@ -112,6 +114,17 @@ class HostedResult:
 class _Block:
     ordinal: int
     parts: list[str] = field(default_factory=list)
+
+
+def local_settlement(session_id: str, assistant_id: str, call_id: str,
+                     settlement: ToolSucceeded | ToolErrored) -> ev.ToolSuccess | ev.ToolFailed:
+    """The durable event that settles a local call with its (bounded) settlement."""
+    if isinstance(settlement, ToolSucceeded):
+        out = settlement.output
+        return ev.ToolSuccess(sessionID=session_id, assistantMessageID=assistant_id, callID=call_id,
+                              structured=out.structured, content=list(out.content),
+                              outputPaths=[settlement.output_path] if settlement.output_path else None)
+    return ev.ToolFailed(sessionID=session_id, assistantMessageID=assistant_id, callID=call_id, error=settlement.error)
 
 
 class Step:
@@ -325,6 +338,8 @@ class Step:
                                on_output=self._progress(record.call_id), publish_live=self._live,
                                model_accepts_images=c.resolved.capabilities.images, config=c.config)
         settlement = await c.tools.run(record.name, tool_input, tool_ctx)
+        if c.hooks is not None and c.hooks.after_tool_result_hooks and isinstance(settlement, ToolSucceeded):
+            settlement = await self._after_tool_result(record, tool_input, settlement)
         if isinstance(settlement, ToolErrored) and settlement.error.type in session_errors.DECLINES:
             # E2 (digest 5.4): a decline without feedback fails the assistant and ends the drain as a user interrupt
             self.outcome.declined = True
@@ -333,6 +348,18 @@ class Step:
         # the tool is done: bounding (which may write a Managed Tool Output File) and publishing the one settlement
         # must not be torn by an interrupt
         await shielded(self._bound_and_publish(record, settlement))
+
+    async def _after_tool_result(self, record: _Call, tool_input: dict[str, Any],
+                                 settlement: ToolSucceeded) -> ToolSucceeded | ToolErrored:
+        """The plugins' say on a call's output; a hook that raises fails this call only (`plugin.hook`)."""
+        assert self.ctx.hooks is not None
+        try:
+            output = await self.ctx.hooks.after_tool_result(ToolResult(
+                self.ctx.session_id, self.ctx.assistant_id, record.call_id, record.name, tool_input,
+                settlement.output))
+        except PluginHookError as failed:
+            return ToolErrored(failed.to_session_error())
+        return settlement if output is settlement.output else ToolSucceeded(output)
 
     def _asker(self, ask: Asker) -> Asker:
         """A call's asker that stops asking once the user refused one of the Step's calls: a refusal with feedback
@@ -384,13 +411,8 @@ class Step:
             else:
                 data = ev.ToolSuccess(**ids, callID=record.call_id, content=settlement.content,
                                       result=hosted.result, executed=True, resultState=hosted.metadata)
-        elif isinstance(settlement, ToolSucceeded):
-            out = settlement.output
-            data = ev.ToolSuccess(**ids, callID=record.call_id, structured=out.structured,
-                                  content=list(out.content),
-                                  outputPaths=[settlement.output_path] if settlement.output_path else None)
         else:
-            data = ev.ToolFailed(**ids, callID=record.call_id, error=settlement.error)
+            data = local_settlement(self.ctx.session_id, self.ctx.assistant_id, record.call_id, settlement)
         # committed now (clients see a finished call while others still run), waited for by the terminal
         self._defer(data, lazy=False)
         record.settled = True

@@ -6,7 +6,7 @@ here, loads the added producers concurrently at each Safe Step Boundary, then co
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Final
 
 from ..boundary import Boundary
@@ -15,8 +15,9 @@ from .algebra import Instructions, combine
 # The positions, in order. The built-in sources fill environment, date, discovery (ambient AGENTS.md), configured
 # (opencode.json's `instructions`), skills (the selected agent's skill guidance), references (the project
 # references' guidance) and entries (the API-managed InstructionEntry values); mcp holds the MCP guidance, which the
-# runtime's wiring adds (`core/mcp/guidance.py`).
-POSITIONS: Final = ("environment", "date", "discovery", "configured", "skills", "references", "mcp", "entries")
+# runtime's wiring adds (`core/mcp/guidance.py`), plugins Python plugins' sources (core/plugins).
+POSITIONS: Final = ("environment", "date", "discovery", "configured", "skills", "references", "mcp", "plugins",
+                    "entries")
 
 # Loads one source's Instructions for the boundary (what it observes may be unavailable: see Unavailable).
 InstructionProducer = Callable[[Boundary], Awaitable[Instructions]]
@@ -34,12 +35,15 @@ class InstructionSources:
             raise ValueError(f"not a declared instruction position: {position!r} (one of {', '.join(POSITIONS)})")
         self._added.setdefault(position, []).append(producer)
 
-    def extended(self, position: str, producer: InstructionProducer) -> InstructionSources:
-        """A copy with `producer` added at `position`, after the ones there; this one is left as it is."""
-        copy = InstructionSources()
-        copy._added = {at: list(producers) for at, producers in self._added.items()}
-        copy.add(position, producer)
-        return copy
+    def extended(self, added: Iterable[tuple[str, InstructionProducer]]) -> InstructionSources:
+        """A new set: these producers, then `added` (position, producer) ones; this set is left as it is."""
+        extended = InstructionSources()
+        for position, producers in self._added.items():
+            for producer in producers:
+                extended.add(position, producer)
+        for position, producer in added:
+            extended.add(position, producer)
+        return extended
 
     async def produce(self, boundary: Boundary) -> dict[str, list[Instructions]]:
         """Every added producer's Instructions, loaded concurrently, by position."""

@@ -1,6 +1,6 @@
 """The store's operations as a backend must provide them: per concern (events, sessions, messages, pending input,
-instruction state, saved permissions, suspension marks) a read protocol and a write protocol, plus the plain values
-they exchange. Core speaks only these; `sqlite/` (and any other backend) implements them."""
+instruction state, saved permissions, suspension marks, continuation claims) a read protocol and a write protocol,
+plus the plain values they exchange. Core speaks only these; `sqlite/` (and any other backend) implements them."""
 
 from __future__ import annotations
 
@@ -334,6 +334,29 @@ class SuspensionWrites(Protocol):
         ...
 
 
+class ContinuationWrites(Protocol):
+    """Private execution claims and the record of automatic continuations (replay never infers either): a claim is
+    made with an execution's durable start and released with its terminal, so a claim that outlives its process marks
+    an execution whose host was lost."""
+
+    def claim(self, session_id: str, at: int) -> None: ...
+
+    def release(self, session_id: str) -> None: ...
+
+    def claimed(self) -> list[str]:
+        """Every session claimed and not released (on a single-host backend at start: the executions a lost process
+        left), oldest claim first."""
+        ...
+
+    def continued(self, session_id: str) -> list[int]:
+        """When (ms) the session was continued automatically after a lost host, as last recorded, oldest first."""
+        ...
+
+    def record_continued(self, session_id: str, times: list[int]) -> None:
+        """Replace that record."""
+        ...
+
+
 class Writer(Protocol):
     """One open write transaction of a backend: every concern's reads and writes."""
 
@@ -358,8 +381,12 @@ class Writer(Protocol):
     @property
     def suspension(self) -> SuspensionWrites: ...
 
+    @property
+    def continuation(self) -> ContinuationWrites: ...
+
     def replace_projections(self, replay: Callable[[], None]) -> None:
         """Empty every table the projector writes and call `replay` to write them again from the log. State kept
         beside the projections but not derived from events (instruction checkpoints and entries, saved permissions,
-        suspension marks, removal counts) reads exactly the same afterwards, whatever replay touched."""
+        suspension marks, continuation claims and records, removal counts) reads exactly the same afterwards,
+        whatever replay touched."""
         ...

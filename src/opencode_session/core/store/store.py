@@ -19,6 +19,7 @@ from .backend import Backend
 from .backends import open_backend
 from .feed import DurableFeed, LiveBus
 from .rows import (
+    ContinuationWrites,
     EventWrites,
     InstructionWrites,
     MessageWrites,
@@ -59,6 +60,7 @@ class Tx:
         self.instructions: InstructionWrites = rows.instructions
         self.permissions: PermissionWrites = rows.permissions
         self.suspension: SuspensionWrites = rows.suspension
+        self.continuation: ContinuationWrites = rows.continuation
         self.appended: list[EventRecord] = []
         self.live: list[EventRecord] = []
 

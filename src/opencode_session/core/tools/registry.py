@@ -123,6 +123,12 @@ class ToolSet:
         compiled = self._tools.get(name)
         return compiled is not None and bool(getattr(compiled.tool, "changes_files", True))
 
+    def idempotent(self, name: str) -> bool:
+        """Whether a call of `name` may run again when its first run's outcome is unknown (its host was lost): only
+        when the tool says `idempotent = True`."""
+        compiled = self._tools.get(name)
+        return compiled is not None and getattr(compiled.tool, "idempotent", False) is True
+
     def offered(self, config: Config) -> list[str]:
         """The names of the tools offered under `config`: all of them, except tools with an `offered(config)` check
         that says no (e.g. `websearch` without a configured backend)."""

@@ -140,7 +140,9 @@ def refusals_as_failures() -> Iterator[None]:
 @runtime_checkable
 class Tool(Protocol):
     """A named capability the model can call. `parameters` is the JSON Schema (2020-12) of its input. A tool that
-    never changes files says `changes_files = False` (no snapshot is taken after it)."""
+    never changes files says `changes_files = False` (no snapshot is taken after it). A tool whose call may safely
+    run again, because running it twice has the effect of running it once, says `idempotent = True`: a call the host
+    was lost during is then re-run when the session continues; without it (the default), such a call stays failed."""
 
     name: str
     description: str

@@ -113,6 +113,13 @@ MIGRATIONS: list[str] = [
         BEGIN INSERT INTO session_message_removal (session_id, removed) VALUES (OLD.session_id, 1)
             ON CONFLICT (session_id) DO UPDATE SET removed = removed + 1; END;
     """,
+    # 7: continuation after a hard crash: the private claim of a running execution and when the session was last
+    # continued automatically (a JSON list of times), both beside the projections
+    """
+    ALTER TABLE session ADD COLUMN time_claimed INTEGER;
+    ALTER TABLE session ADD COLUMN continued TEXT;
+    CREATE INDEX session_time_claimed_idx ON session (time_claimed) WHERE time_claimed IS NOT NULL;
+    """,
 ]
 
 

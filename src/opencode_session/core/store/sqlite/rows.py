@@ -7,6 +7,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+from .continuation import SqliteContinuation
 from .events import SqliteEvents
 from .instructions import SqliteInstructions
 from .messages import SqliteMessages
@@ -21,9 +22,10 @@ LOG_TABLES = ("event_sequence", "event")
 PROJECTION_TABLES = ("session", "session_message", "session_pending")
 # State kept beside the projections but not derived from events, which a rebuild leaves as it was: the instruction
 # checkpoint and entries (the files and values a baseline was read from are not in the log), the "always"
-# permissions, the count of removed messages the history cache watches, and the suspension mark of a session row.
+# permissions, the count of removed messages the history cache watches, and the suspension mark, continuation claim
+# and continuation record of a session row.
 STATE_TABLES = ("instruction_checkpoint", "instruction_entry", "permission_saved", "session_message_removal")
-SESSION_STATE_COLUMNS = ("time_suspended",)
+SESSION_STATE_COLUMNS = ("time_suspended", "time_claimed", "continued")
 
 
 def _read_all(conn: sqlite3.Connection, sql: str) -> tuple[list[str], list[tuple[Any, ...]]]:
@@ -45,6 +47,7 @@ class SqliteRows:
         self.instructions = SqliteInstructions(conn)
         self.permissions = SqlitePermissions(conn)
         self.suspension = SqliteSuspension(conn)
+        self.continuation = SqliteContinuation(conn)
 
     def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
         return self.conn.execute(sql, params)

@@ -38,6 +38,7 @@ DESCRIPTION = """Find files by glob pattern.
 class GlobTool:
     name = "glob"
     changes_files = False
+    idempotent = True  # no effect beyond its answer: after a lost host it may run again
     description = DESCRIPTION
     parameters: dict[str, Any] = {
         "type": "object",

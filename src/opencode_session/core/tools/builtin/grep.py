@@ -58,6 +58,7 @@ class _Found:
 class GrepTool:
     name = "grep"
     changes_files = False
+    idempotent = True  # no effect beyond its answer: after a lost host it may run again
     description = DESCRIPTION
     parameters: dict[str, Any] = {
         "type": "object",

@@ -59,6 +59,7 @@ DESCRIPTION = (
 class ReadTool:
     name = "read"
     changes_files = False
+    idempotent = True  # no effect beyond its answer: after a lost host it may run again
     description = DESCRIPTION
     parameters: dict[str, Any] = {
         "type": "object",

@@ -22,6 +22,7 @@ _TEXTUAL = ("text/", "application/json", "application/xml", "application/xhtml",
 class WebFetchTool:
     name = "webfetch"
     changes_files = False
+    idempotent = True  # no effect beyond its answer: after a lost host it may run again
     description = (
         "Fetch a web page or other text resource by URL.\n"
         "\n"
