@@ -27,7 +27,7 @@ def serve_with_servers(tmp_path: Path, **environment: str):
     answer = httpx2.get(f"{srv.url}/api/mcp", timeout=30).json()
     assert {name: s["status"] for name, s in answer["data"].items()} == {"one": "connected", "two": "connected"}
     pids = [int(p.read_text()) for p in marks.iterdir() if p.name.startswith("started-")]
-    assert len(pids) == 2 and sorted(pids) == sorted(children(srv.proc.pid))  # the servers are its own children
+    assert len(pids) == 2 and set(pids) <= set(children(srv.proc.pid))  # the servers are its own children
     return srv, pids
 
 
