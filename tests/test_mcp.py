@@ -136,7 +136,8 @@ async def test_an_interrupt_cancels_the_call_on_the_server(tmp_path):
 
 async def test_permission_rules_and_agent_switches_apply_to_mcp_tools(tmp_path):
     async with harness(tmp_path) as h:
-        h.configure({"srv": local("srv"), "other": local("other")},
+        h.configure({"srv": local("srv", MCP_TEST_INSTRUCTIONS="Use srv."),
+                     "other": local("other", MCP_TEST_INSTRUCTIONS="Use other.")},
                     permission={"srv_*": "ask"}, agent={"build": {"tools": {"other_*": False}}})
         sid = (await h.rt.sessions.create()).id
         h.provider.push(tool_call("c1", "srv_echo", {"text": "asked"}), text("done"))
@@ -152,6 +153,8 @@ async def test_permission_rules_and_agent_switches_apply_to_mcp_tools(tmp_path):
         records = [r async for r in await h.rt.sessions.log(sid, -1, follow=False)]
     names = offered(h.provider.requests[0])
     assert "srv_echo" in names and not [n for n in names if n.startswith("other_")]
+    baseline = h.provider.requests[0].system[-1]
+    assert "Use srv." in baseline and "Use other." not in baseline  # a server the agent may not use gives no guidance
     [success] = of_type(records, "session.tool.success")
     assert success["content"] == [{"type": "text", "text": "echo: asked"}]
 
