@@ -350,18 +350,18 @@ def test_unknown_top_level_keys_are_flagged_with_a_suggestion(project: Path):
 
 
 def test_keys_not_acted_on_are_named_once_each_and_the_table_is_the_only_list_of_them(project: Path):
-    write(global_config_dir(os.environ) / "opencode.json", '{\n  "mcp": {},\n  "plugin": []\n}\n')
-    path = write(project / "opencode.json", '{\n  "model": "a/b",\n  "mcp": {"x": {}},\n  "lsp": false,\n'
+    write(global_config_dir(os.environ) / "opencode.json", '{\n  "watcher": {},\n  "plugin": []\n}\n')
+    path = write(project / "opencode.json", '{\n  "model": "a/b",\n  "watcher": {"x": {}},\n  "lsp": false,\n'
                                             '  "formatter": {},\n  "websearch": {"url": "http://x"}\n}\n')
     report = inspect_config(project, project)
     assert report.error is None and report.warnings == []  # neither unknown nor a typo
-    assert sorted(report.ignored) == ["formatter", "lsp", "mcp"]  # `plugin` is acted on (Python plugins)
+    assert sorted(report.ignored) == ["formatter", "lsp", "watcher"]  # `plugin` and `mcp` are acted on
     assert str(report.ignored["lsp"]).startswith(f"{path}:4: key 'lsp' (")
-    assert report.ignored["mcp"].path == global_config_dir(os.environ) / "opencode.json"  # where it is first set
+    assert report.ignored["watcher"].path == global_config_dir(os.environ) / "opencode.json"  # where it is first set
     # a key the typed config reads is acted on: implementing one means taking it out of the table
     assert set(Config.model_fields) <= ACTED_ON_KEYS and not ACTED_ON_KEYS & NOT_ACTED_ON.keys()
-    assert {"mcp", "formatter", "lsp"} <= NOT_ACTED_ON.keys()
-    assert {"snapshot", "command", "references", "plugin"} <= ACTED_ON_KEYS
+    assert {"watcher", "formatter", "lsp"} <= NOT_ACTED_ON.keys()
+    assert {"snapshot", "command", "references", "plugin", "mcp"} <= ACTED_ON_KEYS
 
 
 def test_unset_env_variable_is_said_not_silently_empty(project: Path):

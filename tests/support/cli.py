@@ -71,10 +71,9 @@ def make_home(root: Path, **extra_env: str) -> Home:
 
 def configure_ignored_keys(home: Home, loop_provider: fake.FakeOpenAI) -> tuple[Path, Path]:
     """A global and a project opencode.json that set OpenCode keys this runtime does not act on (some in both)."""
-    home.configure(loop_provider, mcp={"files": {"type": "local", "command": ["mcp-files"]}}, plugin=["a-plugin"],
-                   lsp=False)
+    home.configure(loop_provider, watcher={"ignore": ["dist"]}, plugin=["a-plugin"], lsp=False)
     project = home.work / "opencode.json"
-    project.write_text(json.dumps({"mcp": {"more": {"type": "remote", "url": "http://127.0.0.1:9"}},
+    project.write_text(json.dumps({"watcher": {"ignore": ["build"]},
                                    "formatter": {"x": {"command": ["fmt"]}}, "theme": "dark", "$schema": "x",
                                    "websearch": {"url": "http://127.0.0.1:9/search"}}))
     return home.root / "config" / "opencode" / "opencode.json", project
@@ -85,8 +84,8 @@ def assert_ignored_keys_named_once(stderr: str, global_file: Path, project: Path
     the file that set it first."""
     notes = [line for line in stderr.splitlines() if line.startswith("note: ")]
     named = sorted(line.split("'")[1] for line in notes)
-    assert named == ["formatter", "lsp", "mcp", "theme"], stderr
-    assert any(line.startswith(f"note: {global_file}:1: key 'mcp'") and "not acted on" in line for line in notes)
+    assert named == ["formatter", "lsp", "theme", "watcher"], stderr
+    assert any(line.startswith(f"note: {global_file}:1: key 'watcher'") and "not acted on" in line for line in notes)
     assert any(line.startswith(f"note: {project}:1: key 'formatter'") for line in notes), notes
     assert "websearch" not in stderr and "$schema" not in stderr  # acted on, or nothing to act on
 

@@ -23,6 +23,7 @@ from opencode_session.protocol.api import (
     IntegrationAttemptStatusAnswer,
     IntegrationList,
     LocationSelector,
+    McpStatusList,
     PermissionCreated,
     PermissionRequestList,
     PtyAnswer,
@@ -55,6 +56,7 @@ __all__ = [
     "HealthGroup",
     "IntegrationGroup",
     "LocationGroup",
+    "McpGroup",
     "ModelGroup",
     "OpenCodeClient",
     "PermissionGroup",
@@ -484,6 +486,35 @@ class LocationGroup:
         """
         return cast("LocationInfo", await self._client._call(
             "v2.location.get",
+            query={"location": location},
+            options=options,
+        ))
+
+
+class McpGroup:
+    """Operations of the `mcp` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    async def status(
+        self,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> McpStatusList:
+        """MCP server status.
+
+        Extension (not in OpenCode 1.18.33's V2 API; OpenCode's own `GET /mcp` answers the same map):
+        the MCP servers opencode.json's `mcp` configures for the location, by name, each `connected`,
+        `disabled` or `failed` with its `error`. Servers not running yet are started first (each
+        waited for at most its `timeout`).
+
+        `GET /api/mcp` (v2.mcp.status). Declared errors: InvalidRequestError (400), UnauthorizedError
+        (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("McpStatusList", await self._client._call(
+            "v2.mcp.status",
             query={"location": location},
             options=options,
         ))
@@ -1586,6 +1617,10 @@ class OpenCodeClient(BaseClient):
     @cached_property
     def location(self) -> LocationGroup:
         return LocationGroup(self)
+
+    @cached_property
+    def mcp(self) -> McpGroup:
+        return McpGroup(self)
 
     @cached_property
     def model(self) -> ModelGroup:

@@ -35,6 +35,7 @@ from .instructions.entries import InstructionEntries
 from .integrations import Integrations
 from .llm.providers import Providers
 from .location import Location, resolve_location
+from .mcp import McpServers
 from .permission import PermissionRequests
 from .pty import Terminals
 from .questions import QuestionRequests
@@ -98,6 +99,7 @@ class Runtime:
         self.terminals = Terminals(options.env)  # pseudo-terminals by Location, killed when the runtime closes
         self.finder = Finder()  # fs.find's indexes of the Locations searched lately
         self.integrations = Integrations(self.credentials)
+        self.mcp = McpServers(options.env)  # MCP servers by Location, started on first need, stopped when idle
         self._sweepers: list[asyncio.Task[None]] = []
         self.execution: SessionExecution | None = None
         # InvalidResumeBudget here, before anything opens, when $OCS_RESUME_BUDGET is malformed
@@ -285,6 +287,7 @@ class Runtime:
                 await close()
             except Exception:  # the store and providers are released whatever one of these does
                 log.exception("closing the runtime: %r failed", close)
+        await self.mcp.close()
         await self.providers.aclose()
         await self.store.close()
 

@@ -29,20 +29,27 @@ def make_drain_factory(
     instruction_sources: InstructionSources | None = None,
 ) -> Callable[[Runtime], Drain]:
     """A `RuntimeOptions.drain_factory` running the runner over the runtime's services; defaults are the real
-    providers, the built-in tools and instruction sources, the wall clock and background session titles."""
+    providers, the built-in tools and instruction sources, the wall clock and background session titles. The
+    runtime's MCP servers are added to the tools and (as MCP guidance) to the instruction sources either way."""
 
     def factory(runtime: Runtime) -> Drain:
         # imported here, not above: importing this module (a server does at start) loads none of the runner
         from .execution.runner import Runner, RunnerDeps
         from .execution.title import SessionTitles
         from .instructions.checkpoint import CheckpointPreparer
+        from .instructions.composition import InstructionSources
         from .instructions.nearby import NearbyInstructions
         from .llm.retry import base_delay_ms
+        from .mcp.guidance import McpGuidance
+        from .mcp.source import McpToolSource
 
         options = runtime.options
         retry_base = options.retry_base_delay_ms
         plugins = runtime.plugins
-        sources = instruction_sources if plugins is None else plugins.instruction_sources(instruction_sources)
+        # the MCP guidance of the runtime's servers, then any plugins' sources
+        with_mcp = (instruction_sources or InstructionSources()).extended([("mcp", McpGuidance(runtime.mcp,
+                                                                                               options.env))])
+        sources = with_mcp if plugins is None else plugins.instruction_sources(with_mcp)
         deps = RunnerDeps(store=runtime.store, env=options.env, provider_for=provider or runtime.providers.for_model,
                           instructions=CheckpointPreparer(runtime.store, options.env, sources=sources),
                           on_read=NearbyInstructions(runtime.store).hook,
@@ -51,6 +58,8 @@ def make_drain_factory(
                           snapshots=runtime.snapshots)
         if tools is not None:
             deps.tools = tools
+        if not any(isinstance(source, McpToolSource) for source in deps.tools.sources):
+            deps.tools.add_source(McpToolSource(runtime.mcp))  # the MCP servers configured at each Step's Location
         if deps.tools.outputs is None:
             deps.tools.outputs = runtime.outputs
         if plugins is not None:  # the plugins' tools come after the registry's own

@@ -42,6 +42,7 @@ from opencode_session.schema.input import SessionInputAdmitted
 from opencode_session.schema.instruction_entry import EntryKey, InstructionEntry, InstructionEntryPut
 from opencode_session.schema.integration import IntegrationAttempt, IntegrationAttemptStatus, IntegrationInfo
 from opencode_session.schema.location import LocationInfo
+from opencode_session.schema.mcp import McpServerStatus
 from opencode_session.schema.message import SessionMessage
 from opencode_session.schema.permission import (
     PermissionSavedInfo,
@@ -431,6 +432,11 @@ class SkillList(Struct):
 class ReferenceList(Struct):
     location: LocationInfo
     data: list[ReferenceInfo]
+
+
+class McpStatusList(Struct):
+    location: LocationInfo
+    data: dict[str, McpServerStatus]
 
 
 # --- stream items ---------------------------------------------------------------------------------
@@ -1307,6 +1313,21 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         ),
         query=LocationQuery,
         success=ReferenceList,
+        refusals=_LOCATION_QUERY,
+    ),
+    Endpoint(
+        operation_id="v2.mcp.status",
+        method="GET",
+        path="/api/mcp",
+        summary="MCP server status",
+        description=(
+            "Extension (not in OpenCode 1.18.33's V2 API; OpenCode's own `GET /mcp` answers the same map): the MCP"
+            " servers opencode.json's `mcp` configures for the location, by name, each `connected`, `disabled` or"
+            " `failed` with its `error`. Servers not running yet are started first (each waited for at most its"
+            " `timeout`)."
+        ),
+        query=LocationQuery,
+        success=McpStatusList,
         refusals=_LOCATION_QUERY,
     ),
 )

@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute, Match, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from ..core.fs import is_binary
+from ..core.location import resolve_location
 from ..core.runtime import Runtime
 from ..protocol import ENDPOINTS, Endpoint, decode_query
 from ..protocol.endpoint import BYTES_CONTENT_TYPE
@@ -126,7 +127,7 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
                pty_environment: PtyEnvironment = no_overlay) -> Starlette:
     """The V2 API app over `runtime`. `app.state.ocs.shutdown` ends every stream when set; an event stream whose
     reader accepts nothing for `stall_timeout` seconds is cut off. `pty_environment` is the host's overlay on a new
-    terminal's environment."""
+    terminal's environment, and of a local MCP server's."""
     guard = guard or GuardOptions()
     env = os.environ if env is None else env
     missing = [e.operation_id for e in ENDPOINTS if e.operation_id not in HANDLERS]
@@ -136,6 +137,8 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
     if plugins is not None and plugins.hooks.pty_environment_hooks:
         pty_environment = with_plugins(pty_environment, plugins.hooks)
     state = AppState(heartbeat, stall_timeout, Host(pty_environment=pty_environment))
+    if pty_environment is not no_overlay:  # local MCP servers get the host's additions too (the PTY Environment)
+        runtime.mcp.overlay = lambda directory: pty_environment(resolve_location(directory), directory)
     doc: list[dict[str, Any]] = []  # rendered on first request: it costs a third of start-up and few ask for it
 
     async def openapi_doc(_request: Request) -> Response:

@@ -46,6 +46,7 @@ from ..protocol.api import (
     IntegrationOAuthBody,
     IntegrationPath,
     LocationQuery,
+    McpStatusList,
     PermissionCreated,
     PermissionReplyBody,
     PermissionRequestList,
@@ -86,6 +87,7 @@ from ..schema.ids import SessionID, event_id
 from ..schema.input import SessionInputAdmitted
 from ..schema.instruction_entry import InstructionEntry, InstructionEntryPut
 from ..schema.location import LocationInfo
+from ..schema.mcp import McpServerStatus
 from ..schema.message import SessionMessage
 from ..schema.page import CursorLinks
 from ..schema.permission import PermissionSavedInfo, PermissionV2Request
@@ -657,6 +659,15 @@ async def skill_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> Skil
     skills = await anyio.to_thread.run_sync(available_skills, loc, config, rt.options.env)
     return SkillList(location=loc.info(), data=[SkillV2Info(name=s.name, description=s.description,
                                                             location=str(s.path), content=s.body) for s in skills])
+
+
+@op("v2.mcp.status")
+async def mcp_status(rt: Runtime, call: Call[None, LocationQuery, None]) -> McpStatusList:
+    loc = _location(rt, call.query)
+    config = await _config(rt, loc, call.endpoint)
+    statuses = await rt.mcp.status(loc.directory, config)
+    return McpStatusList(location=loc.info(), data={name: McpServerStatus(status=s.status, error=s.error)
+                                                    for name, s in statuses.items()})
 
 
 @op("v2.reference.list")

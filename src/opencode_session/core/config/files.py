@@ -136,14 +136,13 @@ def config_files(directory: Path, project_root: Path, env: Mapping[str, str] = o
 # The top-level keys this runtime acts on (`tool_output` is its own).
 ACTED_ON_KEYS = frozenset({
     "model", "small_model", "default_agent", "provider", "agent", "instructions", "permission", "compaction",
-    "tool_output", "websearch", "snapshot", "command", "references",
+    "tool_output", "websearch", "snapshot", "command", "references", "mcp",
     "plugin",
 })
 # OpenCode's keys this runtime knows but does not act on yet, each with what it configures there. A file that sets
 # one loads as before, and `ocs serve` and `ocs run` name it once at start; the work that implements a key takes it
 # out of this table (and reads it).
 NOT_ACTED_ON: dict[str, str] = {
-    "mcp": "MCP servers and their tools",
     "skills": "more skill folders",
     "formatter": "formatters run on edited files",
     "lsp": "language servers",

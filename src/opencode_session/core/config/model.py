@@ -101,6 +101,26 @@ class WebSearchConfig(_Lenient):
     headers: dict[str, str] = Field(default_factory=dict)
 
 
+class McpLocalConfig(_Lenient):
+    """An MCP server run as a subprocess over stdio (`command` is the program and its arguments)."""
+
+    type: Literal["local"]
+    command: list[str] = Field(min_length=1)
+    environment: dict[str, str] = Field(default_factory=dict)
+    enabled: bool | None = None
+    timeout: int | None = Field(default=None, gt=0)  # ms, for every request to the server
+
+
+class McpRemoteConfig(_Lenient):
+    """An MCP server reached over streamable HTTP (SSE for older servers) at `url`."""
+
+    type: Literal["remote"]
+    url: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    enabled: bool | None = None
+    timeout: int | None = Field(default=None, gt=0)
+
+
 class Config(_Lenient):
     model: str | None = None
     small_model: str | None = None
@@ -114,6 +134,8 @@ class Config(_Lenient):
     websearch: WebSearchConfig | None = None
     default_agent: str | None = None
     snapshot: bool | None = None  # false: no file snapshots, so a revert restores no files
+    # MCP servers by name, each checked on its own (`core/mcp/config.py`): one bad entry fails only that server
+    mcp: dict[str, Any] = Field(default_factory=dict)
 
 
 class ConfigError(Exception):
@@ -128,5 +150,6 @@ class ConfigError(Exception):
         super().__init__(f"Invalid config {where}: {message}")
 
 
-__all__ = ["AgentConfig", "Config", "ConfigError", "ModelConfig", "ModelCostConfig", "ModelLimit", "ModelModalities",
-           "ProviderConfig", "ProviderOptions", "ToolOutputConfig", "WebSearchConfig"]
+__all__ = ["AgentConfig", "Config", "ConfigError", "McpLocalConfig", "McpRemoteConfig", "ModelConfig",
+           "ModelCostConfig", "ModelLimit", "ModelModalities", "ProviderConfig", "ProviderOptions", "ToolOutputConfig",
+           "WebSearchConfig"]

@@ -98,7 +98,8 @@ class ModelContextBuilder:
             messages = self.lowered.keep_loaded(session_id, loaded)
         additions: list[llm.LLMMessage] = [llm.UserMessage([llm.TextPart(MAX_STEPS_NOTICE)])] if last_step else []
         messages.extend(additions)
-        toolset = self.tools.snapshot()  # this Step's tools, whatever a source lists meanwhile
+        await self.tools.prepare(b)  # sources whose tools belong to the Location (MCP servers) get ready for it
+        toolset = self.tools.snapshot(b)  # this Step's tools, whatever a source lists meanwhile
         offered = [] if last_step else [n for n in toolset.offered(b.config) if not disabled(rules, n)]
         resolved = call.resolved
         request = llm.LLMRequest(

@@ -23,6 +23,7 @@ __all__ = [
     "EmptyRenderError",
     "InstructionsBlocked",
     "Instructions",
+    "KeyedDiff",
     "Observation",
     "ReconcileResult",
     "Source",
@@ -34,6 +35,7 @@ __all__ = [
     "applied_to_json",
     "canonical_json",
     "combine",
+    "diff_by_key",
     "initialize",
     "make",
     "rebaseline",
@@ -312,6 +314,29 @@ def applied_from_json(data: Any) -> Applied:
             return {}
         out[key] = AppliedSource(value=value, removed=removed)
     return out
+
+
+# --- list-shaped values -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeyedDiff(Generic[A]):
+    """How a list-shaped value changed: the entries added (in current order), the keys of those removed (in previous
+    order) and of those changed."""
+
+    added: tuple[A, ...]
+    removed: tuple[str, ...]
+    changed: tuple[str, ...]
+
+
+def diff_by_key(previous: Iterable[A], current: Iterable[A], key: Callable[[A], str]) -> KeyedDiff[A]:
+    """The difference of two lists of entries identified by `key`, for update renderers that say only what was added
+    or removed when that is all that changed."""
+    before = {key(entry): entry for entry in previous}
+    after = {key(entry): entry for entry in current}
+    return KeyedDiff(tuple(entry for k, entry in after.items() if k not in before),
+                     tuple(k for k in before if k not in after),
+                     tuple(k for k, entry in after.items() if k in before and before[k] != entry))
 
 
 # --- results ---------------------------------------------------------------------------------

@@ -14,8 +14,8 @@ from .algebra import Instructions, combine
 
 # The positions, in order. The built-in sources fill environment, date, discovery (ambient AGENTS.md), configured
 # (opencode.json's `instructions`), skills (the selected agent's skill guidance), references (the project
-# references' guidance) and entries (the API-managed InstructionEntry values); mcp is declared for the MCP guidance to
-# come, plugins for Python plugins' sources (core/plugins).
+# references' guidance) and entries (the API-managed InstructionEntry values); mcp holds the MCP guidance, which the
+# runtime's wiring adds (`core/mcp/guidance.py`), plugins Python plugins' sources (core/plugins).
 POSITIONS: Final = ("environment", "date", "discovery", "configured", "skills", "references", "mcp", "plugins",
                     "entries")
 

@@ -16,7 +16,7 @@ from ...schema.reference import ReferenceInfo
 from ..config import ConfigError
 from ..location import Location
 from ..references import discover_references
-from .algebra import EMPTY, UNAVAILABLE, Instructions, Source, Unavailable, make
+from .algebra import EMPTY, UNAVAILABLE, Instructions, Source, Unavailable, diff_by_key, make
 
 REFERENCE_GUIDANCE_KEY: Final = "core/reference-guidance"
 
@@ -57,17 +57,14 @@ def _render(references: tuple[Guided, ...]) -> str:
 
 
 def _update(previous: tuple[Guided, ...], current: tuple[Guided, ...]) -> str:
-    before, after = {r.name: r for r in previous}, {r.name: r for r in current}
-    added = [r for r in current if r.name not in before]
-    removed = [r.name for r in previous if r.name not in after]
-    changed = [n for n in after if n in before and after[n] != before[n]]
-    if changed or not (added or removed):
+    diff = diff_by_key(previous, current, lambda reference: reference.name)
+    if diff.changed or not (diff.added or diff.removed):
         return ("The project references have changed. This list replaces the earlier one.\n" + _render(current))
     lines = []
-    if added:
-        lines += ["These project references are now available as well:", *_entries(added)]
-    if removed:
-        lines.append(f"These project references are gone and must not be used: {', '.join(removed)}.")
+    if diff.added:
+        lines += ["These project references are now available as well:", *_entries(diff.added)]
+    if diff.removed:
+        lines.append(f"These project references are gone and must not be used: {', '.join(diff.removed)}.")
     return "\n".join(lines)
 
 

@@ -44,6 +44,8 @@ _MAX_REPORTED_INPUT_ERRORS = 5
 # Outputs up to this many characters are checked against the bounds on the event loop (microseconds); larger ones are
 # left to `bound` in a worker thread.
 QUICK_CHECK_CHARS = 256 * 1024
+# Compiled tools kept across boundaries whose sources list different tools (MCP servers of several Locations).
+_MAX_REMEMBERED = 4096
 
 
 # what a provider adapter sends to the model for one tool: the LLM request's own tool record
@@ -197,6 +199,10 @@ class ToolRegistry:
 
     # --- sources -------------------------------------------------------------------------------------
 
+    @property
+    def sources(self) -> tuple[ToolSource, ...]:
+        return tuple(self._sources)
+
     def add_source(self, source: ToolSource) -> None:
         """Compose another source after the ones there are; it starts with the next `start`."""
         self._sources.append(source)
@@ -240,15 +246,26 @@ class ToolRegistry:
             except Exception:
                 log.exception("tool source %s failed to stop", source.name)
 
-    def snapshot(self) -> ToolSet:
-        """The tools every usable source lists now, in source order: one Step's ToolSet. A tool whose name an earlier
+    async def prepare(self, at: Any) -> None:
+        """Let the sources whose tools depend on a Step's boundary (`prepare(boundary)`: MCP servers, per Location)
+        get ready for the Step at `at`. Cheap when none does or all are ready."""
+        for source in self._sources:
+            prepare = getattr(source, "prepare", None)
+            if prepare is not None and id(source) not in self._failed:
+                await prepare(at)
+
+    def snapshot(self, at: Any = None) -> ToolSet:
+        """The tools every usable source lists now, in source order: one Step's ToolSet. A source with
+        `tools_at(boundary)` lists those of the boundary `at` (none without one). A tool whose name an earlier
         source took, or whose schema is broken, is left out (and logged once)."""
         tools: dict[str, _Compiled] = {}
         compiled: dict[int, _Compiled] = {}
         for source in self._sources:
             if id(source) in self._failed:
                 continue
-            for tool in source.list_tools():
+            located = getattr(source, "tools_at", None)
+            listed = source.list_tools() if located is None else (located(at) if at is not None else ())
+            for tool in listed:
                 known = self._compiled.get(id(tool))
                 if known is None or known.tool is not tool:
                     try:
@@ -261,7 +278,10 @@ class ToolRegistry:
                     self._report(source, tool, "an earlier source offers a tool of that name")
                     continue
                 tools[tool.name] = known
-        self._compiled = compiled  # tools no source lists any more are forgotten
+        if at is None or len(self._compiled) > _MAX_REMEMBERED:
+            self._compiled = compiled  # tools no source lists any more are forgotten
+        else:  # other boundaries (Locations) list other tools: theirs stay compiled for their next Step
+            self._compiled.update(compiled)
         return ToolSet(self, tools)
 
     def _report(self, source: ToolSource, tool: Tool, why: str) -> None:
