@@ -26,7 +26,7 @@ def isolated_env(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     for var in ("OPENCODE_SERVER_PASSWORD", "OPENCODE_SERVER_USERNAME", "OPENCODE_DISABLE_PROJECT_CONFIG",
-                "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENCODE_CONFIG", "OCS_RESUME_BUDGET"):
+                "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENCODE_CONFIG", "OCS_RESUME_BUDGET", "OCS_LEASE_TTL_MS"):
         monkeypatch.delenv(var, raising=False)
     return home
 

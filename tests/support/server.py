@@ -45,7 +45,8 @@ class ServerProcess:
 
 def isolated_env(root: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCODE_", "OPENAI_", "ANTHROPIC_")) and k != "OCS_RESUME_BUDGET"}
+           if not k.startswith(("OPENCODE_", "OPENAI_", "ANTHROPIC_"))
+           and k not in ("OCS_RESUME_BUDGET", "OCS_LEASE_TTL_MS")}
     for name in ("home", "config", "data"):
         (root / name).mkdir(parents=True, exist_ok=True)
     env.update(HOME=str(root / "home"), XDG_CONFIG_HOME=str(root / "config"), XDG_DATA_HOME=str(root / "data"))

@@ -107,6 +107,7 @@ class Runtime:
         self.continuations: Continuations | None = None
         # several hosts on one database: session leases say which executes a session
         self.ownership: Ownership | None = None
+        self.lease_ttl_ms = lease_ttl_ms(options.env)  # InvalidLeaseTtl here, before anything opens
         self.host = host_name()  # this process as a lease owner (and as `GET /api/session/{id}/owner` names it)
         self._background: set[asyncio.Task[None]] = set()
         self._closers: list[Callable[[], Awaitable[None]]] = []
@@ -140,7 +141,7 @@ class Runtime:
             self._event_hooks = self.plugins.hooks.watch(self.store.live)
         drain = self.options.drain_factory(self) if self.options.drain_factory else _idle_drain
         if self.store.backend.shared:
-            self.ownership = Ownership(self.store, self.host, lease_ttl_ms(self.options.env))
+            self.ownership = Ownership(self.store, self.host, self.lease_ttl_ms)
         self.execution = SessionExecution(self.store, drain, on_started=_on_started, on_settled=_on_settled,
                                           ownership=self.ownership)
         self.continuations = Continuations(self.store, self.execution, self.resume_budget)

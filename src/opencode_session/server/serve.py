@@ -16,6 +16,7 @@ from typing import Any
 import uvicorn
 
 from ..core.execution.continuation import InvalidResumeBudget
+from ..core.execution.ownership import InvalidLeaseTtl
 from ..core.runtime import Runtime, RuntimeOptions
 from ..core.store import StoreError, describe_database
 from .app import create_app
@@ -119,7 +120,7 @@ async def serve(
             loop.add_signal_handler(sig, stop.set)
     try:
         runtime = Runtime(options)
-    except InvalidResumeBudget as bad:
+    except (InvalidResumeBudget, InvalidLeaseTtl) as bad:
         raise ServeRefused(str(bad)) from None
     try:
         await runtime.open()

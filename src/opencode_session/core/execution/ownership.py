@@ -11,7 +11,7 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..store import Lease, Reader, Store, StoreError, Tx, now_ms
@@ -32,9 +32,19 @@ def host_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
-def lease_ttl_ms(env: dict[str, str] | Any) -> int:
-    raw = env.get("OCS_LEASE_TTL_MS", "")
-    return int(raw) if raw.isdigit() and int(raw) >= 300 else DEFAULT_TTL_MS
+class InvalidLeaseTtl(ValueError):
+    """`OCS_LEASE_TTL_MS` set to something other than a whole number of milliseconds, at least 300."""
+
+
+def lease_ttl_ms(env: Mapping[str, str]) -> int:
+    """`$OCS_LEASE_TTL_MS` when set (InvalidLeaseTtl unless it is a whole number of at least 300), else 10 s."""
+    raw = env.get("OCS_LEASE_TTL_MS")
+    if raw is None:
+        return DEFAULT_TTL_MS
+    if not raw.strip().isdigit() or int(raw) < 300:
+        raise InvalidLeaseTtl(f"OCS_LEASE_TTL_MS={raw!r} is not a lease lifetime: a whole number of milliseconds,"
+                              " at least 300 (the default is 10000)")
+    return int(raw)
 
 
 class Ownership:
