@@ -201,10 +201,16 @@ async def test_a_permission_reply_through_another_host_reaches_the_host_that_ask
     first, second = cluster.start(2)
     a, b = OpenCodeClient(first.url), OpenCodeClient(second.url)
     sid = (await a.session.create()).id
+    stream = a.event.subscribe()  # the ask is a live event of the host that asked
+    assert (await stream.__anext__()).type == "server.connected"
     await a.session.prompt(sid, prompt={"text": "run asked"})
     with anyio.fail_after(30):
-        while not (asked := await a.session.permission_list(sid)):  # listed by the host that asked
-            await asyncio.sleep(0.05)  # polling the owner's pending requests, with a deadline
+        async for item in stream:
+            if item.type == "permission.v2.asked" and item.data.get("sessionID") == sid:
+                break
+    await stream.aclose()
+    asked = await a.session.permission_list(sid)  # listed by the host that asked
+    assert len(asked) == 1
     assert await b.session.permission_list(sid) == []  # pending requests are live: the owner's alone
     await b.session.permission_reply(sid, asked[0].id, reply="once")  # forwarded to the owner
     with anyio.fail_after(30):

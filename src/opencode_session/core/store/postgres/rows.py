@@ -31,12 +31,35 @@ class PgEvents(SqlEvents):
 
 
 class PgLeases(SqlLeases):
+    """Leases whose fencing check share-locks the row until the transaction ends: a takeover waits for a write that
+    checked before it, so nothing a former owner checked commits after the new owner started reading. A lease
+    checked once holds for the rest of the transaction (the lock keeps it), so later writes of the same execution in
+    the batch skip the query; `forget` drops that memory when a write rolls back (its lock goes with it)."""
+
+    def __init__(self, conn: PgConnection) -> None:
+        super().__init__(conn)
+        self._held: set[Lease] = set()
+
     def holds(self, lease: Lease) -> bool:
-        # the row stays share-locked until this write commits: a takeover waits for it, so nothing a former owner
-        # checked before the takeover commits after the new owner started reading
+        if lease in self._held:
+            return True
         row = self.conn.execute("SELECT owner, epoch FROM session_lease WHERE session_id = ? FOR SHARE",
                                 (lease.session_id,)).fetchone()
-        return row is not None and row[0] == lease.owner and int(row[1]) == lease.epoch
+        held = row is not None and row[0] == lease.owner and int(row[1]) == lease.epoch
+        if held:
+            self._held.add(lease)
+        return held
+
+    def take(self, session_id: str, owner: str, now: int, expires: int, *, steal: bool = False) -> Lease | None:
+        self.forget()
+        return super().take(session_id, owner, now, expires, steal=steal)
+
+    def release(self, lease: Lease) -> None:
+        self.forget()
+        super().release(lease)
+
+    def forget(self) -> None:
+        self._held.clear()
 
 
 class PgRows(SqlRows):
@@ -44,7 +67,7 @@ class PgRows(SqlRows):
         adapted = PgConnection(conn)
         super().__init__(adapted)
         self.events: PgEvents = PgEvents(adapted)
-        self.leases = PgLeases(adapted)
+        self.leases: PgLeases = PgLeases(adapted)
         self.pg = conn
 
     def replace_projections(self, replay: Callable[[], None]) -> None:

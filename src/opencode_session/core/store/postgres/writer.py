@@ -170,7 +170,7 @@ class PgWriter:
         foreign: list[tuple[int, EventRecord]] = []
         try:
             conn = self._connection()
-            rows = PgRows(conn)
+            rows = PgRows(conn)  # one per transaction: what its lease checks remember lasts as long as their locks
             inserted: list[list[str]] = []
             several = len(batch) > 1
             for job in batch:
@@ -188,6 +188,7 @@ class PgWriter:
                         conn.execute("ROLLBACK TO SAVEPOINT job")
                     else:
                         conn.rollback()
+                    rows.leases.forget()  # the row locks its checks took went with it
                     ids = []
                     job.outcome = (None, _neutral(error))
                 inserted.append(ids)
