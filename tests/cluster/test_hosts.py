@@ -241,3 +241,50 @@ async def test_over_its_resume_budget_a_taken_over_session_waits_idle_with_host_
     assert cluster.runs() == collections.Counter({"later": 1})
     await a.aclose()
     await b.aclose()
+
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text().split()) if path.exists() else 0
+
+
+async def _started(cluster: Cluster, count: int) -> None:
+    """Wait until `count` tool calls have started (each notes its start, then waits for its hold file)."""
+    with anyio.fail_after(60):
+        while _lines(cluster.work / "started.log") < count:
+            await anyio.sleep(0.02)  # polling a file the tools write: the condition waited on
+
+
+def _stderr_count(host: ServerProcess, text: str, count: int, timeout: float) -> bool:
+    with host.stderr_changed:
+        return host.stderr_changed.wait_for(lambda: sum(text in line for line in host.stderr_lines) >= count,
+                                            timeout)
+
+
+async def test_a_paused_owner_mid_tool_sends_nothing_and_runs_nothing_once_taken_over(cluster):
+    first, second = cluster.start(2)
+    a, b = OpenCodeClient(first.url), OpenCodeClient(second.url)
+    cluster.model.tool_hold = "released"
+    count = 10
+    sids = [(await a.session.create()).id for _ in range(count)]
+    for n, sid in enumerate(sids):
+        await a.session.prompt(sid, prompt={"text": f"run p{n}"})
+    await _started(cluster, count)  # every session's tool runs on the first host, held mid-tool
+    first.proc.send_signal(signal.SIGSTOP)
+    # the second host takes each over once the lease expired: the call is stale, the model makes it again there
+    await _started(cluster, 2 * count)
+    first.proc.send_signal(signal.SIGCONT)
+    # the resumed host finds its leases gone at its first renewal and stops its drains (and the tools they run)
+    stopped = await anyio.to_thread.run_sync(_stderr_count, first, "taken over by another host", count, 20)
+    (cluster.work / "released").touch()  # whatever tool is still running ends now
+    with anyio.fail_after(120):
+        for sid in sids:
+            await b.session.wait(sid)
+    received = collections.Counter(cluster.model.received)
+    assert [m for m, n in received.items() if n > 1] == []  # no provider request was sent twice
+    titles = [m for m in cluster.model.received if "write the title of a conversation" in m]
+    assert len(titles) == count  # one title request per session, from the host that ran its first Step to its end
+    assert cluster.runs() == collections.Counter({f"p{n}": 1 for n in range(count)})  # no tool ran twice
+    assert stopped
+    await a.aclose()
+    await b.aclose()

@@ -1,8 +1,11 @@
 """A loopback model (OpenAI Chat Completions, streamed) that needs no script: asked with a user prompt last, it
 calls `bash` to append the prompt's marker to `runs.log` in the Location; asked with a tool result last, it answers
-"done". So every Step it runs is either one tool call or one answer, and `runs.log` counts how often each session's
-tool really ran. A prompt that starts with "say" is answered at once, without a tool (one Step per prompt). `hold`
-pauses every first answer until released (a busy session to kill its host under)."""
+"done", unless that result says its host was lost while the call ran: then it makes the call again. So every Step
+it runs is either one tool call or one answer, and `runs.log` counts how often each session's tool really ran. A
+prompt that starts with "say" is answered at once, without a tool (one Step per prompt). `hold` pauses every first
+answer until released (a busy session to kill its host under); `tool_hold` makes each call note its start in
+`started.log`, then wait until that file exists in the Location before it counts its run (a host paused mid-tool).
+Every request's messages are kept in `received`, in arrival order (to find a request sent twice)."""
 
 from __future__ import annotations
 
@@ -41,6 +44,8 @@ def _user_text(message: dict[str, Any]) -> str:
 class ToolModel:
     def __init__(self) -> None:
         self.requests = 0
+        self.received: list[str] = []  # each request's system text and messages, as canonical JSON
+        self.tool_hold: str | None = None  # a file name: tool calls wait for it before counting their run
         self.holding = threading.Event()  # set: first answers wait for `release`
         self.release = threading.Event()
         self.held = threading.Semaphore(0)  # one release per held answer reached
@@ -51,24 +56,32 @@ class ToolModel:
 
     async def _answer(self, request: Request) -> StreamingResponse:
         payload = json.loads(await request.body())
+        messages = payload.get("messages", [])
         with self._lock:
             self.requests += 1
-        messages = payload.get("messages", [])
+            self.received.append(json.dumps(messages, sort_keys=True))
         last = messages[-1] if messages else {}
+        users = [m for m in messages if m.get("role") == "user"]
+        marker = (_user_text(users[-1]).split() or ["none"])[-1] if users else "none"
+        stale = last.get("role") == "tool" and "may or may not have taken effect" in str(last.get("content"))
         if messages and messages[0].get("content") == TITLE_SYSTEM:
             frames = [chunk({"role": "assistant", "content": "A title"}), chunk({}, finish_reason="stop")]
             hold = False
-        elif last.get("role") == "tool" or _user_text(last).startswith("say"):
+        elif (last.get("role") == "tool" and not stale) or _user_text(last).startswith("say"):
             frames = [chunk({"role": "assistant", "content": "done"}), chunk({}, finish_reason="stop")]
             hold = False
-        else:
-            marker = _user_text(last).split()[-1] if _user_text(last).split() else "none"
-            arguments = json.dumps({"command": f"echo {marker} >> runs.log", "description": "count a run"})
+        else:  # a prompt, or a call whose host was lost mid-run: (checked and) made again
+            command = f"echo {marker} >> runs.log"
+            if self.tool_hold:
+                command = (f"echo {marker} >> started.log; while [ ! -e {self.tool_hold} ]; do sleep 0.02; done; "
+                           + command)
+            arguments = json.dumps({"command": command, "description": "count a run"})
             frames = [chunk({"role": "assistant", "content": ""}),
-                      chunk({"tool_calls": [{"index": 0, "id": f"call_{marker}", "type": "function",
+                      chunk({"tool_calls": [{"index": 0, "id": f"call_{marker}{'_again' if stale else ''}",
+                                             "type": "function",
                                              "function": {"name": "bash", "arguments": arguments}}]}),
                       chunk({}, finish_reason="tool_calls")]
-            hold = self.holding.is_set()
+            hold = self.holding.is_set() and not stale
 
         async def body() -> AsyncIterator[bytes]:
             yield f"data: {json.dumps(frames[0])}\n\n".encode()

@@ -19,7 +19,7 @@ from ..llm.catalog import step_cost
 from ..llm.errors import ProviderError
 from ..llm.retry import BASE_DELAY_MS, Clock, may_retry, retry_delay_ms
 from ..session.history import HistoryEntry
-from ..store import Store, Tx
+from ..store import Store, Tx, confirm_lease
 from . import render
 from .tokens import TokenEstimator, text_tokens
 
@@ -329,6 +329,7 @@ class Compactor:
         while True:
             parts: list[str] = []
             finish: str | None = None
+            await confirm_lease()  # nothing leaves for a session whose lease may have lapsed
             try:
                 stream = target.provider.stream(request)
                 try:

@@ -21,7 +21,7 @@ from ...schema import session_errors
 from ...schema.common import SessionErrorInfo
 from ...schema.errors import SessionBusyError
 from ..store import Lease, SessionFencedError, Store, Tx, set_fence
-from .ownership import Ownership
+from .ownership import LeaseTenure, Ownership
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,7 @@ class _Execution:
     outcome: str | None = None
     lease: Lease | None = None  # on a shared database: the lease this busy period executes (and writes) under
     lost: bool = False  # the lease changed hands meanwhile: this host may no longer write for the session
+    tenure: LeaseTenure | None = None  # how long this host can be sure it still holds `lease`
 
 
 class SessionExecution:
@@ -255,8 +256,9 @@ class SessionExecution:
             ex.outcome = "forwarded"
             return None
         ex.lease = lease
-        set_fence(lease)
-        return asyncio.create_task(self.ownership.keep(lease, lambda: self._lost(ex)), name=f"lease:{sid}")
+        ex.tenure = tenure = self.ownership.tenure(lease, lambda: self._lost(ex))
+        set_fence(lease, tenure)
+        return asyncio.create_task(self.ownership.keep(tenure), name=f"lease:{sid}")
 
     def _lost(self, ex: _Execution) -> None:
         """The lease changed hands under a running drain: stop it; the new owner continues the session."""
@@ -278,6 +280,8 @@ class SessionExecution:
         finally:
             if keeper is not None:
                 keeper.cancel()
+            if ex.tenure is not None:
+                ex.tenure.end(lost=ex.lost)
 
     async def _busy(self, ex: _Execution) -> None:
         sid = ex.session_id

@@ -1,6 +1,7 @@
 """Which host executes a session when several share one database: session leases taken at drain start, renewed
-while the drain runs and released with its terminal event; what reaches a host that does not own a session
-forwarded to the owner by a database signal; and a sweeper that takes over the sessions of a host that died."""
+while the drain runs and released with its terminal event, and trusted by the drain only as long as its own clock
+says they cannot have expired (`LeaseTenure`); what reaches a host that does not own a session forwarded to the
+owner by a database signal; and a sweeper that takes over the sessions of a host that died."""
 
 from __future__ import annotations
 
@@ -11,16 +12,20 @@ import logging
 import os
 import secrets
 import socket
+import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
-from ..store import Lease, Reader, Store, StoreError, Tx, now_ms
+from ..store import Lease, LeaseLapsedError, Reader, SessionFencedError, Store, StoreError, Tx, now_ms
 
 log = logging.getLogger(__name__)
 
 # How long a lease lasts unless renewed; the owner renews it every third of that. A host that stops renewing (dead,
 # paused, cut off) loses its sessions to another host this long after its last renewal.
 DEFAULT_TTL_MS = 10_000
+# A renewal is trusted for the lifetime less this share of it (by the renewing host's monotonic clock, from the moment
+# the renewal was sent): what is left covers clock drift between hosts and the time a request takes to leave.
+MARGIN_SHARE = 1 / 3
 _SIGNAL = "session"  # the signal kind: {"kind": "session", "to": host, "session": id, "do": ..., ...}
 
 Heard = Callable[[str, dict[str, Any]], None]
@@ -47,23 +52,103 @@ def lease_ttl_ms(env: Mapping[str, str]) -> int:
     return int(raw)
 
 
+class LeaseTenure:
+    """A drain's hold on its session's lease as this process's monotonic clock sees it: trusted until the lifetime
+    less a margin (`MARGIN_SHARE`) has passed since the last renewal was sent. `confirm` (what a provider request or
+    a tool run asks first, through `store.confirm_lease`) renews an untrusted one before answering; a renewal that
+    finds the lease changed hands, or that cannot be made before the lease surely expired, loses it: `lost` is called
+    once and nothing more is sent."""
+
+    def __init__(self, ownership: Ownership, lease: Lease, renewed: float, lost: Callable[[], None]) -> None:
+        self.ownership = ownership
+        self.lease = lease
+        self.renewed = renewed  # monotonic seconds when the write behind the lease's current expiry was sent
+        self.state: Literal["held", "lost", "released"] = "held"
+        self._lost = lost
+        self._renewal: asyncio.Future[None] | None = None
+
+    def trusted(self) -> bool:
+        """Held, and renewed recently enough that it cannot have expired (margin included)."""
+        return self.state == "held" and self.ownership.clock() < self.renewed + self.ownership.trusted_s
+
+    async def confirm(self) -> None:
+        if self.state == "released":  # the execution ended and let it go: what it started may still finish
+            return
+        if not self.trusted():
+            await self.renew()
+            if not self.trusted():
+                raise LeaseLapsedError(self.lease)
+
+    async def renew(self) -> None:
+        """Renew the lease now (one renewal at a time, however many ask)."""
+        if self.state != "held":
+            return
+        renewal = self._renewal
+        if renewal is None or renewal.done():
+            renewal = self._renewal = asyncio.ensure_future(self._renew())
+        await asyncio.shield(renewal)
+
+    async def _renew(self) -> None:
+        own = self.ownership
+        sent = own.clock()
+        try:
+            kept = await own.store.write(lambda tx: tx.leases.renew(self.lease, now_ms() + own.ttl_ms))
+        except SessionFencedError:
+            kept = False
+        except StoreError as failed:
+            log.warning("could not renew the lease of session %s: %s", self.lease.session_id, failed)
+            if own.clock() >= self.renewed + own.ttl_ms / 1000:
+                self.lose()  # by this host's own clock the lease has expired: someone may have taken it
+            return
+        if kept:
+            self.renewed = max(self.renewed, sent)
+        else:
+            self.lose()
+
+    def lose(self) -> None:
+        if self.state == "held":
+            self.state = "lost"
+            log.warning("session %s was taken over by another host (lease epoch %d lost); this host stops executing"
+                        " it", self.lease.session_id, self.lease.epoch)
+            self._lost()
+
+    def end(self, lost: bool) -> None:
+        """The execution ended: it released the lease (or found it lost)."""
+        if self.state == "held":
+            self.state = "lost" if lost else "released"
+
+
 class Ownership:
     """This host's side of session leases on a shared database."""
 
-    def __init__(self, store: Store, host: str, ttl_ms: int = DEFAULT_TTL_MS) -> None:
+    def __init__(self, store: Store, host: str, ttl_ms: int = DEFAULT_TTL_MS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.store = store
         self.host = host
         self.ttl_ms = ttl_ms
+        self.clock = clock
+        self.trusted_s = ttl_ms * (1 - MARGIN_SHARE) / 1000  # how long a renewal is trusted, by `clock`
         self.heard: dict[str, Heard] = {}  # what to do with a forwarded action, by its name ("wake", ...)
         self._sweeper: asyncio.Task[None] | None = None
+        self._taken: dict[tuple[str, int], float] = {}  # when the write that took a lease was sent, until its tenure
         store.signals.append(self._signalled)
 
     # --- leases ------------------------------------------------------------------------------------------
 
     async def take(self, session_id: str) -> Lease | None:
         """The session's lease for this host; None while another host's lease is live."""
-        now = now_ms()
-        return await self.store.write(lambda tx: tx.leases.take(session_id, self.host, now, now + self.ttl_ms))
+        sent, now = self.clock(), now_ms()
+        lease = await self.store.write(lambda tx: tx.leases.take(session_id, self.host, now, now + self.ttl_ms))
+        if lease is not None:
+            self._taken[(session_id, lease.epoch)] = sent
+        return lease
+
+    def tenure(self, lease: Lease, lost: Callable[[], None]) -> LeaseTenure:
+        """The tenure of a lease this host took (one it did not take here starts untrusted: renewed on first use)."""
+        stale = self.clock() - self.ttl_ms / 1000
+        for key in [key for key, sent in self._taken.items() if sent < stale]:  # taken, never executed here
+            del self._taken[key]
+        return LeaseTenure(self, lease, self._taken.pop((lease.session_id, lease.epoch), float("-inf")), lost)
 
     async def holder(self, session_id: str) -> Lease | None:
         """The live lease of another host on the session, if any (an expired one is nobody's)."""
@@ -76,27 +161,12 @@ class Ownership:
         """The session's lease as stored, whoever holds it (expired or not)."""
         return await self.store.read(lambda r: r.leases.holder(session_id))
 
-    async def keep(self, lease: Lease, lost: Callable[[], None]) -> None:
-        """Renew `lease` every third of its lifetime until cancelled; call `lost` (once) when it changed hands or
-        could not be renewed before it expired."""
-        expires = lease.expires
-        while True:
+    async def keep(self, tenure: LeaseTenure) -> None:
+        """Renew the tenure's lease every third of its lifetime until cancelled or lost (its `lost` is called when
+        it changed hands or could not be renewed before it expired)."""
+        while tenure.state == "held":
             await asyncio.sleep(self.ttl_ms / 3000)  # a timer: the renewal period, not a synchronisation
-            until = now_ms() + self.ttl_ms
-            try:
-                kept = await self._renew(lease, until)
-            except StoreError as failed:
-                log.warning("could not renew the lease of session %s: %s", lease.session_id, failed)
-                kept = now_ms() < expires
-            else:
-                expires = until if kept else 0
-            if not kept:
-                log.warning("session %s: lease epoch %d lost to another host", lease.session_id, lease.epoch)
-                lost()
-                return
-
-    async def _renew(self, lease: Lease, until: int) -> bool:
-        return await self.store.write(lambda tx: tx.leases.renew(lease, until))
+            await tenure.renew()
 
     # --- forwarding ----------------------------------------------------------------------------------------
 
@@ -138,7 +208,7 @@ class Ownership:
         self._sweeper = asyncio.create_task(self._sweep(take_over), name="lease-sweeper")
 
     def _claim(self, tx: Tx) -> list[tuple[Lease, Lease]]:
-        now = now_ms()
+        now = now_ms()  # (the sweep records when it sent this write: the leases' tenures count from then)
         claimed = []
         for sid in tx.pending.unowned(now - self.ttl_ms, limit=500):  # admitted, but its host died before waking
             if (lease := tx.leases.take(sid, self.host, now, now + self.ttl_ms)) is not None:
@@ -158,7 +228,9 @@ class Ownership:
         while True:
             try:
                 if await self.store.read(self._anything_to_claim):
+                    sent = self.clock()
                     for stale, lease in await self.store.write(self._claim):
+                        self._taken[(lease.session_id, lease.epoch)] = sent
                         log.warning("taking over session %s from %s", stale.session_id,
                                     stale.owner or "nobody (its input waited unowned)")
                         take_over(lease, bool(stale.owner))

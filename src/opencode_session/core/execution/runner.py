@@ -37,7 +37,7 @@ from ..session import admission
 from ..session.history import HistoryCache
 from ..snapshot import Snapshots
 from ..snapshot.steps import StepFiles
-from ..store import Reader, Store
+from ..store import Reader, Store, confirm_lease
 from ..tools.registry import ToolRegistry, ToolSet, default_registry
 from ..tools.tool import ToolContext
 from .coordinator import DrainFailure, DrainInterrupted
@@ -224,6 +224,7 @@ class Runner:
             asker=None if d.permissions is None else d.permissions.asker(sid, b.location.project_id,
                                                                          orphan.assistant_id, orphan.call_id),
             managed_roots=() if outputs is None else (outputs.root,), config=b.config)
+        await confirm_lease()  # run again only while the lease cannot have lapsed
         settlement = await tools.run(orphan.name, orphan.input, ctx)
         limits = b.config.tool_output
         lines = _positive(limits.max_lines if limits else None)

@@ -26,7 +26,7 @@ from ..permission import DEFAULT_RULES, AccessRefused, Asker, Correction, Permis
 from ..plugins import PluginHookError, PluginHooks, ToolResult
 from ..questions import Questioner
 from ..snapshot.steps import StepFiles
-from ..store import Store
+from ..store import SessionFencedError, Store, confirm_lease
 from ..tools.registry import ToolErrored, ToolSet, ToolSucceeded
 from ..tools.tool import ToolContext
 
@@ -192,6 +192,7 @@ class Step:
     # --- the stream ---------------------------------------------------------------------------------
 
     async def run(self) -> StepOutcome:
+        await confirm_lease()  # no provider request for a session whose lease may have lapsed (renewed first if old)
         self.stream = self.ctx.provider.stream(self.ctx.request)
         try:
             try:
@@ -206,7 +207,7 @@ class Step:
             # no wait since the stream's last events: the terminal joins their transaction (one commit, not two)
             await self._settle()
             await self._flush()  # a Step left for retry ends on a queued step start
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, SessionFencedError):  # interrupted, or the session is no longer ours
             await shielded(self._abort())
             raise
         except Exception as defect:
@@ -316,6 +317,7 @@ class Step:
             self._publish_settlement(record, ToolErrored(SessionErrorInfo(
                 type=self.refusal.type, message=self.refusal.message)))
         else:
+            await confirm_lease()  # no tool starts for a session whose lease may have lapsed
             record.task = asyncio.create_task(self._run_tool(record, call.input))
 
     async def _on_tool_result(self, result: llm.ToolResult) -> None:

@@ -16,7 +16,7 @@ from ..llm.catalog import model_ref_from_string, resolve_model
 from ..llm.errors import ProviderError
 from ..llm.providers import load_adapter
 from ..session.service import DEFAULT_TITLE_PREFIX, require_session
-from ..store import Store, Tx
+from ..store import LeaseLapsedError, Store, Tenure, Tx, confirm_lease, current_tenure
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,8 @@ class SessionTitles:
         if session.id in self._attempted or not session.title.startswith(DEFAULT_TITLE_PREFIX):
             return
         self._attempted.add(session.id)
-        self.spawn(self._generate(session.id, config, step_model))
+        # the drain's tenure: the title is requested only while the lease cannot have lapsed (or once it was released)
+        self.spawn(self._generate(session.id, config, step_model, current_tenure()))
 
     def _model(self, config: Config, step_model: llm.ResolvedModel) -> llm.ResolvedModel:
         ref = model_ref_from_string(config.small_model) if config.small_model else None
@@ -71,7 +72,8 @@ class SessionTitles:
                 log.info("small_model %s is not usable for titles (%s); using the session's model", ref, unusable)
         return step_model
 
-    async def _generate(self, session_id: str, config: Config, step_model: llm.ResolvedModel) -> None:
+    async def _generate(self, session_id: str, config: Config, step_model: llm.ResolvedModel,
+                        tenure: Tenure | None = None) -> None:
         try:
             first = await self.store.read(lambda reader: reader.messages.first_user_text(session_id))
             if not first:
@@ -82,6 +84,7 @@ class SessionTitles:
                                      tool_choice="none")
             parts: list[str] = []
             await load_adapter(model.protocol)
+            await confirm_lease(tenure)
             stream = self.provider_for(model).stream(request)
             try:
                 async for event in stream:
@@ -94,7 +97,7 @@ class SessionTitles:
             title = clean_title("".join(parts))
             if title:
                 await self.store.write(lambda tx: _rename_if_untitled(tx, session_id, title))
-        except ProviderError as failed:
+        except (ProviderError, LeaseLapsedError) as failed:
             log.info("no title for session %s: %s", session_id, failed)
         except Exception:  # a title is a nicety: never let its failure surface anywhere else
             log.exception("title generation for session %s failed", session_id)

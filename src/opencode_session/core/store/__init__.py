@@ -8,11 +8,19 @@ from .backend import Backend
 from .backends import describe_database, is_postgres, open_backend
 from .errors import DatabaseInUseError, StoreError
 from .feed import DurableFeed, LiveBus, LiveSubscription
-from .fencing import SessionFencedError, current_fence, set_fence
+from .fencing import (
+    LeaseLapsedError,
+    SessionFencedError,
+    Tenure,
+    confirm_lease,
+    current_fence,
+    current_tenure,
+    set_fence,
+)
 from .rows import Checkpoint, HistoryRow, Lease, PendingInput, Placement, Reader, SessionFilter, Writer
 from .store import Store, Tx, live_event, now_ms
 
-__all__ = ["Backend", "Checkpoint", "DatabaseInUseError", "DurableFeed", "HistoryRow", "Lease", "LiveBus",
-           "LiveSubscription", "PendingInput", "Placement", "Reader", "SessionFencedError", "SessionFilter", "Store",
-           "StoreError", "Tx", "Writer", "current_fence", "describe_database", "is_postgres", "live_event", "now_ms",
-           "open_backend", "set_fence"]
+__all__ = ["Backend", "Checkpoint", "DatabaseInUseError", "DurableFeed", "HistoryRow", "Lease", "LeaseLapsedError",
+           "LiveBus", "LiveSubscription", "PendingInput", "Placement", "Reader", "SessionFencedError", "SessionFilter",
+           "Store", "StoreError", "Tenure", "Tx", "Writer", "confirm_lease", "current_fence", "current_tenure",
+           "describe_database", "is_postgres", "live_event", "now_ms", "open_backend", "set_fence"]
