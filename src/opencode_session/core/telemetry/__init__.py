@@ -1,0 +1,8 @@
+"""Observability: OpenTelemetry traces and Prometheus metrics, each off (and not imported) until configured; the
+instrumentation points core calls (`hooks`) are a no-op check while both are off."""
+
+from __future__ import annotations
+
+from .state import TracingSettings, telemetry, tracing_settings
+
+__all__ = ["TracingSettings", "telemetry", "tracing_settings"]
