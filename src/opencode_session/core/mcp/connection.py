@@ -115,7 +115,7 @@ class _Watched:
 async def _stdio(config: McpLocalConfig, launch: Launch) -> AsyncIterator[Any]:
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    env = hooks.with_traceparent(dict(launch.env))  # with TRACEPARENT when tracing: the server joins the trace that started it
+    env = hooks.with_traceparent(dict(launch.env))  # while tracing, the server joins the trace that started it
     program = config.command[0]
     found = (str(launch.directory / program) if os.sep in program else
              shutil.which(program, path=env.get("PATH", os.defpath)))

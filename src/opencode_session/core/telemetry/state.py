@@ -66,6 +66,7 @@ class Telemetry:
         self.metrics: Metrics | None = None
         self.on = False
         self.capture_content = False
+        self.settings: TracingSettings | None = None  # what tracing was enabled with
         self._provider: Any = None
         self._lock = threading.Lock()
         self.live: dict[str, list[Callable[[], float]]] = {}  # gauges read at scrape time, by metric name
@@ -96,6 +97,7 @@ class Telemetry:
             self._provider = tracer_provider(settings)
             self.tracer = self._provider.get_tracer("opencode_session")
             self.capture_content = settings.capture_content
+            self.settings = settings
             self._update()
             return True
 
