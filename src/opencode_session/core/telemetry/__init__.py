@@ -3,6 +3,7 @@ instrumentation points core calls (`hooks`) are a no-op check while both are off
 
 from __future__ import annotations
 
-from .state import TracingSettings, telemetry, tracing_settings
+from .settings import TracingSettings, tracing_settings
+from .state import telemetry
 
 __all__ = ["TracingSettings", "telemetry", "tracing_settings"]

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.sampling import (
     TraceIdRatioBased,
 )
 
-from .state import TracingSettings
+from .settings import TracingSettings
 
 log = logging.getLogger(__name__)
 
