@@ -235,3 +235,29 @@ def test_with_nothing_configured_a_runtime_imports_neither_opentelemetry_nor_pro
             "print(json.dumps(sorted(m for m in ('opentelemetry.sdk', 'prometheus_client') if m in sys.modules)))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+async def test_an_mcp_call_is_a_span_under_its_tool_call_and_the_server_joins_the_trace(tmp_path, collector):
+    from tests.support.mcp_harness import local
+    from tests.support.scripted import text, tool_call
+    from tests.test_mcp import harness
+
+    settings = tracing_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url})
+    assert settings is not None and telemetry.enable_tracing(settings)
+    seen = tmp_path / "traceparent"
+    try:
+        async with harness(tmp_path) as h:
+            entry = local("srv")  # started through a shell that notes the TRACEPARENT the server was given
+            entry["command"] = ["sh", "-c", f'printf %s "$TRACEPARENT" > "{seen}"; exec "$0" "$@"', *entry["command"]]
+            h.configure({"srv": entry})
+            sid = (await h.rt.sessions.create()).id
+            records = await h.turn(sid, "echo", tool_call("c1", "srv_echo", {"text": "hi"}), text("done"))
+    finally:
+        telemetry.disable_tracing()  # exports what is left
+    assert any(r.type == "session.tool.success" for r in records)
+    spans = collector.wait_for(lambda got: any(s.name == "tools/call echo" for s in got))
+    call = next(s for s in spans if s.name == "tools/call echo")
+    tool = next(s for s in spans if s.name == "execute_tool srv_echo")
+    assert call.parent_span_id == tool.span_id and call.kind == 3  # a client span under its tool call
+    assert call.attributes["mcp.method.name"] == "tools/call" and call.attributes["ocs.mcp.server"] == "srv"
+    assert seen.read_text().split("-")[1] == tool.trace_id  # the server's TRACEPARENT is of the same trace
