@@ -40,7 +40,8 @@ def collector():
 def traced(tmp_path_factory, loop_provider, collector):
     config = loop_provider.serve_config({"fake-model": {}}, model="loop/fake-model", permission={"bash": "allow"})
     srv, _ = start_configured(tmp_path_factory.mktemp("traced"), config, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
-                              OTEL_BSP_SCHEDULE_DELAY="50", OTEL_SERVICE_NAME="ocs-under-test")
+                              OTEL_BSP_SCHEDULE_DELAY="50", OTEL_SERVICE_NAME="ocs-under-test",
+                              OCS_RETRY_BASE_DELAY_MS="10")
     yield srv
     assert srv.stop() == 0, "".join(srv.stderr_lines)
 
@@ -121,6 +122,29 @@ async def test_a_prompt_without_traceparent_starts_a_trace_of_its_own(traced, lo
                                                s.attributes.get("session.id") == sid for s in got))
     agent = next(s for s in spans if s.name.startswith("invoke_agent") and s.attributes.get("session.id") == sid)
     assert agent.parent_span_id == "" and agent.trace_id != CALLER_TRACE
+
+
+async def test_a_retry_is_a_failed_step_a_back_off_and_a_second_try(traced, loop_provider, collector):
+    loop_provider.enqueue(fake.error(500, "boom", type="server_error"), fake.completion(fake.text_deltas("ok")))
+    async with OpenCodeClient(traced.url) as client:
+        sid = (await client.session.create()).id
+        await client.session.prompt(sid, prompt={"text": "try twice"})
+        await client.session.wait(sid)
+
+    def ours(got):
+        return [s for s in got if s.attributes.get("session.id") == sid or s.name == "retry.backoff"]
+
+    spans = collector.wait_for(lambda got: any(s.name.startswith("invoke_agent") for s in ours(got)))
+    agent = next(s for s in ours(spans) if s.name.startswith("invoke_agent"))
+    trace = [s for s in spans if s.trace_id == agent.trace_id]
+    steps = sorted((s for s in trace if s.name == "step"), key=lambda s: s.attributes["ocs.step.attempt"])
+    assert [(s.attributes["ocs.step.attempt"], s.attributes["ocs.step.outcome"]) for s in steps] == [
+        (1, "retry"), (2, "ended")]
+    [backoff] = [s for s in trace if s.name == "retry.backoff"]
+    assert backoff.parent_span_id == agent.span_id and backoff.attributes["error.type"] == "provider.internal"
+    assert backoff.attributes["ocs.retry.attempt"] == 2
+    failed = next(s for s in trace if s.name == "chat fake-model" and s.parent_span_id == steps[0].span_id)
+    assert failed.status_code == 2 and failed.attributes["error.type"] == "provider.internal"  # STATUS_CODE_ERROR
 
 
 def _auth() -> dict[str, str]:
