@@ -41,7 +41,7 @@ def traced(tmp_path_factory, loop_provider, collector):
     config = loop_provider.serve_config({"fake-model": {}}, model="loop/fake-model", permission={"bash": "allow"})
     srv, _ = start_configured(tmp_path_factory.mktemp("traced"), config, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
                               OTEL_BSP_SCHEDULE_DELAY="50", OTEL_SERVICE_NAME="ocs-under-test",
-                              OCS_RETRY_BASE_DELAY_MS="10")
+                              OCS_RETRY_BASE_DELAY_MS="10", OTEL_METRIC_EXPORT_INTERVAL="200")
     yield srv
     assert srv.stop() == 0, "".join(srv.stderr_lines)
 
@@ -147,6 +147,18 @@ async def test_a_retry_is_a_failed_step_a_back_off_and_a_second_try(traced, loop
     assert failed.status_code == 2 and failed.attributes["error.type"] == "provider.internal"  # STATUS_CODE_ERROR
 
 
+async def test_with_an_otlp_endpoint_the_metrics_are_exported_there_too(traced, loop_provider, collector):
+    loop_provider.enqueue(fake.completion(fake.text_deltas("counted")))
+    async with OpenCodeClient(traced.url) as client:
+        sid = (await client.session.create()).id
+        await client.session.prompt(sid, prompt={"text": "count me"})
+        await client.session.wait(sid)
+        ended = collector.wait_for_metrics(lambda got: any(
+            labels == {"outcome": "ended"} and value >= 1 for labels, value in got.get("ocs_steps", [])))
+    assert "ocs_provider_request_duration_seconds_count" in ended and "ocs_active_executions" in ended
+    assert any(labels.get("delivery") == "steer" for labels, _ in ended["ocs_prompts_admitted"])
+
+
 def _auth() -> dict[str, str]:
     return {"Authorization": "Basic " + base64.b64encode(f"opencode:{PASSWORD}".encode()).decode()}
 
@@ -209,6 +221,9 @@ def test_tracing_is_off_unless_the_standard_variables_or_the_config_ask():
     on = tracing_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/"})
     assert on is not None and on.endpoint == "http://collector:4318/v1/traces"
     assert on.service_name == "opencode-session" and on.sampler == "parentbased_always_on"
+    assert on.metrics_endpoint == "http://collector:4318/v1/metrics"
+    quiet = tracing_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c", "OTEL_METRICS_EXPORTER": "none"})
+    assert quiet is not None and quiet.metrics_endpoint is None
     assert not on.capture_content
     exact = tracing_settings({"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c/t", "OTEL_TRACES_SAMPLER": "traceidratio",
                               "OTEL_TRACES_SAMPLER_ARG": "0.25",

@@ -1,5 +1,5 @@
-"""A loopback OTLP/HTTP collector for tests: it accepts `POST /v1/traces` (protobuf, optionally gzipped), decodes
-each export with opentelemetry-proto, and keeps every span for the test to wait on."""
+"""A loopback OTLP/HTTP collector for tests: it accepts `POST /v1/traces` and `/v1/metrics` (protobuf, optionally
+gzipped), decodes each export with opentelemetry-proto, and keeps every span and metric point for tests to wait on."""
 
 from __future__ import annotations
 
@@ -10,6 +10,10 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -39,6 +43,9 @@ class ReceivedSpan:
 class OtlpReceiver:
     def __init__(self) -> None:
         self.spans: list[ReceivedSpan] = []
+        # metric name -> its latest data points as (attributes, value): sums and gauges as they are, a histogram's
+        # count
+        self.metrics: dict[str, list[tuple[dict[str, Any], float]]] = {}
         self.changed = threading.Condition()
         receiver = self
 
@@ -47,12 +54,16 @@ class OtlpReceiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 if self.headers.get("Content-Encoding") == "gzip":
                     body = gzip.decompress(body)
-                if self.path != "/v1/traces":
+                if self.path == "/v1/traces":
+                    receiver._received(ExportTraceServiceRequest.FromString(body))
+                    answer = ExportTraceServiceResponse().SerializeToString()
+                elif self.path == "/v1/metrics":
+                    receiver._measured(ExportMetricsServiceRequest.FromString(body))
+                    answer = ExportMetricsServiceResponse().SerializeToString()
+                else:
                     self.send_response(404)
                     self.end_headers()
                     return
-                receiver._received(ExportTraceServiceRequest.FromString(body))
-                answer = ExportTraceServiceResponse().SerializeToString()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
                 self.send_header("Content-Length", str(len(answer)))
@@ -81,6 +92,28 @@ class OtlpReceiver:
         with self.changed:
             self.spans.extend(spans)
             self.changed.notify_all()
+
+    def _measured(self, request: ExportMetricsServiceRequest) -> None:
+        latest: dict[str, list[tuple[dict[str, Any], float]]] = {}
+        for resource_metrics in request.resource_metrics:
+            for scope in resource_metrics.scope_metrics:
+                for metric in scope.metrics:
+                    kind = metric.WhichOneof("data")
+                    points = getattr(metric, kind).data_points if kind else []
+                    latest[metric.name] = [
+                        ({a.key: _value(a.value) for a in p.attributes},
+                         float(p.count if kind == "histogram" else (p.as_double or p.as_int)))
+                        for p in points]
+        with self.changed:
+            self.metrics.update(latest)
+            self.changed.notify_all()
+
+    def wait_for_metrics(self, done: Callable[[dict[str, list[tuple[dict[str, Any], float]]]], bool],
+                         timeout: float = 20) -> dict[str, list[tuple[dict[str, Any], float]]]:
+        with self.changed:
+            if not self.changed.wait_for(lambda: done(self.metrics), timeout):
+                raise AssertionError(f"metrics never arrived; got {sorted(self.metrics)}")
+            return dict(self.metrics)
 
     def wait_for(self, done: Callable[[list[ReceivedSpan]], bool], timeout: float = 20) -> list[ReceivedSpan]:
         """The spans received so far, once `done(spans)` holds (AssertionError after `timeout` seconds)."""

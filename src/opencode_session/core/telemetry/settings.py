@@ -17,6 +17,7 @@ class TracingSettings:
     """What the standard OTEL_* variables (and opencode.json's `experimental.openTelemetry`) ask of tracing."""
 
     endpoint: str          # the OTLP/HTTP traces URL
+    metrics_endpoint: str | None  # the OTLP/HTTP metrics URL; None: metrics are not exported (OTEL_METRICS_EXPORTER)
     service_name: str
     sampler: str           # OTEL_TRACES_SAMPLER's value (the SDK's names)
     sampler_arg: str | None
@@ -42,8 +43,13 @@ def tracing_settings(env: Mapping[str, str], configured: bool = False) -> Tracin
     if protocol != "http/protobuf":
         log.warning("OTLP protocol %r is not supported here: traces are sent as http/protobuf", protocol)
     endpoint = traces_endpoint or (base or "http://localhost:4318").rstrip("/") + "/v1/traces"
+    metrics_exporters = [e.strip().lower() for e in env.get("OTEL_METRICS_EXPORTER", "otlp").split(",")]
+    metrics_endpoint = None
+    if "otlp" in metrics_exporters:
+        metrics_endpoint = env.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "").strip() or \
+            (base or "http://localhost:4318").rstrip("/") + "/v1/metrics"
     return TracingSettings(
-        endpoint=endpoint,
+        endpoint=endpoint, metrics_endpoint=metrics_endpoint,
         service_name=env.get("OTEL_SERVICE_NAME", "").strip() or DEFAULT_SERVICE_NAME,
         sampler=env.get("OTEL_TRACES_SAMPLER", "").strip().lower() or "parentbased_always_on",
         sampler_arg=env.get("OTEL_TRACES_SAMPLER_ARG"),

@@ -27,6 +27,7 @@ class Telemetry:
         self.capture_content = False
         self.settings: TracingSettings | None = None  # what tracing was enabled with
         self._provider: Any = None
+        self._meters: Any = None  # the OpenTelemetry MeterProvider exporting the metrics over OTLP, when it does
         self._lock = threading.Lock()
         self.live: dict[str, list[Callable[[], float]]] = {}  # gauges read at scrape time, by metric name
 
@@ -57,6 +58,10 @@ class Telemetry:
             self.tracer = self._provider.get_tracer("opencode_session")
             self.capture_content = settings.capture_content
             self.settings = settings
+            if settings.metrics_endpoint is not None:  # the metrics go the same way, so counting starts now
+                from .otlp_metrics import export_metrics
+
+                self._meters = export_metrics(self._metrics(), settings)
             self._update()
             return True
 
@@ -64,27 +69,35 @@ class Telemetry:
         """Export the spans ended so far (a host that closes its runtime, say)."""
         if self._provider is not None:
             self._provider.force_flush(timeout_ms)
+        if self._meters is not None:
+            self._meters.force_flush(timeout_ms)
 
     def disable_tracing(self) -> None:
         """Export what is left and stop tracing (tests, between configurations)."""
         with self._lock:
             provider, self._provider, self.tracer = self._provider, None, None
+            meters, self._meters = self._meters, None
             self.capture_content = False
             self._update()
         if provider is not None:
             provider.shutdown()
+        if meters is not None:
+            meters.shutdown()
 
     # --- metrics -----------------------------------------------------------------------------------------------
 
     def enable_metrics(self) -> Metrics:
         """Start counting (idempotent); imports prometheus_client."""
         with self._lock:
-            if self.metrics is None:
-                from .metrics import Metrics
+            return self._metrics()
 
-                self.metrics = Metrics(self.live)
-                self._update()
-            return self.metrics
+    def _metrics(self) -> Metrics:
+        if self.metrics is None:
+            from .metrics import Metrics
+
+            self.metrics = Metrics(self.live)
+            self._update()
+        return self.metrics
 
 
 telemetry = Telemetry()

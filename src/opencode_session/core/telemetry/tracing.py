@@ -46,7 +46,7 @@ def sampler_of(name: str, arg: str | None) -> Sampler:
     return ParentBased(ALWAYS_ON)
 
 
-def _headers(spec: str | None) -> dict[str, str] | None:
+def headers_of(spec: str | None) -> dict[str, str] | None:
     if not spec:
         return None
     from opentelemetry.util.re import parse_env_headers
@@ -57,6 +57,6 @@ def _headers(spec: str | None) -> dict[str, str] | None:
 def tracer_provider(settings: TracingSettings) -> TracerProvider:
     resource = Resource.create({SERVICE_NAME: settings.service_name})
     provider = TracerProvider(resource=resource, sampler=sampler_of(settings.sampler, settings.sampler_arg))
-    exporter = OTLPSpanExporter(endpoint=settings.endpoint, headers=_headers(settings.headers))
+    exporter = OTLPSpanExporter(endpoint=settings.endpoint, headers=headers_of(settings.headers))
     provider.add_span_processor(BatchSpanProcessor(exporter))
     return provider
