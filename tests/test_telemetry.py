@@ -18,9 +18,10 @@ from opencode_session.client import CallOptions, OpenCodeClient
 from opencode_session.core.telemetry import hooks, telemetry, tracing_settings
 from opencode_session.core.telemetry.logs import JsonFormatter
 from tests.support import fake_openai as fake
+from tests.support.config import write_global_config
 from tests.support.e2e import durable_log
 from tests.support.otlp import OtlpReceiver
-from tests.support.server import start_configured
+from tests.support.server import isolated_env, start_configured, start_server
 
 pytestmark = pytest.mark.anyio
 
@@ -39,9 +40,12 @@ def collector():
 @pytest.fixture(scope="module")
 def traced(tmp_path_factory, loop_provider, collector):
     config = loop_provider.serve_config({"fake-model": {}}, model="loop/fake-model", permission={"bash": "allow"})
-    srv, _ = start_configured(tmp_path_factory.mktemp("traced"), config, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
-                              OTEL_BSP_SCHEDULE_DELAY="50", OTEL_SERVICE_NAME="ocs-under-test",
-                              OCS_RETRY_BASE_DELAY_MS="10", OTEL_METRIC_EXPORT_INTERVAL="200")
+    root = tmp_path_factory.mktemp("traced")
+    env = isolated_env(root, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, OTEL_BSP_SCHEDULE_DELAY="50",
+                       OTEL_SERVICE_NAME="ocs-under-test", OCS_RETRY_BASE_DELAY_MS="10",
+                       OTEL_METRIC_EXPORT_INTERVAL="200")
+    write_global_config(env["XDG_CONFIG_HOME"], config)
+    srv = start_server(root, env=env, args=["--log-format", "json"])
     yield srv
     assert srv.stop() == 0, "".join(srv.stderr_lines)
 
@@ -109,6 +113,13 @@ async def test_a_tool_turn_is_exported_as_one_trace_under_the_callers_span(trace
     assert [r.headers["traceparent"] for r in sent] == [f"00-{CALLER_TRACE}-{c.span_id}-01" for c in chats]
     output = next(e for e in log if e.type == "session.tool.success").data.content[0].text
     assert f"tp=00-{CALLER_TRACE}-{tool.span_id}-01" in output
+
+
+def test_json_log_format_makes_every_stderr_line_a_json_object(traced, collector):
+    lines = [json.loads(line) for line in traced.stderr_lines]  # raises on a line that is not JSON
+    said = [line["message"] for line in lines if line["logger"] == "opencode_session.serve"]
+    assert any(m.startswith("API document") for m in said)
+    assert f"traces        OTLP/HTTP {collector.url}/v1/traces as ocs-under-test".strip() in said
 
 
 async def test_a_prompt_without_traceparent_starts_a_trace_of_its_own(traced, loop_provider, collector):
@@ -300,3 +311,24 @@ async def test_an_mcp_call_is_a_span_under_its_tool_call_and_the_server_joins_th
     assert call.parent_span_id == tool.span_id and call.kind == 3  # a client span under its tool call
     assert call.attributes["mcp.method.name"] == "tools/call" and call.attributes["ocs.mcp.server"] == "srv"
     assert seen.read_text().split("-")[1] == tool.trace_id  # the server's TRACEPARENT is of the same trace
+
+
+async def test_message_content_is_recorded_only_when_asked(tmp_path, collector):
+    from tests.support.scripted import text
+    from tests.test_mcp import harness
+
+    settings = tracing_settings({"OTEL_EXPORTER_OTLP_ENDPOINT": collector.url,
+                                 "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"})
+    assert settings is not None and telemetry.enable_tracing(settings)
+    try:
+        async with harness(tmp_path) as h:
+            sid = (await h.rt.sessions.create()).id
+            await h.turn(sid, "the secret question", text("the secret answer"))
+    finally:
+        telemetry.disable_tracing()
+    spans = collector.wait_for(lambda got: any(s.name.startswith("chat ") and "gen_ai.input.messages" in s.attributes
+                                               for s in got))
+    chat = next(s for s in spans if s.name.startswith("chat ") and "gen_ai.input.messages" in s.attributes)
+    assert "the secret question" in chat.attributes["gen_ai.input.messages"]
+    assert json.loads(chat.attributes["gen_ai.output.messages"]) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "the secret answer"}]}]
