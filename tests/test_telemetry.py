@@ -332,3 +332,24 @@ async def test_message_content_is_recorded_only_when_asked(tmp_path, collector):
     assert "the secret question" in chat.attributes["gen_ai.input.messages"]
     assert json.loads(chat.attributes["gen_ai.output.messages"]) == [
         {"role": "assistant", "parts": [{"type": "text", "content": "the secret answer"}]}]
+
+
+async def test_a_fenced_write_is_counted(tmp_path):
+    from opencode_session.core.session.projector import project
+    from opencode_session.core.store import SessionFencedError, Store, set_fence
+    from tests.store.test_backend_contract import _agent, _created
+
+    registry = telemetry.enable_metrics().registry
+    before = registry.get_sample_value("ocs_fenced_writes_total") or 0
+    async with Store(tmp_path / "db.sqlite", project=project) as store:
+        await _created(store, "ses_a")
+        former = await store.write(lambda tx: tx.leases.take("ses_a", "host-a", 1_000, 5_000))
+        assert await store.write(lambda tx: tx.leases.take("ses_a", "host-b", 6_001, 11_000)) is not None
+        set_fence(former)
+        try:
+            with pytest.raises(SessionFencedError):
+                await store.write(_agent("ses_a", "zombie"))
+        finally:
+            set_fence(None)
+    assert registry.get_sample_value("ocs_fenced_writes_total") == before + 1
+    assert (registry.get_sample_value("ocs_store_commit_duration_seconds_count") or 0) > 0
