@@ -38,17 +38,6 @@ def _parent(traceparent: str | None) -> Any:
     return TraceContextTextMapPropagator().extract({"traceparent": traceparent})
 
 
-def current_traceparent() -> str | None:
-    """The current span as a W3C traceparent, or None when tracing is off or no span is current."""
-    if telemetry.tracer is None:
-        return None
-    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-
-    carrier: dict[str, str] = {}
-    TraceContextTextMapPropagator().inject(carrier)
-    return carrier.get("traceparent")
-
-
 def with_traceparent(env: dict[str, str]) -> dict[str, str]:
     """A child process's environment `env` with TRACEPARENT (and TRACESTATE) of the current span, when tracing."""
     if telemetry.tracer is not None:
