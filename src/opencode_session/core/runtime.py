@@ -310,8 +310,6 @@ class Runtime:
         await self.store.close()
         for unwatch in self._unwatch:
             unwatch()
-        if telemetry.tracer is not None:
-            await asyncio.to_thread(telemetry.flush)  # the spans of what this runtime ran reach the collector
 
     async def __aenter__(self) -> Runtime:
         return await self.open()
