@@ -48,7 +48,8 @@ def _finish_with(work: Callable[[], Coroutine[Any, Any, int]]) -> int:
 
 def serve(host: str, port: int, db: str | Path | None, directory: Path | None, allow_host: list[str],
           allow_origin: list[str], max_body_bytes: int | None, read_timeout: float | None,
-          max_concurrency: int | None, insecure_no_password: bool, stall_timeout: float) -> int:
+          max_concurrency: int | None, insecure_no_password: bool, stall_timeout: float,
+          log_format: str = "text") -> int:
     """Serve the OpenCode V2 API over HTTP until SIGINT/SIGTERM."""
     from dataclasses import replace
 
@@ -68,7 +69,7 @@ def serve(host: str, port: int, db: str | Path | None, directory: Path | None, a
         limits = replace(limits, max_concurrency=max_concurrency)
     request = ServeRequest(host=host, port=port, db=db or default_db_path(), directory=directory or _cwd(),
                            guard=guard, limits=limits, insecure_no_password=insecure_no_password,
-                           stall_timeout=stall_timeout)
+                           stall_timeout=stall_timeout, log_format=log_format)
     return run_server(request)
 
 
@@ -267,6 +268,8 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
                    help="Listen beyond loopback even without OPENCODE_SERVER_PASSWORD.")
     p.add_argument("--stall-timeout", type=float, default=15.0, metavar="SECONDS",
                    help="Cut off an event stream whose reader accepts nothing for this many seconds.")
+    p.add_argument("--log-format", choices=("text", "json"), default="text",
+                   help="stderr as text, or one JSON object a line with trace and span IDs.")
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:

@@ -45,6 +45,7 @@ from .session.revert import Reverts
 from .snapshot import Snapshots
 from .snapshot.service import SNAPSHOT_DIRECTORY
 from .store import Lease, Store, Tx, is_postgres, now_ms, set_fence
+from .telemetry import telemetry, tracing_settings
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
 
 log = logging.getLogger(__name__)
@@ -113,6 +114,7 @@ class Runtime:
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self.plugins: Plugins | None = None  # loaded by `open`, before the drain factory runs (None: none asked for)
         self._event_hooks: EventFeed | None = None  # what shows durable events to the plugins' event hooks
+        self._unwatch: list[Callable[[], None]] = []  # this runtime's gauges, removed when it closes
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` (a session title, say) beside the drains; closing the runtime cancels what is left of it. It
@@ -133,6 +135,7 @@ class Runtime:
             await asyncio.wait(set(self._background), timeout=timeout)
 
     async def open(self) -> Runtime:
+        self._configure_telemetry()
         await self.store.open()
         self._sweepers = [asyncio.create_task(self.outputs.sweep_forever(), name="tool-output-sweep"),
                           asyncio.create_task(self.snapshots.sweep_forever(), name="snapshot-sweep")]
@@ -150,6 +153,8 @@ class Runtime:
             if self.options.drain_factory:
                 self.ownership.sweep(self._taken_over)
         self.sessions.wake = self.execution.wake if self.options.drain_factory else (lambda _sid: None)
+        execution = self.execution
+        self._unwatch.append(telemetry.watch("ocs_active_executions", lambda: len(execution.active())))
         self.sessions.hold = self.reverts.hold = self.execution.idle_hold
         return self
 
@@ -212,6 +217,18 @@ class Runtime:
             return SessionOwner()
         return SessionOwner(host=lease.owner, epoch=lease.epoch, expires=lease.expires,
                             local=lease.owner == self.ownership.host)
+    def _configure_telemetry(self) -> None:
+        """Tracing on when the OTEL_* variables (or opencode.json's `experimental.openTelemetry`) ask for it."""
+        try:
+            experimental = self.config.at_sync(self.location).model_extra or {}
+            configured = isinstance(experimental.get("experimental"), dict) and \
+                experimental["experimental"].get("openTelemetry") is True
+        except Exception:  # an unusable config file is reported where it is used; it does not turn tracing on
+            configured = False
+        settings = tracing_settings(self.options.env, configured)
+        if settings is not None:
+            telemetry.enable_tracing(settings)
+
     def _load_plugins(self) -> Plugins:
         from .plugins import config_plugin_entries, load_plugins
 
@@ -291,6 +308,8 @@ class Runtime:
         await self.mcp.close()
         await self.providers.aclose()
         await self.store.close()
+        for unwatch in self._unwatch:
+            unwatch()
 
     async def __aenter__(self) -> Runtime:
         return await self.open()

@@ -113,6 +113,7 @@ class Call(Generic[P, Q, B]):
     endpoint: Endpoint
     shutdown: anyio.Event
     host: Host = field(default_factory=Host)  # the server's own services (terminal tickets, the PTY Environment)
+    traceparent: str | None = None  # the request's W3C `traceparent` header, when it is a valid one
 
 
 Handler = Callable[[Runtime, Call[Any, Any, Any]], Awaitable[Any]]
@@ -241,7 +242,7 @@ async def session_switch_model(rt: Runtime, call: Call[SessionPath, None, Sessio
 async def session_prompt(rt: Runtime, call: Call[SessionPath, None, SessionPromptBody]) -> SessionInputAdmitted:
     b = call.body
     return await rt.sessions.admit(call.path.sessionID, b.prompt, id=b.id, delivery=b.delivery or "steer",
-                                   resume=True if b.resume is None else b.resume)
+                                   resume=True if b.resume is None else b.resume, traceparent=call.traceparent)
 
 
 def _execution(rt: Runtime) -> Any:

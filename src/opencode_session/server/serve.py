@@ -103,11 +103,13 @@ async def serve(
     limits: ConnectionLimits | None = None,
     insecure_no_password: bool = False,
     stall_timeout: float = 15.0,
+    own_logging: bool = False,
 ) -> None:
     """Run until SIGTERM/SIGINT (or `stop`). `managed` servers suspend active sessions on shutdown and resume
     the suspended ones at start (restart continuation), and continue the sessions a hard crash lost (within the
     resume budget). Raises ServeRefused before opening anything when `host`
-    is beyond loopback and no password is set (unless `insecure_no_password`)."""
+    is beyond loopback and no password is set (unless `insecure_no_password`). With `own_logging` uvicorn leaves
+    logging as the caller configured it (its records reach the root logger's handlers)."""
     check_exposure(host, options.env, insecure_no_password)
     stop = stop or asyncio.Event()
     guard = guard or GuardOptions()
@@ -136,7 +138,8 @@ async def serve(
         lost = await runtime.lost_sessions() if managed else []
         app = create_app(runtime, heartbeat=heartbeat, guard=guard, stall_timeout=stall_timeout)
         sock = bind(host, port)
-        config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False,
+        logging_config: dict[str, Any] = {"log_config": None} if own_logging else {}
+        config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False, **logging_config,
                                 timeout_graceful_shutdown=10, http=read_deadline_protocol(limits.read_timeout),
                                 timeout_keep_alive=limits.keep_alive,
                                 limit_concurrency=limits.max_concurrency)

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from ..store import Lease, Reader, Store, StoreError, Tx, now_ms
+from ..telemetry import hooks
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +162,7 @@ class Ownership:
                     for stale, lease in await self.store.write(self._claim):
                         log.warning("taking over session %s from %s", stale.session_id,
                                     stale.owner or "nobody (its input waited unowned)")
+                        hooks.lease_taken_over()
                         take_over(lease, bool(stale.owner))
             except StoreError as failed:
                 log.warning("the lease sweep failed: %s", failed)

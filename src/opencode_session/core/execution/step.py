@@ -27,6 +27,7 @@ from ..plugins import PluginHookError, PluginHooks, ToolResult
 from ..questions import Questioner
 from ..snapshot.steps import StepFiles
 from ..store import Store
+from ..telemetry import hooks
 from ..tools.registry import ToolErrored, ToolSet, ToolSucceeded
 from ..tools.tool import ToolContext
 
@@ -143,6 +144,7 @@ class Step:
         # Once the user refused a call (with feedback, or declining), what the Step's calls that have not started
         # yet fail with instead of asking or running.
         self.refusal: AccessRefused | None = None
+        self.attempt: hooks.Attempt | None = None  # the provider attempt as telemetry sees it; None while it is off
 
     # --- durable writes ---------------------------------------------------------------------------
 
@@ -186,6 +188,8 @@ class Step:
 
     def _output(self) -> None:
         """Durable assistant output begins: from here on a failure is the Step's, never retried."""
+        if self.attempt is not None:
+            self.attempt.first_output()
         self.outcome.evidence = True
         self._ensure_started()
 
@@ -193,12 +197,16 @@ class Step:
 
     async def run(self) -> StepOutcome:
         self.stream = self.ctx.provider.stream(self.ctx.request)
+        r = self.ctx.resolved
+        self.attempt = hooks.attempt(r.provider_id, r.model_id, r.wire_model, self.ctx.request)
         try:
             try:
                 async for event in self.stream:
                     await self._on_event(event)
             except ProviderError as error:
                 self.outcome.error = error.redacted(self.ctx.secrets)
+            if self.attempt is not None:
+                self._attempt_ended()
             await self._close_open_blocks()
             if any(c.task is not None and not c.task.done() for c in self.calls.values()):
                 await self._close()  # tools may run for minutes: give the connection back meanwhile
@@ -215,8 +223,15 @@ class Step:
                                                         message=f"{type(defect).__name__}: {defect}")))
             raise
         finally:
+            if self.attempt is not None:
+                self.attempt.abandon()  # (ended already, unless an interrupt or a defect ended the Step)
             await self._close()  # release the provider connection whatever ended the Step
         return self.outcome
+
+    def _attempt_ended(self) -> None:
+        assert self.attempt is not None
+        self.attempt.end(self.outcome.finish, self.usage, step_cost(self.usage, self.ctx.resolved.cost),
+                         self.outcome.error)
 
     async def _close(self) -> None:
         stream, self.stream = self.stream, None
@@ -241,7 +256,10 @@ class Step:
         elif isinstance(event, llm.TextEnd):
             block = self.text.pop(event.id, None)
             if block is not None:
-                self._defer(ev.TextEnded(**ids, ordinal=block.ordinal, text="".join(block.parts)))
+                text = "".join(block.parts)
+                if self.attempt is not None:
+                    self.attempt.output(text)
+                self._defer(ev.TextEnded(**ids, ordinal=block.ordinal, text=text))
         elif isinstance(event, llm.ReasoningStart):
             self._output()
             block = self.reasoning[event.id] = _Block(self._next_ordinal())
@@ -337,9 +355,12 @@ class Step:
                                questioner=c.questioner_for(record.call_id) if c.questioner_for else None,
                                on_output=self._progress(record.call_id), publish_live=self._live,
                                model_accepts_images=c.resolved.capabilities.images, config=c.config)
-        settlement = await c.tools.run(record.name, tool_input, tool_ctx)
-        if c.hooks is not None and c.hooks.after_tool_result_hooks and isinstance(settlement, ToolSucceeded):
-            settlement = await self._after_tool_result(record, tool_input, settlement)
+        with hooks.tool_call(record.name, record.call_id, self.attempt and self.attempt.parent) as traced:
+            settlement = await c.tools.run(record.name, tool_input, tool_ctx)
+            if c.hooks is not None and c.hooks.after_tool_result_hooks and isinstance(settlement, ToolSucceeded):
+                settlement = await self._after_tool_result(record, tool_input, settlement)
+            if traced is not None:
+                traced.settled(settlement.error.type if isinstance(settlement, ToolErrored) else None)
         if isinstance(settlement, ToolErrored) and settlement.error.type in session_errors.DECLINES:
             # E2 (digest 5.4): a decline without feedback fails the assistant and ends the drain as a user interrupt
             self.outcome.declined = True

@@ -20,6 +20,7 @@ from typing import Any, Literal
 import anyio
 
 from ..config import McpLocalConfig, McpRemoteConfig
+from ..telemetry import hooks
 from . import parent_death
 from .config import CONNECT_TIMEOUT_MS, ServerEntry
 
@@ -114,7 +115,7 @@ class _Watched:
 async def _stdio(config: McpLocalConfig, launch: Launch) -> AsyncIterator[Any]:
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    env = dict(launch.env)
+    env = hooks.with_traceparent(dict(launch.env))  # while tracing, the server joins the trace that started it
     program = config.command[0]
     found = (str(launch.directory / program) if os.sep in program else
              shutil.which(program, path=env.get("PATH", os.defpath)))
@@ -224,7 +225,8 @@ class McpServer:
         if session is None:
             raise McpUnavailable(self.unavailable())
         try:
-            return await session.call_tool(tool, arguments, read_timeout_seconds=timeout_s)
+            with hooks.mcp_call(self.name, tool):
+                return await session.call_tool(tool, arguments, read_timeout_seconds=timeout_s)
         except MCPError as error:
             if error.code == REQUEST_TIMEOUT:
                 raise TimeoutError(f"the MCP server {self.name} did not answer within {timeout_s:g} s") from None

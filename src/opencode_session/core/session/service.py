@@ -35,6 +35,7 @@ from ..store import Reader, SessionFilter, Store, Tx, now_ms
 from ..store.codec import decode
 from ..store.feed import Doorbell
 from ..store.keyset import Direction, Key, Order, PageRequest
+from ..telemetry import hooks
 from . import admission
 from .cursor import MESSAGE_PAGE_MAX, SESSION_PAGE_MAX, MessageCursor, SessionCursor, SessionQuery, page_links
 from .history import active_history
@@ -239,9 +240,11 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         id: str | None = None,
         delivery: ev.Delivery = "steer",
         resume: bool = True,
+        traceparent: str | None = None,
     ) -> SessionInputAdmitted:
         """Durably admit a prompt (or reconcile an exact retry), then ring the advisory wake unless resume is false;
-        a staged revert is committed first. An attachment the Session may not read (outside its Location without
+        a staged revert is committed first. A new input keeps the caller's `traceparent` (W3C), whose trace its
+        execution joins when tracing. An attachment the Session may not read (outside its Location without
         permission, denied, not a regular file, too large) is a 400, known before anything is stored."""
         stored = admission.resolve_prompt(prompt)
         input_id = id or message_id()
@@ -256,15 +259,19 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
 
             await anyio.to_thread.run_sync(_check)
 
-        def _admit(tx: Tx) -> SessionInputAdmitted:
+        def _admit(tx: Tx) -> tuple[SessionInputAdmitted, bool]:
             require_session(tx, session_id)
             # a prompt sent while a revert is staged commits it first (as OpenCode does): it answers the shortened
             # history, on a fresh instruction baseline
             commit_staged(tx, session_id)
-            result, _new = admission.admit(tx, session_id, input_id, stored, delivery)
-            return result
+            result, new = admission.admit(tx, session_id, input_id, stored, delivery)
+            if new and traceparent is not None:
+                tx.pending.set_trace(input_id, traceparent)
+            return result, new
 
-        result = await self.store.write(_admit)
+        result, new = await self.store.write(_admit)
+        if new:
+            hooks.prompt_admitted(delivery)
         if resume:
             self.wake(session_id)
         return result

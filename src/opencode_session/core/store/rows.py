@@ -209,6 +209,10 @@ class PendingReads(Protocol):
         """Whether an input with this ID was admitted, still pending or already promoted into a message."""
         ...
 
+    def first_trace(self, session_id: str) -> str | None:
+        """The W3C traceparent of the session's oldest pending input admitted with one (tracing)."""
+        ...
+
 
 class InstructionReads(Protocol):
     def checkpoint(self, session_id: str) -> Checkpoint | None: ...
@@ -317,6 +321,10 @@ class MessageWrites(MessageReads, Protocol):
 
 class PendingWrites(PendingReads, Protocol):
     def insert(self, item: PendingInput) -> None: ...
+
+    def set_trace(self, input_id: str, traceparent: str) -> None:
+        """Keep the caller's traceparent with a pending input (telemetry only: a replay does not restore it)."""
+        ...
 
     def take(self, session_id: str, input_id: str) -> PendingInput:
         """Remove one pending input of `session_id` and return it; LookupError when it is not pending there."""

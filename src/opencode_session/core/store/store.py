@@ -15,6 +15,7 @@ from ...schema.base import Struct
 from ...schema.common import LocationRef
 from ...schema.events import EventRecord, definition_of
 from ...schema.ids import event_id
+from ..telemetry import hooks
 from .backend import Backend
 from .backends import open_backend
 from .feed import DurableFeed, LiveBus
@@ -160,6 +161,7 @@ class Store:
 
         def _run(rows: Writer) -> T:
             if fence is not None and not rows.leases.holds(fence):
+                hooks.write_fenced()
                 raise SessionFencedError(fence)
             tx = Tx(self, rows)
             result = fn(tx)

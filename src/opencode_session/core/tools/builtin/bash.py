@@ -19,6 +19,7 @@ import anyio.to_thread
 from ...permission import AccessRefused, Authority, Requirement
 from ...permission.command import save_pattern, simple_commands
 from ...permission.shell_paths import command_paths
+from ...telemetry import hooks
 from ..tool import ToolContext, ToolFailure, ToolOutput, refusals_as_failures
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -72,7 +73,7 @@ class BashTool:
         simple = simple_commands(command)
         if not simple:
             raise ToolFailure("The command is empty.")
-        env = command_environment(ctx.env if ctx.env is not None else os.environ, self.overlay)
+        env = hooks.with_traceparent(command_environment(ctx.env if ctx.env is not None else os.environ, self.overlay))
         workdir, outside = await anyio.to_thread.run_sync(
             lambda: _outside_directories(ctx.authority, input.get("workdir") or ".", command, env.get("HOME")),
             abandon_on_cancel=True)
