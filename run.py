@@ -3,7 +3,8 @@
 
 Usage: python3 run.py demo | serve [ocs serve options] | test [pytest args] | bench [name] | lock | ocs [args]
 
-`test` first runs the linter (ruff) and the type checker (mypy, configured in pyproject.toml); any failure stops it.
+`test` first runs the linter (ruff), the type checker (mypy) and the dependency checker (deptry), all configured in
+pyproject.toml; any failure stops it.
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ def main(argv: list[str]) -> int:
     if cmd == "ocs":
         return subprocess.call([str(BIN / "ocs"), *rest])
     if cmd == "test":
-        for check in ([str(BIN / "ruff"), "check", "src", "tests", "bench", "run.py"], [str(BIN / "mypy")]):
+        checks = ([str(BIN / "ruff"), "check", "src", "tests", "bench", "run.py"], [str(BIN / "mypy")],
+                  [str(BIN / "deptry"), "src"])  # every import in src is a declared dependency (pyproject.toml)
+        for check in checks:
             code = subprocess.call(check, cwd=ROOT)
             if code != 0:
                 return code

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..compat import IncompatibleDependencyError, check_versions
 from ..core.runtime import Runtime, RuntimeOptions
 from ..core.store import DatabaseInUseError
 from ..core.store.feed import SubscriptionLost
@@ -56,7 +57,8 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
         directory = require_directory(request.directory)
         found = survey(directory, env)
         report_config(found, say)
-    except StartupError as cannot:
+        untested = check_versions()  # metadata only: the SDKs themselves load with the first Step
+    except (StartupError, IncompatibleDependencyError) as cannot:
         say(f"ocs serve: {cannot}")
         return 2
     said_here()
@@ -74,6 +76,8 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
         say(f"  auth          {auth_line(env)}")
         say(f"  metrics       {url}/metrics")
         say(f"  traces        {tracing_line()}")
+        for line in untested:
+            say(f"  dependency    {line}")
         for line in plugin_lines(runtime.plugins) if runtime.plugins is not None else []:
             say("  plugin        " + line.replace("\n", "\n              "))
         watchers.append(asyncio.create_task(log_failed_executions(runtime, say)))

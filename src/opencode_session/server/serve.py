@@ -18,7 +18,7 @@ import uvicorn
 from ..core.execution.continuation import InvalidResumeBudget
 from ..core.execution.ownership import InvalidLeaseTtl
 from ..core.runtime import Runtime, RuntimeOptions
-from ..core.store import StoreError, describe_database
+from ..core.store import BackendNotInstalledError, StoreError, describe_database, require_backend
 from .app import create_app
 from .connections import ResourceExhaustionLog, read_deadline_protocol
 from .guard import GuardOptions, is_loopback
@@ -121,8 +121,9 @@ async def serve(
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     try:
+        require_backend(options.db_path)
         runtime = Runtime(options)
-    except (InvalidResumeBudget, InvalidLeaseTtl) as bad:
+    except (InvalidResumeBudget, InvalidLeaseTtl, BackendNotInstalledError) as bad:
         raise ServeRefused(str(bad)) from None
     try:
         await runtime.open()
