@@ -19,7 +19,7 @@ from opencode_session.core.llm import model as llm
 from opencode_session.core.runtime import Runtime, RuntimeOptions
 from opencode_session.core.wiring import make_drain_factory
 from opencode_session.schema.prompt import PromptInput
-from tests.support.mcp_harness import alive, children, local, served, wait_until
+from tests.support.mcp_harness import alive, children, local, served, serving, wait_until
 from tests.support.scripted import ScriptedProvider, text, tool_call
 from tests.test_runner import FakeClock, config, of_type
 
@@ -232,6 +232,21 @@ async def test_remote_servers_over_streamable_http_and_sse(tmp_path, transport):
             records = await h.turn(sid, "call", tool_call("c1", "web_echo", {"text": "over http"}), text("ok"))
     assert "Remote guidance." in h.provider.requests[0].system[-1]
     assert of_type(records, "session.tool.success")[0]["content"][0]["text"] == "echo: over http"
+
+
+async def test_a_remote_server_that_restarts_gets_a_new_session_and_the_call_goes_through(tmp_path):
+    with serving("remote") as remote:
+        async with harness(tmp_path, {"web": {"type": "remote", "url": remote.url}}) as h:
+            sid = (await h.rt.sessions.create()).id
+            await h.turn(sid, "one", tool_call("c1", "web_echo", {"text": "before"}), text("ok"))
+            remote.restart()  # the same port; every MCP session it had is gone: it answers 404 "Session not found"
+            records = await h.turn(sid, "two", tool_call("c2", "web_echo", {"text": "after"}),
+                                   tool_call("c3", "web_echo", {"text": "and again"}), text("ok"))
+            status = await h.rt.mcp.status(h.work, await h.rt.config.at(h.rt.location))
+    assert not of_type(records, "session.tool.failed"), of_type(records, "session.tool.failed")
+    assert [s["content"][0]["text"] for s in of_type(records, "session.tool.success")] == \
+        ["echo: after", "echo: and again"]
+    assert status["web"].status == "connected"
 
 
 async def test_servers_are_shared_by_a_locations_sessions_and_stopped_with_the_runtime(tmp_path):

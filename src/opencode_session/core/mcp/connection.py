@@ -145,6 +145,17 @@ async def _sse(config: McpRemoteConfig, timeout_s: float) -> AsyncIterator[Any]:
         yield streams
 
 
+class _SessionExpired(Exception):
+    """The server answered that it does not know the MCP session (so it did not run the request)."""
+
+
+def _session_expired(error: Any) -> bool:
+    """Whether an error is a streamable HTTP server's 404 for a session it no longer has: the SDK's servers say
+    "Session not found" (in a JSON-RPC error body), the SDK's client "Session terminated" for a bare 404."""
+    text = str(getattr(error, "message", "") or error).lower()
+    return "session not found" in text or "session terminated" in text
+
+
 class _NotConnected(Exception):
     """The transport or the handshake failed before the server was connected."""
 
@@ -181,6 +192,8 @@ class McpServer:
         self._stopping = False
         self._relist = False
         self._ended = False
+        # a new MCP session being set up because the server forgot ours (it restarted): the calls waiting for it
+        self._renewal: asyncio.Future[Any] | None = None
         self._task: asyncio.Task[None] | None = None
 
     # --- lifetime -------------------------------------------------------------------------------------------
@@ -215,17 +228,64 @@ class McpServer:
     async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> Any:
         """One `tools/call`; McpUnavailable when the server is not connected or the connection broke meanwhile,
         TimeoutError after `timeout_s` (the SDK tells the server the request is cancelled, as it does when the
-        awaiting task is cancelled: an interrupt)."""
-        from mcp.shared.exceptions import MCPError
-        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
-
+        awaiting task is cancelled: an interrupt). A server that answers that it does not know our MCP session (a
+        remote one that restarted: 404, "Session not found") never ran the call: a new session is initialized, once,
+        and the call sent again on it."""
         self.touch()
         session = self._session
         if session is None:
             raise McpUnavailable(self.unavailable())
         try:
+            return await self._call(session, tool, arguments, timeout_s)
+        except _SessionExpired:
+            pass
+        session = await self._renew(session)
+        try:
+            return await self._call(session, tool, arguments, timeout_s)
+        except _SessionExpired:
+            self._lost(session, "the server does not know the MCP session it just began")
+            raise McpUnavailable(f"the MCP server {self.name} does not keep its MCP session") from None
+
+    async def _renew(self, expired: Any) -> Any:
+        """A session to use instead of `expired`, which the server no longer knows: the connection is begun again
+        (a new transport and initialize, at once, not after a backoff) unless another call did so already."""
+        current = self._session
+        if current is not None and current is not expired:
+            return current
+        if self._renewal is None or self._renewal.done():
+            self._renewal = asyncio.get_running_loop().create_future()
+            if self._session is expired:
+                log.info("MCP server %s no longer knows our MCP session (it restarted?): initializing a new one",
+                         self.name)
+                self._session = None
+                self._ended = True
+                self._wake.set()
+        try:
+            async with asyncio.timeout(self.launch.entry.startup_timeout_s()):
+                return await asyncio.shield(self._renewal)
+        except TimeoutError:
+            raise McpUnavailable(f"the MCP server {self.name} lost its MCP session and did not begin a new one in "
+                                 f"time") from None
+
+    def _renewed(self, session: Any | None, reason: str | None = None) -> None:
+        renewal, self._renewal = self._renewal, None
+        if renewal is not None and not renewal.done():
+            if session is not None:
+                renewal.set_result(session)
+            else:
+                renewal.set_exception(McpUnavailable(
+                    f"the MCP server {self.name} lost its MCP session and could not begin a new one: {reason}"))
+                renewal.exception()  # retrieved: a renewal nobody waits for any more is not reported
+
+    async def _call(self, session: Any, tool: str, arguments: dict[str, Any], timeout_s: float) -> Any:
+        from mcp.shared.exceptions import MCPError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        try:
             return await session.call_tool(tool, arguments, read_timeout_seconds=timeout_s)
         except MCPError as error:
+            if _session_expired(error):
+                raise _SessionExpired() from None
             if error.code == REQUEST_TIMEOUT:
                 raise TimeoutError(f"the MCP server {self.name} did not answer within {timeout_s:g} s") from None
             if error.code == CONNECTION_CLOSED:
@@ -262,11 +322,15 @@ class McpServer:
 
     async def _run(self) -> None:
         while not self._stopping:
+            renewing = self._renewal is not None  # this attempt is the new session a call waits for
             try:
                 await self._connect()
                 reason = "the server closed the connection"
             except Exception as failed:
                 reason = describe(failed)
+            if not renewing and self._renewal is not None and not self._stopping:
+                continue  # the old session ended to make way for a new one: begin it now
+            self._renewed(None, "the runtime is closing" if self._stopping else reason)
             if self._stopping:
                 break
             self.failures += 1
@@ -330,6 +394,7 @@ class McpServer:
                 self._tools(tools)
                 self.status, self.error, self.failures, connected = "connected", None, 0, True
                 log.info("MCP server %s connected: %d tools", self.name, len(tools))
+                self._renewed(session)
                 self.settled.set()
                 self._changed()
                 while not (self._stopping or self._ended):
