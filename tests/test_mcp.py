@@ -116,6 +116,18 @@ async def test_a_call_that_hangs_times_out_and_the_server_is_told_to_cancel(tmp_
         wait_until(lambda: (h.marks / "cancelled").exists(), 10, "the server to see the cancellation")
 
 
+async def test_progress_notifications_extend_a_calls_timeout(tmp_path):
+    async with harness(tmp_path, {"srv": local("srv", timeout=1000)}) as h:
+        sid = (await h.rt.sessions.create()).id
+        # 2 s of work under a 1 s timeout: reporting progress every 0.3 s keeps it alive, silence does not
+        records = await h.turn(sid, "work", tool_call("c1", "srv_work", {"seconds": 2, "every": 0.3}),
+                               tool_call("c2", "srv_work", {"seconds": 2}), text("ok"))
+    [success] = of_type(records, "session.tool.success")
+    assert success["callID"] == "c1" and success["content"][0]["text"] == "worked 2 s"
+    [failed] = of_type(records, "session.tool.failed")
+    assert failed["callID"] == "c2" and "did not answer within 1 s" in failed["error"]["message"]
+
+
 async def test_an_interrupt_cancels_the_call_on_the_server(tmp_path):
     async with harness(tmp_path) as h:
         h.configure({"slow": local("slow", MCP_TEST_MARKS=str(h.marks))})

@@ -2,7 +2,8 @@
 streamable HTTP: `python -m tests.support.mcp_server NAME [stdio | http PORT | sse PORT]`.
 
 Its tools: `echo` answers its text, `fail` fails with a message, `hang` waits until cancelled (writing
-`$MCP_TEST_MARKS/cancelled` when the client's cancellation reaches it), `image` returns a PNG, `structured` a
+`$MCP_TEST_MARKS/cancelled` when the client's cancellation reaches it), `work` takes a while (reporting progress
+or not), `image` returns a PNG, `structured` a
 structured value, `resource` an embedded resource, `pid` its process id, `grow` adds a tool and tells the client the
 list changed, `die` exits at once. With `$MCP_TEST_LINGER` it stays alive after its stdin ends. Its instructions
 are `$MCP_TEST_INSTRUCTIONS` (none when unset); with `$MCP_TEST_TOOLS` it also offers that many `t0`, `t1`, ...
@@ -54,6 +55,17 @@ def build(name: str) -> MCPServer:
             mark("cancelled")
             raise
         return "woke"
+
+    @server.tool(description="Work for `seconds`, reporting progress every `every` seconds (never, when 0)")
+    async def work(ctx: Context, seconds: float, every: float = 0) -> str:
+        deadline = time.monotonic() + seconds
+        step = 0
+        while (left := deadline - time.monotonic()) > 0:
+            await asyncio.sleep(min(every, left) if every else left)
+            if every:
+                step += 1
+                await ctx.report_progress(step, message=f"step {step}")
+        return f"worked {seconds:g} s"
 
     @server.tool(description="Return a small PNG image")
     def image() -> Image:

@@ -29,6 +29,8 @@ Status = Literal["starting", "connected", "failed", "disabled"]
 
 BACKOFF_S = 1.0  # the first restart's delay; each failure in a row doubles it
 MAX_BACKOFF_S = 60.0
+# A call whose server keeps reporting progress may run this long in all (OpenCode's execution limit).
+MAX_CALL_S = 12 * 3600.0
 STOP_GRACE_S = 10.0  # how long stopping may take before the connection's task is cancelled outright
 _MAX_TOOL_PAGES = 100
 
@@ -278,11 +280,21 @@ class McpServer:
                 renewal.exception()  # retrieved: a renewal nobody waits for any more is not reported
 
     async def _call(self, session: Any, tool: str, arguments: dict[str, Any], timeout_s: float) -> Any:
+        """The call with a progress token: each progress notification the server sends for it gives it `timeout_s`
+        more from then (as OpenCode's client does), up to MAX_CALL_S in all."""
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
+        now = anyio.current_time()
+        limit = now + max(MAX_CALL_S, timeout_s)
+        scope = anyio.CancelScope(deadline=now + timeout_s)
+
+        async def progressed(_progress: float, _total: float | None, _message: str | None) -> None:
+            scope.deadline = min(anyio.current_time() + timeout_s, limit)
+
         try:
-            return await session.call_tool(tool, arguments, read_timeout_seconds=timeout_s)
+            with scope:
+                return await session.call_tool(tool, arguments, progress_callback=progressed)
         except MCPError as error:
             if _session_expired(error):
                 raise _SessionExpired() from None
@@ -295,6 +307,8 @@ class McpServer:
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as broken:
             self._lost(session, describe(broken))  # a remote server that went away: connect again
             raise McpUnavailable(f"the connection to the MCP server {self.name} failed: {describe(broken)}") from None
+        # the scope's deadline passed (the SDK told the server the request is cancelled)
+        raise TimeoutError(f"the MCP server {self.name} did not answer within {timeout_s:g} s")
 
     def _lost(self, session: Any, reason: str) -> None:
         """The connection `session` belongs to is gone: no call may use it from now on, and the task ends it and
