@@ -210,6 +210,30 @@ async def test_a_server_that_fails_to_start_is_reported_and_blocks_nothing(tmp_p
     assert not [n for n in offered(h.provider.requests[0]) if n.startswith(("gone_", "broken_", "off_"))]
 
 
+async def test_a_missing_command_is_retried_up_to_a_cap_then_left_failed_until_its_config_changes(tmp_path, caplog):
+    from opencode_session.core.mcp.connection import MISSING_COMMAND_ATTEMPTS
+
+    async with harness(tmp_path, {"gone": {"type": "local", "command": ["no-such-mcp-server-anywhere"]}}) as h:
+        h.rt.mcp.backoff_s = 0.01
+        config = await h.rt.config.at(h.rt.location)
+        [server] = h.rt.mcp.at(h.work, config)
+        with anyio.fail_after(20):
+            while not server.gave_up:
+                await anyio.sleep(0.02)
+        status = await h.rt.mcp.status(h.work, config)
+        attempts = [r for r in caplog.records if "MCP server gone failed: command not found" in r.getMessage()]
+        assert len(attempts) == MISSING_COMMAND_ATTEMPTS  # and no more: nothing is retrying it
+        assert status["gone"].status == "failed"
+        assert "command not found: no-such-mcp-server-anywhere" in (status["gone"].error or "")
+        assert "tried again when its configuration changes" in (status["gone"].error or "")
+        h.configure({"gone": {"type": "local", "command": ["no-such-mcp-server-anywhere", "--now"]}})
+        [again] = h.rt.mcp.at(h.work, await h.rt.config.at(h.rt.location))
+        assert again is not server and not again.gave_up  # a changed configuration starts it anew
+        with anyio.fail_after(20):
+            await again.settled.wait()
+        assert again.status == "failed" and again.failures == 1
+
+
 async def test_a_list_changed_notification_reaches_the_next_step_and_not_the_running_one(tmp_path):
     async with harness(tmp_path, {"srv": local("srv")}) as h:
         sid = (await h.rt.sessions.create()).id

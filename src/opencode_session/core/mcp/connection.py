@@ -29,6 +29,9 @@ Status = Literal["starting", "connected", "failed", "disabled"]
 
 BACKOFF_S = 1.0  # the first restart's delay; each failure in a row doubles it
 MAX_BACKOFF_S = 60.0
+# A local server whose command is not found is tried this many times in a row (with the backoff between), then left
+# failed until its configuration (or environment) changes: the Location's servers are then started anew.
+MISSING_COMMAND_ATTEMPTS = 6
 # A call whose server keeps reporting progress may run this long in all (OpenCode's execution limit).
 MAX_CALL_S = 12 * 3600.0
 STOP_GRACE_S = 10.0  # how long stopping may take before the connection's task is cancelled outright
@@ -37,6 +40,10 @@ _MAX_TOOL_PAGES = 100
 
 class McpStartFailed(Exception):
     """Why a server could not be connected, already said in words (no exception type is added to it)."""
+
+
+class McpCommandMissing(McpStartFailed):
+    """A local server's command is not there (not found, or not executable)."""
 
 
 class McpUnavailable(Exception):
@@ -121,7 +128,7 @@ async def _stdio(config: McpLocalConfig, launch: Launch) -> AsyncIterator[Any]:
     found = (str(launch.directory / program) if os.sep in program else
              shutil.which(program, path=env.get("PATH", os.defpath)))
     if found is None or not os.access(found, os.X_OK):
-        raise McpStartFailed(f"command not found: {program}")
+        raise McpCommandMissing(f"command not found: {program}")
     argv = parent_death.wrapped([found, *config.command[1:]])
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=launch.directory)
     with open(os.devnull, "w") as errlog:
@@ -186,6 +193,7 @@ class McpServer:
         self.listed.set()
         self.last_used = time.monotonic()
         self.failures = 0
+        self.gave_up = False  # no more attempts: its command is missing (a changed configuration starts anew)
         self._on_change = on_change
         self._backoff_s = backoff_s
         self._max_backoff_s = max_backoff_s
@@ -324,6 +332,8 @@ class McpServer:
             return f"the MCP server {self.name} is disabled"
         if self.status == "starting":
             return f"the MCP server {self.name} is still starting"
+        if self.gave_up:
+            return f"the MCP server {self.name} is not connected ({self.error})"
         return f"the MCP server {self.name} is not connected ({self.error or 'no reason given'}); it is restarted"
 
     # --- the connection's task -------------------------------------------------------------------------------
@@ -337,11 +347,13 @@ class McpServer:
     async def _run(self) -> None:
         while not self._stopping:
             renewing = self._renewal is not None  # this attempt is the new session a call waits for
+            missing = False
             try:
                 await self._connect()
                 reason = "the server closed the connection"
             except Exception as failed:
                 reason = describe(failed)
+                missing = isinstance(_leaf(failed), McpCommandMissing)
             if not renewing and self._renewal is not None and not self._stopping:
                 continue  # the old session ended to make way for a new one: begin it now
             self._renewed(None, "the runtime is closing" if self._stopping else reason)
@@ -351,6 +363,13 @@ class McpServer:
             delay = min(self._backoff_s * 2 ** (self.failures - 1), self._max_backoff_s)
             self.status, self.error = "failed", reason
             self._session = None
+            if missing and self.failures >= MISSING_COMMAND_ATTEMPTS:
+                self.gave_up = True
+                self.error = f"{reason} (tried {self.failures} times; it is tried again when its configuration changes)"
+                log.error("MCP server %s failed: %s", self.name, self.error)
+                self.settled.set()
+                self._changed()
+                break
             log.error("MCP server %s failed: %s; restarting in %g s", self.name, reason, delay)
             self.settled.set()
             self._changed()
@@ -373,13 +392,16 @@ class McpServer:
 
     async def _connect(self) -> None:
         problems = []
+        missing = True
         for label, opener in self._transports():
             try:
                 await self._serve(opener)
                 return
             except _NotConnected as failed:
                 problems.append(f"{label}: {describe(failed.__cause__ or failed)}")
-        raise McpStartFailed("; ".join(problems) if len(problems) > 1 else problems[0].split(": ", 1)[1])
+                missing = missing and isinstance(_leaf(failed.__cause__ or failed), McpCommandMissing)
+        kind = McpCommandMissing if missing else McpStartFailed
+        raise kind("; ".join(problems) if len(problems) > 1 else problems[0].split(": ", 1)[1])
 
     async def _serve(self, opener: Callable[[], Any]) -> None:
         """Connect over one transport and stay connected until stopped or the connection ends; _NotConnected when
@@ -465,6 +487,6 @@ def launch_of(entry: ServerEntry, directory: Path, env: Mapping[str, str],
     return Launch(entry, directory, tuple(sorted(merged.items())) if isinstance(config, McpLocalConfig) else ())
 
 
-__all__ = ["BACKOFF_S", "Launch", "MAX_BACKOFF_S", "McpServer", "McpStartFailed", "McpUnavailable", "Status",
-           "describe", "launch_of"]
+__all__ = ["BACKOFF_S", "Launch", "MAX_BACKOFF_S", "MISSING_COMMAND_ATTEMPTS", "McpCommandMissing", "McpServer",
+           "McpStartFailed", "McpUnavailable", "Status", "describe", "launch_of"]
 
