@@ -328,6 +328,17 @@ async def test_a_local_server_runs_in_the_location_with_the_pty_environment(tmp_
     assert cwd == str(work.resolve()) and seen == f"host {work.resolve()}"
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_the_location_is_offered_as_the_clients_roots(tmp_path, transport):
+    with served("remote") as url:
+        entry = local("srv") if transport == "stdio" else {"type": "remote", "url": url}
+        async with harness(tmp_path, {"srv": entry}) as h:
+            sid = (await h.rt.sessions.create()).id
+            records = await h.turn(sid, "roots", tool_call("c1", "srv_roots", {}), text("ok"))
+    [success] = of_type(records, "session.tool.success")
+    assert success["content"][0]["text"] == f"{h.work.resolve().as_uri()} work"
+
+
 async def test_a_large_result_is_bounded_like_every_tools_output(tmp_path):
     async with harness(tmp_path, {"srv": local("srv")}) as h:
         sid = (await h.rt.sessions.create()).id

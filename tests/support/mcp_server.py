@@ -2,12 +2,11 @@
 streamable HTTP: `python -m tests.support.mcp_server NAME [stdio | http PORT | sse PORT]`.
 
 Its tools: `echo` answers its text, `fail` fails with a message, `hang` waits until cancelled (writing
-`$MCP_TEST_MARKS/cancelled` when the client's cancellation reaches it), `work` takes a while (reporting progress
-or not), `image` returns a PNG, `structured` a
-structured value, `resource` an embedded resource, `pid` its process id, `grow` adds a tool and tells the client the
-list changed, `die` exits at once. With `$MCP_TEST_LINGER` it stays alive after its stdin ends. Its instructions
-are `$MCP_TEST_INSTRUCTIONS` (none when unset); with `$MCP_TEST_TOOLS` it also offers that many `t0`, `t1`, ...
-tools."""
+`$MCP_TEST_MARKS/cancelled` when the client's cancellation reaches it), `work` takes a while (reporting progress or
+not), `image` returns a PNG, `structured` a structured value, `resource` an embedded resource, `pid` its process id,
+`roots` the client's roots, `grow` adds a tool and tells the client the list changed, `die` exits at once. With
+`$MCP_TEST_LINGER` it stays alive after its stdin ends. Its instructions are `$MCP_TEST_INSTRUCTIONS` (none when
+unset); with `$MCP_TEST_TOOLS` it also offers that many `t0`, `t1`, ... tools."""
 
 from __future__ import annotations
 
@@ -83,6 +82,11 @@ def build(name: str) -> MCPServer:
     @server.tool(description="The server's process id and working directory")
     def pid() -> str:
         return f"{os.getpid()} {os.getcwd()} {os.environ.get('MCP_TEST_SEEN', '')}"
+
+    @server.tool(description="The client's roots, one URI a line")
+    async def roots(ctx: Context) -> str:
+        listed = await ctx.session.list_roots()
+        return "\n".join(f"{root.uri} {root.name}" for root in listed.roots)
 
     @server.tool(description="Add a tool named `grown`")
     async def grow(ctx: Context) -> str:

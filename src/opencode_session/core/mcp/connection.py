@@ -1,7 +1,8 @@
 """One MCP server, connected through the official SDK and kept connected: a local one as a subprocess over stdio in
-its Location, a remote one over streamable HTTP (SSE for older servers). Its tools and instructions are learnt at
-connect and its tool list again on `notifications/tools/list_changed`; a server that fails to start or dies is
-reported and restarted with backoff; calls go through `call`."""
+its Location, a remote one over streamable HTTP (SSE for older servers); the Location is offered as the client's
+roots. Its tools and instructions are learnt at connect and its tool list again on
+`notifications/tools/list_changed`; a server that fails to start or dies is reported and restarted with backoff;
+calls go through `call`."""
 
 from __future__ import annotations
 
@@ -420,7 +421,7 @@ class McpServer:
 
         try:
             async with opener() as (read, write), ClientSession(
-                    _Watched(read, ended), write, message_handler=self._on_message,
+                    _Watched(read, ended), write, message_handler=self._on_message, list_roots_callback=self._roots,
                     client_info=Implementation(name="opencode-session", version="1")) as session:
                 with anyio.fail_after(CONNECT_TIMEOUT_MS / 1000):
                     initialized = await session.initialize()
@@ -450,6 +451,13 @@ class McpServer:
         finally:
             self._session = None
             self.listed.set()
+
+    async def _roots(self, _context: Any) -> Any:
+        """`roots/list`: the Location the server serves (as OpenCode offers it)."""
+        from mcp_types import ListRootsResult, Root
+
+        return ListRootsResult(roots=[Root(uri=self.launch.directory.resolve().as_uri(),  # type: ignore[arg-type]
+                                           name=self.launch.directory.name or None)])
 
     def _tools(self, tools: list[Any]) -> None:
         self.tools = tuple(tools)
