@@ -452,7 +452,7 @@ class McpServer:
             self._session = None
             self.listed.set()
 
-    async def _roots(self, _context: Any) -> Any:
+    async def _roots(self, context: Any) -> Any:
         """`roots/list`: the Location the server serves (as OpenCode offers it)."""
         from mcp_types import ListRootsResult, Root
 
