@@ -96,6 +96,26 @@ async def test_tools_are_offered_by_their_opencode_names_and_their_results_lower
     assert success["c4"]["content"] == [{"type": "text", "text": "Resource file:///notes.txt:\nnotes"}]
 
 
+IMAGES = {"local": {"models": {"m": {"modalities": {"input": ["text", "image"], "output": ["text"]}}}}}
+
+
+@pytest.mark.parametrize("accepts", [True, False], ids=["image-model", "text-model"])
+async def test_an_image_a_tool_returns_reaches_a_model_that_accepts_images(tmp_path, accepts):
+    async with harness(tmp_path) as h:
+        h.configure({"srv": local("srv")}, **({"provider": IMAGES} if accepts else {}))
+        sid = (await h.rt.sessions.create()).id
+        await h.turn(sid, "look", tool_call("c1", "srv_image", {}), text("a pixel"))
+    [result] = [m for m in h.provider.requests[1].messages if isinstance(m, llm.ToolResultMessage)]
+    trailer = [m for m in h.provider.requests[1].messages if isinstance(m, llm.UserMessage) and m.tool_files]
+    assert result.text.startswith("[image image/png, about ")
+    if accepts:
+        [image] = result.files
+        assert image.mime == "image/png" and image.uri.startswith("data:image/png;base64,iVBOR")
+        assert [p for p in trailer[0].parts if isinstance(p, llm.FilePart)] == [image]  # for Chat Completions
+    else:
+        assert result.files == () and trailer == []
+
+
 async def test_a_failing_tool_is_a_tool_error_the_model_reads(tmp_path):
     async with harness(tmp_path, {"srv": local("srv")}) as h:
         sid = (await h.rt.sessions.create()).id
