@@ -116,6 +116,37 @@ async def test_an_image_a_tool_returns_reaches_a_model_that_accepts_images(tmp_p
         assert result.files == () and trailer == []
 
 
+async def test_the_model_can_list_and_read_the_resources_a_server_offers(tmp_path):
+    async with harness(tmp_path) as h:
+        h.configure({"srv": local("srv")}, provider=IMAGES)
+        sid = (await h.rt.sessions.create()).id
+        records = await h.turn(
+            sid, "what do the notes say?", tool_call("c1", "srv_link", {}),
+            [llm.ToolCall("c2", "read_mcp_resource", {"server": "srv", "uri": "test://notes"}),
+             llm.ToolCall("c3", "read_mcp_resource", {"server": "srv", "uri": "test://pixel"}),
+             llm.ToolCall("c4", "read_mcp_resource", {"server": "srv", "uri": "test://tickets/7"}),
+             llm.ToolCall("c5", "read_mcp_resource", {"server": "srv", "uri": "test://missing"}),
+             llm.ToolCall("c6", "read_mcp_resource", {"server": "nobody", "uri": "test://notes"}),
+             llm.ToolCall("c7", "list_mcp_resources", {}), llm.Finish("tool-calls", llm.Usage(10, 5))],
+            text("Ship on Friday."))
+    assert {"list_mcp_resources", "read_mcp_resource"} <= set(offered(h.provider.requests[0]))
+    success = {s["callID"]: s for s in of_type(records, "session.tool.success")}
+    failed = {f["callID"]: f for f in of_type(records, "session.tool.failed")}
+    assert success["c1"]["content"][0]["text"].startswith("Resource link test://notes (notes)")
+    assert success["c2"]["content"] == [{"type": "text", "text": "Resource test://notes:\nShip on Friday."}]
+    pixel = success["c3"]["content"]
+    assert pixel[1]["type"] == "file" and pixel[1]["uri"].startswith("data:image/png;base64,iVBOR")
+    assert success["c4"]["content"][0]["text"] == "Resource test://tickets/7:\nTicket 7: open"
+    assert "test://missing" in failed["c5"]["error"]["message"]
+    assert "'nobody' is not connected or offers no resources" in failed["c6"]["error"]["message"]
+    listing = success["c7"]
+    assert [r["uri"] for r in listing["structured"]["resources"]] == ["test://notes", "test://pixel"]
+    assert [t["uriTemplate"] for t in listing["structured"]["templates"]] == ["test://tickets/{number}"]
+    # the image read reaches the model as an image
+    [shown] = [m for m in h.provider.requests[2].messages if isinstance(m, llm.ToolResultMessage) and m.files]
+    assert shown.call_id == "c3"
+
+
 async def test_a_failing_tool_is_a_tool_error_the_model_reads(tmp_path):
     async with harness(tmp_path, {"srv": local("srv")}) as h:
         sid = (await h.rt.sessions.create()).id

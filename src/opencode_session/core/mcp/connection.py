@@ -11,7 +11,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,6 +186,7 @@ class McpServer:
             self.status = "failed"
         self.tools: tuple[Any, ...] = ()  # mcp_types.Tool
         self.instructions: str | None = None
+        self.resources = False  # the connected server offers resources (`resources/list`, `resources/read`)
         self.generation = 0  # bumped with every new tool list (the tools built from it are cached by it)
         self.settled = asyncio.Event()
         # clear from a `tools/list_changed` until the list is fetched again (or the connection is gone): the next
@@ -242,17 +243,44 @@ class McpServer:
         awaiting task is cancelled: an interrupt). A server that answers that it does not know our MCP session (a
         remote one that restarted: 404, "Session not found") never ran the call: a new session is initialized, once,
         and the call sent again on it."""
+        return await self._request(
+            lambda session, progressed: session.call_tool(tool, arguments, progress_callback=progressed), timeout_s)
+
+    async def read_resource(self, uri: str, timeout_s: float) -> Any:
+        """One `resources/read` (a `ReadResourceResult`), failing as `call` does."""
+        return await self._request(lambda session, _progressed: session.read_resource(uri), timeout_s)
+
+    async def list_resources(self, timeout_s: float) -> tuple[list[Any], list[Any]]:
+        """The server's resources and resource templates (each list's pages, up to a bound), failing as `call`."""
+        from mcp_types import PaginatedRequestParams
+
+        async def pages(session: Any, method: str, field: str) -> list[Any]:
+            listed = await getattr(session, method)()
+            items, count = list(getattr(listed, field)), 1
+            while listed.next_cursor and count < _MAX_TOOL_PAGES:
+                listed = await getattr(session, method)(params=PaginatedRequestParams(cursor=listed.next_cursor))
+                items.extend(getattr(listed, field))
+                count += 1
+            return items
+
+        async def both(session: Any, _progressed: Any) -> tuple[list[Any], list[Any]]:
+            return (await pages(session, "list_resources", "resources"),
+                    await pages(session, "list_resource_templates", "resource_templates"))
+
+        return await self._request(both, timeout_s)
+
+    async def _request(self, send: Callable[[Any, Any], Awaitable[Any]], timeout_s: float) -> Any:
         self.touch()
         session = self._session
         if session is None:
             raise McpUnavailable(self.unavailable())
         try:
-            return await self._call(session, tool, arguments, timeout_s)
+            return await self._call(session, send, timeout_s)
         except _SessionExpired:
             pass
         session = await self._renew(session)
         try:
-            return await self._call(session, tool, arguments, timeout_s)
+            return await self._call(session, send, timeout_s)
         except _SessionExpired:
             self._lost(session, "the server does not know the MCP session it just began")
             raise McpUnavailable(f"the MCP server {self.name} does not keep its MCP session") from None
@@ -288,9 +316,9 @@ class McpServer:
                     f"the MCP server {self.name} lost its MCP session and could not begin a new one: {reason}"))
                 renewal.exception()  # retrieved: a renewal nobody waits for any more is not reported
 
-    async def _call(self, session: Any, tool: str, arguments: dict[str, Any], timeout_s: float) -> Any:
-        """The call with a progress token: each progress notification the server sends for it gives it `timeout_s`
-        more from then (as OpenCode's client does), up to MAX_CALL_S in all."""
+    async def _call(self, session: Any, send: Callable[[Any, Any], Awaitable[Any]], timeout_s: float) -> Any:
+        """`send(session, progressed)`, the request with a progress token: each progress notification the server
+        sends for it gives it `timeout_s` more from then (as OpenCode's client does), up to MAX_CALL_S in all."""
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
@@ -303,7 +331,7 @@ class McpServer:
 
         try:
             with scope:
-                return await session.call_tool(tool, arguments, progress_callback=progressed)
+                return await send(session, progressed)
         except MCPError as error:
             if _session_expired(error):
                 raise _SessionExpired() from None
@@ -428,6 +456,7 @@ class McpServer:
                 with anyio.fail_after(timeout):
                     tools = await _list_tools(session)
                 self._session, self.instructions = session, initialized.instructions
+                self.resources = initialized.capabilities.resources is not None
                 self._tools(tools)
                 self.status, self.error, self.failures, connected = "connected", None, 0, True
                 log.info("MCP server %s connected: %d tools", self.name, len(tools))
