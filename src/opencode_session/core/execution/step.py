@@ -5,6 +5,7 @@ runner)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +31,8 @@ from ..store import Store
 from ..telemetry import hooks
 from ..tools.registry import ToolErrored, ToolSet, ToolSucceeded
 from ..tools.tool import ToolContext
+
+log = logging.getLogger(__name__)
 
 TOOLS_DISABLED = "Tools are disabled on this step: the agent reached its maximum number of steps."
 INTERRUPTED_TOOL = "Tool execution interrupted"
@@ -345,6 +348,23 @@ class Step:
         self._publish_settlement(record, HostedResult(result, content))
 
     async def _run_tool(self, record: _Call, tool_input: dict[str, Any]) -> None:
+        """Run one call to its one settlement: a failure around the tool's own run (bounding or recording its output
+        on a full disk, say) settles the call as `tool.execution` with the cause, and is logged."""
+        ran: list[bool] = []
+        try:
+            await self._execute(record, tool_input, ran)
+        except Exception as failed:
+            self._settle_failed(record, failed, ran=bool(ran))
+
+    def _settle_failed(self, record: _Call, failed: Exception, *, ran: bool) -> None:
+        what = "its output could not be recorded" if ran else "it could not be run"
+        log.error("tool %s (call %s, session %s): %s", record.name, record.call_id, self.ctx.session_id, what,
+                  exc_info=failed)
+        self._publish_settlement(record, ToolErrored(SessionErrorInfo(
+            type=session_errors.TOOL_EXECUTION,
+            message=f"The tool {record.name} {'ran, but ' if ran else ''}{what}: {type(failed).__name__}: {failed}")))
+
+    async def _execute(self, record: _Call, tool_input: dict[str, Any], ran: list[bool]) -> None:
         c = self.ctx
         if c.tools.changes_files(record.name):
             c.files.touched()
@@ -357,6 +377,7 @@ class Step:
                                model_accepts_images=c.resolved.capabilities.images, config=c.config)
         with hooks.tool_call(record.name, record.call_id, self.attempt and self.attempt.parent) as traced:
             settlement = await c.tools.run(record.name, tool_input, tool_ctx)
+            ran.append(True)
             if c.hooks is not None and c.hooks.after_tool_result_hooks and isinstance(settlement, ToolSucceeded):
                 settlement = await self._after_tool_result(record, tool_input, settlement)
             if traced is not None:
@@ -439,9 +460,15 @@ class Step:
         record.settled = True
 
     async def _join_tools(self) -> None:
-        tasks = [c.task for c in self.calls.values() if c.task is not None]
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        """Wait for the local calls; one whose task failed anyway (its failure could not even be settled) is logged
+        and settled now, and a failure to settle it fails the Step (never a silent "no result")."""
+        records = [c for c in self.calls.values() if c.task is not None]
+        if not records:
+            return
+        results = await asyncio.gather(*(c.task for c in records if c.task is not None), return_exceptions=True)
+        for record, result in zip(records, results, strict=True):
+            if isinstance(result, Exception) and not record.settled:
+                self._settle_failed(record, result, ran=True)
 
     def _fail_unsettled(self, error: SessionErrorInfo) -> None:
         for record in self.calls.values():
