@@ -665,6 +665,15 @@ async def skill_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> Skil
 async def mcp_status(rt: Runtime, call: Call[None, LocationQuery, None]) -> McpStatusList:
     loc = _location(rt, call.query)
     config = await _config(rt, loc, call.endpoint)
+    statuses = rt.mcp.statuses(loc.directory, config)  # a GET starts no process
+    return McpStatusList(location=loc.info(), data={name: McpServerStatus(status=s.status, error=s.error)
+                                                    for name, s in statuses.items()})
+
+
+@op("v2.mcp.connect")
+async def mcp_connect(rt: Runtime, call: Call[None, LocationQuery, None]) -> McpStatusList:
+    loc = _location(rt, call.query)
+    config = await _config(rt, loc, call.endpoint)
     statuses = await rt.mcp.status(loc.directory, config)
     return McpStatusList(location=loc.info(), data={name: McpServerStatus(status=s.status, error=s.error)
                                                     for name, s in statuses.items()})
