@@ -1,5 +1,6 @@
 """`GET /api/mcp`: the MCP servers a Location configures, each connected, disabled or failed with why, over
-`ocs serve` and the Embedded host alike (a GET reads, `POST /api/mcp/connect` starts them); a broken entry fails only its own server."""
+`ocs serve` and the Embedded host alike (a GET reads, `POST /api/mcp/connect` starts them); a broken entry fails only
+its own server."""
 
 from __future__ import annotations
 

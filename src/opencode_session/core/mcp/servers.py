@@ -1,6 +1,6 @@
 """The MCP servers of every Location: started lazily when a Step (or `POST /api/mcp/connect`) at that Location first
-needs them (a status read never starts one), shared by its sessions, restarted when their configuration changes, stopped when idle and when the runtime
-closes."""
+needs them (a status read never starts one), shared by its sessions, restarted when their configuration changes,
+stopped when idle and when the runtime closes."""
 
 from __future__ import annotations
 

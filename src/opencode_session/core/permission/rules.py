@@ -20,8 +20,13 @@ class Rule:
 
 Ruleset = tuple[Rule, ...]
 
+# The project's configuration files: what the model writes there would be authority, not content.
+CONFIG_FILE_PATTERNS = ("opencode.json", "opencode.jsonc", "*/opencode.json", "*/opencode.jsonc", ".opencode/*",
+                        "*/.opencode/*", ".opencode", "*/.opencode")
+
 # What OpenCode starts from before any config: everything allowed except leaving the Location (ask) and reading
-# environment files (deny).
+# environment files (deny); and this runtime's own: changing a configuration file asks (the change's authority,
+# permissions, MCP servers and the like, waits for a restart anyway: `core/config/source.py`).
 DEFAULT_RULES: Ruleset = (
     Rule("*", "*", "allow"),
     Rule("external_directory", "*", "ask"),
@@ -29,6 +34,7 @@ DEFAULT_RULES: Ruleset = (
     Rule("read", "*.env", "deny"),
     Rule("read", "*.env.*", "deny"),
     Rule("read", "*.env.example", "allow"),
+    *(Rule("edit", pattern, "ask") for pattern in CONFIG_FILE_PATTERNS),
 )
 
 
