@@ -568,8 +568,11 @@ async def fs_list(rt: Runtime, call: Call[None, FsListQuery, None]) -> FsEntries
 async def fs_find(rt: Runtime, call: Call[None, FsFindQuery, None]) -> FsEntries:
     loc = _location(rt, call.query)
     q = call.query
-    found = await anyio.to_thread.run_sync(partial(rt.finder.find, loc.directory, q.query, rt.options.env, q.type,
-                                                   q.limit or DEFAULT_LIMIT))
+    authority = await _authority(rt, loc, call.endpoint)
+    # a file the rules deny reading is not named (as in the glob tool and the listing)
+    found = await anyio.to_thread.run_sync(partial(
+        rt.finder.find, loc.directory, q.query, rt.options.env, q.type, q.limit or DEFAULT_LIMIT,
+        lambda path: authority.effect_on("read", loc.directory / path) == "deny"))
     return FsEntries(location=loc.info(), data=found)
 
 
