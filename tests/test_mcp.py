@@ -34,7 +34,9 @@ class Harness:
     marks: Path
 
     def configure(self, mcp: dict[str, Any], **extra: Any) -> None:
-        (self.work / "opencode.json").write_text(json.dumps({"mcp": mcp, **extra}))
+        # the user's own file (`OPENCODE_CONFIG`): a project file changed while the runtime runs would keep its MCP
+        # servers as first read until a restart (a session may have written it)
+        (self.work.parent / "user-opencode.json").write_text(json.dumps({"mcp": mcp, **extra}))
 
     async def turn(self, sid: str, prompt: str, *scripts: list[Any]) -> list[Any]:
         self.provider.push(*scripts)
@@ -52,7 +54,8 @@ async def harness(tmp_path: Path, mcp: dict[str, Any] | None = None, **extra: An
     home, work, marks = tmp_path / "home", tmp_path / "work", tmp_path / "marks"
     work.mkdir()
     marks.mkdir()
-    env = {**config(home), "PATH": os.environ.get("PATH", os.defpath)}
+    env = {**config(home), "PATH": os.environ.get("PATH", os.defpath),
+           "OPENCODE_CONFIG": str(tmp_path / "user-opencode.json")}
     provider = ScriptedProvider()
     factory = make_drain_factory(provider=lambda _m: provider, clock=FakeClock(), titles=False)
     async with Runtime(RuntimeOptions(db_path=tmp_path / "db.sqlite", directory=work, env=env,

@@ -183,6 +183,7 @@ def test_every_requested_operation_is_declared_once():
         "v2.session.move",
         "v2.session.owner",
         "v2.mcp.status",
+        "v2.mcp.connect",
     } == set(ids)
     assert endpoint("v2.session.get").path == "/api/session/{sessionID}"
     with pytest.raises(KeyError):

@@ -1023,7 +1023,9 @@ async def test_websearch_is_offered_to_the_model_only_when_a_search_backend_is_c
         await h.settled_log(sid)
         assert [t.name for t in h.provider.requests[0].tools] == ["echo"]
 
-        (tmp_path / "work" / "opencode.json").write_text('{"websearch": {"url": "http://127.0.0.1:9/search"}}')
+        # the user's own config (a project file changed while the runtime runs keeps `websearch` as first read)
+        user = tmp_path / "home" / "config" / "opencode" / "opencode.json"
+        user.write_text(json.dumps({**json.loads(user.read_text()), "websearch": {"url": "http://127.0.0.1:9/search"}}))
         await h.admit(sid, "p2")
         await h.wait(sid)
         assert [t.name for t in h.provider.requests[1].tools] == ["echo", "websearch"]

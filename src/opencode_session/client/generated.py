@@ -497,6 +497,28 @@ class McpGroup:
     def __init__(self, client: BaseClient) -> None:
         self._client = client
 
+    async def connect(
+        self,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> McpStatusList:
+        """Start MCP servers.
+
+        Extension: starts the MCP servers opencode.json's `mcp` configures for the location that are
+        not running (each waited for at most its `timeout`) and answers their status as `GET /api/mcp`
+        does. A POST, so that no page can make a browser start a process with a plain load.
+
+        `POST /api/mcp/connect` (v2.mcp.connect). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
+        (415).
+        """
+        return cast("McpStatusList", await self._client._call(
+            "v2.mcp.connect",
+            query={"location": location},
+            options=options,
+        ))
+
     async def status(
         self,
         *,
@@ -507,8 +529,8 @@ class McpGroup:
 
         Extension (not in OpenCode 1.18.33's V2 API; OpenCode's own `GET /mcp` answers the same map):
         the MCP servers opencode.json's `mcp` configures for the location, by name, each `connected`,
-        `disabled` or `failed` with its `error`. Servers not running yet are started first (each
-        waited for at most its `timeout`).
+        `disabled` or `failed` with its `error`, or `stopped` when it is not running: a status read
+        starts nothing (the next Step at the location starts them, or `POST /api/mcp/connect`).
 
         `GET /api/mcp` (v2.mcp.status). Declared errors: InvalidRequestError (400), UnauthorizedError
         (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError (415).

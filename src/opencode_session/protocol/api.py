@@ -1323,8 +1323,22 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         description=(
             "Extension (not in OpenCode 1.18.33's V2 API; OpenCode's own `GET /mcp` answers the same map): the MCP"
             " servers opencode.json's `mcp` configures for the location, by name, each `connected`, `disabled` or"
-            " `failed` with its `error`. Servers not running yet are started first (each waited for at most its"
-            " `timeout`)."
+            " `failed` with its `error`, or `stopped` when it is not running: a status read starts nothing (the next"
+            " Step at the location starts them, or `POST /api/mcp/connect`)."
+        ),
+        query=LocationQuery,
+        success=McpStatusList,
+        refusals=_LOCATION_QUERY,
+    ),
+    Endpoint(
+        operation_id="v2.mcp.connect",
+        method="POST",
+        path="/api/mcp/connect",
+        summary="Start MCP servers",
+        description=(
+            "Extension: starts the MCP servers opencode.json's `mcp` configures for the location that are not"
+            " running (each waited for at most its `timeout`) and answers their status as `GET /api/mcp` does. A"
+            " POST, so that no page can make a browser start a process with a plain load."
         ),
         query=LocationQuery,
         success=McpStatusList,

@@ -569,8 +569,11 @@ async def fs_list(rt: Runtime, call: Call[None, FsListQuery, None]) -> FsEntries
 async def fs_find(rt: Runtime, call: Call[None, FsFindQuery, None]) -> FsEntries:
     loc = _location(rt, call.query)
     q = call.query
-    found = await anyio.to_thread.run_sync(partial(rt.finder.find, loc.directory, q.query, rt.options.env, q.type,
-                                                   q.limit or DEFAULT_LIMIT))
+    authority = await _authority(rt, loc, call.endpoint)
+    # a file the rules deny reading is not named (as in the glob tool and the listing)
+    found = await anyio.to_thread.run_sync(partial(
+        rt.finder.find, loc.directory, q.query, rt.options.env, q.type, q.limit or DEFAULT_LIMIT,
+        lambda path: authority.effect_on("read", loc.directory / path) == "deny"))
     return FsEntries(location=loc.info(), data=found)
 
 
@@ -664,6 +667,15 @@ async def skill_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> Skil
 
 @op("v2.mcp.status")
 async def mcp_status(rt: Runtime, call: Call[None, LocationQuery, None]) -> McpStatusList:
+    loc = _location(rt, call.query)
+    config = await _config(rt, loc, call.endpoint)
+    statuses = rt.mcp.statuses(loc.directory, config)  # a GET starts no process
+    return McpStatusList(location=loc.info(), data={name: McpServerStatus(status=s.status, error=s.error)
+                                                    for name, s in statuses.items()})
+
+
+@op("v2.mcp.connect")
+async def mcp_connect(rt: Runtime, call: Call[None, LocationQuery, None]) -> McpStatusList:
     loc = _location(rt, call.query)
     config = await _config(rt, loc, call.endpoint)
     statuses = await rt.mcp.status(loc.directory, config)

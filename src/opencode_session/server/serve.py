@@ -15,6 +15,7 @@ from typing import Any
 
 import uvicorn
 
+from ..core import own_address
 from ..core.execution.continuation import InvalidResumeBudget
 from ..core.execution.ownership import InvalidLeaseTtl
 from ..core.runtime import Runtime, RuntimeOptions
@@ -134,6 +135,7 @@ async def serve(
                            " (choose another with --db)") from None
     previous_handler = loop.get_exception_handler()
     loop.set_exception_handler(ResourceExhaustionLog())
+    served: tuple[str, int] | None = None
     try:
         # before this host runs anything: every execution claim left in the database is a lost host's
         lost = await runtime.lost_sessions() if managed else []
@@ -155,6 +157,8 @@ async def serve(
         if not server.started:
             raise RuntimeError("the HTTP server did not start")
         bound = sock.getsockname()
+        served = (host, bound[1])
+        own_address.register(*served)  # the model's webfetch may not call it back
         url = f"http://{host if ':' not in host else f'[{host}]'}:{bound[1]}"
         if managed:
             await runtime.continue_lost(lost)
@@ -177,3 +181,5 @@ async def serve(
                 loop.remove_signal_handler(sig)
         await runtime.close()
         loop.set_exception_handler(previous_handler)
+        if served is not None:
+            own_address.unregister(*served)

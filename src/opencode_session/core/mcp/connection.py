@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import anyio
 
+from ..child_env import inherited
 from ..config import McpLocalConfig, McpRemoteConfig
 from ..telemetry import hooks
 from . import parent_death
@@ -519,11 +520,11 @@ async def _list_tools(session: Any) -> list[Any]:
 
 def launch_of(entry: ServerEntry, directory: Path, env: Mapping[str, str],
               overlay: Callable[[Path], Mapping[str, str]] | None = None) -> Launch:
-    """The Launch of `entry` in the Location `directory`: a local server's environment is `env`, then the entry's
-    `environment`, then the host's overlay for that directory."""
+    """The Launch of `entry` in the Location `directory`: a local server's environment is `env` (less the server's
+    password and provider keys), then the entry's `environment`, then the host's overlay for that directory."""
     config = entry.config
     extra = config.environment if isinstance(config, McpLocalConfig) else {}
-    merged = {**env, **extra, **(overlay(directory) if overlay else {})}
+    merged = {**inherited(env), **extra, **(overlay(directory) if overlay else {})}
     return Launch(entry, directory, tuple(sorted(merged.items())) if isinstance(config, McpLocalConfig) else ())
 
 

@@ -20,8 +20,17 @@ class Rule:
 
 Ruleset = tuple[Rule, ...]
 
+# The project's configuration files: what the model writes there would be authority, not content.
+CONFIG_FILE_PATTERNS = ("opencode.json", "opencode.jsonc", "*/opencode.json", "*/opencode.jsonc", ".opencode/*",
+                        "*/.opencode/*", ".opencode", "*/.opencode")
+
+# `webfetch` of this server's own API (`core/own_address.py`): its own permission, denied unless configured.
+OWN_SERVER = "opencode_server"
+
 # What OpenCode starts from before any config: everything allowed except leaving the Location (ask) and reading
-# environment files (deny).
+# environment files (deny); and this runtime's own: changing a configuration file asks (the change's authority,
+# permissions, MCP servers and the like, waits for a restart anyway: `core/config/source.py`), and fetching this
+# server's own API is denied (`"opencode_server": "ask"` asks instead).
 DEFAULT_RULES: Ruleset = (
     Rule("*", "*", "allow"),
     Rule("external_directory", "*", "ask"),
@@ -29,6 +38,8 @@ DEFAULT_RULES: Ruleset = (
     Rule("read", "*.env", "deny"),
     Rule("read", "*.env.*", "deny"),
     Rule("read", "*.env.example", "allow"),
+    *(Rule("edit", pattern, "ask") for pattern in CONFIG_FILE_PATTERNS),
+    Rule(OWN_SERVER, "*", "deny"),
 )
 
 
