@@ -1514,12 +1514,13 @@ class SessionGroup:
 
         Stage or move a reversible session boundary and optionally apply its file changes: the files
         the agent changed at or after the message are restored to their content before it (unless
-        `files` is false). Refused while the session executes.
+        `files` is false). Refused while the session executes, and (409, nothing touched) when a
+        snapshot it needs cannot be read.
 
         `POST /api/session/{sessionID}/revert/stage` (v2.session.revert.stage). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), MessageNotFoundError
-        (404), SessionNotFoundError (404), SessionBusyError (409), InvalidRequestError (413),
-        InvalidRequestError (415), UnknownError (500).
+        (404), SessionNotFoundError (404), ConflictError (409), SessionBusyError (409),
+        InvalidRequestError (413), InvalidRequestError (415), UnknownError (500).
         """
         return cast("RevertState", await self._client._call(
             "v2.session.revert.stage",

@@ -44,7 +44,7 @@ from .session.projector import project
 from .session.revert import Reverts
 from .snapshot import Snapshots
 from .snapshot.service import SNAPSHOT_DIRECTORY
-from .store import Lease, Store, Tx, is_postgres, now_ms, set_fence
+from .store import Lease, Store, Tx, database_files, is_postgres, now_ms, set_fence
 from .telemetry import telemetry, tracing_settings
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
 
@@ -95,7 +95,10 @@ class Runtime:
         self.permissions = PermissionRequests(self.store)
         self.questions = QuestionRequests(self.store)
         self.outputs = ManagedOutputs(_data_dir(options) / MANAGED_DIRECTORY)
-        self.snapshots = Snapshots(_data_dir(options) / SNAPSHOT_DIRECTORY, options.env)
+        # no snapshot includes the runtime's own files (they may well be inside the project)
+        self.snapshots = Snapshots(_data_dir(options) / SNAPSHOT_DIRECTORY, options.env,
+                                   own=[*database_files(options.db_path), _data_dir(options) / MANAGED_DIRECTORY,
+                                        _data_dir(options) / CREDENTIALS_FILE])
         self.reverts = Reverts(self.store, self.snapshots, self.config)
         self.terminals = Terminals(options.env)  # pseudo-terminals by Location, killed when the runtime closes
         self.finder = Finder()  # fs.find's indexes of the Locations searched lately

@@ -719,13 +719,14 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         description=(
             "Stage or move a reversible session boundary and optionally apply its file changes: the files the"
             " agent changed at or after the message are restored to their content before it (unless `files` is"
-            " false). Refused while the session executes."
+            " false). Refused while the session executes, and (409, nothing touched) when a snapshot it needs"
+            " cannot be read."
         ),
         path_params=SessionPath,
         body=SessionRevertStageBody,
         success=RevertState,
         unwrap_data=True,
-        errors=(MessageNotFoundError, SessionNotFoundError, SessionBusyError, UnknownError),
+        errors=(MessageNotFoundError, SessionNotFoundError, SessionBusyError, ConflictError, UnknownError),
     ),
     Endpoint(
         operation_id="v2.session.revert.clear",

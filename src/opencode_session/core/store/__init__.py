@@ -5,7 +5,7 @@ saved permissions, suspension marks), through a `Reader` or a `Tx` that a `Store
 them (the embedded default), and a backend for another database implements the same protocols (`backend.py`)."""
 
 from .backend import Backend
-from .backends import describe_database, is_postgres, open_backend, require_backend
+from .backends import database_files, describe_database, is_postgres, open_backend, require_backend
 from .errors import BackendNotInstalledError, DatabaseInUseError, StoreError
 from .feed import DurableFeed, LiveBus, LiveSubscription
 from .fencing import SessionFencedError, current_fence, set_fence
@@ -14,5 +14,5 @@ from .store import Store, Tx, live_event, now_ms
 
 __all__ = ["Backend", "BackendNotInstalledError", "Checkpoint", "DatabaseInUseError", "DurableFeed", "HistoryRow",
            "Lease", "LiveBus", "LiveSubscription", "PendingInput", "Placement", "Reader", "SessionFencedError",
-           "SessionFilter", "Store", "StoreError", "Tx", "Writer", "current_fence", "describe_database", "is_postgres",
-           "live_event", "now_ms", "open_backend", "require_backend", "set_fence"]
+           "SessionFilter", "Store", "StoreError", "Tx", "Writer", "current_fence", "database_files",
+           "describe_database", "is_postgres", "live_event", "now_ms", "open_backend", "require_backend", "set_fence"]

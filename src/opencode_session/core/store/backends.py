@@ -39,6 +39,16 @@ def open_backend(database: str | Path) -> Backend:
     return SqliteBackend(database)
 
 
+def database_files(database: str | Path) -> list[Path]:
+    """The files a database keeps on this host (a SQLite file, its -wal, -shm and -journal side files and its lock
+    file; none for PostgreSQL or in memory): what a snapshot of the user's files must never include."""
+    if is_postgres(database) or str(database) == ":memory:":
+        return []
+    from .sqlite import sqlite_files
+
+    return sqlite_files(database)
+
+
 def describe_database(database: str | Path) -> str:
     """The database as messages name it: a URL without its password."""
     if is_postgres(database):
