@@ -40,6 +40,7 @@ from .permission import PermissionRequests
 from .pty import Terminals
 from .questions import QuestionRequests
 from .session import Sessions
+from .session.lifecycle import SessionLifecycle
 from .session.projector import project
 from .session.revert import Reverts
 from .snapshot import Snapshots
@@ -94,6 +95,9 @@ class Runtime:
         self.permissions = PermissionRequests(self.store)
         self.questions = QuestionRequests(self.store)
         self.outputs = ManagedOutputs(_data_dir(options) / MANAGED_DIRECTORY)
+        # update, remove (interrupting first, releasing what a session held), the inbox's own changes
+        self.lifecycle = SessionLifecycle(self.store, self.sessions, self.outputs.root)
+        self.lifecycle.released = self.session_deleted
         self.snapshots = Snapshots(_data_dir(options) / SNAPSHOT_DIRECTORY, options.env)
         self.reverts = Reverts(self.store, self.snapshots, self.config)
         self.terminals = Terminals(options.env)  # pseudo-terminals by Location, killed when the runtime closes
@@ -151,6 +155,8 @@ class Runtime:
                 self.ownership.sweep(self._taken_over)
         self.sessions.wake = self.execution.wake if self.options.drain_factory else (lambda _sid: None)
         self.sessions.hold = self.reverts.hold = self.execution.idle_hold
+        execution = self.execution
+        self.lifecycle.interrupt = lambda sid: execution.interrupt(sid, "user")
         return self
 
     # --- replies to what a session asks, wherever they arrive ------------------------------------------------
@@ -265,7 +271,7 @@ class Runtime:
 
     async def session_deleted(self, directory: str | Path) -> None:
         """What deleting a session releases once no other session works in its Location: that Location's
-        terminals. (Sessions cannot be deleted yet; the deletion calls this when they can.)"""
+        terminals."""
         page, _ = await self.sessions.list(directory=str(directory), limit=1)
         if not page:
             await self.terminals.release(resolve_location(directory).directory)

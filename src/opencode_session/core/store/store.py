@@ -24,6 +24,7 @@ from .rows import (
     EventWrites,
     InstructionWrites,
     LeaseWrites,
+    LifecycleWrites,
     MessageWrites,
     PendingWrites,
     PermissionWrites,
@@ -64,6 +65,7 @@ class Tx:
         self.suspension: SuspensionWrites = rows.suspension
         self.leases: LeaseWrites = rows.leases
         self.continuation: ContinuationWrites = rows.continuation
+        self.lifecycle: LifecycleWrites = rows.lifecycle
         self.appended: list[EventRecord] = []
         self.live: list[EventRecord] = []
 
