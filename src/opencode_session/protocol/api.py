@@ -5,7 +5,15 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from opencode_session.schema.agent import AgentV2Info
 from opencode_session.schema.base import Struct
@@ -469,11 +477,48 @@ class SessionExportQuery(Struct):
     sanitize: QueryBool | None = None
 
 
+def _stored_numbers(value: Any) -> Any:
+    """An exported transcript's numbers as the store keeps them: an integral float is that integer (JSON does not
+    tell 70 from 70.0), and none is beyond a signed 64-bit integer (what SQLite and PostgreSQL columns hold)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+        raise ValueError("a number is beyond a signed 64-bit integer")
+    if isinstance(value, list):
+        return [_stored_numbers(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _stored_numbers(v) for k, v in value.items()}
+    return value
+
+
+# The document spells the imported messages as objects: each is a SessionMessage as the export gave it (validated
+# as one, each refusal naming the message's field), but a request schema of the whole message union nested in a
+# body is deeper than request generators handle.
+ImportedMessages = Annotated[list[SessionMessage], WithJsonSchema({
+    "type": "array", "items": {"type": "object"},
+    "description": "The transcript's messages, oldest first, each a SessionMessage as the export gave it.",
+})]
+
+
 class SessionImportBody(Struct):
     info: SessionV2Info
-    messages: list[SessionMessage]
+    messages: ImportedMessages
     location: LocationRef | None = Field(None, description="Where the session is recreated (default: where it was"
                                                            " when that directory exists here, else the server's).")
+
+    @field_validator("info", mode="before")
+    @classmethod
+    def _numbers(cls, value: Any) -> Any:
+        return _stored_numbers(value)
+
+    @field_validator("messages", mode="wrap")
+    @classmethod
+    def _messages(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return handler(_stored_numbers(value))
+        except ValidationError as bad:
+            first = bad.errors()[0]
+            raise ValueError(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
 
 
 # --- stream items ---------------------------------------------------------------------------------
@@ -963,7 +1008,11 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         success=SessionV2Info,
         unwrap_data=True,
         errors=(ConflictError, SessionNotFoundError),
-        refusals=(_LOCATION,),
+        refusals=(_LOCATION,
+                  Refusal(InvalidRequestError, "info", "a number is beyond a signed 64-bit integer"),
+                  Refusal(InvalidRequestError, "messages",
+                          "a message is not a SessionMessage, a number is beyond a signed 64-bit integer, or two"
+                          " messages have the same ID")),
         provides=(("sessionID", "/data/id"),),
     ),
     Endpoint(

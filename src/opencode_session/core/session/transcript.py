@@ -106,7 +106,8 @@ async def import_transcript(store: Store, transcript: SessionTranscript, locatio
             loc = default
     ids = [m.id for m in transcript.messages]
     if len(set(ids)) != len(ids):
-        raise InvalidRequestError("Two messages have the same ID", kind="body", field="messages")
+        raise InvalidRequestError("Invalid body: messages: two messages have the same ID", kind="body",
+                                  field="messages")
     placed = info.model_copy(update={
         "projectID": loc.project_id, "revert": None,
         "location": LocationRef(directory=str(loc.directory), workspaceID=loc.workspace_id),
