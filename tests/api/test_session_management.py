@@ -396,7 +396,7 @@ async def test_export_sanitizes_and_import_recreates_a_session_that_continues(ho
     listed = (await host.client.session.messages(parent, order="asc", limit=200)).items
     assert plain.info.id == parent and [m.id for m in plain.messages] == [m.id for m in listed]
     assert secret in json.dumps(plain.wire())
-    clean = json.dumps((await host.client.experimental.session_export(parent, sanitize="true")).wire())
+    clean = json.dumps((await host.client.experimental.session_export(parent, sanitize=True)).wire())
     assert secret not in clean and "[redacted]" in clean
     assert str(host.home) not in clean and "~/private/plan.txt" in clean
     assert "base64," + picture.split(",")[1] not in clean and '"data:image/png,"' in clean
