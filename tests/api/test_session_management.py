@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import json
 import sqlite3
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,7 @@ from opencode_session.client import (
     OpenCodeClient,
     SessionNotFoundError,
 )
+from opencode_session.core.snapshot.service import SNAPSHOT_DIRECTORY
 from opencode_session.sdk import OpenCode
 from tests.security.conftest import write_provider_config
 from tests.support import fake_openai as fake
@@ -45,6 +48,10 @@ class Host:
     project: Path
     db: str  # a SQLite file or a postgresql:// URL
     home: Path  # the host's $HOME
+    snapshots: Path  # where the host keeps its file snapshots
+
+    def snapshot_repo(self, project: Path) -> Path:
+        return self.snapshots / hashlib.sha256(str(project.resolve()).encode()).hexdigest()[:20]
 
     async def session(self, **fields: Any) -> str:
         fields.setdefault("location", {"directory": str(self.project)})
@@ -114,8 +121,9 @@ async def host(request, tmp_path, provider) -> AsyncIterator[Host]:
     kind, backend = request.param.split("-")
     if kind == "server":
         srv, db, root = request.getfixturevalue(f"{backend}_server")
+        data = root if backend == "sqlite" else root / "data" / "opencode-session"  # beside the database, or $XDG
         async with OpenCodeClient(srv.url) as client:
-            yield Host(client, _project(tmp_path), db, root / "home")
+            yield Host(client, _project(tmp_path), db, root / "home", data / SNAPSHOT_DIRECTORY)
     else:
         root = tmp_path / "host"
         write_provider_config(root, provider)
@@ -123,7 +131,7 @@ async def host(request, tmp_path, provider) -> AsyncIterator[Host]:
         with contextlib.ExitStack() as stack:
             db = stack.enter_context(fresh_schema()) if backend == "postgres" else str(tmp_path / "db.sqlite")
             async with OpenCode(db=db, directory=tmp_path, env=env) as oc:
-                yield Host(oc, _project(tmp_path), db, root / "home")
+                yield Host(oc, _project(tmp_path), db, root / "home", oc.runtime.snapshots.root)
     provider.release_held()
     assert provider.pending == 0, "a scripted provider response was never requested"
 
@@ -247,6 +255,7 @@ async def test_session_rules_apply_after_the_agents_and_a_configured_deny_still_
 
 
 async def test_remove_takes_the_session_its_children_and_everything_they_held(host, provider):
+    subprocess.run(["git", "init", "-q", str(host.project)], check=True)  # a project with file snapshots
     root = await host.session()
     await turn(host, provider, root, "make output", fake.completion(
         fake.tool_call_deltas(0, "c1", "bash", json.dumps({"command": "seq 1 4000", "description": "count"})),
@@ -255,6 +264,9 @@ async def test_remove_takes_the_session_its_children_and_everything_they_held(ho
     tool = next(p for m in messages if m.type == "assistant" for p in m.content if p.type == "tool")
     output_files = [Path(p) for p in tool.state.outputPaths or ()]
     assert output_files and all(p.exists() for p in output_files)  # the long output was kept in a file
+    assert host.snapshot_repo(host.project).is_dir()  # the Step's snapshots
+    where = {"directory": str(host.project)}
+    terminal = (await host.client.pty.create(location=where, command="sh")).data
 
     child = (await host.client.session.create(parentID=root)).id
     grandchild = (await host.client.session.create(parentID=child)).id
@@ -296,6 +308,9 @@ async def test_remove_takes_the_session_its_children_and_everything_they_held(ho
     with pytest.raises(SessionNotFoundError):  # a client that retries is told it is gone
         await host.client.session.remove(root)
     assert not output_files[0].exists()
+    # no session works in the Location any more: its terminals and snapshots are released
+    assert terminal.id not in {t.id for t in (await host.client.pty.list(location=where)).data}
+    assert not host.snapshot_repo(host.project).exists()
     ids = (root, child, grandchild)
     marks = ", ".join("?" * len(ids))
     for table in SESSION_TABLES:

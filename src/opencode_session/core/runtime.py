@@ -271,10 +271,18 @@ class Runtime:
 
     async def session_deleted(self, directory: str | Path) -> None:
         """What deleting a session releases once no other session works in its Location: that Location's
-        terminals."""
+        terminals and MCP servers; and once none works in its project, the project's file snapshots."""
         page, _ = await self.sessions.list(directory=str(directory), limit=1)
-        if not page:
-            await self.terminals.release(resolve_location(directory).directory)
+        if page:
+            return
+        location = resolve_location(directory)
+        await self.terminals.release(location.directory)
+        await self.mcp.release(location.directory)
+        if location.is_git:
+            page, _ = await self.sessions.list(project=location.project_id, limit=1)
+            if page:
+                return
+        await asyncio.to_thread(self.snapshots.release, location)
 
     async def close(self) -> None:
         await self.terminals.close()
