@@ -14,6 +14,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from opencode_session.schema.agent import AgentV2Info
 from opencode_session.schema.base import Struct
@@ -518,7 +519,8 @@ class SessionImportBody(Struct):
             return handler(_stored_numbers(value))
         except ValidationError as bad:
             first = bad.errors()[0]
-            raise ValueError(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+            raise PydanticCustomError("transcript_message", "{where}: {problem}", {
+                "where": ".".join(str(p) for p in first["loc"]), "problem": first["msg"]}) from None
 
 
 # --- stream items ---------------------------------------------------------------------------------
