@@ -323,6 +323,22 @@ async def test_remove_takes_the_session_its_children_and_everything_they_held(ho
     assert not set(ids) & {s.id for s in listed.items}
 
 
+async def test_removing_a_fork_keeps_the_tool_output_its_parent_still_names(host, provider):
+    parent = await host.session()
+    await turn(host, provider, parent, "make output", fake.completion(
+        fake.tool_call_deltas(0, "c1", "bash", json.dumps({"command": "seq 1 4000", "description": "count"})),
+        finish_reason="tool_calls"), fake.completion(fake.text_deltas("counted")))
+    messages = (await host.client.session.messages(parent, order="asc")).items
+    tool = next(p for m in messages if m.type == "assistant" for p in m.content if p.type == "tool")
+    kept = [Path(p) for p in tool.state.outputPaths or ()]
+    assert kept
+    fork = await host.client.session.fork(parent)
+    await host.client.session.remove(fork.id)
+    assert all(p.exists() for p in kept)  # the parent's history still names it
+    await host.client.session.remove(parent)
+    assert not any(p.exists() for p in kept)
+
+
 # --- the inbox ---------------------------------------------------------------------------------------------
 
 

@@ -91,7 +91,8 @@ class SessionLifecycle:
                 directories.add(info.location.directory)
                 paths.extend(tx.lifecycle.output_paths(sid))
                 tx.append(ev.Deleted(sessionID=sid), commit_hook=lambda t, r: t.lifecycle.purge_events(r.aggregate_id))
-            return paths, directories
+            # a file a remaining session's messages name stays (a fork's copied tool calls name its parent's files)
+            return [p for p in dict.fromkeys(paths) if not tx.lifecycle.referenced(p)], directories
 
         paths, directories = await self.store.write(_remove)
         await anyio.to_thread.run_sync(self._delete_outputs, paths)

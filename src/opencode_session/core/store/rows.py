@@ -256,6 +256,10 @@ class LifecycleReads(Protocol):
         """The Managed Tool Output Files the session's messages name."""
         ...
 
+    def referenced(self, path: str) -> bool:
+        """Whether any session's messages still name this tool output file."""
+        ...
+
 
 class Reader(Protocol):
     """A read handle: the backend's reader, or an open write transaction (which sees its own writes)."""

@@ -44,6 +44,12 @@ class SqlLifecycle:
                     paths.extend(p for p in state.get("outputPaths") or () if isinstance(p, str))
         return paths
 
+    def referenced(self, path: str) -> bool:
+        """Whether a message of some session still names this tool output file (a fork's copies name its parent's)."""
+        row = self.conn.execute("SELECT 1 FROM session_message WHERE data LIKE ? LIMIT 1",
+                                ("%" + json.dumps(path)[1:-1] + "%",)).fetchone()
+        return row is not None
+
     # --- writes ------------------------------------------------------------------------------------------
 
     def lock(self, session_id: str) -> None:
