@@ -40,6 +40,7 @@ from .permission import PermissionRequests
 from .pty import Terminals
 from .questions import QuestionRequests
 from .session import Sessions
+from .session.lifecycle import SessionLifecycle
 from .session.projector import project
 from .session.revert import Reverts
 from .snapshot import Snapshots
@@ -95,6 +96,9 @@ class Runtime:
         self.permissions = PermissionRequests(self.store)
         self.questions = QuestionRequests(self.store)
         self.outputs = ManagedOutputs(_data_dir(options) / MANAGED_DIRECTORY)
+        # update, remove (interrupting first, releasing what a session held), the inbox's own changes
+        self.lifecycle = SessionLifecycle(self.store, self.sessions, self.outputs.root)
+        self.lifecycle.released = self.session_deleted
         # no snapshot includes the runtime's own files (they may well be inside the project)
         self.snapshots = Snapshots(_data_dir(options) / SNAPSHOT_DIRECTORY, options.env,
                                    own=[*database_files(options.db_path), _data_dir(options) / MANAGED_DIRECTORY,
@@ -159,6 +163,7 @@ class Runtime:
         execution = self.execution
         self._unwatch.append(telemetry.watch("ocs_active_executions", lambda: len(execution.active())))
         self.sessions.hold = self.reverts.hold = self.execution.idle_hold
+        self.lifecycle.interrupt = lambda sid: execution.interrupt(sid, "user")
         return self
 
     # --- replies to what a session asks, wherever they arrive ------------------------------------------------
@@ -285,10 +290,18 @@ class Runtime:
 
     async def session_deleted(self, directory: str | Path) -> None:
         """What deleting a session releases once no other session works in its Location: that Location's
-        terminals. (Sessions cannot be deleted yet; the deletion calls this when they can.)"""
+        terminals and MCP servers; and once none works in its project, the project's file snapshots."""
         page, _ = await self.sessions.list(directory=str(directory), limit=1)
-        if not page:
-            await self.terminals.release(resolve_location(directory).directory)
+        if page:
+            return
+        location = resolve_location(directory)
+        await self.terminals.release(location.directory)
+        await self.mcp.release(location.directory)
+        if location.is_git:
+            page, _ = await self.sessions.list(project=location.project_id, limit=1)
+            if page:
+                return
+        await asyncio.to_thread(self.snapshots.release, location)
 
     async def close(self) -> None:
         await self.terminals.close()

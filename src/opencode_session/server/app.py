@@ -100,7 +100,21 @@ def _route(runtime: Runtime, endpoint: Endpoint, state: AppState):
             return error_response(unknown)
         return JSONAnswer(content, status_code=endpoint.success_status)
 
+    if "{" in endpoint.route_path:
+        return _TemplateRoute(endpoint.route_path, endpoint_fn, methods=[endpoint.method], name=endpoint.operation_id)
     return Route(endpoint.route_path, endpoint_fn, methods=[endpoint.method], name=endpoint.operation_id)
+
+
+# Paths declared literally (`/api/session/active`): never a value of another route's parameter, so a method the
+# literal path lacks is a 405 there, not a request for the session called "active".
+_LITERAL_PATHS = frozenset(e.route_path for e in ENDPOINTS if "{" not in e.route_path)
+
+
+class _TemplateRoute(Route):
+    def matches(self, scope: Any) -> tuple[Match, Any]:
+        if scope.get("type") == "http" and scope.get("path") in _LITERAL_PATHS:
+            return Match.NONE, {}
+        return super().matches(scope)
 
 
 def _websocket_route(runtime: Runtime, endpoint: Endpoint, state: AppState) -> WebSocketRoute:
@@ -180,7 +194,7 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
                            password=password)
     if guard.allowed_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(guard.allowed_origins),
-                           allow_methods=["GET", "POST", "PUT", "DELETE"],
+                           allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
                            allow_headers=["authorization", "content-type", "accept", "last-event-id"], max_age=600)
     app.add_middleware(OriginGuard, allowed_hosts=guard.allowed_hosts, allowed_origins=guard.allowed_origins)
     return app

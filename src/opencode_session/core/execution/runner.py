@@ -30,7 +30,7 @@ from ..instructions.algebra import InstructionsBlocked
 from ..llm import model as llm
 from ..llm.errors import ProviderError
 from ..llm.retry import BASE_DELAY_MS, Clock, may_retry, retry_delay_ms
-from ..permission import PermissionRequests
+from ..permission import PermissionRequests, with_session_rules
 from ..plugins import PluginHookError, PluginHooks, ProviderRequest
 from ..questions import QuestionRequests
 from ..session import admission
@@ -234,7 +234,7 @@ class Runner:
             session_id=sid, message_id=orphan.assistant_id, call_id=orphan.call_id, agent=agent.name,
             directory=b.location.directory, project_root=b.location.project_root,
             on_read=d.on_read(b, orphan.assistant_id) if d.on_read else None, env=d.env,
-            rules=agent.rules(b.config.permission, d.env),
+            rules=with_session_rules(agent.rules(b.config.permission, d.env), b.session.permissions),
             asker=None if d.permissions is None else d.permissions.asker(sid, b.location.project_id,
                                                                          orphan.assistant_id, orphan.call_id),
             managed_roots=() if outputs is None else (outputs.root,), config=b.config)

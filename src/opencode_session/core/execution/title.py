@@ -15,7 +15,7 @@ from ..llm import model as llm
 from ..llm.catalog import model_ref_from_string, resolve_model
 from ..llm.errors import ProviderError
 from ..llm.providers import load_adapter
-from ..session.service import DEFAULT_TITLE_PREFIX, require_session
+from ..session.service import require_session, untitled
 from ..store import Store, Tx
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class SessionTitles:
         self._attempted: set[str] = set()
 
     def after_step(self, session: SessionV2Info, config: Config, step_model: llm.ResolvedModel) -> None:
-        if session.id in self._attempted or not session.title.startswith(DEFAULT_TITLE_PREFIX):
+        if session.id in self._attempted or not untitled(session):
             return
         self._attempted.add(session.id)
         self.spawn(self._generate(session.id, config, step_model))
@@ -102,5 +102,5 @@ class SessionTitles:
 
 def _rename_if_untitled(tx: Tx, session_id: str, title: str) -> None:
     # a rename that landed while the model was thinking wins
-    if require_session(tx, session_id).title.startswith(DEFAULT_TITLE_PREFIX):
+    if untitled(require_session(tx, session_id)):
         tx.append(ev.Renamed(sessionID=session_id, title=title))

@@ -152,6 +152,15 @@ class McpServers:
         await asyncio.gather(*(server.stop() for _, server in idle))
         return len(idle)
 
+    async def release(self, directory: Path) -> int:
+        """Stop the servers of a Location whose last session is gone; how many were stopped."""
+        gone = [(key, s) for key, s in self._servers.items() if key[0] == directory]
+        for key, _server in gone:
+            del self._servers[key]
+        self._configured.pop(directory, None)
+        await asyncio.gather(*(server.stop() for _, server in gone))
+        return len(gone)
+
     async def _sweep_forever(self) -> None:
         while True:
             await asyncio.sleep(min(SWEEP_EVERY_S, self.idle_stop_s))

@@ -89,6 +89,23 @@ class Snapshots:
         scope = location.directory.relative_to(work_tree).as_posix()
         return LocationSnapshots(self, repo, "" if scope == "." else scope)
 
+    def release(self, location: Location) -> bool:
+        """Remove the shadow repository of `location`'s project (no session works in that project any more); whether
+        there was one."""
+        work_tree = location.project_root
+        key = hashlib.sha256(str(work_tree).encode()).hexdigest()[:20]
+        folder = self.root / key
+        if not folder.is_dir():
+            return False
+        repo = self._repos.pop(work_tree, None) or ShadowRepository(folder, work_tree, self.env)
+        try:
+            with repo.locked():  # not while a capture or a restore runs
+                shutil.rmtree(folder)
+        except OSError as exc:
+            log.warning("could not remove the snapshots in %s: %s", folder, exc)
+            return False
+        return True
+
     # --- retention -----------------------------------------------------------------------------------------
 
     def sweep(self, now: float | None = None) -> int:

@@ -25,6 +25,7 @@ from .rows import (
     EventWrites,
     InstructionWrites,
     LeaseWrites,
+    LifecycleWrites,
     MessageWrites,
     PendingWrites,
     PermissionWrites,
@@ -65,6 +66,7 @@ class Tx:
         self.suspension: SuspensionWrites = rows.suspension
         self.leases: LeaseWrites = rows.leases
         self.continuation: ContinuationWrites = rows.continuation
+        self.lifecycle: LifecycleWrites = rows.lifecycle
         self.appended: list[EventRecord] = []
         self.live: list[EventRecord] = []
 
