@@ -3,7 +3,8 @@
 
 Usage: python3 run.py demo | serve [ocs serve options] | test [pytest args] | bench [name] | lock | ocs [args]
 
-`test` first runs the linter (ruff) and the type checker (mypy, configured in pyproject.toml); any failure stops it.
+`test` first runs the linter (ruff), the type checker (mypy) and the dependency checker (deptry), all configured in
+pyproject.toml; any failure stops it.
 """
 
 from __future__ import annotations
@@ -27,15 +28,30 @@ def _lock_digest() -> str:
 
 
 def ensure_venv() -> None:
+    digest = _lock_digest()
+    if PY.exists() and STAMP.exists() and STAMP.read_text() == digest:
+        return
+    # the first run (or one after requirements.lock changed) installs the pinned packages: say so, show pip's progress
+    print(f"Preparing {VENV.name}/ from requirements.lock (the first run takes about a minute; later runs start at "
+          "once)...", file=sys.stderr, flush=True)
     if not PY.exists():
         subprocess.check_call([sys.executable, "-m", "venv", str(VENV)])
-    digest = _lock_digest()
-    if STAMP.exists() and STAMP.read_text() == digest:
-        return
-    pip = [str(PY), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    pip = [str(PY), "-m", "pip", "install", "--disable-pip-version-check"]
     subprocess.check_call([*pip, "-r", str(ROOT / "requirements.lock")])
     subprocess.check_call([*pip, "--no-deps", "-e", str(ROOT)])
     STAMP.write_text(digest)
+    print(f"{VENV.name}/ is ready.", file=sys.stderr, flush=True)
+
+
+def become(argv: list[str]) -> int:
+    """Replace this process with `argv` (on POSIX): signals, Ctrl-C and the exit code then reach the command itself,
+    and a process manager sees it rather than a wrapper."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if os.name != "posix":
+        return subprocess.call(argv)
+    os.execv(argv[0], argv)
+    return 127  # not reached
 
 
 def main(argv: list[str]) -> int:
@@ -51,11 +67,13 @@ def main(argv: list[str]) -> int:
         return 0
     ensure_venv()
     if cmd in ("demo", "serve"):
-        return subprocess.call([str(BIN / "ocs"), cmd, *rest])
+        return become([str(BIN / "ocs"), cmd, *rest])
     if cmd == "ocs":
-        return subprocess.call([str(BIN / "ocs"), *rest])
+        return become([str(BIN / "ocs"), *rest])
     if cmd == "test":
-        for check in ([str(BIN / "ruff"), "check", "src", "tests", "bench", "run.py"], [str(BIN / "mypy")]):
+        checks = ([str(BIN / "ruff"), "check", "src", "tests", "bench", "run.py"], [str(BIN / "mypy")],
+                  [str(BIN / "deptry"), "src"])  # every import in src is a declared dependency (pyproject.toml)
+        for check in checks:
             code = subprocess.call(check, cwd=ROOT)
             if code != 0:
                 return code

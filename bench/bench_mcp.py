@@ -38,7 +38,8 @@ from opencode_session.schema.prompt import PromptInput
 PROMPTS = int(os.environ.get("BENCH_PROMPTS", 60))
 LOOPS = 2000
 SERVER = ROOT / "tests" / "support" / "mcp_server.py"
-BASE_TOOLS = 9  # the test server's own tools; MCP_TEST_TOOLS adds numbered ones
+BASE_TOOLS = 12  # the test server's own tools; MCP_TEST_TOOLS adds numbered ones
+RESOURCE_TOOLS = 2  # list_mcp_resources and read_mcp_resource: the test server offers resources
 SERVERS = {"alpha": 17, "beta": 17, "gamma": 16}  # 50 tools
 
 
@@ -126,7 +127,7 @@ async def main() -> None:
                 side.tools = provider.tools
                 sides[label] = side
             plain, with_mcp = sides.values()
-            assert with_mcp.tools - plain.tools == sum(SERVERS.values()), (plain.tools, with_mcp.tools)
+            assert with_mcp.tools - plain.tools == sum(SERVERS.values()) + RESOURCE_TOOLS, (plain.tools, with_mcp.tools)
             for i in range(PROMPTS):
                 for side in (plain, with_mcp) if i % 2 == 0 else (with_mcp, plain):
                     total, boundary = await side.prompt(side.sessions[i % len(side.sessions)])

@@ -78,7 +78,8 @@ def test_ir_is_plain_data():
 def test_generated_signatures():
     create = inspect.signature(SessionGroup.create)
     assert all(p.kind is p.KEYWORD_ONLY for name, p in create.parameters.items() if name != "self")
-    assert list(create.parameters) == ["self", "id", "agent", "model", "location", "options"]
+    assert list(create.parameters) == ["self", "id", "agent", "model", "location", "parentID", "title", "metadata",
+                                       "permissions", "options"]
     message = inspect.signature(SessionGroup.message)
     assert [p.kind for p in list(message.parameters.values())[1:3]] == [inspect.Parameter.POSITIONAL_OR_KEYWORD] * 2
     assert inspect.iscoroutinefunction(SessionGroup.get)

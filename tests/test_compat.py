@@ -1,45 +1,116 @@
-"""The patches of dependencies' private names are checked against the versions they were written for: the
-installed (locked) versions pass, and with another version installed the first use of a patch of it is refused,
-naming the package; importing the module reads nothing."""
+"""The patches of dependencies' private names are checked against the releases they were tested with, which are the
+releases pyproject.toml admits: the locked versions pass; with another release installed (as a user's pip may pick)
+the start-up check names it and every patch takes the public path, so Steps still run, for every protocol; only a
+package missing altogether is refused, at start-up in one line. Importing the module reads nothing."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import logging
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from opencode_session import compat
+from opencode_session.core.llm import LLMRequest, ResolvedModel, TextDelta, TextPart, UserMessage
+from opencode_session.core.llm.providers import Providers
+from tests.support import fake_openai as fake
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_wire import m_text, messages, r_text, responses
+
+ROOT = Path(__file__).resolve().parents[1]
+NEXT_RELEASES = {"openai": "3.52.0", "anthropic": "2.11.0", "httpx2": "2.17.0", "httpcore2": "2.17.0"}
 
 
 def test_the_locked_versions_are_the_ones_the_patches_were_written_for():
-    compat.check_versions()
-    lock = (Path(__file__).resolve().parents[1] / "requirements.lock").read_text().splitlines()
+    assert compat.check_versions() == []
+    lock = (ROOT / "requirements.lock").read_text().splitlines()
     pinned = dict(line.strip().split("==") for line in lock if "==" in line)
     assert {package: pinned[package] for package in compat.WRITTEN_FOR} == dict(compat.WRITTEN_FOR)
 
 
-def test_another_version_is_refused_naming_the_package():
-    with pytest.raises(compat.IncompatibleDependencyError) as refused:
-        compat.check_versions({"openai": "0.0.1"})
-    message = str(refused.value)
-    assert "openai is installed at" in message and "0.0.1" in message
+def test_pyproject_admits_the_tested_release_of_each_patched_package_and_no_other():
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    bounds = {re.split(r"[<>=\[]", spec, maxsplit=1)[0]: spec for spec in declared}
+    for package, version in compat.WRITTEN_FOR.items():
+        major, minor, _ = version.split(".")
+        assert bounds[package] == f"{package}>={version},<{major}.{int(minor) + 1}"
+    unbounded = [spec for spec in declared if ">=" not in spec]
+    assert unbounded == []
+
+
+def test_another_release_is_named_at_start_up_and_a_missing_package_refused():
+    assert compat.check_versions({"openai": "0.0.1"}) == [
+        f"openai {importlib.metadata.version('openai')} is not the release opencode_session.compat was tested with "
+        "(0.0.1): it uses openai's public path instead"]
+    assert compat.check_versions({"openai": importlib.metadata.version("openai")[:-1] + "9"}) == []  # a patch release
     with pytest.raises(compat.IncompatibleDependencyError, match="no-such-package is not installed"):
         compat.check_versions({"no-such-package": "1.0"})
 
 
-def test_a_patch_of_another_installed_version_is_refused_at_its_first_use():
+@pytest.fixture
+def next_releases(monkeypatch):
+    """The SDKs and httpx report the next minor release, as if pip had installed them: the patches' check is read
+    afresh, and again after the test."""
+    real = importlib.metadata.version
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: NEXT_RELEASES.get(name) or real(name))
+    compat.patched.cache_clear()
+    compat._said.clear()
+    yield
+    compat.patched.cache_clear()
+    compat._said.clear()
+
+
+def answer(protocol: str, text: str) -> fake.Script:
+    if protocol == "chat":
+        return fake.completion(fake.text_deltas(text))
+    return responses(r_text(text)) if protocol == "responses" else messages(m_text(text))
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("protocol", ["chat", "responses", "messages"])
+async def test_with_untested_releases_steps_take_the_public_path_and_succeed(next_releases, caplog, protocol):
+    caplog.set_level(logging.WARNING, logger="opencode_session.compat")
+    async with FakeOpenAI() as server:
+        model = ResolvedModel("p", "fake-model", server.base_url, api_key="sk-test-key", protocol=protocol,
+                              headers={"X-Team": "blue"})  # type: ignore[arg-type]
+        providers = Providers()
+        try:
+            adapter = providers.for_model(model)
+            server.enqueue(*(answer(protocol, text) for text in ("one", "two", "three")))
+            said = []
+            for text in ("first", "second", "third"):
+                request = LLMRequest(model=model, system=["s"], messages=[UserMessage([TextPart(text)])])
+                said.append("".join([e.delta async for e in adapter.stream(request) if isinstance(e, TextDelta)]))
+            assert adapter._first is None  # no request was sent again outside the SDK's own post
+        finally:
+            await providers.aclose()
+    assert said == ["one", "two", "three"]
+    assert [r.headers["x-team"] for r in server.requests] == ["blue"] * 3
+    package = "anthropic" if protocol == "messages" else "openai"
+    logged = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith(f"{package} {NEXT_RELEASES[package]} is not the release") and "SDK's own post" in m
+               for m in logged), logged
+    assert any(m.startswith("httpx2 2.17.0") and "httpcore's own network backend" in m for m in logged), logged
+
+
+def test_importing_reads_no_version_and_a_patch_of_another_release_never_raises():
     code = ("import importlib.metadata as metadata\n"
             "real = metadata.version\n"
-            "metadata.version = lambda name: '9.9.9' if name == 'anthropic' else real(name)\n"
-            "from opencode_session.core import runtime\n"  # importing reads no version
-            "from opencode_session.compat import pin_sdk_headers, set_network_backend\n"
-            "import anthropic, httpx2\n"
-            "from opencode_session.client.transport import ProbedBackend\n"
-            "set_network_backend(httpx2.AsyncHTTPTransport(), ProbedBackend())\n"  # httpx2's patch: its own check
-            "print('imported')\n"
-            "pin_sdk_headers(anthropic.AsyncAnthropic(api_key='k'), {})\n")
+            "reads = []\n"
+            "metadata.version = lambda name: reads.append(name) or ('9.9.9' if name == 'anthropic' else real(name))\n"
+            "from opencode_session.core import runtime\n"
+            "from opencode_session.compat import pin_sdk_headers, sdk_custom_headers\n"
+            "assert reads == [], reads\n"
+            "import anthropic\n"
+            "client = anthropic.AsyncAnthropic(api_key='k', default_headers={'X-Env': 'e'})\n"
+            "pin_sdk_headers(client, {'X-Team': 'blue'}, drop_credential_headers=True)\n"
+            "print(dict(sdk_custom_headers(client)))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode != 0 and out.stdout.strip() == "imported"
-    assert "IncompatibleDependencyError: anthropic is installed at 9.9.9" in out.stderr
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "{'X-Team': 'blue'}"

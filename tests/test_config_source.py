@@ -62,12 +62,31 @@ def test_added_and_removed_files_are_seen(where: Location):
 
 def test_a_file_placeholder_target_is_watched(where: Location):
     source = ConfigSource(dict(os.environ))
-    key = write(where.project_root / "key.txt", "first")
-    write(where.project_root / "opencode.json",
-          {"provider": {"p": {"options": {"apiKey": "{file:key.txt}"}}}})
-    assert source.at_sync(where).provider["p"].options.api_key == "first"
-    write(key, "second-key")
-    assert source.at_sync(where).provider["p"].options.api_key == "second-key"
+    key = write(where.project_root / "model.txt", "a/first")
+    write(where.project_root / "opencode.json", {"model": "{file:model.txt}"})
+    assert source.at_sync(where).model == "a/first"
+    write(key, "a/second")
+    assert source.at_sync(where).model == "a/second"
+
+
+def test_a_changed_project_file_keeps_its_authority_until_a_restart(where: Location):
+    # what the runtime first read is what the user wrote; a later change may be the model's (item 1 of issue 39)
+    source = ConfigSource(dict(os.environ))
+    file = write(where.project_root / "opencode.json", {"model": "a/one", "permission": {"bash": "ask"}})
+    assert source.at_sync(where).permission == {"bash": "ask"}
+    write(file, {"model": "a/two", "permission": {"bash": "allow"}, "mcp": {"x": {"type": "local", "command": ["id"]}},
+                 "agent": {"build": {"prompt": "{file:/etc/hostname}"}}})
+    config = source.at_sync(where)
+    assert config.model == "a/two"  # content applies at once
+    assert config.permission == {"bash": "ask"} and not config.mcp and not config.agent
+    # a file that was not there when first read brings no authority with it either
+    nested = write(where.directory / "opencode.json", {"permission": "allow", "model": "a/three"})
+    config = source.at_sync(where)
+    assert config.model == "a/three" and config.permission == {"bash": "ask"}
+    # a new runtime (a restart) reads them as they are
+    restarted = ConfigSource(dict(os.environ))
+    assert restarted.at_sync(where).permission == "allow" and restarted.at_sync(where).mcp
+    nested.unlink()
 
 
 def test_a_broken_file_raises_on_every_read_until_mended(where: Location):

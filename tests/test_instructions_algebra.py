@@ -344,7 +344,7 @@ async def test_rebaseline_recalls_and_drops() -> None:
                             {"t/live": AppliedSource(1, "gone 1"), "t/known": AppliedSource(4, None)})
 
 
-async def test_loader_exception_counts_as_unavailable() -> None:
+async def test_loader_exception_counts_as_unavailable_and_is_logged_by_name(caplog) -> None:
     async def boom() -> Any:
         raise OSError("disk on fire")
 
@@ -352,7 +352,8 @@ async def test_loader_exception_counts_as_unavailable() -> None:
     with pytest.raises(InstructionsBlocked) as err:
         await initialize(combine(const_source("t/ok", 1), failing))
     assert err.value.keys == ("t/boom",)
-    assert "t/boom" in str(err.value)
+    assert str(err.value) == "Instructions unavailable: t/boom (OSError: disk on fire)"  # named, with its cause
+    assert "instruction source t/boom failed" in caplog.text and "disk on fire" in caplog.text
     assert await reconcile(make(failing), {"t/boom": AppliedSource(1, None)}) is UNCHANGED
 
 

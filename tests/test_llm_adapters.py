@@ -445,3 +445,40 @@ def test_loaded_attachments_are_sent_in_each_protocols_shape(tmp_path):
     (tmp_path / "secret.png").write_bytes(b"not to be read")
     body = json.dumps(messages_build(request("http://x/v1", "messages", unloaded)))
     assert "could not be read" in body and "bm90IHRv" not in body
+
+
+def test_tool_result_images_are_sent_in_each_protocols_shape():
+    """A tool result's images: inside the result where the protocol allows it (Messages, Responses), else (Chat
+    Completions, whose tool messages hold text only) in a user message right after the results."""
+    from opencode_session.core.llm.openai_chat import build_body as chat_build
+
+    png = FilePart(uri="data:image/png;base64,iVBORw==", mime="image/png")
+    history = [
+        UserMessage([TextPart("look")]),
+        AssistantMessage([ToolCallPart("c1", "shot", {}), ToolCallPart("c2", "echo", {})]),
+        ToolResultMessage("c1", "shot", "[image image/png, about 6 bytes]", files=(png,)),
+        ToolResultMessage("c2", "echo", "plain"),
+        UserMessage([TextPart("Attached image(s) from tool result:"), png], tool_files=True),
+    ]
+    responses_body = responses_build(request("http://x/v1", "responses", *history))
+    assert responses_body["input"][3:] == [
+        {"type": "function_call_output", "call_id": "c1", "output": [
+            {"type": "input_text", "text": "[image image/png, about 6 bytes]"},
+            {"type": "input_image", "image_url": "data:image/png;base64,iVBORw=="}]},
+        {"type": "function_call_output", "call_id": "c2", "output": "plain"},
+    ]
+    messages_body = messages_build(request("http://x/v1", "messages", *history))
+    assert messages_body["messages"][2] == {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "c1", "content": [
+            {"type": "text", "text": "[image image/png, about 6 bytes]"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw=="}}]},
+        {"type": "tool_result", "tool_use_id": "c2", "content": "plain"},
+    ]}
+    chat_body = chat_build(request("http://x/v1", "chat", *history))
+    assert chat_body["messages"][3:] == [
+        {"role": "tool", "tool_call_id": "c1", "content": "[image image/png, about 6 bytes]"},
+        {"role": "tool", "tool_call_id": "c2", "content": "plain"},
+        {"role": "user", "content": [
+            {"type": "text", "text": "Attached image(s) from tool result:"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw=="}}]},
+    ]

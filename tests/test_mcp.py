@@ -19,7 +19,7 @@ from opencode_session.core.llm import model as llm
 from opencode_session.core.runtime import Runtime, RuntimeOptions
 from opencode_session.core.wiring import make_drain_factory
 from opencode_session.schema.prompt import PromptInput
-from tests.support.mcp_harness import alive, children, local, served, wait_until
+from tests.support.mcp_harness import alive, children, local, served, serving, wait_until
 from tests.support.scripted import ScriptedProvider, text, tool_call
 from tests.test_runner import FakeClock, config, of_type
 
@@ -34,7 +34,9 @@ class Harness:
     marks: Path
 
     def configure(self, mcp: dict[str, Any], **extra: Any) -> None:
-        (self.work / "opencode.json").write_text(json.dumps({"mcp": mcp, **extra}))
+        # the user's own file (`OPENCODE_CONFIG`): a project file changed while the runtime runs would keep its MCP
+        # servers as first read until a restart (a session may have written it)
+        (self.work.parent / "user-opencode.json").write_text(json.dumps({"mcp": mcp, **extra}))
 
     async def turn(self, sid: str, prompt: str, *scripts: list[Any]) -> list[Any]:
         self.provider.push(*scripts)
@@ -52,7 +54,8 @@ async def harness(tmp_path: Path, mcp: dict[str, Any] | None = None, **extra: An
     home, work, marks = tmp_path / "home", tmp_path / "work", tmp_path / "marks"
     work.mkdir()
     marks.mkdir()
-    env = {**config(home), "PATH": os.environ.get("PATH", os.defpath)}
+    env = {**config(home), "PATH": os.environ.get("PATH", os.defpath),
+           "OPENCODE_CONFIG": str(tmp_path / "user-opencode.json")}
     provider = ScriptedProvider()
     factory = make_drain_factory(provider=lambda _m: provider, clock=FakeClock(), titles=False)
     async with Runtime(RuntimeOptions(db_path=tmp_path / "db.sqlite", directory=work, env=env,
@@ -96,6 +99,57 @@ async def test_tools_are_offered_by_their_opencode_names_and_their_results_lower
     assert success["c4"]["content"] == [{"type": "text", "text": "Resource file:///notes.txt:\nnotes"}]
 
 
+IMAGES = {"local": {"models": {"m": {"modalities": {"input": ["text", "image"], "output": ["text"]}}}}}
+
+
+@pytest.mark.parametrize("accepts", [True, False], ids=["image-model", "text-model"])
+async def test_an_image_a_tool_returns_reaches_a_model_that_accepts_images(tmp_path, accepts):
+    async with harness(tmp_path) as h:
+        h.configure({"srv": local("srv")}, **({"provider": IMAGES} if accepts else {}))
+        sid = (await h.rt.sessions.create()).id
+        await h.turn(sid, "look", tool_call("c1", "srv_image", {}), text("a pixel"))
+    [result] = [m for m in h.provider.requests[1].messages if isinstance(m, llm.ToolResultMessage)]
+    trailer = [m for m in h.provider.requests[1].messages if isinstance(m, llm.UserMessage) and m.tool_files]
+    assert result.text.startswith("[image image/png, about ")
+    if accepts:
+        [image] = result.files
+        assert image.mime == "image/png" and image.uri.startswith("data:image/png;base64,iVBOR")
+        assert [p for p in trailer[0].parts if isinstance(p, llm.FilePart)] == [image]  # for Chat Completions
+    else:
+        assert result.files == () and trailer == []
+
+
+async def test_the_model_can_list_and_read_the_resources_a_server_offers(tmp_path):
+    async with harness(tmp_path) as h:
+        h.configure({"srv": local("srv")}, provider=IMAGES)
+        sid = (await h.rt.sessions.create()).id
+        records = await h.turn(
+            sid, "what do the notes say?", tool_call("c1", "srv_link", {}),
+            [llm.ToolCall("c2", "read_mcp_resource", {"server": "srv", "uri": "test://notes"}),
+             llm.ToolCall("c3", "read_mcp_resource", {"server": "srv", "uri": "test://pixel"}),
+             llm.ToolCall("c4", "read_mcp_resource", {"server": "srv", "uri": "test://tickets/7"}),
+             llm.ToolCall("c5", "read_mcp_resource", {"server": "srv", "uri": "test://missing"}),
+             llm.ToolCall("c6", "read_mcp_resource", {"server": "nobody", "uri": "test://notes"}),
+             llm.ToolCall("c7", "list_mcp_resources", {}), llm.Finish("tool-calls", llm.Usage(10, 5))],
+            text("Ship on Friday."))
+    assert {"list_mcp_resources", "read_mcp_resource"} <= set(offered(h.provider.requests[0]))
+    success = {s["callID"]: s for s in of_type(records, "session.tool.success")}
+    failed = {f["callID"]: f for f in of_type(records, "session.tool.failed")}
+    assert success["c1"]["content"][0]["text"].startswith("Resource link test://notes (notes)")
+    assert success["c2"]["content"] == [{"type": "text", "text": "Resource test://notes:\nShip on Friday."}]
+    pixel = success["c3"]["content"]
+    assert pixel[1]["type"] == "file" and pixel[1]["uri"].startswith("data:image/png;base64,iVBOR")
+    assert success["c4"]["content"][0]["text"] == "Resource test://tickets/7:\nTicket 7: open"
+    assert "test://missing" in failed["c5"]["error"]["message"]
+    assert "'nobody' is not connected or offers no resources" in failed["c6"]["error"]["message"]
+    listing = success["c7"]
+    assert [r["uri"] for r in listing["structured"]["resources"]] == ["test://notes", "test://pixel"]
+    assert [t["uriTemplate"] for t in listing["structured"]["templates"]] == ["test://tickets/{number}"]
+    # the image read reaches the model as an image
+    [shown] = [m for m in h.provider.requests[2].messages if isinstance(m, llm.ToolResultMessage) and m.files]
+    assert shown.call_id == "c3"
+
+
 async def test_a_failing_tool_is_a_tool_error_the_model_reads(tmp_path):
     async with harness(tmp_path, {"srv": local("srv")}) as h:
         sid = (await h.rt.sessions.create()).id
@@ -114,6 +168,18 @@ async def test_a_call_that_hangs_times_out_and_the_server_is_told_to_cancel(tmp_
         [failed] = of_type(records, "session.tool.failed")
         assert "did not answer within 1.5 s" in failed["error"]["message"]
         wait_until(lambda: (h.marks / "cancelled").exists(), 10, "the server to see the cancellation")
+
+
+async def test_progress_notifications_extend_a_calls_timeout(tmp_path):
+    async with harness(tmp_path, {"srv": local("srv", timeout=1000)}) as h:
+        sid = (await h.rt.sessions.create()).id
+        # 2 s of work under a 1 s timeout: reporting progress every 0.3 s keeps it alive, silence does not
+        records = await h.turn(sid, "work", tool_call("c1", "srv_work", {"seconds": 2, "every": 0.3}),
+                               tool_call("c2", "srv_work", {"seconds": 2}), text("ok"))
+    [success] = of_type(records, "session.tool.success")
+    assert success["callID"] == "c1" and success["content"][0]["text"] == "worked 2 s"
+    [failed] = of_type(records, "session.tool.failed")
+    assert failed["callID"] == "c2" and "did not answer within 1 s" in failed["error"]["message"]
 
 
 async def test_an_interrupt_cancels_the_call_on_the_server(tmp_path):
@@ -198,6 +264,30 @@ async def test_a_server_that_fails_to_start_is_reported_and_blocks_nothing(tmp_p
     assert not [n for n in offered(h.provider.requests[0]) if n.startswith(("gone_", "broken_", "off_"))]
 
 
+async def test_a_missing_command_is_retried_up_to_a_cap_then_left_failed_until_its_config_changes(tmp_path, caplog):
+    from opencode_session.core.mcp.connection import MISSING_COMMAND_ATTEMPTS
+
+    async with harness(tmp_path, {"gone": {"type": "local", "command": ["no-such-mcp-server-anywhere"]}}) as h:
+        h.rt.mcp.backoff_s = 0.01
+        config = await h.rt.config.at(h.rt.location)
+        [server] = h.rt.mcp.at(h.work, config)
+        with anyio.fail_after(20):
+            while not server.gave_up:
+                await anyio.sleep(0.02)
+        status = await h.rt.mcp.status(h.work, config)
+        attempts = [r for r in caplog.records if "MCP server gone failed: command not found" in r.getMessage()]
+        assert len(attempts) == MISSING_COMMAND_ATTEMPTS  # and no more: nothing is retrying it
+        assert status["gone"].status == "failed"
+        assert "command not found: no-such-mcp-server-anywhere" in (status["gone"].error or "")
+        assert "tried again when its configuration changes" in (status["gone"].error or "")
+        h.configure({"gone": {"type": "local", "command": ["no-such-mcp-server-anywhere", "--now"]}})
+        [again] = h.rt.mcp.at(h.work, await h.rt.config.at(h.rt.location))
+        assert again is not server and not again.gave_up  # a changed configuration starts it anew
+        with anyio.fail_after(20):
+            await again.settled.wait()
+        assert again.status == "failed" and again.failures == 1
+
+
 async def test_a_list_changed_notification_reaches_the_next_step_and_not_the_running_one(tmp_path):
     async with harness(tmp_path, {"srv": local("srv")}) as h:
         sid = (await h.rt.sessions.create()).id
@@ -232,6 +322,21 @@ async def test_remote_servers_over_streamable_http_and_sse(tmp_path, transport):
             records = await h.turn(sid, "call", tool_call("c1", "web_echo", {"text": "over http"}), text("ok"))
     assert "Remote guidance." in h.provider.requests[0].system[-1]
     assert of_type(records, "session.tool.success")[0]["content"][0]["text"] == "echo: over http"
+
+
+async def test_a_remote_server_that_restarts_gets_a_new_session_and_the_call_goes_through(tmp_path):
+    with serving("remote") as remote:
+        async with harness(tmp_path, {"web": {"type": "remote", "url": remote.url}}) as h:
+            sid = (await h.rt.sessions.create()).id
+            await h.turn(sid, "one", tool_call("c1", "web_echo", {"text": "before"}), text("ok"))
+            remote.restart()  # the same port; every MCP session it had is gone: it answers 404 "Session not found"
+            records = await h.turn(sid, "two", tool_call("c2", "web_echo", {"text": "after"}),
+                                   tool_call("c3", "web_echo", {"text": "and again"}), text("ok"))
+            status = await h.rt.mcp.status(h.work, await h.rt.config.at(h.rt.location))
+    assert not of_type(records, "session.tool.failed"), of_type(records, "session.tool.failed")
+    assert [s["content"][0]["text"] for s in of_type(records, "session.tool.success")] == \
+        ["echo: after", "echo: and again"]
+    assert status["web"].status == "connected"
 
 
 async def test_servers_are_shared_by_a_locations_sessions_and_stopped_with_the_runtime(tmp_path):
@@ -275,6 +380,17 @@ async def test_a_local_server_runs_in_the_location_with_the_pty_environment(tmp_
         result = await server.call("pid", {}, 10)
     pid, cwd, seen = result.content[0].text.split(" ", 2)
     assert cwd == str(work.resolve()) and seen == f"host {work.resolve()}"
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_the_location_is_offered_as_the_clients_roots(tmp_path, transport):
+    with served("remote") as url:
+        entry = local("srv") if transport == "stdio" else {"type": "remote", "url": url}
+        async with harness(tmp_path, {"srv": entry}) as h:
+            sid = (await h.rt.sessions.create()).id
+            records = await h.turn(sid, "roots", tool_call("c1", "srv_roots", {}), text("ok"))
+    [success] = of_type(records, "session.tool.success")
+    assert success["content"][0]["text"] == f"{h.work.resolve().as_uri()} work"
 
 
 async def test_a_large_result_is_bounded_like_every_tools_output(tmp_path):

@@ -24,7 +24,7 @@ def serve_with_servers(tmp_path: Path, **environment: str):
         "one": local("one", MCP_TEST_MARKS=str(marks), **environment),
         "two": local("two", MCP_TEST_MARKS=str(marks), **environment)}}))
     srv = start_server(tmp_path, env=env, workdir=work)
-    answer = httpx2.get(f"{srv.url}/api/mcp", timeout=30).json()
+    answer = httpx2.post(f"{srv.url}/api/mcp/connect", timeout=30).json()
     assert {name: s["status"] for name, s in answer["data"].items()} == {"one": "connected", "two": "connected"}
     pids = [int(p.read_text()) for p in marks.iterdir() if p.name.startswith("started-")]
     assert len(pids) == 2 and set(pids) <= set(children(srv.proc.pid))  # the servers are its own children
@@ -50,7 +50,7 @@ def test_a_server_that_cannot_start_is_logged_and_reported(tmp_path):
     (work / "opencode.json").write_text(json.dumps({"mcp": {"gone": {"type": "local", "command": ["no-such-mcp"]}}}))
     srv = start_server(tmp_path, env=isolated_env(tmp_path), workdir=work)
     try:
-        answer = httpx2.get(f"{srv.url}/api/mcp", timeout=30).json()
+        answer = httpx2.post(f"{srv.url}/api/mcp/connect", timeout=30).json()
         assert answer["data"] == {"gone": {"status": "failed", "error": "command not found: no-such-mcp"}}
         assert srv.wait_for_stderr("MCP server gone failed: command not found: no-such-mcp; restarting in 1 s", 10)
     finally:

@@ -6,8 +6,10 @@ input, and the requests the provider received. Synchronisation uses Gates, event
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import math
+import os
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +33,7 @@ from opencode_session.core.llm.errors import (
 from opencode_session.core.llm.retry import Clock, base_delay_ms, retry_delay_ms
 from opencode_session.core.runtime import Runtime, RuntimeOptions
 from opencode_session.core.tools.builtin import BashTool, WebSearchTool
+from opencode_session.core.tools.managed import ManagedOutputs
 from opencode_session.core.tools.registry import ToolRegistry
 from opencode_session.core.tools.tool import ToolContext, ToolOutput
 from opencode_session.schema import events as ev
@@ -164,8 +167,10 @@ def config(home: Path, *, agent_steps: int | None = None) -> dict[str, str]:
 
 @asynccontextmanager
 async def harness(tmp_path: Path, scripts: list[list[Any]] | None = None, *, tools: list[Any] = (),
-                  agent_steps: int | None = None, provider: ScriptedProvider | None = None, asking: bool = False):
-    """`asking`: a permission the rules `ask` for waits for a reply to `rt.permissions` (else the call fails)."""
+                  agent_steps: int | None = None, provider: ScriptedProvider | None = None, asking: bool = False,
+                  outputs: ManagedOutputs | None = None):
+    """`asking`: a permission the rules `ask` for waits for a reply to `rt.permissions` (else the call fails);
+    `outputs`: where oversized tool outputs are kept (none by default: previews only)."""
     home = tmp_path / "home"
     workdir = tmp_path / "work"
     workdir.mkdir(exist_ok=True)
@@ -173,7 +178,7 @@ async def harness(tmp_path: Path, scripts: list[list[Any]] | None = None, *, too
     provider = provider or ScriptedProvider()
     provider.push(*(scripts or []))
     clock = FakeClock()
-    registry = ToolRegistry()
+    registry = ToolRegistry(outputs=outputs)
     for tool in tools:
         registry.register(tool)
     drains: list[tuple[str, bool]] = []
@@ -554,6 +559,38 @@ async def test_local_tools_are_durable_before_running_and_run_concurrently(tmp_p
         assert all(index(records, "session.tool.success", callID=c) < step_ended for c in ("ca", "cb"))
         results = [m for m in h.provider.requests[1].messages if isinstance(m, llm.ToolResultMessage)]
         assert [(r.call_id, r.text) for r in results] == [("ca", "a saw its peer"), ("cb", "b saw its peer")]
+
+
+class FullDisk(ManagedOutputs):
+    """Where oversized outputs are kept, on a disk that is full: keeping one raises ENOSPC."""
+
+    def keep(self, text: str) -> Path | None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.root))
+
+
+class BigTool(EchoTool):
+    """A tool whose output is over the Model Tool Output bounds, so bounding it keeps the whole of it."""
+
+    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        self.calls.append(input)
+        return ToolOutput.of_text("line\n" * 10_000)
+
+
+async def test_a_failure_recording_a_tools_output_settles_the_call_with_its_cause(tmp_path, caplog):
+    big = BigTool("big")
+    script = [llm.ToolCall("c1", "big", {}), llm.Finish("tool-calls", USAGE)]
+    async with harness(tmp_path, [script, text("seen")], tools=[big], outputs=FullDisk(tmp_path / "out")) as h:
+        sid = await h.session()
+        await h.admit(sid, "p1")
+        records = await h.settled_log(sid)
+    assert len(big.calls) == 1  # the tool ran, once
+    [failed] = of_type(records, "session.tool.failed")
+    assert failed["error"]["type"] == "tool.execution"
+    assert "No space left on device" in failed["error"]["message"] and "big" in failed["error"]["message"]
+    assert "did not return a result" not in failed["error"]["message"]
+    results = [m for m in h.provider.requests[1].messages if isinstance(m, llm.ToolResultMessage)]
+    assert [r.call_id for r in results] == ["c1"] and "No space left on device" in results[0].text
+    assert "its output could not be recorded" in caplog.text and "big" in caplog.text  # the operator is told
 
 
 # --- 4. coalesced wakes --------------------------------------------------------------------------------------
@@ -986,7 +1023,9 @@ async def test_websearch_is_offered_to_the_model_only_when_a_search_backend_is_c
         await h.settled_log(sid)
         assert [t.name for t in h.provider.requests[0].tools] == ["echo"]
 
-        (tmp_path / "work" / "opencode.json").write_text('{"websearch": {"url": "http://127.0.0.1:9/search"}}')
+        # the user's own config (a project file changed while the runtime runs keeps `websearch` as first read)
+        user = tmp_path / "home" / "config" / "opencode" / "opencode.json"
+        user.write_text(json.dumps({**json.loads(user.read_text()), "websearch": {"url": "http://127.0.0.1:9/search"}}))
         await h.admit(sid, "p2")
         await h.wait(sid)
         assert [t.name for t in h.provider.requests[1].tools] == ["echo", "websearch"]

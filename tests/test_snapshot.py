@@ -183,3 +183,33 @@ def test_snapshots_are_off_outside_git_and_when_configured_off(tmp_path):
     project = git_project(tmp_path)
     assert off_reason(resolve_location(project), Config()) is None
     assert "snapshot" in (off_reason(resolve_location(project), Config(snapshot=False)) or "")
+
+
+async def test_the_runtimes_own_files_are_never_in_a_snapshot_even_if_an_older_one_had_them(tmp_path):
+    project = git_project(tmp_path)
+    (project / ".gitignore").write_text("build/\n!*.db\n")  # the user's ignore files cannot bring them back
+    (project / "s.db").write_bytes(b"database\0")
+    (project / "s.db-wal").write_bytes(b"wal")
+    (project / "tool-output").mkdir()
+    (project / "tool-output" / "tool_1").write_text("output\n")
+
+    def listing(commit: str) -> list[str]:
+        (repo,) = [p for p in (project / "snapshot").iterdir() if p.is_dir()]
+        out = subprocess.run(["git", "--git-dir", str(repo), "ls-tree", "-r", "--name-only", commit],
+                             capture_output=True, check=True, text=True).stdout
+        return sorted(out.split())
+
+    user = [".gitignore", "notes.txt", "old.txt", "run.sh", "src/app.py"]
+    location = resolve_location(project)
+    # a snapshot taken before they were left out (the store inside the project, nothing declared its own)
+    old = await Snapshots(project / "snapshot", os.environ, own=[]).at(location).capture()
+    assert old is not None and "s.db" in listing(old) and "tool-output/tool_1" in listing(old)
+
+    own = [project / "s.db", project / "s.db-wal", project / "tool-output"]
+    snaps = Snapshots(project / "snapshot", os.environ, own=own).at(location)
+    (project / "s.db").write_bytes(b"database, later\0")
+    start = await snaps.capture()
+    assert start is not None and listing(start) == user
+    (project / "notes.txt").write_text("changed\n")
+    end = await snaps.capture()
+    assert end is not None and await snaps.changed(start, end) == ["notes.txt"]

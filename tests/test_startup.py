@@ -18,7 +18,8 @@ import pytest
 from opencode_session.core.runtime import Runtime
 from opencode_session.core.wiring import DeferredDrain
 
-LAZY = ("httpx2", "openai", "anthropic", "rich", "jsonschema", "opencode_session.core.execution.runner",
+LAZY = ("httpx2", "openai", "anthropic", "rich", "jsonschema", "opentelemetry.sdk", "prometheus_client",
+        "opencode_session.core.execution.runner",
         "opencode_session.core.execution.step", "opencode_session.core.compaction.compactor",
         "opencode_session.core.tools.builtin", "opencode_session.core.tools.registry",
         "opencode_session.core.instructions.sources")

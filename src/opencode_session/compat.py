@@ -1,104 +1,154 @@
 """Every place this program reaches into a dependency's private names, in one module below all layers (core and the
-client both use it), each checked against the version it was written for: the first use of a patch refuses any other
-installed version of its package with IncompatibleDependencyError, naming it, so an upgrade revisits these few lines
-instead of silently losing what they do. Nothing is imported or read until a patch is first used."""
+client both use it), each checked against the release it was tested with (pyproject.toml bounds the same): with
+another release installed, or a private name gone, a patch degrades to the dependency's public path (a logged line
+says so once) instead of failing the Step that first uses it. Nothing is imported or read until a patch is first
+used; `check_versions` is the start-up check, naming each package that will take the public path."""
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
+import logging
 from collections.abc import Mapping
 from typing import Any
 
-# The packages patched below and the versions the patches were written for (requirements.lock pins the same).
+log = logging.getLogger(__name__)
+
+# The packages patched below and the versions the patches were written for (requirements.lock pins the same;
+# pyproject.toml admits their patch releases: the same major.minor).
 WRITTEN_FOR: Mapping[str, str] = {
     "httpx2": "2.16.2",  # AsyncHTTPTransport._pool
     "httpcore2": "2.16.2",  # AsyncConnectionPool._network_backend
     "openai": "3.51.0",  # the client's _client, _make_status_error_from_response, _custom_headers; AsyncStream(...)
     "anthropic": "2.10.0",  # the same, _credential_headers, and the auth_headers its client subclass overrides
 }
-_checked: set[str] = set()
+_said: set[str] = set()
 
 
 class IncompatibleDependencyError(ImportError):
-    """An installed package is not the version a patch of it was written for."""
+    """A package the runtime needs is not installed at all (another version only degrades a patch)."""
 
 
-def check_versions(expected: Mapping[str, str] = WRITTEN_FOR) -> None:
-    """Raise IncompatibleDependencyError for the first package installed at another version (or not installed)."""
-    for package, version in expected.items():
-        try:
-            installed = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            installed = None
-        if installed != version:
-            found = "is not installed" if installed is None else f"is installed at {installed}"
-            raise IncompatibleDependencyError(
-                f"{package} {found}, but opencode_session.compat patches {package} {version}: install "
-                f"{package}=={version} (requirements.lock), or review those patches for the new version")
+def installed_version(package: str) -> str | None:
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
-def _require(*packages: str) -> None:
-    """Check the installed versions of `packages`, once each per process."""
-    if not _checked.issuperset(packages):
-        check_versions({package: WRITTEN_FOR[package] for package in packages})
-        _checked.update(packages)
+def _release(version: str) -> tuple[str, ...]:
+    return tuple(version.split(".")[:2])
+
+
+def untested(expected: Mapping[str, str] = WRITTEN_FOR) -> dict[str, str | None]:
+    """The packages of `expected` installed at a release (major.minor) other than the one their patches were
+    tested with, with the installed version (None: not installed)."""
+    found = {package: installed_version(package) for package in expected}
+    return {package: version for package, version in found.items()
+            if version is None or _release(version) != _release(expected[package])}
+
+
+def check_versions(expected: Mapping[str, str] = WRITTEN_FOR) -> list[str]:
+    """The start-up check: one line per package whose patches will take the public path (empty when every package
+    is within its tested release). Raises IncompatibleDependencyError, naming it, for a package not installed."""
+    lines = []
+    for package, version in untested(expected).items():
+        if version is None:
+            raise IncompatibleDependencyError(f"{package} is not installed: install {package}=={expected[package]}"
+                                              " (requirements.lock)")
+        lines.append(f"{package} {version} is not the release opencode_session.compat was tested with "
+                     f"({expected[package]}): it uses {package}'s public path instead")
+    return lines
+
+
+@functools.cache
+def patched(package: str) -> bool:
+    """Whether the patches of `package` apply (it is installed within its tested release), read once per process."""
+    return package not in untested({package: WRITTEN_FOR[package]})
+
+
+def _degraded(package: str, what: str) -> None:
+    """Log once per package and patch that it takes the public path."""
+    key = f"{package}:{what}"
+    if key not in _said:
+        _said.add(key)
+        version = installed_version(package)
+        log.warning("%s %s is not the release opencode_session.compat was tested with (%s): %s", package, version,
+                    WRITTEN_FOR[package], what)
 
 
 # --- httpx2 / httpcore2 ---------------------------------------------------------------------------------------
 
 
-def set_network_backend(transport: Any, backend: Any) -> None:
+def set_network_backend(transport: Any, backend: Any) -> bool:
     """Have an httpx2.AsyncHTTPTransport's connections made by `backend` (an httpcore2.AsyncNetworkBackend): httpx
-    takes no backend argument, its connection pool does."""
-    _require("httpx2", "httpcore2")
-    pool = transport._pool
-    if not hasattr(pool, "_network_backend"):
-        raise IncompatibleDependencyError("httpcore2's connection pool no longer has a _network_backend")
-    pool._network_backend = backend
+    takes no backend argument, its connection pool does. Another release keeps httpcore's own backend (False)."""
+    pool = getattr(transport, "_pool", None)
+    if not (patched("httpx2") and patched("httpcore2") and hasattr(pool, "_network_backend")):
+        _degraded("httpx2", "connections use httpcore's own network backend")
+        return False
+    pool._network_backend = backend  # type: ignore[union-attr]
+    return True
 
 
 # --- the openai and anthropic SDK clients ---------------------------------------------------------------------
 
 
-def _sdk(client: Any) -> None:
-    _require("anthropic" if type(client).__module__.startswith("anthropic") else "openai")
+def _package(client: Any) -> str:
+    return "anthropic" if any(k.__module__.startswith("anthropic") for k in type(client).__mro__) else "openai"
+
+
+def can_resend(client: Any) -> bool:
+    """Whether a request may be sent again outside the SDK's `post` (`sdk_http_client`, `sdk_status_error` and
+    `sdk_stream` work on `client`); otherwise every request takes the SDK's own path."""
+    package = _package(client)
+    if patched(package) and all(hasattr(client, name) for name in ("_client", "_make_status_error_from_response")):
+        return True
+    _degraded(package, "every request is sent through the SDK's own post")
+    return False
 
 
 def sdk_http_client(client: Any) -> Any:
-    """The httpx2.AsyncClient an SDK client sends through."""
-    _sdk(client)
+    """The httpx2.AsyncClient an SDK client sends through (only where `can_resend`)."""
     return client._client
 
 
 def sdk_status_error(client: Any, response: Any) -> Exception:
-    """The SDK's own error for a failed HTTP response, as its `post` would raise it."""
-    _sdk(client)
+    """The SDK's own error for a failed HTTP response, as its `post` would raise it (only where `can_resend`)."""
     error: Exception = client._make_status_error_from_response(response)
     return error
 
 
 def sdk_stream(stream_cls: Any, client: Any, response: Any) -> Any:
-    """The SDK's stream over a response sent outside its `post` (items decoded as JSON, not into models)."""
-    _sdk(client)
+    """The SDK's stream over a response sent outside its `post` (items decoded as JSON, not into models; only where
+    `can_resend`)."""
     return stream_cls(cast_to=object, response=response, client=client)
 
 
 def sdk_custom_headers(client: Any) -> Mapping[str, str]:
-    """The custom headers an SDK client sends (after `pin_sdk_headers`: exactly the provider entry's)."""
-    _sdk(client)
-    headers: Mapping[str, str] = client._custom_headers
+    """The custom headers an SDK client sends (after `pin_sdk_headers`: exactly the provider entry's; none known
+    where the SDK keeps them elsewhere)."""
+    headers: Mapping[str, str] = getattr(client, "_custom_headers", None) or {}
     return headers
 
 
 def pin_sdk_headers(client: Any, headers: Mapping[str, str], *, drop_credential_headers: bool = False) -> None:
     """Send exactly `headers` as the client's custom headers: the SDKs merge in ones from the environment
     (OPENAI_CUSTOM_HEADERS, ANTHROPIC_CUSTOM_HEADERS, a profile's) whatever server they talk to. Anthropic's client
-    also keeps credential headers of its own, which `drop_credential_headers` clears."""
-    _sdk(client)
+    also keeps credential headers of its own, which `drop_credential_headers` clears. Where the SDK keeps them under
+    other names, its own (public) header handling stays, and a line is logged once."""
+    package = _package(client)
+    names = ("_custom_headers", "_credential_headers") if drop_credential_headers else ("_custom_headers",)
+    if not all(hasattr(client, name) for name in names):
+        _degraded(package, "its headers are the SDK's own, environment headers included")
+        return
+    if not patched(package):
+        _degraded(package, "its private header names are still used, as their names are unchanged")
     client._custom_headers = dict(headers)
     if drop_credential_headers:
         client._credential_headers = {}
 
 
-__all__ = ["WRITTEN_FOR", "IncompatibleDependencyError", "check_versions", "pin_sdk_headers", "sdk_custom_headers",
-           "sdk_http_client", "sdk_status_error", "sdk_stream", "set_network_backend"]
+__all__ = ["WRITTEN_FOR", "IncompatibleDependencyError", "can_resend", "check_versions", "installed_version",
+           "patched", "pin_sdk_headers", "sdk_custom_headers", "sdk_http_client", "sdk_status_error", "sdk_stream",
+           "set_network_backend", "untested"]

@@ -314,7 +314,8 @@ async def test_unknown_route_and_bad_json_are_tagged_errors(api):
 
 @pytest.mark.parametrize(("method", "path", "allowed"), [
     ("TRACE", "/api/session", "GET, HEAD, POST"),  # two operations on one path: both methods
-    ("DELETE", "/api/session/ses_x", "GET, HEAD"),
+    ("TRACE", "/api/session/ses_x", "DELETE, GET, HEAD, PATCH"),
+    ("PATCH", "/api/session/active", "GET, HEAD"),  # a literal path is never a session ID
     ("PATCH", "/api/session/ses_x/context-entry/k", "DELETE, PUT"),
     ("OPTIONS", "/doc", "GET, HEAD"),
 ])

@@ -79,8 +79,9 @@ async def test_an_allow_rule_opens_a_directory_outside(api, tree, tmp_path):
 async def test_list_shows_one_directory_without_ignored_entries(api, tree):
     root, location = tree
     top = (await api.fs.list(location=location)).data
+    # `.env` is not named: the read rules deny it (issue 39)
     assert [(e.path, e.type) for e in top] == [
-        ("src", "directory"), (".env", "file"), (".gitignore", "file"), ("README.md", "file"), ("logo.png", "file")]
+        ("src", "directory"), (".gitignore", "file"), ("README.md", "file"), ("logo.png", "file")]
     nested = (await api.fs.list(path="src", location=location)).data
     assert [(e.path, e.type) for e in nested] == [("src/server", "directory"), ("src/client.py", "file")]
     for bad in ("README.md", "missing"):

@@ -58,6 +58,17 @@ async def test_a_ticket_opens_one_connection_without_the_password(secured):
                 pass
 
 
+async def test_a_bad_ticket_learns_nothing_about_directories_or_terminals(secured, tmp_path):
+    # issue 39: the ticket is judged before the location and the terminal, so every guess gets the same 403
+    pty = await _terminal(secured)
+    async with secured(None) as browser:
+        for directory, terminal in ((str(tmp_path), pty), (str(tmp_path / "no-such-directory"), pty),
+                                    (None, "pty_no_such_terminal")):
+            with pytest.raises(ForbiddenError):
+                async with browser.pty.connect(terminal, ticket="guessed", location_directory=directory):
+                    pass
+
+
 async def test_a_foreign_origin_cannot_open_a_terminal(secured):
     pty = await _terminal(secured)
     async with secured(ALICE, {"Origin": "https://evil.example"}) as page:

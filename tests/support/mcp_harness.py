@@ -43,23 +43,55 @@ def wait_until(check: Callable[[], Any], timeout: float = 10.0, what: str = "the
         time.sleep(0.02)
 
 
-@contextmanager
-def served(name: str, transport: str = "http", **environment: str) -> Iterator[str]:
-    """A test server over streamable HTTP (`http`) or SSE (`sse`) on a free port; yields its URL."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(SERVER), name, transport, str(port)],
-                            env={**os.environ, **environment}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
+class Served:
+    """A test server over streamable HTTP (`http`) or SSE (`sse`) on a loopback port, as a process that `restart`
+    ends and starts again on the same port (so it forgets every MCP session it had)."""
+
+    def __init__(self, name: str, transport: str, environment: dict[str, str]) -> None:
+        self.argv = [sys.executable, str(SERVER), name, transport]
+        self.environment = environment
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/{'mcp' if transport == 'http' else 'sse'}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        proc = self.proc = subprocess.Popen([*self.argv, str(self.port)], env={**os.environ, **self.environment},
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
         def listening() -> bool:
             assert proc.poll() is None, "the MCP test server exited"
             with socket.socket() as s:
-                return s.connect_ex(("127.0.0.1", port)) == 0
+                return s.connect_ex(("127.0.0.1", self.port)) == 0
 
         wait_until(listening, 20, "the MCP test server to listen")
-        yield f"http://127.0.0.1:{port}/{'mcp' if transport == 'http' else 'sse'}"
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(10)
+            self.proc = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@contextmanager
+def serving(name: str, transport: str = "http", **environment: str) -> Iterator[Served]:
+    """A test server over HTTP on a free port, stopped at the end."""
+    server = Served(name, transport, environment)
+    server.start()
+    try:
+        yield server
     finally:
-        proc.terminate()
-        proc.wait(10)
+        server.stop()
+
+
+@contextmanager
+def served(name: str, transport: str = "http", **environment: str) -> Iterator[str]:
+    """A test server over streamable HTTP (`http`) or SSE (`sse`) on a free port; yields its URL."""
+    with serving(name, transport, **environment) as server:
+        yield server.url
 
 
 def children(pid: int | None = None) -> list[int]:

@@ -2,11 +2,12 @@
 streamable HTTP: `python -m tests.support.mcp_server NAME [stdio | http PORT | sse PORT]`.
 
 Its tools: `echo` answers its text, `fail` fails with a message, `hang` waits until cancelled (writing
-`$MCP_TEST_MARKS/cancelled` when the client's cancellation reaches it), `image` returns a PNG, `structured` a
-structured value, `resource` an embedded resource, `pid` its process id, `grow` adds a tool and tells the client the
-list changed, `die` exits at once. With `$MCP_TEST_LINGER` it stays alive after its stdin ends. Its instructions
-are `$MCP_TEST_INSTRUCTIONS` (none when unset); with `$MCP_TEST_TOOLS` it also offers that many `t0`, `t1`, ...
-tools."""
+`$MCP_TEST_MARKS/cancelled` when the client's cancellation reaches it), `work` takes a while (reporting progress or
+not), `image` returns a PNG, `structured` a structured value, `resource` an embedded resource, `pid` its process id,
+`roots` the client's roots, `link` a link to its resource `test://notes` (it also has `test://pixel`, a PNG, and
+the template `test://tickets/{number}`), `grow` adds a tool and tells the client the list changed, `die` exits at
+once. With `$MCP_TEST_LINGER` it stays alive after its stdin ends. Its instructions are `$MCP_TEST_INSTRUCTIONS`
+(none when unset); with `$MCP_TEST_TOOLS` it also offers that many `t0`, `t1`, ... tools."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from typing import Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
-from mcp_types import EmbeddedResource, TextResourceContents
+from mcp_types import EmbeddedResource, ResourceLink, TextResourceContents
 
 # a 1x1 transparent PNG
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5E"
@@ -55,6 +56,17 @@ def build(name: str) -> MCPServer:
             raise
         return "woke"
 
+    @server.tool(description="Work for `seconds`, reporting progress every `every` seconds (never, when 0)")
+    async def work(ctx: Context, seconds: float, every: float = 0) -> str:
+        deadline = time.monotonic() + seconds
+        step = 0
+        while (left := deadline - time.monotonic()) > 0:
+            await asyncio.sleep(min(every, left) if every else left)
+            if every:
+                step += 1
+                await ctx.report_progress(step, message=f"step {step}")
+        return f"worked {seconds:g} s"
+
     @server.tool(description="Return a small PNG image")
     def image() -> Image:
         return Image(data=PNG, format="png")
@@ -68,9 +80,30 @@ def build(name: str) -> MCPServer:
         return EmbeddedResource(type="resource", resource=TextResourceContents(uri="file:///notes.txt",
                                                                                mime_type="text/plain", text="notes"))
 
+    @server.resource("test://notes", name="notes", description="The team's notes", mime_type="text/plain")
+    def notes() -> str:
+        return "Ship on Friday."
+
+    @server.resource("test://pixel", name="pixel", mime_type="image/png")
+    def pixel() -> bytes:
+        return PNG
+
+    @server.resource("test://tickets/{number}", name="ticket", mime_type="text/plain")
+    def ticket(number: str) -> str:
+        return f"Ticket {number}: open"
+
+    @server.tool(description="Return a link to the notes resource")
+    def link() -> ResourceLink:
+        return ResourceLink(type="resource_link", uri="test://notes", name="notes", mime_type="text/plain")
+
     @server.tool(description="The server's process id and working directory")
     def pid() -> str:
         return f"{os.getpid()} {os.getcwd()} {os.environ.get('MCP_TEST_SEEN', '')}"
+
+    @server.tool(description="The client's roots, one URI a line")
+    async def roots(ctx: Context) -> str:
+        listed = await ctx.session.list_roots()
+        return "\n".join(f"{root.uri} {root.name}" for root in listed.roots)
 
     @server.tool(description="Add a tool named `grown`")
     async def grow(ctx: Context) -> str:

@@ -45,7 +45,7 @@ class ServerProcess:
 
 def isolated_env(root: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCODE_", "OPENAI_", "ANTHROPIC_"))
+           if not k.startswith(("OPENCODE_", "OPENAI_", "ANTHROPIC_", "OTEL_"))
            and k not in ("OCS_RESUME_BUDGET", "OCS_LEASE_TTL_MS")}
     for name in ("home", "config", "data"):
         (root / name).mkdir(parents=True, exist_ok=True)

@@ -41,12 +41,17 @@ def _table(headers: list[str], rows: list[list[str]]) -> None:
     Console().print(table)
 
 
-async def list_sessions(attach: str | None, db: str | Path | None, directory: Path, limit: int, as_json: bool) -> None:
+async def list_sessions(attach: str | None, db: str | Path | None, directory: Path, limit: int, as_json: bool,
+                        children: str | None = None) -> None:
     async with open_host(attach, db, directory) as client:
+        if children is not None:
+            await client.session.get(children)  # an unknown parent is an error, not an empty table
         sessions: list[Any] = []
         cursor: str | None = None
         while True:
-            page = await (client.session.list(cursor=cursor) if cursor else client.session.list(limit=PAGE))
+            page = await (client.session.list(cursor=cursor) if cursor else
+                          client.session.list(limit=PAGE, parentID=children) if children else
+                          client.session.list(limit=PAGE))
             sessions += page.items
             if page.next is None:
                 break

@@ -48,7 +48,8 @@ def _finish_with(work: Callable[[], Coroutine[Any, Any, int]]) -> int:
 
 def serve(host: str, port: int, db: str | Path | None, directory: Path | None, allow_host: list[str],
           allow_origin: list[str], max_body_bytes: int | None, read_timeout: float | None,
-          max_concurrency: int | None, insecure_no_password: bool, stall_timeout: float) -> int:
+          max_concurrency: int | None, insecure_no_password: bool, stall_timeout: float,
+          log_format: str = "text") -> int:
     """Serve the OpenCode V2 API over HTTP until SIGINT/SIGTERM."""
     from dataclasses import replace
 
@@ -68,7 +69,7 @@ def serve(host: str, port: int, db: str | Path | None, directory: Path | None, a
         limits = replace(limits, max_concurrency=max_concurrency)
     request = ServeRequest(host=host, port=port, db=db or default_db_path(), directory=directory or _cwd(),
                            guard=guard, limits=limits, insecure_no_password=insecure_no_password,
-                           stall_timeout=stall_timeout)
+                           stall_timeout=stall_timeout, log_format=log_format)
     return run_server(request)
 
 
@@ -118,11 +119,78 @@ def run(message: list[str], model: str | None, agent: str | None, session: str |
                 command=command)
 
 
-def sessions(limit: int, output: str, attach: str | None, db: str | Path | None) -> int:
-    """List sessions, most recently updated first."""
+def sessions(limit: int, output: str, attach: str | None, db: str | Path | None, children: str | None = None) -> int:
+    """List sessions, most recently updated first; manage them with `ocs sessions ACTION` (rm, rename, export,
+    import: `ocs sessions ACTION --help`)."""
     from .inspect import list_sessions
 
-    return _finish(lambda: list_sessions(attach, db, _cwd(), limit, output == "json"))
+    return _finish(lambda: list_sessions(attach, db, _cwd(), limit, output == "json", children))
+
+
+# --- ocs sessions ACTION: managing sessions ---------------------------------------------------------------
+
+
+def sessions_rm(session: list[str], yes: bool, attach: str | None, db: str | Path | None) -> int:
+    """Remove sessions and their child sessions, with their history (asks first unless --yes)."""
+    from .manage import remove_command
+
+    return _finish_with(lambda: remove_command(attach, db, _cwd(), session, yes))
+
+
+def sessions_rename(session: str, title: str, attach: str | None, db: str | Path | None) -> int:
+    """Give a session a title (the automatic title never replaces it)."""
+    from .manage import rename_command
+
+    return _finish_with(lambda: rename_command(attach, db, _cwd(), session, title))
+
+
+def sessions_export(session: str, sanitize: bool, attach: str | None, db: str | Path | None) -> int:
+    """Print a session's transcript as JSON (`> file.json`); --sanitize removes what must not leave the machine."""
+    from .manage import export_command
+
+    return _finish_with(lambda: export_command(attach, db, _cwd(), session, sanitize))
+
+
+def sessions_import(file: str, here: bool, attach: str | None, db: str | Path | None) -> int:
+    """Recreate an exported session (a file, or - for standard input) and print its ID."""
+    from .manage import import_command
+
+    return _finish_with(lambda: import_command(attach, db, _cwd(), file, here))
+
+
+def _sessions_rm_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("session", nargs="+", help="The session IDs.")
+    p.add_argument("-y", "--yes", action="store_true", help="Remove without asking.")
+    _reading(p)
+
+
+def _sessions_rename_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("session", help="The session ID.")
+    p.add_argument("title", help="The new title.")
+    _reading(p)
+
+
+def _sessions_export_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("session", help="The session ID.")
+    p.add_argument("--sanitize", action="store_true",
+                   help="Remove keys, the home directory's path, attachments' bytes and tool output file paths.")
+    _reading(p)
+
+
+def _sessions_import_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="A file `ocs sessions export` wrote, or - for standard input.")
+    p.add_argument("--here", action="store_true",
+                   help="Place the session in the current directory (default: where it was, when that exists).")
+    _reading(p)
+
+
+# each action of `ocs sessions ACTION`: its function (whose docstring is its help) and its arguments
+SESSION_ACTIONS: dict[str, tuple[Command, Callable[[argparse.ArgumentParser], None]]] = {
+    "rm": (sessions_rm, _sessions_rm_arguments),
+    "rename": (sessions_rename, _sessions_rename_arguments),
+    "export": (sessions_export, _sessions_export_arguments),
+    "import": (sessions_import, _sessions_import_arguments),
+}
 
 
 def show(session: str, output: str, attach: str | None, db: str | Path | None) -> int:
@@ -267,6 +335,8 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
                    help="Listen beyond loopback even without OPENCODE_SERVER_PASSWORD.")
     p.add_argument("--stall-timeout", type=float, default=15.0, metavar="SECONDS",
                    help="Cut off an event stream whose reader accepts nothing for this many seconds.")
+    p.add_argument("--log-format", choices=("text", "json"), default="text",
+                   help="stderr as text, or one JSON object a line with trace and span IDs.")
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:
@@ -294,6 +364,7 @@ def _sessions_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=_at_least(int, 1), default=30, help="How many to show.")
     p.add_argument("--format", dest="output", default="default", metavar="FORMAT",
                    help="default (a table) or json (a session a line).")
+    p.add_argument("--children", metavar="ID", help="Only the child sessions of this one.")
     _reading(p)
 
 
@@ -405,6 +476,14 @@ def dispatch(argv: Sequence[str]) -> int:
             return 0
         root.error(f"no such option: {first}" if first.startswith("-") else
                    f"no such command {first!r} (choose from {', '.join(COMMANDS)})")
+    if first == "sessions" and args and args[0] in SESSION_ACTIONS:
+        action, *rest = args
+        function, arguments = SESSION_ACTIONS[action]
+        parser = argparse.ArgumentParser(prog=f"{PROG} sessions {action}", description=function.__doc__,
+                                         **PARSER_OPTIONS)
+        parser.add_argument("--help", action="help", help=HELP_HELP)
+        arguments(parser)
+        return function(**vars(parser.parse_args(rest)))
     return COMMANDS[first][0](**_parse(first, args))
 
 

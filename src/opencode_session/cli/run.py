@@ -16,7 +16,7 @@ from typing import Any, Literal
 from ..client.errors import ClientError
 from ..client.generated import OpenCodeClient
 from ..core.config import ConfigError, parse_model_string
-from ..core.store import DatabaseInUseError
+from ..core.store import BackendNotInstalledError, DatabaseInUseError
 from ..schema.errors import TaggedError
 from ..schema.session import SessionV2Info
 from .asking import Answerer, Policy
@@ -287,6 +287,9 @@ def run_command(view: View, body: Callable[[View, Interrupts], Awaitable[int]]) 
         return EXIT_INTERRUPTED
     except (StartupError, ConfigError) as cannot:
         say_stderr(f"ocs: {cannot}")
+        return EXIT_FAILED
+    except BackendNotInstalledError as missing:
+        say_stderr(f"ocs: {missing}")
         return EXIT_FAILED
     except DatabaseInUseError as busy:
         say_stderr(f"ocs: {busy}; talk to that server with --attach URL instead")

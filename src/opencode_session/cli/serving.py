@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..compat import IncompatibleDependencyError, check_versions
 from ..core.runtime import Runtime, RuntimeOptions
 from ..core.store import DatabaseInUseError
 from ..core.store.feed import SubscriptionLost
@@ -34,6 +35,7 @@ class ServeRequest:
     limits: ConnectionLimits
     insecure_no_password: bool = False
     stall_timeout: float = 15.0
+    log_format: str = "text"  # "json": every stderr line is a JSON object (a log record)
 
 
 async def log_failed_executions(runtime: Runtime, say: Say) -> None:
@@ -49,11 +51,14 @@ async def log_failed_executions(runtime: Runtime, say: Say) -> None:
 
 def serve(request: ServeRequest, say: Say = say_stderr) -> int:
     env = os.environ
+    if request.log_format == "json":
+        say = _json_lines()
     try:
         directory = require_directory(request.directory)
         found = survey(directory, env)
         report_config(found, say)
-    except StartupError as cannot:
+        untested = check_versions()  # metadata only: the SDKs themselves load with the first Step
+    except (StartupError, IncompatibleDependencyError) as cannot:
         say(f"ocs serve: {cannot}")
         return 2
     said_here()
@@ -69,6 +74,10 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
         say(f"  config        {found.config_files}")
         say(f"  model         {found.model or 'none: ' + (found.model_problem or '')}")
         say(f"  auth          {auth_line(env)}")
+        say(f"  metrics       {url}/metrics")
+        say(f"  traces        {tracing_line()}")
+        for line in untested:
+            say(f"  dependency    {line}")
         for line in plugin_lines(runtime.plugins) if runtime.plugins is not None else []:
             say("  plugin        " + line.replace("\n", "\n              "))
         watchers.append(asyncio.create_task(log_failed_executions(runtime, say)))
@@ -77,7 +86,7 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
     try:
         asyncio.run(serve_app(options, request.host, request.port, on_ready=ready, guard=request.guard,
                               limits=request.limits, insecure_no_password=request.insecure_no_password,
-                              stall_timeout=request.stall_timeout))
+                              stall_timeout=request.stall_timeout, own_logging=request.log_format == "json"))
     except ServeRefused as refused:
         say(f"ocs serve: {refused}")
         return 2
@@ -85,3 +94,24 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
         say(f"ocs serve: {busy}")
         return 1
     return 0
+
+
+def tracing_line() -> str:
+    """Where spans go, as the start-up report says it."""
+    from ..core.telemetry import telemetry
+
+    settings = telemetry.settings
+    if telemetry.tracer is None or settings is None:
+        return "off (set OTEL_EXPORTER_OTLP_ENDPOINT to export OpenTelemetry traces)"
+    return f"OTLP/HTTP {settings.endpoint} as {settings.service_name}"
+
+
+def _json_lines() -> Say:
+    """Log records as JSON lines on stderr, and what `ocs serve` says as records of its own logger."""
+    import logging
+
+    from ..core.telemetry.logs import log_json
+
+    log_json()
+    logger = logging.getLogger("opencode_session.serve")
+    return lambda text: logger.info(text.strip())

@@ -39,9 +39,15 @@ from opencode_session.schema.catalog import ModelList, ProviderAnswer, ProviderL
 from opencode_session.schema.common import LocationRef, ModelRef
 from opencode_session.schema.input import SessionInputAdmitted
 from opencode_session.schema.instruction_entry import InstructionEntry
+from opencode_session.schema.lifecycle import InboxItem, SessionTranscript
 from opencode_session.schema.location import LocationInfo
 from opencode_session.schema.message import SessionMessage
-from opencode_session.schema.permission import PermissionSavedInfo, PermissionV2Request, PermissionV2Source
+from opencode_session.schema.permission import (
+    PermissionSavedInfo,
+    PermissionV2Request,
+    PermissionV2Rule,
+    PermissionV2Source,
+)
 from opencode_session.schema.prompt import PromptInput
 from opencode_session.schema.pty import PtySize
 from opencode_session.schema.question import QuestionV2Request
@@ -52,6 +58,7 @@ __all__ = [
     "CommandGroup",
     "CredentialGroup",
     "EventGroup",
+    "ExperimentalGroup",
     "FsGroup",
     "HealthGroup",
     "IntegrationGroup",
@@ -194,6 +201,60 @@ class EventGroup:
         (415).
         """
         return self._client._stream("v2.event.subscribe", options=options)
+
+
+class ExperimentalGroup:
+    """Operations of the `experimental` group."""
+
+    def __init__(self, client: BaseClient) -> None:
+        self._client = client
+
+    async def session_export(
+        self,
+        session_id: str,
+        *,
+        sanitize: bool | None = None,
+        options: CallOptions | None = None,
+    ) -> SessionTranscript:
+        """Export session.
+
+        Retrieve a session's record and projected messages, oldest first. With sanitize=true,
+        credentials, the absolute home directory, attachments' bytes and tool output file paths are
+        removed.
+
+        `GET /api/experimental/session/{sessionID}/export` (v2.experimental.session.export). Declared
+        errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
+        SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("SessionTranscript", await self._client._call(
+            "v2.experimental.session.export",
+            path={"sessionID": session_id},
+            query={"sanitize": sanitize},
+            options=options,
+        ))
+
+    async def session_import(
+        self,
+        *,
+        info: SessionV2Info | dict[str, Any],
+        messages: list[SessionMessage],
+        location: LocationRef | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> SessionV2Info:
+        """Import session.
+
+        Recreate an exported session, in one transaction: it lists, replays and continues like any
+        other. Parents must be imported before their children; an ID already here is a conflict.
+
+        `POST /api/experimental/session/import` (v2.experimental.session.import). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), ConflictError (409), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("SessionV2Info", await self._client._call(
+            "v2.experimental.session.import",
+            body={"info": info, "messages": messages, "location": location},
+            options=options,
+        ))
 
 
 class FsGroup:
@@ -497,6 +558,28 @@ class McpGroup:
     def __init__(self, client: BaseClient) -> None:
         self._client = client
 
+    async def connect(
+        self,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> McpStatusList:
+        """Start MCP servers.
+
+        Extension: starts the MCP servers opencode.json's `mcp` configures for the location that are
+        not running (each waited for at most its `timeout`) and answers their status as `GET /api/mcp`
+        does. A POST, so that no page can make a browser start a process with a plain load.
+
+        `POST /api/mcp/connect` (v2.mcp.connect). Declared errors: InvalidRequestError (400),
+        UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
+        (415).
+        """
+        return cast("McpStatusList", await self._client._call(
+            "v2.mcp.connect",
+            query={"location": location},
+            options=options,
+        ))
+
     async def status(
         self,
         *,
@@ -507,8 +590,8 @@ class McpGroup:
 
         Extension (not in OpenCode 1.18.33's V2 API; OpenCode's own `GET /mcp` answers the same map):
         the MCP servers opencode.json's `mcp` configures for the location, by name, each `connected`,
-        `disabled` or `failed` with its `error`. Servers not running yet are started first (each
-        waited for at most its `timeout`).
+        `disabled` or `failed` with its `error`, or `stopped` when it is not running: a status read
+        starts nothing (the next Step at the location starts them, or `POST /api/mcp/connect`).
 
         `GET /api/mcp` (v2.mcp.status). Declared errors: InvalidRequestError (400), UnauthorizedError
         (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError (415).
@@ -1017,19 +1100,33 @@ class SessionGroup:
         agent: str | None = None,
         model: ModelRef | dict[str, Any] | None = None,
         location: LocationRef | dict[str, Any] | None = None,
+        parentID: str | None = None,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        permissions: builtins.list[PermissionV2Rule | dict[str, Any]] | None = None,
         options: CallOptions | None = None,
     ) -> SessionV2Info:
         """Create session.
 
-        Create a session at the requested location.
+        Create a session at the requested location; with parentID, a child of that session (at its
+        location unless one is given).
 
         `POST /api/session` (v2.session.create). Declared errors: InvalidRequestError (400),
-        UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
-        (415).
+        UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404), InvalidRequestError
+        (413), InvalidRequestError (415).
         """
         return cast("SessionV2Info", await self._client._call(
             "v2.session.create",
-            body={"id": id, "agent": agent, "model": model, "location": location},
+            body={
+                "id": id,
+                "agent": agent,
+                "model": model,
+                "location": location,
+                "parentID": parentID,
+                "title": title,
+                "metadata": metadata,
+                "permissions": permissions,
+            },
             options=options,
         ))
 
@@ -1094,6 +1191,72 @@ class SessionGroup:
             options=options,
         ))
 
+    async def inbox_cancel(
+        self,
+        session_id: str,
+        inbox_id: str,
+        *,
+        options: CallOptions | None = None,
+    ) -> None:
+        """Cancel inbox item.
+
+        Withdraw pending input before it is delivered: it never executes. An item no longer pending
+        (delivered or cancelled already) is left as it is.
+
+        `DELETE /api/session/{sessionID}/inbox/{inboxID}` (v2.session.inbox.cancel). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        await self._client._call(
+            "v2.session.inbox.cancel",
+            path={"sessionID": session_id, "inboxID": inbox_id},
+            options=options,
+        )
+
+    async def inbox_list(
+        self,
+        session_id: str,
+        *,
+        options: CallOptions | None = None,
+    ) -> builtins.list[InboxItem]:
+        """List session inbox.
+
+        Retrieve the input admitted to a session but not yet delivered to it, in enqueue order.
+
+        `GET /api/session/{sessionID}/inbox` (v2.session.inbox.list). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("builtins.list[InboxItem]", await self._client._call(
+            "v2.session.inbox.list",
+            path={"sessionID": session_id},
+            options=options,
+        ))
+
+    async def inbox_update(
+        self,
+        session_id: str,
+        inbox_id: str,
+        *,
+        delivery: Literal["steer", "queue"],
+        options: CallOptions | None = None,
+    ) -> None:
+        """Change inbox item delivery.
+
+        Change when pending input is delivered: `steer` at the next safe step boundary (execution is
+        woken), `queue` once the session is idle.
+
+        `PATCH /api/session/{sessionID}/inbox/{inboxID}` (v2.session.inbox.update). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), ConflictError (409), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        await self._client._call(
+            "v2.session.inbox.update",
+            path={"sessionID": session_id, "inboxID": inbox_id},
+            body={"delivery": delivery},
+            options=options,
+        )
+
     async def interrupt(self, session_id: str, *, options: CallOptions | None = None) -> None:
         """Interrupt session execution.
 
@@ -1115,6 +1278,7 @@ class SessionGroup:
         directory: str | None = None,
         project: str | None = None,
         subpath: str | None = None,
+        parentID: str | None = None,
         cursor: str | None = None,
         options: CallOptions | None = None,
     ) -> Page[SessionV2Info]:
@@ -1137,6 +1301,7 @@ class SessionGroup:
                 "directory": directory,
                 "project": project,
                 "subpath": subpath,
+                "parentID": parentID,
                 "cursor": cursor,
             },
             options=options,
@@ -1454,6 +1619,20 @@ class SessionGroup:
             options=options,
         )
 
+    async def remove(self, session_id: str, *, options: CallOptions | None = None) -> None:
+        """Remove session.
+
+        Remove a session and its child sessions, recursively. An executing one is interrupted first;
+        its messages, pending input, instruction entries and tool output files leave the store, and
+        one session.deleted event per session tells event subscribers. Afterwards the session is not
+        found.
+
+        `DELETE /api/session/{sessionID}` (v2.session.remove). Declared errors: InvalidRequestError
+        (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
+        InvalidRequestError (413), InvalidRequestError (415).
+        """
+        await self._client._call("v2.session.remove", path={"sessionID": session_id}, options=options)
+
     async def revert_clear(self, session_id: str, *, options: CallOptions | None = None) -> None:
         """Clear staged revert.
 
@@ -1492,12 +1671,13 @@ class SessionGroup:
 
         Stage or move a reversible session boundary and optionally apply its file changes: the files
         the agent changed at or after the message are restored to their content before it (unless
-        `files` is false). Refused while the session executes.
+        `files` is false). Refused while the session executes, and (409, nothing touched) when a
+        snapshot it needs cannot be read.
 
         `POST /api/session/{sessionID}/revert/stage` (v2.session.revert.stage). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), MessageNotFoundError
-        (404), SessionNotFoundError (404), SessionBusyError (409), InvalidRequestError (413),
-        InvalidRequestError (415), UnknownError (500).
+        (404), SessionNotFoundError (404), ConflictError (409), SessionBusyError (409),
+        InvalidRequestError (413), InvalidRequestError (415), UnknownError (500).
         """
         return cast("RevertState", await self._client._call(
             "v2.session.revert.stage",
@@ -1541,6 +1721,31 @@ class SessionGroup:
             "v2.session.switchModel",
             path={"sessionID": session_id},
             body={"model": model},
+            options=options,
+        )
+
+    async def update(
+        self,
+        session_id: str,
+        *,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        permissions: builtins.list[PermissionV2Rule | dict[str, Any]] | None = None,
+        options: CallOptions | None = None,
+    ) -> None:
+        """Update session.
+
+        Replace the session's title, metadata or permission rules (each field given). A title set here
+        is never replaced by the automatic one.
+
+        `PATCH /api/session/{sessionID}` (v2.session.update). Declared errors: InvalidRequestError
+        (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
+        InvalidRequestError (413), InvalidRequestError (415).
+        """
+        await self._client._call(
+            "v2.session.update",
+            path={"sessionID": session_id},
+            body={"title": title, "metadata": metadata, "permissions": permissions},
             options=options,
         )
 
@@ -1601,6 +1806,10 @@ class OpenCodeClient(BaseClient):
     @cached_property
     def event(self) -> EventGroup:
         return EventGroup(self)
+
+    @cached_property
+    def experimental(self) -> ExperimentalGroup:
+        return ExperimentalGroup(self)
 
     @cached_property
     def fs(self) -> FsGroup:

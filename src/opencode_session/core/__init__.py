@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .location import Location, resolve_location
     from .permission import PermissionAsk, PermissionRequests
     from .runtime import Runtime, RuntimeOptions
-    from .store import DatabaseInUseError, StoreError, now_ms
+    from .store import BackendNotInstalledError, DatabaseInUseError, StoreError, now_ms
     from .store.feed import SubscriptionLost
     from .tools import (
         StaticTools,
@@ -50,7 +50,7 @@ _WHERE = {
     ".location": ("Location", "resolve_location"),
     ".permission": ("PermissionAsk", "PermissionRequests"),
     ".runtime": ("Runtime", "RuntimeOptions"),
-    ".store": ("DatabaseInUseError", "StoreError", "now_ms"),
+    ".store": ("BackendNotInstalledError", "DatabaseInUseError", "StoreError", "now_ms"),
     ".store.feed": ("SubscriptionLost",),
     ".tools": ("StaticTools", "Tool", "ToolContext", "ToolErrored", "ToolFailure", "ToolOutput", "ToolRegistry",
                "ToolSource", "ToolSucceeded", "default_registry"),
@@ -58,13 +58,13 @@ _WHERE = {
 }
 _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
 
-__all__ = ["AdapterSpec", "AgentNotFoundError", "Clock", "Config", "ConfigError", "ConfigReport", "ConfigSource",
-           "DatabaseInUseError", "DeferredDrain", "IncompatibleDependencyError", "InstructionSources",
-           "InvalidResumeBudget", "Location", "NoModelConfiguredError", "PermissionAsk", "PermissionRequests",
-           "Provider", "ProviderError", "ResolvedModel", "ResumeBudget", "Runtime", "RuntimeOptions", "StaticTools",
-           "StoreError", "SubscriptionLost", "Tool", "ToolContext", "ToolErrored", "ToolFailure", "ToolOutput",
-           "ToolRegistry", "ToolSource", "ToolSucceeded", "agent_info", "default_registry", "inspect_config",
-           "make_drain_factory", "now_ms", "parse_model_string", "register_adapter", "resolve_agent",
+__all__ = ["AdapterSpec", "AgentNotFoundError", "BackendNotInstalledError", "Clock", "Config", "ConfigError",
+           "ConfigReport", "ConfigSource", "DatabaseInUseError", "DeferredDrain", "IncompatibleDependencyError",
+           "InstructionSources", "InvalidResumeBudget", "Location", "NoModelConfiguredError", "PermissionAsk",
+           "PermissionRequests", "Provider", "ProviderError", "ResolvedModel", "ResumeBudget", "Runtime",
+           "RuntimeOptions", "StaticTools", "StoreError", "SubscriptionLost", "Tool", "ToolContext", "ToolErrored",
+           "ToolFailure", "ToolOutput", "ToolRegistry", "ToolSource", "ToolSucceeded", "agent_info", "default_registry",
+           "inspect_config", "make_drain_factory", "now_ms", "parse_model_string", "register_adapter", "resolve_agent",
            "resolve_location"]
 
 

@@ -12,7 +12,7 @@ from ..schema.session import SessionV2Info
 from .agents import Agent
 from .config import Config
 from .location import Location
-from .permission import Ruleset
+from .permission import Ruleset, with_session_rules
 
 
 @dataclass
@@ -24,5 +24,6 @@ class Boundary:
     instruction_files: Any = None  # what the instruction preparer read from disk with the rest (None: not read)
 
     def rules(self, env: Mapping[str, str]) -> Ruleset:
-        """The permission rules this boundary's tools and attachments run under: global config, then the agent."""
-        return self.agent.rules(self.config.permission, env)
+        """The permission rules this boundary's tools and attachments run under: global config, then the agent,
+        then the session's own (which never lift a deny of the configuration)."""
+        return with_session_rules(self.agent.rules(self.config.permission, env), self.session.permissions)

@@ -40,11 +40,13 @@ from .permission import PermissionRequests
 from .pty import Terminals
 from .questions import QuestionRequests
 from .session import Sessions
+from .session.lifecycle import SessionLifecycle
 from .session.projector import project
 from .session.revert import Reverts
 from .snapshot import Snapshots
 from .snapshot.service import SNAPSHOT_DIRECTORY
-from .store import Lease, Store, Tx, is_postgres, now_ms, set_fence
+from .store import Lease, Store, Tx, database_files, is_postgres, now_ms, set_fence
+from .telemetry import telemetry, tracing_settings
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
 
 log = logging.getLogger(__name__)
@@ -94,7 +96,13 @@ class Runtime:
         self.permissions = PermissionRequests(self.store)
         self.questions = QuestionRequests(self.store)
         self.outputs = ManagedOutputs(_data_dir(options) / MANAGED_DIRECTORY)
-        self.snapshots = Snapshots(_data_dir(options) / SNAPSHOT_DIRECTORY, options.env)
+        # update, remove (interrupting first, releasing what a session held), the inbox's own changes
+        self.lifecycle = SessionLifecycle(self.store, self.sessions, self.outputs.root)
+        self.lifecycle.released = self.session_deleted
+        # no snapshot includes the runtime's own files (they may well be inside the project)
+        self.snapshots = Snapshots(_data_dir(options) / SNAPSHOT_DIRECTORY, options.env,
+                                   own=[*database_files(options.db_path), _data_dir(options) / MANAGED_DIRECTORY,
+                                        _data_dir(options) / CREDENTIALS_FILE])
         self.reverts = Reverts(self.store, self.snapshots, self.config)
         self.terminals = Terminals(options.env)  # pseudo-terminals by Location, killed when the runtime closes
         self.finder = Finder()  # fs.find's indexes of the Locations searched lately
@@ -113,6 +121,7 @@ class Runtime:
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self.plugins: Plugins | None = None  # loaded by `open`, before the drain factory runs (None: none asked for)
         self._event_hooks: EventFeed | None = None  # what shows durable events to the plugins' event hooks
+        self._unwatch: list[Callable[[], None]] = []  # this runtime's gauges, removed when it closes
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` (a session title, say) beside the drains; closing the runtime cancels what is left of it. It
@@ -133,6 +142,7 @@ class Runtime:
             await asyncio.wait(set(self._background), timeout=timeout)
 
     async def open(self) -> Runtime:
+        self._configure_telemetry()
         await self.store.open()
         self._sweepers = [asyncio.create_task(self.outputs.sweep_forever(), name="tool-output-sweep"),
                           asyncio.create_task(self.snapshots.sweep_forever(), name="snapshot-sweep")]
@@ -150,7 +160,10 @@ class Runtime:
             if self.options.drain_factory:
                 self.ownership.sweep(self._taken_over)
         self.sessions.wake = self.execution.wake if self.options.drain_factory else (lambda _sid: None)
+        execution = self.execution
+        self._unwatch.append(telemetry.watch("ocs_active_executions", lambda: len(execution.active())))
         self.sessions.hold = self.reverts.hold = self.execution.idle_hold
+        self.lifecycle.interrupt = lambda sid: execution.interrupt(sid, "user")
         return self
 
     # --- replies to what a session asks, wherever they arrive ------------------------------------------------
@@ -212,6 +225,18 @@ class Runtime:
             return SessionOwner()
         return SessionOwner(host=lease.owner, epoch=lease.epoch, expires=lease.expires,
                             local=lease.owner == self.ownership.host)
+    def _configure_telemetry(self) -> None:
+        """Tracing on when the OTEL_* variables (or opencode.json's `experimental.openTelemetry`) ask for it."""
+        try:
+            experimental = self.config.at_sync(self.location).model_extra or {}
+            configured = isinstance(experimental.get("experimental"), dict) and \
+                experimental["experimental"].get("openTelemetry") is True
+        except Exception:  # an unusable config file is reported where it is used; it does not turn tracing on
+            configured = False
+        settings = tracing_settings(self.options.env, configured)
+        if settings is not None:
+            telemetry.enable_tracing(settings)
+
     def _load_plugins(self) -> Plugins:
         from .plugins import config_plugin_entries, load_plugins
 
@@ -265,10 +290,18 @@ class Runtime:
 
     async def session_deleted(self, directory: str | Path) -> None:
         """What deleting a session releases once no other session works in its Location: that Location's
-        terminals. (Sessions cannot be deleted yet; the deletion calls this when they can.)"""
+        terminals and MCP servers; and once none works in its project, the project's file snapshots."""
         page, _ = await self.sessions.list(directory=str(directory), limit=1)
-        if not page:
-            await self.terminals.release(resolve_location(directory).directory)
+        if page:
+            return
+        location = resolve_location(directory)
+        await self.terminals.release(location.directory)
+        await self.mcp.release(location.directory)
+        if location.is_git:
+            page, _ = await self.sessions.list(project=location.project_id, limit=1)
+            if page:
+                return
+        await asyncio.to_thread(self.snapshots.release, location)
 
     async def close(self) -> None:
         await self.terminals.close()
@@ -291,6 +324,8 @@ class Runtime:
         await self.mcp.close()
         await self.providers.aclose()
         await self.store.close()
+        for unwatch in self._unwatch:
+            unwatch()
 
     async def __aenter__(self) -> Runtime:
         return await self.open()

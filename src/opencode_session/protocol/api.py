@@ -5,7 +5,16 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BeforeValidator, Field, WithJsonSchema, model_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from opencode_session.schema.agent import AgentV2Info
 from opencode_session.schema.base import Struct
@@ -41,6 +50,7 @@ from opencode_session.schema.ids import MessageID, PermissionID, PtyID, Question
 from opencode_session.schema.input import SessionInputAdmitted
 from opencode_session.schema.instruction_entry import EntryKey, InstructionEntry, InstructionEntryPut
 from opencode_session.schema.integration import IntegrationAttempt, IntegrationAttemptStatus, IntegrationInfo
+from opencode_session.schema.lifecycle import InboxDelivery, InboxItem, SessionTranscript
 from opencode_session.schema.location import LocationInfo
 from opencode_session.schema.mcp import McpServerStatus
 from opencode_session.schema.message import SessionMessage
@@ -49,6 +59,7 @@ from opencode_session.schema.permission import (
     PermissionV2Effect,
     PermissionV2Reply,
     PermissionV2Request,
+    PermissionV2Rule,
     PermissionV2Source,
 )
 from opencode_session.schema.prompt import PromptInput
@@ -177,6 +188,8 @@ class SessionListQuery(Struct):
     directory: str | None = None
     project: str | None = None
     subpath: str | None = None
+    parentID: Annotated[str, Field(pattern=r"^(ses.*|null)$")] | None = Field(
+        None, description="Only the children of this session; the string `null`: only root sessions.")
     cursor: str | None = Field(
         None,
         description="Opaque pagination cursor returned as cursor.previous or cursor.next in the previous response.",
@@ -212,6 +225,10 @@ class SessionCreateBody(Struct):
     agent: str | None = None
     model: ModelRef | None = None
     location: LocationRef | None = None
+    parentID: SessionID | None = Field(None, description="A child session of this one, at its Location.")
+    title: str | None = None
+    metadata: dict[str, Any] | None = None
+    permissions: list[PermissionV2Rule] | None = None
 
 
 class SessionSwitchAgentBody(Struct):
@@ -439,6 +456,73 @@ class McpStatusList(Struct):
     data: dict[str, McpServerStatus]
 
 
+# --- session management: update, remove, the inbox, export and import ---------------------------------
+
+
+class SessionUpdateBody(_Body):
+    title: str | None = None
+    metadata: dict[str, Any] | None = None
+    permissions: list[PermissionV2Rule] | None = None
+
+
+class InboxPath(Struct):
+    sessionID: SessionID
+    inboxID: MessageID
+
+
+class InboxUpdateBody(Struct):
+    delivery: InboxDelivery
+
+
+class SessionExportQuery(Struct):
+    sanitize: QueryBool | None = None
+
+
+def _stored_numbers(value: Any) -> Any:
+    """An exported transcript's numbers as the store keeps them: an integral float is that integer (JSON does not
+    tell 70 from 70.0), and none is beyond a signed 64-bit integer (what SQLite and PostgreSQL columns hold)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63:
+        raise ValueError("a number is beyond a signed 64-bit integer")
+    if isinstance(value, list):
+        return [_stored_numbers(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _stored_numbers(v) for k, v in value.items()}
+    return value
+
+
+# The document spells the imported messages as objects: each is a SessionMessage as the export gave it (validated
+# as one, each refusal naming the message's field), but a request schema of the whole message union nested in a
+# body is deeper than request generators handle.
+ImportedMessages = Annotated[list[SessionMessage], WithJsonSchema({
+    "type": "array", "items": {"type": "object"},
+    "description": "The transcript's messages, oldest first, each a SessionMessage as the export gave it.",
+})]
+
+
+class SessionImportBody(Struct):
+    info: SessionV2Info
+    messages: ImportedMessages
+    location: LocationRef | None = Field(None, description="Where the session is recreated (default: where it was"
+                                                           " when that directory exists here, else the server's).")
+
+    @field_validator("info", mode="before")
+    @classmethod
+    def _numbers(cls, value: Any) -> Any:
+        return _stored_numbers(value)
+
+    @field_validator("messages", mode="wrap")
+    @classmethod
+    def _messages(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        try:
+            return handler(_stored_numbers(value))
+        except ValidationError as bad:
+            first = bad.errors()[0]
+            raise PydanticCustomError("transcript_message", "{where}: {problem}", {
+                "where": ".".join(str(p) for p in first["loc"]), "problem": first["msg"]}) from None
+
+
 # --- stream items ---------------------------------------------------------------------------------
 
 DURABLE_EVENT_MODELS = tuple(envelope_model(t) for t in public_durable_types())
@@ -529,10 +613,14 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         method="POST",
         path="/api/session",
         summary="Create session",
-        description="Create a session at the requested location.",
+        description=(
+            "Create a session at the requested location; with parentID, a child of that session (at its location"
+            " unless one is given)."
+        ),
         body=SessionCreateBody,
         success=SessionV2Info,
         unwrap_data=True,
+        errors=_SESSION_404,
         refusals=(_LOCATION, _MODEL),
         provides=(("sessionID", "/data/id"),),
     ),
@@ -719,13 +807,14 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         description=(
             "Stage or move a reversible session boundary and optionally apply its file changes: the files the"
             " agent changed at or after the message are restored to their content before it (unless `files` is"
-            " false). Refused while the session executes."
+            " false). Refused while the session executes, and (409, nothing touched) when a snapshot it needs"
+            " cannot be read."
         ),
         path_params=SessionPath,
         body=SessionRevertStageBody,
         success=RevertState,
         unwrap_data=True,
-        errors=(MessageNotFoundError, SessionNotFoundError, SessionBusyError, UnknownError),
+        errors=(MessageNotFoundError, SessionNotFoundError, SessionBusyError, ConflictError, UnknownError),
     ),
     Endpoint(
         operation_id="v2.session.revert.clear",
@@ -825,6 +914,109 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         path_params=ContextEntryPath,
         success_status=204,
         errors=_SESSION_404,
+    ),
+    # --- session management: update, remove, the inbox, export and import ---
+    Endpoint(
+        operation_id="v2.session.remove",
+        method="DELETE",
+        path="/api/session/{sessionID}",
+        summary="Remove session",
+        description=(
+            "Remove a session and its child sessions, recursively. An executing one is interrupted first; its"
+            " messages, pending input, instruction entries and tool output files leave the store, and one"
+            " session.deleted event per session tells event subscribers. Afterwards the session is not found."
+        ),
+        path_params=SessionPath,
+        success_status=204,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.update",
+        method="PATCH",
+        path="/api/session/{sessionID}",
+        summary="Update session",
+        description=(
+            "Replace the session's title, metadata or permission rules (each field given). A title set here is"
+            " never replaced by the automatic one."
+        ),
+        path_params=SessionPath,
+        body=SessionUpdateBody,
+        success_status=204,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.inbox.list",
+        method="GET",
+        path="/api/session/{sessionID}/inbox",
+        summary="List session inbox",
+        description="Retrieve the input admitted to a session but not yet delivered to it, in enqueue order.",
+        path_params=SessionPath,
+        success=list[InboxItem],
+        unwrap_data=True,
+        errors=_SESSION_404,
+        provides=(("inboxID", "/data/0/id"),),
+    ),
+    Endpoint(
+        operation_id="v2.session.inbox.cancel",
+        method="DELETE",
+        path="/api/session/{sessionID}/inbox/{inboxID}",
+        summary="Cancel inbox item",
+        description=(
+            "Withdraw pending input before it is delivered: it never executes. An item no longer pending"
+            " (delivered or cancelled already) is left as it is."
+        ),
+        path_params=InboxPath,
+        success_status=204,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.inbox.update",
+        method="PATCH",
+        path="/api/session/{sessionID}/inbox/{inboxID}",
+        summary="Change inbox item delivery",
+        description=(
+            "Change when pending input is delivered: `steer` at the next safe step boundary (execution is woken),"
+            " `queue` once the session is idle."
+        ),
+        path_params=InboxPath,
+        body=InboxUpdateBody,
+        success_status=204,
+        errors=(ConflictError, SessionNotFoundError),
+    ),
+    Endpoint(
+        operation_id="v2.experimental.session.export",
+        method="GET",
+        path="/api/experimental/session/{sessionID}/export",
+        summary="Export session",
+        description=(
+            "Retrieve a session's record and projected messages, oldest first. With sanitize=true, credentials,"
+            " the absolute home directory, attachments' bytes and tool output file paths are removed."
+        ),
+        path_params=SessionPath,
+        query=SessionExportQuery,
+        success=SessionTranscript,
+        unwrap_data=True,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.experimental.session.import",
+        method="POST",
+        path="/api/experimental/session/import",
+        summary="Import session",
+        description=(
+            "Recreate an exported session, in one transaction: it lists, replays and continues like any other."
+            " Parents must be imported before their children; an ID already here is a conflict."
+        ),
+        body=SessionImportBody,
+        success=SessionV2Info,
+        unwrap_data=True,
+        errors=(ConflictError, SessionNotFoundError),
+        refusals=(_LOCATION,
+                  Refusal(InvalidRequestError, "info", "a number is beyond a signed 64-bit integer"),
+                  Refusal(InvalidRequestError, "messages",
+                          "a message is not a SessionMessage, a number is beyond a signed 64-bit integer, or two"
+                          " messages have the same ID")),
+        provides=(("sessionID", "/data/id"),),
     ),
     Endpoint(
         operation_id="v2.model.list",
@@ -1323,8 +1515,22 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         description=(
             "Extension (not in OpenCode 1.18.33's V2 API; OpenCode's own `GET /mcp` answers the same map): the MCP"
             " servers opencode.json's `mcp` configures for the location, by name, each `connected`, `disabled` or"
-            " `failed` with its `error`. Servers not running yet are started first (each waited for at most its"
-            " `timeout`)."
+            " `failed` with its `error`, or `stopped` when it is not running: a status read starts nothing (the next"
+            " Step at the location starts them, or `POST /api/mcp/connect`)."
+        ),
+        query=LocationQuery,
+        success=McpStatusList,
+        refusals=_LOCATION_QUERY,
+    ),
+    Endpoint(
+        operation_id="v2.mcp.connect",
+        method="POST",
+        path="/api/mcp/connect",
+        summary="Start MCP servers",
+        description=(
+            "Extension: starts the MCP servers opencode.json's `mcp` configures for the location that are not"
+            " running (each waited for at most its `timeout`) and answers their status as `GET /api/mcp` does. A"
+            " POST, so that no page can make a browser start a process with a plain load."
         ),
         query=LocationQuery,
         success=McpStatusList,

@@ -15,7 +15,7 @@ from .base import Struct
 from .common import LocationRef, Millis, ModelRef, SessionErrorInfo, Tokens
 from .ids import EventID, MessageID, PermissionID, QuestionID, SessionID
 from .message import ToolContent
-from .permission import PermissionV2Reply, PermissionV2Request
+from .permission import PermissionV2Reply, PermissionV2Request, PermissionV2Rule
 from .prompt import Prompt
 from .question import QuestionV2Answer, QuestionV2Request
 from .session import RevertState, SessionV2Info
@@ -135,6 +135,62 @@ class Forked(Struct):
     parentID: SessionID
     from_: MessageID | None = Field(None, alias="from")
     info: SessionV2Info
+
+
+# --- session management (issue 33: update, delete, import, the inbox) ---------------------------------
+
+
+@durable("session.updated")
+class Updated(Struct):
+    """A client changed the session (`PATCH`): each field present replaces the session's own; an explicit title
+    is never replaced by the automatic one."""
+
+    sessionID: SessionID
+    title: str | None = None
+    metadata: dict[str, Any] | None = None
+    permissions: list[PermissionV2Rule] | None = None
+
+
+@durable("session.deleted", version=2)
+class Deleted(Struct):
+    """The session is gone: its projection, pending input, entries and state leave the store, and so do its earlier
+    events; this event alone stays in the log as its tombstone (other hosts and `/api/event` readers learn of it)."""
+
+    sessionID: SessionID
+
+
+@durable("session.imported", public=False)
+class Imported(Struct):
+    """The first event of an imported session: it creates the session (`info`) holding the exported transcript
+    (`messages`, their wire form, in order); the session's own events come after it."""
+
+    sessionID: SessionID
+    info: SessionV2Info
+    messages: list[dict[str, Any]]
+
+
+@durable("session.input.cancelled")
+class InputCancelled(Struct):
+    """Pending input left the inbox before it was delivered: it will never execute."""
+
+    sessionID: SessionID
+    inputID: MessageID
+
+
+@durable("session.input.steered")
+class InputSteered(Struct):
+    """Pending input now waits for the next Safe Step Boundary (steer) instead of the idle one."""
+
+    sessionID: SessionID
+    inputID: MessageID
+
+
+@durable("session.input.queued")
+class InputQueued(Struct):
+    """Pending input now waits until the session is idle (queue) instead of the next boundary."""
+
+    sessionID: SessionID
+    inputID: MessageID
 
 
 # --- revert ----------------------------------------------------------------------------------------

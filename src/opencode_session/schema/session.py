@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from .base import Struct
 from .common import LocationRef, Millis, ModelRef, Tokens
 from .ids import MessageID, SessionID
+from .permission import PermissionV2Rule
 
 
 class SessionTime(Struct):
@@ -56,7 +57,10 @@ class SessionV2Info(Struct):
     location: LocationRef
     subpath: str | None = None
     revert: RevertState | None = None
-
+    metadata: dict[str, Any] | None = Field(None, description="Extension: the client's own JSON object, kept as given.")
+    permissions: list[PermissionV2Rule] | None = Field(None, description=(
+        "Extension: rules this session's Steps evaluate after the agent's (the last matching rule wins); a `deny`"
+        " of the configuration still wins over them."))
 
 
 class SessionActive(Struct):

@@ -14,12 +14,13 @@ from ..core.plugins import (
     TerminalRequest,
     ToolResult,
 )
+from ..core.store import BackendNotInstalledError
 from ..core.tools import StaticTools, Tool, ToolContext, ToolFailure, ToolOutput, ToolSource
 from ..schema.events import EventRecord
 from ..schema.message import ToolContent, ToolFileContent, ToolTextContent
 from .embedded import OpenCode
 
-__all__ = ["ENTRY_POINT_GROUP", "AdapterSpec", "EventRecord", "InstructionRequest", "LLMRequest", "OpenCode", "Plugin",
-           "PluginInstructionsUnavailable", "PluginRegistry", "ProviderRequest", "StaticTools", "TerminalRequest",
-           "Tool", "ToolContent", "ToolContext", "ToolFailure", "ToolFileContent", "ToolOutput", "ToolResult",
-           "ToolSource", "ToolTextContent"]
+__all__ = ["ENTRY_POINT_GROUP", "AdapterSpec", "BackendNotInstalledError", "EventRecord", "InstructionRequest",
+           "LLMRequest", "OpenCode", "Plugin", "PluginInstructionsUnavailable", "PluginRegistry", "ProviderRequest",
+           "StaticTools", "TerminalRequest", "Tool", "ToolContent", "ToolContext", "ToolFailure", "ToolFileContent",
+           "ToolOutput", "ToolResult", "ToolSource", "ToolTextContent"]

@@ -17,6 +17,7 @@ from ..core.llm.model import Provider, ResolvedModel
 from ..core.llm.retry import Clock
 from ..core.plugins import Plugin
 from ..core.runtime import Runtime, RuntimeOptions
+from ..core.store import require_backend
 from ..core.tools.registry import ToolRegistry, default_registry
 from ..core.tools.tool import Tool
 from ..core.wiring import make_drain_factory
@@ -40,7 +41,8 @@ class OpenCode(OpenCodeClient):
     and `discover_plugins` (also load the installed ones and opencode.json's `python:` entries, as `ocs` does).
     `pty.connect` works as over the network: its WebSocket runs in memory through the same app, middleware and
     handlers.
-    Closing releases the database, ends every stream and stops every drain. The default database is in memory.
+    Closing releases the database, ends every stream and stops every drain. The default database is in memory; a
+    `postgresql://` one needs the `postgres` extra (without it the constructor raises BackendNotInstalledError).
     """
 
     def __init__(
@@ -59,6 +61,7 @@ class OpenCode(OpenCodeClient):
         plugins: Sequence[Plugin] = (),
         discover_plugins: bool = False,
     ) -> None:
+        require_backend(db)  # a postgresql:// address without the `postgres` extra: BackendNotInstalledError, now
         self.tools: ToolRegistry = default_registry()
         for tool in tools:
             self.tools.register(tool)

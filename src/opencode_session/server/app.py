@@ -20,6 +20,7 @@ from starlette.websockets import WebSocket
 from ..core.fs import is_binary
 from ..core.location import resolve_location
 from ..core.runtime import Runtime
+from ..core.telemetry import hooks, telemetry
 from ..protocol import ENDPOINTS, Endpoint, decode_query
 from ..protocol.endpoint import BYTES_CONTENT_TYPE
 from ..schema.errors import InvalidRequestError, TaggedError, UnknownError
@@ -32,6 +33,8 @@ from .sse import SSEResponse
 from .terminal_socket import serve_terminal
 
 log = logging.getLogger(__name__)
+
+METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus' text exposition format
 
 
 def error_response(err: TaggedError, status: int | None = None) -> JSONResponse:
@@ -70,7 +73,8 @@ def _route(runtime: Runtime, endpoint: Endpoint, state: AppState):
     async def endpoint_fn(request: Request) -> Response:
         try:
             path, query, body = await _decode(endpoint, request)
-            result = await handler(runtime, Call(path, query, body, endpoint, state.shutdown, state.host))
+            traceparent = hooks.valid_traceparent(request.headers.get("traceparent"))
+            result = await handler(runtime, Call(path, query, body, endpoint, state.shutdown, state.host, traceparent))
         except TaggedError as err:
             return error_response(err)
         except Exception:
@@ -96,7 +100,21 @@ def _route(runtime: Runtime, endpoint: Endpoint, state: AppState):
             return error_response(unknown)
         return JSONAnswer(content, status_code=endpoint.success_status)
 
+    if "{" in endpoint.route_path:
+        return _TemplateRoute(endpoint.route_path, endpoint_fn, methods=[endpoint.method], name=endpoint.operation_id)
     return Route(endpoint.route_path, endpoint_fn, methods=[endpoint.method], name=endpoint.operation_id)
+
+
+# Paths declared literally (`/api/session/active`): never a value of another route's parameter, so a method the
+# literal path lacks is a 405 there, not a request for the session called "active".
+_LITERAL_PATHS = frozenset(e.route_path for e in ENDPOINTS if "{" not in e.route_path)
+
+
+class _TemplateRoute(Route):
+    def matches(self, scope: Any) -> tuple[Match, Any]:
+        if scope.get("type") == "http" and scope.get("path") in _LITERAL_PATHS:
+            return Match.NONE, {}
+        return super().matches(scope)
 
 
 def _websocket_route(runtime: Runtime, endpoint: Endpoint, state: AppState) -> WebSocketRoute:
@@ -148,6 +166,11 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
             doc.append(await anyio.to_thread.run_sync(render_openapi))
         return JSONResponse(doc[0])
 
+    async def metrics(_request: Request) -> Response:
+        # the first scrape starts counting (and imports prometheus_client): a server nobody scrapes counts nothing
+        exposition = telemetry.enable_metrics()
+        return Response(exposition.text(), media_type=METRICS_CONTENT_TYPE)
+
     async def not_found(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 404)
         # RFC 9110: a 405 names the methods the path has. Starlette's names those of the first route on the path
@@ -159,6 +182,8 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
     routes: list[BaseRoute] = [_route(runtime, e, state) for e in ENDPOINTS]
     routes += [_websocket_route(runtime, e, state) for e in ENDPOINTS if e.websocket]
     routes.append(Route("/doc", openapi_doc, methods=["GET"], name="doc"))
+    # Prometheus text, not JSON and not OpenCode's V2 API: beside /doc, outside the endpoint table (and the client)
+    routes.append(Route("/metrics", metrics, methods=["GET"], name="metrics"))
     app = Starlette(routes=routes, exception_handlers={HTTPException: not_found})
     app.state.ocs = state
     # The last added runs first: Host/Origin, then CORS (a preflight carries no credentials), auth, the body.
@@ -169,7 +194,7 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
                            password=password)
     if guard.allowed_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(guard.allowed_origins),
-                           allow_methods=["GET", "POST", "PUT", "DELETE"],
+                           allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
                            allow_headers=["authorization", "content-type", "accept", "last-event-id"], max_age=600)
     app.add_middleware(OriginGuard, allowed_hosts=guard.allowed_hosts, allowed_origins=guard.allowed_origins)
     return app

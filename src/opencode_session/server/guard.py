@@ -95,11 +95,13 @@ async def refuse(scope: Scope, send: Send, err: TaggedError, status: int | None 
 
 
 class OriginGuard:
-    """403 unless the Host names a loopback address or an allowed host, and any browser Origin is an allowed one or
-    the server's own (the request's scheme and Host).
+    """403 unless the Host names a loopback address or an allowed host, any browser Origin is an allowed one or
+    the server's own (the request's scheme and Host), and a browser that says the request crosses sites
+    (`Sec-Fetch-Site: cross-site`, or `same-site`: another port of this host) names an allowed Origin.
 
     A page on another site can make a browser send requests here (no preflight for "simple" requests) and, by
-    rebinding its own domain to 127.0.0.1, read the answers; the Origin and Host headers are what give it away.
+    rebinding its own domain to 127.0.0.1, read the answers; the Origin and Host headers are what give it away. An
+    `<img>` or `<script>` load is a GET with no Origin at all: its `Sec-Fetch-Site` gives it away.
     """
 
     def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str] = (), allowed_origins: Iterable[str] = ()) -> None:
@@ -118,12 +120,14 @@ class OriginGuard:
         return None
 
     def _refusal(self, scope: Scope) -> str | None:
-        host = origin = None
+        host = origin = fetch_site = None
         for key, value in scope.get("headers", ()):
             if key == b"host":
                 host = value
             elif key == b"origin":
                 origin = value.decode("latin-1")
+            elif key == b"sec-fetch-site":
+                fetch_site = value.decode("latin-1").strip().lower()
         refusal = self._host_refusal(host)
         # A page opens a WebSocket from its http(s) origin: ws and wss compare as http and https.
         scheme: str = scope.get("scheme") or "http"
@@ -132,6 +136,12 @@ class OriginGuard:
         if refusal is None and origin is not None and _normalise_origin(origin) not in self.origins and not (
                 host is not None and _same_origin(origin, scheme, host.decode("latin-1"))):
             refusal = f"Origin {origin!r} is not allowed (start the server with --allow-origin to allow it)"
+        # The browser's own word that a page of another site (or another port here) sent this: only an allowed
+        # Origin may (a same-origin page says `same-origin`; a client that is not a browser says nothing).
+        if refusal is None and fetch_site in ("cross-site", "same-site") and (
+                origin is None or _normalise_origin(origin) not in self.origins):
+            refusal = (f"A {fetch_site} request is not allowed (Sec-Fetch-Site; start the server with --allow-origin"
+                       " to allow a page's origin)")
         return refusal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -21,6 +21,7 @@ from ..core.location import Location, require_usable_directory, select_location
 from ..core.permission import Authority, PermissionAsk
 from ..core.references import discover_references
 from ..core.runtime import Runtime
+from ..core.session import transcript
 from ..core.session.requests import file_permission, in_location
 from ..core.store import now_ms
 from ..core.workspace import available_skills, workspace_authority
@@ -38,6 +39,8 @@ from ..protocol.api import (
     FsListQuery,
     FsReadPath,
     HealthStatus,
+    InboxPath,
+    InboxUpdateBody,
     IntegrationAnswer,
     IntegrationAttemptAnswer,
     IntegrationAttemptStatusAnswer,
@@ -66,7 +69,9 @@ from ..protocol.api import (
     SavedPermissionQuery,
     SessionCreateBody,
     SessionEventsQuery,
+    SessionExportQuery,
     SessionForkBody,
+    SessionImportBody,
     SessionListQuery,
     SessionLogQuery,
     SessionMessagePath,
@@ -78,6 +83,7 @@ from ..protocol.api import (
     SessionRevertStageBody,
     SessionSwitchAgentBody,
     SessionSwitchModelBody,
+    SessionUpdateBody,
     SkillList,
 )
 from ..schema.catalog import ModelList, ProviderAnswer, ProviderList
@@ -86,6 +92,7 @@ from ..schema.events import EventRecord, GlobalDisposed, LogSynced, ServerConnec
 from ..schema.ids import SessionID, event_id
 from ..schema.input import SessionInputAdmitted
 from ..schema.instruction_entry import InstructionEntry, InstructionEntryPut
+from ..schema.lifecycle import InboxItem, SessionTranscript
 from ..schema.location import LocationInfo
 from ..schema.mcp import McpServerStatus
 from ..schema.message import SessionMessage
@@ -113,6 +120,7 @@ class Call(Generic[P, Q, B]):
     endpoint: Endpoint
     shutdown: anyio.Event
     host: Host = field(default_factory=Host)  # the server's own services (terminal tickets, the PTY Environment)
+    traceparent: str | None = None  # the request's W3C `traceparent` header, when it is a valid one
 
 
 Handler = Callable[[Runtime, Call[Any, Any, Any]], Awaitable[Any]]
@@ -198,7 +206,7 @@ async def session_list(rt: Runtime, call: Call[None, SessionListQuery, None]) ->
         require_usable_directory(q.directory, "query", "directory")
     return await rt.sessions.list(
         cursor=q.cursor, limit=q.limit if "limit" in q.model_fields_set else None, order=q.order, search=q.search,
-        directory=q.directory, project=q.project, subpath=q.subpath, workspace=q.workspace,
+        directory=q.directory, project=q.project, subpath=q.subpath, workspace=q.workspace, parent=q.parentID,
     )
 
 
@@ -207,7 +215,9 @@ async def session_create(rt: Runtime, call: Call[None, None, SessionCreateBody])
     b = call.body
     if b.location is not None:
         require_usable_directory(b.location.directory, "body", "location.directory")
-    return await rt.sessions.create(id=b.id, agent=b.agent, model=b.model, location=b.location)
+    return await rt.sessions.create(id=b.id, agent=b.agent, model=b.model, location=b.location,
+                                    parent_id=b.parentID, title=b.title, metadata=b.metadata,
+                                    permissions=b.permissions)
 
 
 @op("v2.session.active")
@@ -241,7 +251,7 @@ async def session_switch_model(rt: Runtime, call: Call[SessionPath, None, Sessio
 async def session_prompt(rt: Runtime, call: Call[SessionPath, None, SessionPromptBody]) -> SessionInputAdmitted:
     b = call.body
     return await rt.sessions.admit(call.path.sessionID, b.prompt, id=b.id, delivery=b.delivery or "steer",
-                                   resume=True if b.resume is None else b.resume)
+                                   resume=True if b.resume is None else b.resume, traceparent=call.traceparent)
 
 
 def _execution(rt: Runtime) -> Any:
@@ -338,6 +348,50 @@ async def entry_put(rt: Runtime, call: Call[ContextEntryPath, None, InstructionE
 @op("v2.session.context.entry.remove")
 async def entry_remove(rt: Runtime, call: Call[ContextEntryPath, None, None]) -> None:
     await rt.entries.remove(call.path.sessionID, call.path.key)
+
+
+# --- session management: update, remove, the inbox, export and import -------------------------------------
+
+
+@op("v2.session.remove")
+async def session_remove(rt: Runtime, call: Call[SessionPath, None, None]) -> None:
+    await rt.lifecycle.remove(call.path.sessionID)
+
+
+@op("v2.session.update")
+async def session_update(rt: Runtime, call: Call[SessionPath, None, SessionUpdateBody]) -> None:
+    b = call.body
+    await rt.lifecycle.update(call.path.sessionID, title=b.title, metadata=b.metadata, permissions=b.permissions)
+
+
+@op("v2.session.inbox.list")
+async def session_inbox_list(rt: Runtime, call: Call[SessionPath, None, None]) -> list[InboxItem]:
+    return await rt.lifecycle.inbox(call.path.sessionID)
+
+
+@op("v2.session.inbox.cancel")
+async def session_inbox_cancel(rt: Runtime, call: Call[InboxPath, None, None]) -> None:
+    await rt.lifecycle.cancel(call.path.sessionID, call.path.inboxID)
+
+
+@op("v2.session.inbox.update")
+async def session_inbox_update(rt: Runtime, call: Call[InboxPath, None, InboxUpdateBody]) -> None:
+    await rt.lifecycle.deliver(call.path.sessionID, call.path.inboxID, call.body.delivery)
+
+
+@op("v2.experimental.session.export")
+async def session_export(rt: Runtime, call: Call[SessionPath, SessionExportQuery, None]) -> SessionTranscript:
+    return await transcript.export(rt.store, call.path.sessionID, sanitize=call.query.sanitize is True,
+                                   env=rt.options.env)
+
+
+@op("v2.experimental.session.import")
+async def session_import(rt: Runtime, call: Call[None, None, SessionImportBody]) -> SessionV2Info:
+    b = call.body
+    if b.location is not None:
+        require_usable_directory(b.location.directory, "body", "location.directory")
+    return await transcript.import_transcript(rt.store, SessionTranscript(info=b.info, messages=b.messages),
+                                              b.location, rt.location)
 
 
 # --- permissions and questions ----------------------------------------------------------------------------
@@ -568,8 +622,11 @@ async def fs_list(rt: Runtime, call: Call[None, FsListQuery, None]) -> FsEntries
 async def fs_find(rt: Runtime, call: Call[None, FsFindQuery, None]) -> FsEntries:
     loc = _location(rt, call.query)
     q = call.query
-    found = await anyio.to_thread.run_sync(partial(rt.finder.find, loc.directory, q.query, rt.options.env, q.type,
-                                                   q.limit or DEFAULT_LIMIT))
+    authority = await _authority(rt, loc, call.endpoint)
+    # a file the rules deny reading is not named (as in the glob tool and the listing)
+    found = await anyio.to_thread.run_sync(partial(
+        rt.finder.find, loc.directory, q.query, rt.options.env, q.type, q.limit or DEFAULT_LIMIT,
+        lambda path: authority.effect_on("read", loc.directory / path) == "deny"))
     return FsEntries(location=loc.info(), data=found)
 
 
@@ -663,6 +720,15 @@ async def skill_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> Skil
 
 @op("v2.mcp.status")
 async def mcp_status(rt: Runtime, call: Call[None, LocationQuery, None]) -> McpStatusList:
+    loc = _location(rt, call.query)
+    config = await _config(rt, loc, call.endpoint)
+    statuses = rt.mcp.statuses(loc.directory, config)  # a GET starts no process
+    return McpStatusList(location=loc.info(), data={name: McpServerStatus(status=s.status, error=s.error)
+                                                    for name, s in statuses.items()})
+
+
+@op("v2.mcp.connect")
+async def mcp_connect(rt: Runtime, call: Call[None, LocationQuery, None]) -> McpStatusList:
     loc = _location(rt, call.query)
     config = await _config(rt, loc, call.endpoint)
     statuses = await rt.mcp.status(loc.directory, config)

@@ -52,6 +52,13 @@ class ConnectTickets:
             self._issued.popitem(last=False)
         return PtyTicketConnectToken(ticket=ticket, expires_in=max(1, round(self._ttl)))
 
+    def known(self, ticket: str, pty_id: str) -> bool:
+        """Whether `ticket` was issued for this terminal and has not expired (it is not used up): checked before
+        anything else about the request, so a caller without one learns nothing (not even whether a directory
+        exists)."""
+        issued = self._issued.get(ticket)
+        return issued is not None and issued[0] == pty_id and time.monotonic() < issued[2]
+
     def consume(self, ticket: str, pty_id: str, directory: Path) -> bool:
         """Whether `ticket` opens this terminal in this Location now; a ticket is gone once presented, whatever the
         answer, so a guessed or replayed one never works twice."""

@@ -15,10 +15,11 @@ from typing import Any
 
 import uvicorn
 
+from ..core import own_address
 from ..core.execution.continuation import InvalidResumeBudget
 from ..core.execution.ownership import InvalidLeaseTtl
 from ..core.runtime import Runtime, RuntimeOptions
-from ..core.store import StoreError, describe_database
+from ..core.store import BackendNotInstalledError, StoreError, describe_database, require_backend
 from .app import create_app
 from .connections import ResourceExhaustionLog, read_deadline_protocol
 from .guard import GuardOptions, is_loopback
@@ -103,11 +104,13 @@ async def serve(
     limits: ConnectionLimits | None = None,
     insecure_no_password: bool = False,
     stall_timeout: float = 15.0,
+    own_logging: bool = False,
 ) -> None:
     """Run until SIGTERM/SIGINT (or `stop`). `managed` servers suspend active sessions on shutdown and resume
     the suspended ones at start (restart continuation), and continue the sessions a hard crash lost (within the
     resume budget). Raises ServeRefused before opening anything when `host`
-    is beyond loopback and no password is set (unless `insecure_no_password`)."""
+    is beyond loopback and no password is set (unless `insecure_no_password`). With `own_logging` uvicorn leaves
+    logging as the caller configured it (its records reach the root logger's handlers)."""
     check_exposure(host, options.env, insecure_no_password)
     stop = stop or asyncio.Event()
     guard = guard or GuardOptions()
@@ -119,8 +122,9 @@ async def serve(
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     try:
+        require_backend(options.db_path)
         runtime = Runtime(options)
-    except (InvalidResumeBudget, InvalidLeaseTtl) as bad:
+    except (InvalidResumeBudget, InvalidLeaseTtl, BackendNotInstalledError) as bad:
         raise ServeRefused(str(bad)) from None
     try:
         await runtime.open()
@@ -131,12 +135,14 @@ async def serve(
                            " (choose another with --db)") from None
     previous_handler = loop.get_exception_handler()
     loop.set_exception_handler(ResourceExhaustionLog())
+    served: tuple[str, int] | None = None
     try:
         # before this host runs anything: every execution claim left in the database is a lost host's
         lost = await runtime.lost_sessions() if managed else []
         app = create_app(runtime, heartbeat=heartbeat, guard=guard, stall_timeout=stall_timeout)
         sock = bind(host, port)
-        config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False,
+        logging_config: dict[str, Any] = {"log_config": None} if own_logging else {}
+        config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False, **logging_config,
                                 timeout_graceful_shutdown=10, http=read_deadline_protocol(limits.read_timeout),
                                 timeout_keep_alive=limits.keep_alive,
                                 limit_concurrency=limits.max_concurrency)
@@ -151,6 +157,8 @@ async def serve(
         if not server.started:
             raise RuntimeError("the HTTP server did not start")
         bound = sock.getsockname()
+        served = (host, bound[1])
+        own_address.register(*served)  # the model's webfetch may not call it back
         url = f"http://{host if ':' not in host else f'[{host}]'}:{bound[1]}"
         if managed:
             await runtime.continue_lost(lost)
@@ -173,3 +181,5 @@ async def serve(
                 loop.remove_signal_handler(sig)
         await runtime.close()
         loop.set_exception_handler(previous_handler)
+        if served is not None:
+            own_address.unregister(*served)

@@ -12,6 +12,7 @@ import anyio
 from starlette.types import Receive, Scope, Send
 
 from ..core.store.feed import SubscriptionLost
+from ..core.telemetry import hooks, telemetry
 from ..schema import jsontext
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,10 @@ class StreamCut(logging.Filter):
 STREAM_CUT = StreamCut()
 
 
+_OPEN = [0]  # the event streams open in this process, reported as the `ocs_sse_subscribers` gauge
+telemetry.watch("ocs_sse_subscribers", lambda: _OPEN[0])
+
+
 class SSEResponse:
     """Streams pre-encoded frames from `source`, with a comment heartbeat whenever it is quiet for `heartbeat`
     seconds. It ends cleanly when the source ends, or (after sending `farewell`) when `shutdown` is set; it stops
@@ -72,6 +77,13 @@ class SSEResponse:
         self.stall_timeout = stall_timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        _OPEN[0] += 1
+        try:
+            await self._serve(receive, send)
+        finally:
+            _OPEN[0] -= 1
+
+    async def _serve(self, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": HEADERS})
         disconnected = failed = stalled = False
         send_frames, recv_frames = anyio.create_memory_object_stream[bytes | None](256)
@@ -89,6 +101,7 @@ class SSEResponse:
                     await send_frames.send(chunk)
             except SubscriptionLost as lost:
                 failed = True
+                hooks.reader_dropped()  # it fell behind the live ring (or the bus closed)
                 log.warning("cut off an event stream: %s", lost)
             except Exception:
                 failed = True
@@ -149,6 +162,7 @@ class SSEResponse:
                 with anyio.CancelScope(shield=True):
                     await aclose()
         if stalled:
+            hooks.reader_dropped()
             log.warning("cut off an event stream whose reader accepted nothing for %s s", self.stall_timeout)
         if failed or stalled:
             return  # incomplete on purpose (see StreamCut): the reader must not take this for the end

@@ -4,6 +4,7 @@ output out and input and resizes in until the process exits, the client leaves o
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -76,6 +77,11 @@ def _admit(websocket: WebSocket, runtime: Runtime, host: Host, invalid: Any) -> 
         query: Any = decode_query(ENDPOINT.query, websocket.query_params.multi_items())
     except ValidationError as exc:
         raise invalid(exc, "query") from None
+    # A ticket stands in for auth (a browser cannot send the header): judged first, so that a caller without a good
+    # one learns nothing about the Location or the terminal
+    if query.ticket is not None and not host.tickets.known(query.ticket, path.ptyID):
+        host.tickets.consume(query.ticket, path.ptyID, Path())  # presented: gone, whatever the answer
+        raise ForbiddenError("The connection ticket is not valid for this terminal (unknown, used, or expired)")
     location = connect_location(runtime, query)
     terminal = runtime.terminals.get(location.directory, path.ptyID)
     if query.ticket is not None and not host.tickets.consume(query.ticket, path.ptyID, location.directory):

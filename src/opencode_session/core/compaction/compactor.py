@@ -20,6 +20,7 @@ from ..llm.errors import ProviderError
 from ..llm.retry import BASE_DELAY_MS, Clock, may_retry, retry_delay_ms
 from ..session.history import HistoryEntry
 from ..store import Store, Tx, confirm_lease
+from ..telemetry import hooks
 from . import render
 from .tokens import TokenEstimator, text_tokens
 
@@ -234,6 +235,13 @@ class Compactor:
                       secrets: tuple[str, ...] = ()) -> SessionErrorInfo | None:
         """Summarise older history durably; returns None once active history starts at the new checkpoint, else
         the typed error of the failed compaction (history is then unchanged)."""
+        with hooks.compaction(session_id, reason):
+            return await self._compact(session_id, reason, settings, model, provider, entries, chosen, input_id,
+                                       secrets)
+
+    async def _compact(self, session_id: str, reason: ev.CompactionReason, settings: CompactionSettings,
+                       model: llm.ResolvedModel, provider: llm.Provider, entries: list[HistoryEntry],
+                       chosen: Split | None, input_id: str | None, secrets: tuple[str, ...]) -> SessionErrorInfo | None:
         cut = chosen or split(entries, settings.keep_tokens, trigger_of(entries) if reason == "auto" else None)
         if cut is None:
             error = SessionErrorInfo(type=session_errors.COMPACTION_UNAVAILABLE, message=NOTHING_TO_COMPACT)

@@ -107,14 +107,19 @@ def project_dirs(directory: Path, project_root: Path) -> list[Path]:
     return dirs_from_root(Path(project_root).resolve(), here) or [here]
 
 
-def candidate_files(directory: Path, project_root: Path, env: Mapping[str, str] = os.environ) -> list[Path]:
-    """Every place a config file of this directory may be, whether one is there or not, in merge order."""
-    files: list[Path] = []
+def user_files(env: Mapping[str, str] = os.environ) -> list[Path]:
+    """The user's own config files (global, `OPENCODE_CONFIG`): outside any project, written by the person."""
     gdir = global_config_dir(env)
-    files += [gdir / name for name in GLOBAL_FILES]
+    files = [gdir / name for name in GLOBAL_FILES]
     extra = env.get("OPENCODE_CONFIG")
     if extra:
         files.append(Path(os.path.expanduser(extra)))
+    return files
+
+
+def candidate_files(directory: Path, project_root: Path, env: Mapping[str, str] = os.environ) -> list[Path]:
+    """Every place a config file of this directory may be, whether one is there or not, in merge order."""
+    files = user_files(env)
     if not project_config_disabled(env):
         for folder in project_dirs(directory, project_root):
             files += [folder / name for name in PROJECT_FILES]
@@ -246,16 +251,21 @@ def load_file(path: Path, env: Mapping[str, str] = os.environ) -> dict[str, Any]
     return _read_file(path, env, ConfigReport([path]))
 
 
+Adjust = Callable[[Path, dict[str, Any]], dict[str, Any]]
+
+
 def inspect_config(directory: Path, project_root: Path, env: Mapping[str, str] = os.environ, *,
-                   included: Callable[[Path], None] = lambda _path: None) -> ConfigReport:
+                   included: Callable[[Path], None] = lambda _path: None,
+                   adjust: Adjust = lambda _path, data: data) -> ConfigReport:
     """The configuration `load_config` would give, with its files and warnings; a bad file is reported in the
     result instead of raised. `included(path)` is told of each file a `{file:...}` placeholder reads, before it is
-    read."""
+    read; `adjust(path, data)` may change what one file says before it is merged (`ConfigSource` keeps a changed
+    project file's authority as it first read it)."""
     report = ConfigReport(files=config_files(directory, project_root, env))
     merged: dict[str, Any] = {}
     try:
         for path in report.files:
-            merged = merge_config(merged, _read_file(path, env, report, included))
+            merged = merge_config(merged, adjust(path, _read_file(path, env, report, included)))
         report.config = Config.model_validate(merged)
     except ConfigError as bad:
         report.error = bad
@@ -265,10 +275,11 @@ def inspect_config(directory: Path, project_root: Path, env: Mapping[str, str] =
 
 
 def load_config(directory: Path, project_root: Path, env: Mapping[str, str] = os.environ, *,
-                included: Callable[[Path], None] = lambda _path: None) -> Config:
+                included: Callable[[Path], None] = lambda _path: None,
+                adjust: Adjust = lambda _path, data: data) -> Config:
     """Global files, then `OPENCODE_CONFIG`, then project files from the root down to `directory`;
     nearer files override farther ones (read anew: `ConfigSource.at` caches it)."""
-    report = inspect_config(directory, project_root, env, included=included)
+    report = inspect_config(directory, project_root, env, included=included, adjust=adjust)
     if report.error is not None:
         raise report.error
     assert report.config is not None
@@ -299,4 +310,5 @@ __all__ = [
     "parse_model_string",
     "project_config_disabled",
     "project_dirs",
+    "user_files",
 ]

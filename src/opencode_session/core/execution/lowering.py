@@ -26,6 +26,12 @@ from ..llm.model import (
 from ..session.history import HistoryEntry
 from ..tools.output import settled_text
 
+# The images a tool result may show a model (every provider's image input takes these), and the largest one sent
+# (OpenCode's inline media limit); others stay the text note the tool wrote beside them.
+TOOL_IMAGE_MIMES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+MAX_TOOL_IMAGE_BYTES = 5 * 1024 * 1024
+TOOL_FILES_NOTE = "Attached image(s) from tool result:"
+
 
 def _user_parts(message: md.SessionMessageUserData) -> list[TextPart | FilePart]:
     parts: list[TextPart | FilePart] = []
@@ -36,9 +42,10 @@ def _user_parts(message: md.SessionMessageUserData) -> list[TextPart | FilePart]
     return parts or [TextPart("")]
 
 
-def lower_message(message: md.SessionMessageData, current: ModelRef | None) -> list[LLMMessage]:
+def lower_message(message: md.SessionMessageData, current: ModelRef | None, images: bool = False) -> list[LLMMessage]:
     """One projected message as provider-neutral messages; native continuation metadata survives only for an
-    error-free assistant of the same provider and model, otherwise reasoning becomes plain text."""
+    error-free assistant of the same provider and model, otherwise reasoning becomes plain text. With `images` (the
+    model accepts them) the images local tools returned go with their results."""
     if message["type"] == "user":
         return [UserMessage(_user_parts(message))]
     if message["type"] == "synthetic":
@@ -48,20 +55,21 @@ def lower_message(message: md.SessionMessageData, current: ModelRef | None) -> l
     if message["type"] == "shell":
         return [UserMessage([TextPart(f"Shell command: {message['command']}\n\n{message['output']}")])]
     if message["type"] == "assistant":
-        return _assistant(message, current)
+        return _assistant(message, current, images)
     if message["type"] == "compaction":
         return lower_compaction(message)
     return []  # agent/model switches are transcript facts, not model input
 
 
-def _key(current: ModelRef | None) -> tuple[str, ...]:
-    return ("lowered", current.providerID, current.id) if current is not None else ("lowered",)
+def _key(current: ModelRef | None, images: bool) -> tuple[str, ...]:
+    base = ("lowered", current.providerID, current.id) if current is not None else ("lowered",)
+    return (*base, "images") if images else base
 
 
-def _lowered(entry: HistoryEntry, key: tuple[str, ...], current: ModelRef | None) -> list[LLMMessage]:
+def _lowered(entry: HistoryEntry, key: tuple[str, ...], current: ModelRef | None, images: bool) -> list[LLMMessage]:
     lowered = entry.derived.get(key)
     if lowered is None:
-        lowered = entry.derived[key] = lower_message(entry.message, current)
+        lowered = entry.derived[key] = lower_message(entry.message, current, images)
     return lowered
 
 
@@ -84,11 +92,11 @@ class LoweredHistory:
         self.max_sessions = max_sessions
         self._sessions: OrderedDict[str, _Lowered] = OrderedDict()
 
-    def lower(self, session_id: str, entries: list[HistoryEntry],
-              current: ModelRef | None) -> tuple[list[LLMMessage], bool]:
+    def lower(self, session_id: str, entries: list[HistoryEntry], current: ModelRef | None,
+              images: bool = False) -> tuple[list[LLMMessage], bool]:
         """The request messages for `entries` (a list the caller may change), each entry's lowering reused for
         the same model, and whether `needs_loading` holds for them."""
-        key = _key(current)
+        key = _key(current, images)
         state = self._sessions.pop(session_id, None)
         if state is None or state.key != key:
             state = _Lowered(key, [], [], [], [])
@@ -103,7 +111,7 @@ class LoweredHistory:
             state.unread = [i for i in state.unread if i < same]
             state.loaded.clear()
         for index in range(same, len(entries)):
-            lowered = _lowered(entries[index], key, current)
+            lowered = _lowered(entries[index], key, current, images)
             state.entries.append(entries[index])
             state.messages.extend(lowered)
             state.ends.append(len(state.messages))
@@ -131,7 +139,20 @@ class LoweredHistory:
         return messages
 
 
-def _assistant(message: md.SessionMessageAssistantData, current: ModelRef | None) -> list[LLMMessage]:
+def _tool_images(state: md.ToolStateCompletedData) -> tuple[FilePart, ...]:
+    """The images among a completed call's content that a model may be shown."""
+    found = []
+    for part in state.get("content") or ():
+        if part["type"] != "file":
+            continue
+        mime, uri = part.get("mime", "").lower(), part.get("uri", "")
+        if mime in TOOL_IMAGE_MIMES and uri.startswith("data:") and len(uri) * 3 // 4 <= MAX_TOOL_IMAGE_BYTES:
+            found.append(FilePart(uri=uri, mime=mime, name=part.get("name")))
+    return tuple(found)
+
+
+def _assistant(message: md.SessionMessageAssistantData, current: ModelRef | None,
+               images: bool = False) -> list[LLMMessage]:
     model = message["model"]
     native = (current is not None and not message.get("error") and model["id"] == current.id
               and model["providerID"] == current.providerID)
@@ -162,9 +183,12 @@ def _assistant(message: md.SessionMessageAssistantData, current: ModelRef | None
                 continue
             parts.append(ToolCallPart(part["id"], part["name"], state.get("input") or {}, metadata))
             if state["status"] == "completed":
-                results.append(ToolResultMessage(part["id"], part["name"], settled_text(state)))
+                files = _tool_images(state) if images else ()
+                results.append(ToolResultMessage(part["id"], part["name"], settled_text(state), files=files))
             else:
                 results.append(ToolResultMessage(part["id"], part["name"], state["error"]["message"], is_error=True))
     if not parts:
         return []
-    return [AssistantMessage(parts), *results]
+    shown = [file for result in results for file in result.files]
+    trailer: list[LLMMessage] = [UserMessage([TextPart(TOOL_FILES_NOTE), *shown], tool_files=True)] if shown else []
+    return [AssistantMessage(parts), *results, *trailer]

@@ -90,7 +90,7 @@ class ModelContextBuilder:
         history = await self.store.read(lambda reader: self.history.load(reader, session_id))
         last_step = b.agent.steps is not None and step >= b.agent.steps
         rules = b.rules(self.env)
-        messages, unread = self.lowered.lower(session_id, history, call.model_ref)
+        messages, unread = self.lowered.lower(session_id, history, call.model_ref, call.resolved.capabilities.images)
         if unread:
             # re-checked under this Step's rules: the file, or the rules, may have changed since admission
             authority = Authority(b.location.directory, rules)

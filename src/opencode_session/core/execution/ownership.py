@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 from ..store import Lease, LeaseLapsedError, Reader, SessionFencedError, Store, StoreError, Tx, now_ms
+from ..telemetry import hooks
 
 log = logging.getLogger(__name__)
 
@@ -233,6 +234,7 @@ class Ownership:
                         self._taken[(lease.session_id, lease.epoch)] = sent
                         log.warning("taking over session %s from %s", stale.session_id,
                                     stale.owner or "nobody (its input waited unowned)")
+                        hooks.lease_taken_over()
                         take_over(lease, bool(stale.owner))
             except StoreError as failed:
                 log.warning("the lease sweep failed: %s", failed)

@@ -30,7 +30,7 @@ from ..instructions.algebra import InstructionsBlocked
 from ..llm import model as llm
 from ..llm.errors import ProviderError
 from ..llm.retry import BASE_DELAY_MS, Clock, may_retry, retry_delay_ms
-from ..permission import PermissionRequests
+from ..permission import PermissionRequests, with_session_rules
 from ..plugins import PluginHookError, PluginHooks, ProviderRequest
 from ..questions import QuestionRequests
 from ..session import admission
@@ -38,6 +38,7 @@ from ..session.history import HistoryCache
 from ..snapshot import Snapshots
 from ..snapshot.steps import StepFiles
 from ..store import Reader, Store, confirm_lease
+from ..telemetry import hooks, telemetry
 from ..tools.registry import ToolRegistry, ToolSet, default_registry
 from ..tools.tool import ToolContext
 from .coordinator import DrainFailure, DrainInterrupted
@@ -87,6 +88,7 @@ class RunnerDeps:
     config: ConfigSource | None = None  # the runtime's configuration source; None: one of the runner's own over env
     snapshots: Snapshots | None = None  # None: Steps take no file snapshots
     hooks: PluginHooks | None = None  # the loaded plugins' hooks; None: no plugin hooks
+    host: str = ""  # this process as its execution spans name it (a lease owner's name)
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,14 @@ class Runner:
     # --- the drain --------------------------------------------------------------------------------------
 
     async def drain(self, session_id: str, force: bool) -> None:
+        if telemetry.tracer is None:
+            return await self._drain(session_id, force)
+        # the execution joins the trace of the caller whose input waits longest (kept with the admitted input)
+        parent = await self.deps.store.read(lambda reader: reader.pending.first_trace(session_id))
+        with hooks.execution(session_id, self.deps.host, parent):
+            await self._drain(session_id, force)
+
+    async def _drain(self, session_id: str, force: bool) -> None:
         store = self.deps.store
         await self._run_barrier(session_id)
         if not force and not await self._promotable(session_id):
@@ -140,7 +150,10 @@ class Runner:
                 # a retry is the next Step: it needs allowance left after this one
                 allowance_left = b.agent.steps is None or state.step + 1 <= b.agent.steps
                 retry_policy = partial(may_retry, retries_so_far=state.retrying.retries, allowance_left=allowance_left)
-                stepped = await self._step(b, baseline, state, retry_policy)
+                with hooks.step(session_id, b.agent.name, state.step, state.retrying.attempt) as traced:
+                    stepped = await self._step(b, baseline, state, retry_policy)
+                    if traced is not None:
+                        traced.settled(stepped.assistant_id, stepped.outcome)
                 outcome = stepped.outcome
                 if outcome is None or outcome.overflow:
                     if state.retrying.assistant_id is not None:
@@ -153,7 +166,8 @@ class Runner:
                     await store.append(ev.RetryScheduled(
                         sessionID=session_id, assistantMessageID=stepped.assistant_id, attempt=state.retrying.attempt,
                         at=self.deps.clock.now_ms() + int(delay), error=outcome.error.to_session_error()))
-                    await self.deps.clock.sleep_ms(delay)
+                    with hooks.retrying(delay, outcome.error.to_session_error().type, state.retrying.attempt):
+                        await self.deps.clock.sleep_ms(delay)
                     continue
                 # a last (tool-less) step never asks for another one, whatever the model did
                 last = b.agent.steps is not None and state.step >= b.agent.steps
@@ -220,7 +234,7 @@ class Runner:
             session_id=sid, message_id=orphan.assistant_id, call_id=orphan.call_id, agent=agent.name,
             directory=b.location.directory, project_root=b.location.project_root,
             on_read=d.on_read(b, orphan.assistant_id) if d.on_read else None, env=d.env,
-            rules=agent.rules(b.config.permission, d.env),
+            rules=with_session_rules(agent.rules(b.config.permission, d.env), b.session.permissions),
             asker=None if d.permissions is None else d.permissions.asker(sid, b.location.project_id,
                                                                          orphan.assistant_id, orphan.call_id),
             managed_roots=() if outputs is None else (outputs.root,), config=b.config)

@@ -5,6 +5,7 @@ runner)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +28,11 @@ from ..plugins import PluginHookError, PluginHooks, ToolResult
 from ..questions import Questioner
 from ..snapshot.steps import StepFiles
 from ..store import SessionFencedError, Store, confirm_lease
+from ..telemetry import hooks
 from ..tools.registry import ToolErrored, ToolSet, ToolSucceeded
 from ..tools.tool import ToolContext
+
+log = logging.getLogger(__name__)
 
 TOOLS_DISABLED = "Tools are disabled on this step: the agent reached its maximum number of steps."
 INTERRUPTED_TOOL = "Tool execution interrupted"
@@ -143,6 +147,7 @@ class Step:
         # Once the user refused a call (with feedback, or declining), what the Step's calls that have not started
         # yet fail with instead of asking or running.
         self.refusal: AccessRefused | None = None
+        self.attempt: hooks.Attempt | None = None  # the provider attempt as telemetry sees it; None while it is off
 
     # --- durable writes ---------------------------------------------------------------------------
 
@@ -186,6 +191,8 @@ class Step:
 
     def _output(self) -> None:
         """Durable assistant output begins: from here on a failure is the Step's, never retried."""
+        if self.attempt is not None:
+            self.attempt.first_output()
         self.outcome.evidence = True
         self._ensure_started()
 
@@ -194,12 +201,16 @@ class Step:
     async def run(self) -> StepOutcome:
         await confirm_lease()  # no provider request for a session whose lease may have lapsed (renewed first if old)
         self.stream = self.ctx.provider.stream(self.ctx.request)
+        r = self.ctx.resolved
+        self.attempt = hooks.attempt(r.provider_id, r.model_id, r.wire_model, self.ctx.request)
         try:
             try:
                 async for event in self.stream:
                     await self._on_event(event)
             except ProviderError as error:
                 self.outcome.error = error.redacted(self.ctx.secrets)
+            if self.attempt is not None:
+                self._attempt_ended()
             await self._close_open_blocks()
             if any(c.task is not None and not c.task.done() for c in self.calls.values()):
                 await self._close()  # tools may run for minutes: give the connection back meanwhile
@@ -216,8 +227,15 @@ class Step:
                                                         message=f"{type(defect).__name__}: {defect}")))
             raise
         finally:
+            if self.attempt is not None:
+                self.attempt.abandon()  # (ended already, unless an interrupt or a defect ended the Step)
             await self._close()  # release the provider connection whatever ended the Step
         return self.outcome
+
+    def _attempt_ended(self) -> None:
+        assert self.attempt is not None
+        self.attempt.end(self.outcome.finish, self.usage, step_cost(self.usage, self.ctx.resolved.cost),
+                         self.outcome.error)
 
     async def _close(self) -> None:
         stream, self.stream = self.stream, None
@@ -242,7 +260,10 @@ class Step:
         elif isinstance(event, llm.TextEnd):
             block = self.text.pop(event.id, None)
             if block is not None:
-                self._defer(ev.TextEnded(**ids, ordinal=block.ordinal, text="".join(block.parts)))
+                text = "".join(block.parts)
+                if self.attempt is not None:
+                    self.attempt.output(text)
+                self._defer(ev.TextEnded(**ids, ordinal=block.ordinal, text=text))
         elif isinstance(event, llm.ReasoningStart):
             self._output()
             block = self.reasoning[event.id] = _Block(self._next_ordinal())
@@ -329,6 +350,23 @@ class Step:
         self._publish_settlement(record, HostedResult(result, content))
 
     async def _run_tool(self, record: _Call, tool_input: dict[str, Any]) -> None:
+        """Run one call to its one settlement: a failure around the tool's own run (bounding or recording its output
+        on a full disk, say) settles the call as `tool.execution` with the cause, and is logged."""
+        ran: list[bool] = []
+        try:
+            await self._execute(record, tool_input, ran)
+        except Exception as failed:
+            self._settle_failed(record, failed, ran=bool(ran))
+
+    def _settle_failed(self, record: _Call, failed: Exception, *, ran: bool) -> None:
+        what = "its output could not be recorded" if ran else "it could not be run"
+        log.error("tool %s (call %s, session %s): %s", record.name, record.call_id, self.ctx.session_id, what,
+                  exc_info=failed)
+        self._publish_settlement(record, ToolErrored(SessionErrorInfo(
+            type=session_errors.TOOL_EXECUTION,
+            message=f"The tool {record.name} {'ran, but ' if ran else ''}{what}: {type(failed).__name__}: {failed}")))
+
+    async def _execute(self, record: _Call, tool_input: dict[str, Any], ran: list[bool]) -> None:
         c = self.ctx
         if c.tools.changes_files(record.name):
             c.files.touched()
@@ -339,9 +377,13 @@ class Step:
                                questioner=c.questioner_for(record.call_id) if c.questioner_for else None,
                                on_output=self._progress(record.call_id), publish_live=self._live,
                                model_accepts_images=c.resolved.capabilities.images, config=c.config)
-        settlement = await c.tools.run(record.name, tool_input, tool_ctx)
-        if c.hooks is not None and c.hooks.after_tool_result_hooks and isinstance(settlement, ToolSucceeded):
-            settlement = await self._after_tool_result(record, tool_input, settlement)
+        with hooks.tool_call(record.name, record.call_id, self.attempt and self.attempt.parent) as traced:
+            settlement = await c.tools.run(record.name, tool_input, tool_ctx)
+            ran.append(True)
+            if c.hooks is not None and c.hooks.after_tool_result_hooks and isinstance(settlement, ToolSucceeded):
+                settlement = await self._after_tool_result(record, tool_input, settlement)
+            if traced is not None:
+                traced.settled(settlement.error.type if isinstance(settlement, ToolErrored) else None)
         if isinstance(settlement, ToolErrored) and settlement.error.type in session_errors.DECLINES:
             # E2 (digest 5.4): a decline without feedback fails the assistant and ends the drain as a user interrupt
             self.outcome.declined = True
@@ -420,9 +462,15 @@ class Step:
         record.settled = True
 
     async def _join_tools(self) -> None:
-        tasks = [c.task for c in self.calls.values() if c.task is not None]
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        """Wait for the local calls; one whose task failed anyway (its failure could not even be settled) is logged
+        and settled now, and a failure to settle it fails the Step (never a silent "no result")."""
+        records = [c for c in self.calls.values() if c.task is not None]
+        if not records:
+            return
+        results = await asyncio.gather(*(c.task for c in records if c.task is not None), return_exceptions=True)
+        for record, result in zip(records, results, strict=True):
+            if isinstance(result, Exception) and not record.settled:
+                self._settle_failed(record, result, ran=True)
 
     def _fail_unsettled(self, error: SessionErrorInfo) -> None:
         for record in self.calls.values():

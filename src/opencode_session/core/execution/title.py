@@ -15,7 +15,7 @@ from ..llm import model as llm
 from ..llm.catalog import model_ref_from_string, resolve_model
 from ..llm.errors import ProviderError
 from ..llm.providers import load_adapter
-from ..session.service import DEFAULT_TITLE_PREFIX, require_session
+from ..session.service import require_session, untitled
 from ..store import LeaseLapsedError, Store, Tenure, Tx, confirm_lease, current_tenure
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class SessionTitles:
         self._attempted: set[str] = set()
 
     def after_step(self, session: SessionV2Info, config: Config, step_model: llm.ResolvedModel) -> None:
-        if session.id in self._attempted or not session.title.startswith(DEFAULT_TITLE_PREFIX):
+        if session.id in self._attempted or not untitled(session):
             return
         self._attempted.add(session.id)
         # the drain's tenure: the title is requested only while the lease cannot have lapsed (or once it was released)
@@ -105,5 +105,5 @@ class SessionTitles:
 
 def _rename_if_untitled(tx: Tx, session_id: str, title: str) -> None:
     # a rename that landed while the model was thinking wins
-    if require_session(tx, session_id).title.startswith(DEFAULT_TITLE_PREFIX):
+    if untitled(require_session(tx, session_id)):
         tx.append(ev.Renamed(sessionID=session_id, title=title))

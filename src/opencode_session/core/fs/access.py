@@ -81,6 +81,8 @@ def list_directory(authority: Authority, raw: str | None, env: Mapping[str, str]
         raise _bad_path(f"Cannot list {raw}: {exc}") from None
     base = relative_name(authority, path)
     prefix = "" if base == "." else base + "/"
+    # a file the rules deny reading is not listed: its name may be the secret, as in the glob tool
+    files = [f for f in files if authority.effect_on("read", path / f) != "deny"]
     return [*(FileSystemEntry(path=prefix + d, type="directory") for d in dirs),
             *(FileSystemEntry(path=prefix + f, type="file") for f in files)]
 

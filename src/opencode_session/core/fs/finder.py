@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -22,6 +22,9 @@ from ..tools.ignores import walk
 
 DEFAULT_LIMIT = 50
 INDEXED_LOCATIONS = 8  # trees kept indexed at once, the least recently searched dropped first
+# Entries one tree's index holds at most (a caller may name `/` as the location): past it the walk stops, so an
+# index's memory is bounded (about 200 bytes an entry, times INDEXED_LOCATIONS).
+MAX_INDEXED = 200_000
 # Beyond this many matches, only the best this many by name are ranked fully (a one-letter query matches everything).
 RANKED = 2000
 _IGNORE_FILES = (".gitignore", ".ignore", ".rgignore")
@@ -58,13 +61,19 @@ class _Index:
         self.listings: dict[str, _Listing] = {}
         self.ignores: dict[str, Signature] = {}  # every ignore file met, as it was
         self.lock = threading.Lock()  # one refresh or search of this tree at a time
+        self.truncated = False  # the tree has more than MAX_INDEXED entries: the rest is not indexed
         self._walk(self.root)
         self._flatten()
 
     def _walk(self, top: str) -> None:
-        """(Re)list the subtree at `top`."""
+        """(Re)list the subtree at `top`, up to MAX_INDEXED entries in the whole index."""
         self._drop(top)
+        held = sum(len(listing.dirs) + len(listing.files) for listing in self.listings.values())
         for directory, dirs, files in walk(Path(top), self.env):
+            held += len(dirs) + len(files)
+            if held > MAX_INDEXED:
+                self.truncated = True
+                return
             self._record(directory, dirs, files, _signature(directory))
 
     def _record(self, directory: str, dirs: list[str], files: list[str], signature: Signature) -> None:
@@ -155,22 +164,28 @@ class Finder:
         return index
 
     def find(self, root: Path, query: str, env: Mapping[str, str], kind: Kind | None = None,
-             limit: int = DEFAULT_LIMIT) -> list[FileSystemEntry]:
+             limit: int = DEFAULT_LIMIT, hidden: Callable[[str], bool] | None = None) -> list[FileSystemEntry]:
+        """The best `limit` entries for `query`, leaving out the files `hidden(relative path)` says to."""
         index = self._index(root, env)
         with index.lock:
             index.refresh()
-            picked = _rank(index, query.lower(), kind, limit)
+            picked = _rank(index, query.lower(), kind, limit, hidden)
             return [FileSystemEntry(path=index.paths[i], type=index.kinds[i]) for i in picked]
 
 
-def _rank(index: _Index, needle: str, kind: Kind | None, limit: int) -> list[int]:
+def _rank(index: _Index, needle: str, kind: Kind | None, limit: int,
+          hidden: Callable[[str], bool] | None = None) -> list[int]:
+    def wanted(i: int) -> bool:
+        return (kind is None or index.kinds[i] == kind) and not (
+            hidden is not None and index.kinds[i] == "file" and hidden(index.paths[i]))
+
     if not needle.strip():
-        everything = [i for i in range(len(index.paths)) if kind is None or index.kinds[i] == kind]
+        everything = [i for i in range(len(index.paths)) if wanted(i)]
         everything.sort(key=lambda i: (index.paths[i].count("/"), index.paths[i]))
         return everything[:limit]
     # The query's characters in order anywhere in the path: its longest common subsequence is all of it.
     hits = process.extract(needle, index.lowered, scorer=LCSseq.similarity, score_cutoff=len(needle), limit=None)
-    candidates = [i for _, _, i in hits if kind is None or index.kinds[i] == kind]
+    candidates = [i for _, _, i in hits if wanted(i)]
     if not candidates:
         return []
     by_name = process.extract(needle, [index.names[i] for i in candidates], scorer=LCSseq.normalized_similarity,

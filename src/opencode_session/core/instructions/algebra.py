@@ -4,6 +4,7 @@ initialize / reconcile / rebaseline operations over the `Applied` record."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ __all__ = [
     "reconcile",
     "validate_key",
 ]
+
+log = logging.getLogger(__name__)
 
 JSON = Any
 """A JSON-compatible value (dict / list / str / int / float / bool / None)."""
@@ -90,9 +93,11 @@ class InstructionsBlocked(Exception):
     """The first complete Instruction Baseline cannot be built yet: these sources are unavailable. It blocks the Step
     (and so input promotion) instead of persisting an incomplete baseline."""
 
-    def __init__(self, keys: Iterable[str]) -> None:
+    def __init__(self, keys: Iterable[str], causes: Mapping[str, str] | None = None) -> None:
         self.keys: tuple[str, ...] = tuple(keys)
-        super().__init__("Instructions unavailable: " + ", ".join(self.keys))
+        self.causes: dict[str, str] = dict(causes or {})  # by key: why a source that raised failed
+        super().__init__("Instructions unavailable: " + ", ".join(
+            f"{key} ({self.causes[key]})" if key in self.causes else key for key in self.keys))
 
 
 class EmptyRenderError(ValueError):
@@ -170,6 +175,7 @@ class Observation:
 
     source: Source[Any]
     value: Any
+    cause: str | None = None  # why its loader raised (it is then UNAVAILABLE)
 
     @property
     def key(self) -> str:
@@ -212,20 +218,25 @@ class Instructions:
     async def observe(self) -> list[Observation]:
         """Load every source concurrently; results keep declared order.
 
-        A loader that raises (an ordinary exception, not cancellation) counts as unavailable.
+        A loader that raises (an ordinary exception, not cancellation) counts as unavailable: it is logged with the
+        source's key, and its observation carries the cause.
         """
         results: list[Any] = [UNAVAILABLE] * len(self._sources)
+        causes: list[str | None] = [None] * len(self._sources)
 
         async def run(index: int, source: Source[Any]) -> None:
             try:
                 results[index] = await source.load()
-            except Exception:  # noqa: BLE001 - an observation failure is just unavailability
+            except Exception as failed:  # noqa: BLE001 - unavailable, and said so
+                log.error("instruction source %s failed; it counts as unavailable", source.key, exc_info=failed)
                 results[index] = UNAVAILABLE
+                causes[index] = f"{type(failed).__name__}: {failed}"
 
         async with anyio.create_task_group() as tg:
             for index, source in enumerate(self._sources):
                 tg.start_soon(run, index, source)
-        return [Observation(source, value) for source, value in zip(self._sources, results, strict=True)]
+        return [Observation(source, value, cause)
+                for source, value, cause in zip(self._sources, results, causes, strict=True)]
 
 
 EMPTY: Final = Instructions()
@@ -387,7 +398,7 @@ async def initialize(instr: Instructions) -> Baseline:
     observations = await instr.observe()
     blocked = [o.key for o in observations if not o.available]
     if blocked:
-        raise InstructionsBlocked(blocked)
+        raise InstructionsBlocked(blocked, {o.key: o.cause for o in observations if o.cause is not None})
     parts: list[str] = []
     applied: Applied = {}
     for o in observations:

@@ -135,6 +135,8 @@ def _fold(out: list[dict[str, Any]], message: LLMMessage) -> None:
     if isinstance(message, SystemUpdate):
         _user(out, [_text(wrap_system_update(message.text))])
     elif isinstance(message, UserMessage):
+        if message.tool_files:
+            return  # the tool results before it carry their images themselves
         _user(out, [_text(p.text) if isinstance(p, TextPart) else lower_file(p, _lower_file_unchecked, _text)
                     for p in message.parts if not isinstance(p, TextPart) or p.text])
     elif isinstance(message, AssistantMessage):
@@ -142,7 +144,10 @@ def _fold(out: list[dict[str, Any]], message: LLMMessage) -> None:
         if blocks:
             out.append({"role": "assistant", "content": blocks})
     elif isinstance(message, ToolResultMessage):
-        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.call_id, "content": message.text}
+        content: str | list[dict[str, Any]] = message.text
+        if message.files:  # a tool result's content may hold images
+            content = [_text(message.text), *(lower_file(f, _lower_file_unchecked, _text) for f in message.files)]
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": message.call_id, "content": content}
         if message.is_error:
             result["is_error"] = True
         _user(out, [result])

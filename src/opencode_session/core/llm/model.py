@@ -151,7 +151,11 @@ class SystemUpdate:
 
 @dataclass(frozen=True)
 class UserMessage:
+    """`tool_files`: the images of the tool results just before it, repeated for a protocol whose tool results
+    cannot carry images (Chat Completions); a protocol whose can (each ToolResultMessage's `files`) skips it."""
+
     parts: list[TextPart | FilePart]
+    tool_files: bool = False
 
 
 @dataclass(frozen=True)
@@ -161,10 +165,13 @@ class AssistantMessage:
 
 @dataclass(frozen=True)
 class ToolResultMessage:
+    """A local call's result: its text, and `files` (images, as `data:` URIs) for a model that accepts them."""
+
     call_id: str
     name: str
     text: str
     is_error: bool = False
+    files: tuple[FilePart, ...] = ()
 
 
 LLMMessage: TypeAlias = SystemUpdate | UserMessage | AssistantMessage | ToolResultMessage

@@ -124,13 +124,19 @@ def _fold(out: list[dict[str, Any]], message: LLMMessage, stored: bool) -> None:
         # The Responses API takes developer messages anywhere: the native chronological instruction role.
         out.append({"role": "developer", "content": message.text})
     elif isinstance(message, UserMessage):
+        if message.tool_files:
+            return  # the function call outputs before it carry their images themselves
         out.append({"role": "user", "content": [
             _input_text(p.text) if isinstance(p, TextPart) else lower_file(p, _lower_file_unchecked, _input_text)
             for p in message.parts]})
     elif isinstance(message, AssistantMessage):
         _lower_assistant(message, out, stored)
     elif isinstance(message, ToolResultMessage):
-        out.append({"type": "function_call_output", "call_id": message.call_id, "output": message.text})
+        output: str | list[dict[str, Any]] = message.text
+        if message.files:  # a function call's output may be a list of input content, images among it
+            output = [_input_text(message.text),
+                      *(lower_file(f, _lower_file_unchecked, _input_text) for f in message.files)]
+        out.append({"type": "function_call_output", "call_id": message.call_id, "output": output})
     else:  # pragma: no cover - guarded by the type union
         raise TypeError(f"unknown message type {type(message).__name__}")
 

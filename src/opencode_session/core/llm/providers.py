@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import httpx2
 
 from ...compat import set_network_backend
+from ..telemetry import hooks, telemetry
 from .model import Provider, ResolvedModel, WireProtocol
 
 # Builds an adapter: called with base_url=, api_key=, headers=, timeout= and http_client= (the provider's shared
@@ -151,7 +152,9 @@ class Providers:
             client = self._http[provider_id] = httpx2.AsyncClient(
                 transport=self._transport or _coalescing_transport(
                     httpx2.Limits(max_connections=1000, max_keepalive_connections=100)),
-                timeout=DEFAULT_TIMEOUT, follow_redirects=False)
+                timeout=DEFAULT_TIMEOUT, follow_redirects=False,
+                # while tracing, each request carries its provider attempt's traceparent
+                event_hooks={"request": [hooks.inject_traceparent]} if telemetry.tracer is not None else None)
         return client
 
     def for_model(self, model: ResolvedModel) -> Provider:

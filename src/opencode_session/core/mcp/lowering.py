@@ -35,6 +35,17 @@ def _data_uri(mime: str, data: str) -> str:
     return f"data:{mime};base64,{data}"
 
 
+def lower_resource(resource: Any) -> list[ToolContent]:
+    """One resource's contents (`TextResourceContents` or `BlobResourceContents`) as tool output parts: its text, or
+    a note and the bytes as a file (an image among them reaches a model that accepts images)."""
+    uri, mime = str(resource.uri), resource.mime_type
+    if getattr(resource, "text", None) is not None:
+        return [ToolTextContent(text=f"Resource {uri}:\n{resource.text}")]
+    mime = mime or "application/octet-stream"
+    return [ToolTextContent(text=f"[resource {uri} ({mime}), about {len(resource.blob) * 3 // 4} bytes]"),
+            ToolFileContent(uri=_data_uri(mime, resource.blob), mime=mime, name=uri)]
+
+
 def lower_content(blocks: list[Any]) -> list[ToolContent]:
     """MCP content blocks (the SDK's models) as tool output parts."""
     parts: list[ToolContent] = []
@@ -48,14 +59,7 @@ def lower_content(blocks: list[Any]) -> list[ToolContent]:
             parts.append(ToolTextContent(text=f"[{kind} {mime}, about {size} bytes]"))
             parts.append(ToolFileContent(uri=_data_uri(mime, block.data), mime=mime))
         elif kind == "resource":
-            resource = block.resource
-            uri, mime = str(resource.uri), resource.mime_type
-            if getattr(resource, "text", None) is not None:
-                parts.append(ToolTextContent(text=f"Resource {uri}:\n{resource.text}"))
-            else:
-                mime = mime or "application/octet-stream"
-                parts.append(ToolTextContent(text=f"[resource {uri} ({mime})]"))
-                parts.append(ToolFileContent(uri=_data_uri(mime, resource.blob), mime=mime, name=uri))
+            parts.extend(lower_resource(block.resource))
         elif kind == "resource_link":
             described = f": {block.description}" if getattr(block, "description", None) else ""
             parts.append(ToolTextContent(text=f"Resource link {block.uri} ({block.name}){described}"))
@@ -75,4 +79,5 @@ def error_text(result: Any) -> str:
     return "\n".join(texts) or "the tool reported an error without a message"
 
 
-__all__ = ["error_text", "lower_content", "lower_result", "parameters", "sanitize", "tool_name"]
+__all__ = ["error_text", "lower_content", "lower_resource", "lower_result", "parameters", "sanitize",
+           "tool_name"]

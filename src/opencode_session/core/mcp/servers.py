@@ -1,6 +1,6 @@
-"""The MCP servers of every Location: started lazily when a Step (or the status route) at that Location first needs
-them, shared by its sessions, restarted when their configuration changes, stopped when idle and when the runtime
-closes."""
+"""The MCP servers of every Location: started lazily when a Step (or `POST /api/mcp/connect`) at that Location first
+needs them (a status read never starts one), shared by its sessions, restarted when their configuration changes,
+stopped when idle and when the runtime closes."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from ..config import Config
 from .config import configured_servers
@@ -24,9 +25,10 @@ _READY_SLACK_S = 1.0  # beyond a server's own startup timeout, in case its task 
 
 @dataclass(frozen=True)
 class McpStatus:
-    """A server as `GET /api/mcp` reports it (OpenCode's MCP status): connected, disabled, or failed with why."""
+    """A server as `GET /api/mcp` reports it (OpenCode's MCP status): connected, disabled, or failed with why; or
+    `stopped`: configured, not running (it starts with the next Step there, or a connect)."""
 
-    status: Status
+    status: Status | Literal["stopped"]
     error: str | None = None
 
 
@@ -121,6 +123,21 @@ class McpServers:
         """Every server configured at the Location, by name, as it stands once started."""
         return {s.name: McpStatus(s.status, s.error) for s in await self.ready(directory, config)}
 
+    def statuses(self, directory: Path, config: Config) -> dict[str, McpStatus]:
+        """Every server configured at the Location, by name, as it stands now: nothing is started (a GET starts no
+        process), a server not running, or running under another configuration, is `stopped`."""
+        answer: dict[str, McpStatus] = {}
+        for name, entry in configured_servers(config).items():
+            if not entry.enabled:
+                answer[name] = McpStatus("failed", entry.problem) if entry.problem else McpStatus("disabled")
+                continue
+            server = self._servers.get((directory, name))
+            if server is None or server.launch.entry != entry:
+                answer[name] = McpStatus("stopped")
+            else:
+                answer[name] = McpStatus(server.status, server.error)
+        return answer
+
     def running(self) -> list[McpServer]:
         return list(self._servers.values())
 
@@ -134,6 +151,15 @@ class McpServers:
             log.info("MCP server %s at %s: idle, stopping it", server.name, key[0])
         await asyncio.gather(*(server.stop() for _, server in idle))
         return len(idle)
+
+    async def release(self, directory: Path) -> int:
+        """Stop the servers of a Location whose last session is gone; how many were stopped."""
+        gone = [(key, s) for key, s in self._servers.items() if key[0] == directory]
+        for key, _server in gone:
+            del self._servers[key]
+        self._configured.pop(directory, None)
+        await asyncio.gather(*(server.stop() for _, server in gone))
+        return len(gone)
 
     async def _sweep_forever(self) -> None:
         while True:

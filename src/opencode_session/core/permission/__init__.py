@@ -17,9 +17,10 @@ from .rules import (
     evaluate,
     parse_rules,
     wildcard_match,
+    with_session_rules,
 )
 
 __all__ = ["DECLINED", "DEFAULT_RULES", "AccessRefused", "Asker", "Authority", "Correction", "Effect",
            "NotRegularFileError", "PermissionAsk", "PermissionRequests", "Requirement", "Rule", "Ruleset",
            "agent_rules", "disabled", "effective_rules", "evaluate", "open_regular_file", "parse_rules", "satisfy",
-           "save_pattern", "simple_commands", "wildcard_match"]
+           "save_pattern", "simple_commands", "wildcard_match", "with_session_rules"]

@@ -107,6 +107,13 @@ class Authority:
             self.require(need.action, need.resource, need.absolute)
         return path
 
+    def effect_on(self, action: str, path: Path) -> Effect:
+        """What the rules say of `action` on an already resolved `path` (relative inside the Location, as
+        `requirements` gives it), asking nobody: for a tool that returns many files' content, such as grep."""
+        if _within(path, self.root):
+            return Requirement(action, str(path.relative_to(self.root)), str(path)).effect(self.rules)
+        return Requirement(action, str(path)).effect(self.rules)
+
     def require(self, action: str, resource: str, absolute: str | None = None) -> None:
         """AccessRefused unless the rules allow `action` on `resource`."""
         effect = Requirement(action, resource, absolute).effect(self.rules)

@@ -4,7 +4,7 @@ evaluating an action on a resource to allow, ask or deny (the last matching rule
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -20,8 +20,17 @@ class Rule:
 
 Ruleset = tuple[Rule, ...]
 
+# The project's configuration files: what the model writes there would be authority, not content.
+CONFIG_FILE_PATTERNS = ("opencode.json", "opencode.jsonc", "*/opencode.json", "*/opencode.jsonc", ".opencode/*",
+                        "*/.opencode/*", ".opencode", "*/.opencode")
+
+# `webfetch` of this server's own API (`core/own_address.py`): its own permission, denied unless configured.
+OWN_SERVER = "opencode_server"
+
 # What OpenCode starts from before any config: everything allowed except leaving the Location (ask) and reading
-# environment files (deny).
+# environment files (deny); and this runtime's own: changing a configuration file asks (the change's authority,
+# permissions, MCP servers and the like, waits for a restart anyway: `core/config/source.py`), and fetching this
+# server's own API is denied (`"opencode_server": "ask"` asks instead).
 DEFAULT_RULES: Ruleset = (
     Rule("*", "*", "allow"),
     Rule("external_directory", "*", "ask"),
@@ -29,6 +38,8 @@ DEFAULT_RULES: Ruleset = (
     Rule("read", "*.env", "deny"),
     Rule("read", "*.env.*", "deny"),
     Rule("read", "*.env.example", "allow"),
+    *(Rule("edit", pattern, "ask") for pattern in CONFIG_FILE_PATTERNS),
+    Rule(OWN_SERVER, "*", "deny"),
 )
 
 
@@ -111,20 +122,53 @@ def agent_rules(global_permission: Any, agent_permission: Any, tools: Mapping[st
 
 def evaluate(rules: Ruleset, action: str, resource: str, absolute: str | None = None) -> Effect:
     """The effect of the last rule matching `action` and `resource`; `ask` when none matches. With `absolute` (the
-    absolute form of a relative path), rules written as absolute paths are matched against it instead."""
+    absolute form of a relative path), rules written as absolute paths are matched against it instead. A session's
+    own rule that allows or asks does not lift a `deny` of the rules before the session's."""
+    found = _last_match(rules, action, resource, absolute)
+    if found is None:
+        return "ask"
+    if isinstance(found, SessionRule) and found.effect != "deny":
+        configured = _last_match(_configured(rules), action, resource, absolute)
+        if configured is not None and configured.effect == "deny":
+            return "deny"
+    return found.effect
+
+
+def _last_match(rules: Ruleset, action: str, resource: str, absolute: str | None) -> Rule | None:
     for rule in reversed(rules):
         if not wildcard_match(action, rule.action):
             continue
         target = absolute if absolute is not None and rule.resource.startswith("/") else resource
         if wildcard_match(target, rule.resource):
-            return rule.effect
-    return "ask"
+            return rule
+    return None
+
+
+def _configured(rules: Ruleset) -> Ruleset:
+    return tuple(rule for rule in rules if not isinstance(rule, SessionRule))
 
 
 def disabled(rules: Ruleset, tool: str) -> bool:
     """Whether `tool` is wholly denied, so the model is not offered it: the last rule whose action matches the tool
-    denies every resource (`"bash": "deny"`, or an agent's `tools: {"bash": false}`)."""
+    denies every resource (`"bash": "deny"`, or an agent's `tools: {"bash": false}`). A session's own rule cannot
+    offer a tool the configuration disables."""
     for rule in reversed(rules):
         if wildcard_match(tool, rule.action):
-            return rule.resource == "*" and rule.effect == "deny"
+            if rule.resource == "*" and rule.effect == "deny":
+                return True
+            return isinstance(rule, SessionRule) and disabled(_configured(rules), tool)
     return False
+
+
+# --- a session's own rules --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SessionRule(Rule):
+    """A rule of the session's own `permissions`: evaluated after the agent's (the last match wins), except that it
+    never lifts a `deny` the configuration gives."""
+
+
+def with_session_rules(rules: Ruleset, session: Iterable[Any] | None) -> Ruleset:
+    """`rules` followed by a session's own rules (records with `action`, `resource` and `effect`)."""
+    return rules + tuple(SessionRule(r.action, r.resource, r.effect) for r in session or ())

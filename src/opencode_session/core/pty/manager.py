@@ -14,6 +14,7 @@ from ...schema import session_errors
 from ...schema.errors import ForbiddenError, InvalidRequestError, PtyNotFoundError
 from ...schema.ids import pty_id
 from ...schema.pty import Pty
+from ..child_env import inherited
 from ..permission import AccessRefused, Authority
 from .terminal import Terminal
 
@@ -77,7 +78,7 @@ class Terminals:
         if bad:
             raise InvalidRequestError(f"Not an environment variable name: {bad[0]!r}", kind="body", field="env")
         where = self._working_directory(authority, cwd)
-        environment = {**self._env, **(env or {}), **(overlay(where) if overlay else {}), **FORCED_ENV}
+        environment = {**inherited(self._env), **(env or {}), **(overlay(where) if overlay else {}), **FORCED_ENV}
         program = command or _shell(environment)
         executable = _executable(program, where, environment)
         id = pty_id()

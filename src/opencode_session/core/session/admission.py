@@ -98,6 +98,7 @@ def promote(tx: Tx, session_id: str, scope: PromotionScope) -> list[str]:
     (`scope="input"`) with no steer pending, the oldest queued input alone. Nothing while a manual compaction
     barrier is pending. Input entering history while a revert is staged commits the revert first (admission already
     did, unless the revert was staged while the prompt was being admitted)."""
+    tx.lifecycle.lock(session_id)  # a cancel of the same input either committed before this reads, or waits for it
     if tx.pending.barrier(session_id) is not None:
         return []
     inputs = tx.pending.promotable(session_id)

@@ -54,6 +54,7 @@ class SessionQuery(BaseModel):
     project: StrictStr | None = None
     subpath: StrictStr | None = None
     workspace: StrictStr | None = None
+    parent: StrictStr | None = None  # a parent session's ID, or "null" for root sessions
 
 
 class SessionCursor(_Cursor):

@@ -34,13 +34,13 @@ def project(tx: Tx, record: EventRecord) -> None:
     handler = _HANDLERS.get(type(data))
     if handler is not None:
         handler(tx, record, data)
-    if not isinstance(data, ev.SessionCreated):
+    if not isinstance(data, (ev.SessionCreated, ev.Imported)):
         tx.sessions.touch(record.aggregate_id, record.created)
 
 
 def _location_of(tx: Tx, record: EventRecord) -> LocationRef | None:
     """Where the event happened: its session's Location before this event applies (a move happens at its source)."""
-    if isinstance(record.data, (ev.SessionCreated, ev.Forked)):
+    if isinstance(record.data, (ev.SessionCreated, ev.Forked, ev.Imported)):
         return record.data.info.location
     return tx.sessions.location(record.aggregate_id)
 
@@ -516,3 +516,44 @@ def _compaction_settled(tx: Tx, record: EventRecord, data: ev.CompactionEnded | 
 @handles(ev.UsageRecorded)
 def _usage_recorded(tx: Tx, record: EventRecord, data: ev.UsageRecorded) -> None:
     _add_usage(tx, data.sessionID, data.cost, data.tokens)
+
+
+# --- session management: update, delete, import, the inbox's own changes ----------------------------------
+
+
+@handles(ev.Updated)
+def _updated(tx: Tx, record: EventRecord, data: ev.Updated) -> None:
+    info = _load_session(tx, data.sessionID)
+    if data.title is not None:
+        info["title"] = data.title
+    if data.metadata is not None:
+        info["metadata"] = data.metadata
+    if data.permissions is not None:
+        info["permissions"] = [rule.wire() for rule in data.permissions]
+    tx.sessions.save_data(data.sessionID, info)
+
+
+@handles(ev.Deleted)
+def _deleted(tx: Tx, record: EventRecord, data: ev.Deleted) -> None:
+    tx.lifecycle.remove(data.sessionID)  # replaying a tombstone finds nothing left to remove
+
+
+@handles(ev.Imported)
+def _imported(tx: Tx, record: EventRecord, data: ev.Imported) -> None:
+    tx.sessions.insert(data.info.wire())
+    # the messages keep their order, numbered after this event; the session's own events come after them
+    seq = record.sequence
+    for message in data.messages:
+        seq += 1
+        tx.messages.insert(data.sessionID, seq, cast(md.SessionMessageData, message))
+    tx.events.reserve_seq(data.sessionID, seq)
+
+
+@handles(ev.InputCancelled)
+def _input_cancelled(tx: Tx, record: EventRecord, data: ev.InputCancelled) -> None:
+    tx.lifecycle.cancel(data.sessionID, data.inputID)
+
+
+@handles(ev.InputSteered, ev.InputQueued)
+def _input_delivery(tx: Tx, record: EventRecord, data: ev.InputSteered | ev.InputQueued) -> None:
+    tx.lifecycle.deliver(data.sessionID, data.inputID, "steer" if isinstance(data, ev.InputSteered) else "queue")

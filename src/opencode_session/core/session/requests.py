@@ -11,7 +11,7 @@ from ...schema.permission import PermissionV2Source
 from ..agents import AgentNotFoundError, resolve_agent
 from ..config import ConfigSource
 from ..location import Location, resolve_location
-from ..permission import Effect, PermissionAsk, PermissionRequests
+from ..permission import Effect, PermissionAsk, PermissionRequests, with_session_rules
 from .service import Sessions
 
 
@@ -43,5 +43,6 @@ async def file_permission(sessions: Sessions, permissions: PermissionRequests, c
         chosen = resolve_agent(config, agent or session.agent)
     except AgentNotFoundError as missing:
         raise InvalidRequestError(str(missing), kind="body", field="agent") from None
-    return await permissions.create(session.id, location.project_id, chosen.rules(config.permission, env), need,
+    rules = with_session_rules(chosen.rules(config.permission, env), session.permissions)
+    return await permissions.create(session.id, location.project_id, rules, need,
                                     source, request_id)

@@ -10,12 +10,12 @@ import json
 from collections.abc import Callable
 
 from ...schema import events as ev
-from ...schema.errors import MessageNotFoundError, SessionNotFoundError
+from ...schema.errors import ConflictError, MessageNotFoundError, SessionNotFoundError
 from ...schema.message_data import SessionMessageAssistantData
 from ...schema.session import FileDiff, RevertState, SessionV2Info
 from ..config import Config, ConfigError, ConfigSource
 from ..location import Location, resolve_location
-from ..snapshot import LocationSnapshots, Snapshots, off_reason
+from ..snapshot import LocationSnapshots, Snapshots, SnapshotUnreadable, off_reason
 from ..store import Reader, Store, Tx
 
 Hold = Callable[[str], contextlib.AbstractAsyncContextManager[None]]
@@ -56,7 +56,8 @@ class Reverts:
 
     async def stage(self, session_id: str, message_id: str, files: bool = True) -> RevertState:
         """Stage a revert to `message_id` (or move the staged one there) and restore the files, unless `files` is
-        false. MessageNotFoundError, without saying whose, for a message that is not this session's."""
+        false. MessageNotFoundError, without saying whose, for a message that is not this session's; ConflictError
+        (resource "snapshot"), with no file touched, when a snapshot it needs cannot be read."""
         async with self.hold(session_id):
             session, steps = await self.store.read(lambda reader: _boundary(reader, session_id, message_id))
             location = resolve_location(session.location.directory, session.location.workspaceID)
@@ -110,15 +111,25 @@ class Reverts:
         if original is None:
             return RevertState(messageID=message_id, files=[],
                                notice="No files were restored: the files could not be snapshotted now.")
-        wanted = await _plan(snaps, steps, original) if files else {}
-        # only what `original` can give back is restored, or clearing could not undo it
-        kept = await snaps.unstored(original, list(wanted))
-        plan = {path: start for path, start in wanted.items() if path not in kept}
-        back = {f.path: original for f in (staged.files or [])} if staged is not None else {}
+        # everything is read before any file is touched: a snapshot that cannot be read refuses the whole stage
+        try:
+            wanted = await _plan(snaps, steps, original) if files else {}
+            # only what `original` can give back is restored, or clearing could not undo it
+            kept = await snaps.too_large(original, list(wanted))
+            by_start: dict[str, list[str]] = {}
+            for path, start in wanted.items():
+                if path not in kept:
+                    by_start.setdefault(start, []).append(path)
+            for start, paths in by_start.items():
+                kept.update(await snaps.too_large(start, paths))
+            plan = {path: start for path, start in wanted.items() if path not in kept}
+            back = {f.path: original for f in (staged.files or [])} if staged is not None else {}
+            diffs: list[FileDiff] = await snaps.diffs(original, plan)
+        except SnapshotUnreadable as exc:
+            raise ConflictError(f"No files were restored: {exc}", resource="snapshot") from exc
         left = await snaps.restore({**back, **plan})
         kept.update((path, why) for path, why in left.items() if path in plan)
-        restored = {path: start for path, start in plan.items() if path not in kept}
-        diffs: list[FileDiff] = await snaps.diffs(original, restored)
+        diffs = [d for d in diffs if d.path not in left]
         notice = None
         if kept:
             notice = "Not restored: " + "; ".join(f"{path} ({why})" for path, why in sorted(kept.items())) + "."
@@ -150,7 +161,7 @@ async def _plan(snaps: LocationSnapshots, steps: list[SessionMessageAssistantDat
         changed: list[str] | None = snapshot.get("files", [])
         if "end" not in snapshot:
             later = next((s for s in starts[index + 1:] if s is not None), current)
-            changed = await snaps.changed(start, later)
+            changed = await snaps.changed_or_refuse(start, later)
         for path in changed or []:
             plan.setdefault(path, start)
     return plan

@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import AsyncGenerator, Callable, Mapping
 from datetime import UTC, datetime
+from typing import Any
 
 import anyio
 
@@ -25,6 +26,7 @@ from ...schema.ids import session_id as new_session_id
 from ...schema.input import SessionInputAdmitted
 from ...schema.message import SessionMessage
 from ...schema.page import CursorLinks
+from ...schema.permission import PermissionV2Rule
 from ...schema.prompt import PromptInput
 from ...schema.session import SessionTime, SessionV2Info
 from ..attachments import admission_authority, check_prompt_files
@@ -35,6 +37,7 @@ from ..store import Reader, SessionFilter, Store, Tx, now_ms
 from ..store.codec import decode
 from ..store.feed import Doorbell
 from ..store.keyset import Direction, Key, Order, PageRequest
+from ..telemetry import hooks
 from . import admission
 from .cursor import MESSAGE_PAGE_MAX, SESSION_PAGE_MAX, MessageCursor, SessionCursor, SessionQuery, page_links
 from .history import active_history
@@ -43,6 +46,18 @@ from .revert import Hold, commit_staged, no_hold
 SESSION_PAGE_DEFAULT = 50
 DEFAULT_TITLE_PREFIX = "New session - "  # followed by the creation time; a generated title replaces it
 MESSAGE_PAGE_DEFAULT = 50
+
+
+def default_title(created: int) -> str:
+    """The title a session has until it is named: the prefix and its creation time."""
+    return DEFAULT_TITLE_PREFIX + datetime.fromtimestamp(created / 1000, UTC).isoformat(
+        timespec="milliseconds").replace("+00:00", "Z")
+
+
+def untitled(info: SessionV2Info) -> bool:
+    """Whether the session still has its default title (no client and no title call has named it): a title a
+    client chose, even one that looks like a default, is never the default of this session's creation time."""
+    return info.title == default_title(info.time.created)
 
 
 def require_session(reader: Reader, session_id: str) -> SessionV2Info:
@@ -85,7 +100,17 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         agent: str | None = None,
         model: ModelRef | None = None,
         location: LocationRef | None = None,
+        *,
+        parent_id: str | None = None,
+        title: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        permissions: builtins.list[PermissionV2Rule] | None = None,
     ) -> SessionV2Info:
+        """A new session (an existing ID returns that session as it is). A child (`parent_id`) starts at its
+        parent's Location unless `location` says otherwise; an unknown parent is SessionNotFoundError."""
+        parent = None if parent_id is None else await self.get(parent_id)
+        if location is None and parent is not None:
+            location = parent.location
         loc = self.default_location if location is None else resolve_location(location.directory,
                                                                                 location.workspaceID)
         if location is not None and not loc.directory.is_dir():
@@ -99,13 +124,15 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
             existing = tx.sessions.load(sid)
             if existing is not None:
                 return existing
+            if parent_id is not None:
+                require_session(tx, parent_id)
             now = now_ms()
             info = SessionV2Info(
-                id=sid, projectID=loc.project_id, agent=agent, model=model,
+                id=sid, parentID=parent_id, projectID=loc.project_id, agent=agent, model=model,
                 time=SessionTime(created=now, updated=now),
-                title=DEFAULT_TITLE_PREFIX + datetime.fromtimestamp(now / 1000, UTC).isoformat(
-                    timespec="milliseconds").replace("+00:00", "Z"),
+                title=default_title(now) if title is None else title,
                 location=LocationRef(directory=str(loc.directory), workspaceID=loc.workspace_id),
+                metadata=metadata, permissions=permissions,
             )
             tx.append(ev.SessionCreated(sessionID=sid, info=info), created=now)
             return info
@@ -198,12 +225,15 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         project: str | None = None,
         subpath: str | None = None,
         workspace: str | None = None,
+        parent: str | None = None,
     ) -> tuple[list[SessionV2Info], CursorLinks]:
+        """A page of sessions; `parent` keeps the children of that session (the string `null`: root sessions)."""
         anchor: Key | None = None
         direction: Direction = "next"
         if cursor is not None:
             extra = {k: v for k, v in dict(limit=limit, order=order, search=search, directory=directory,
-                                           project=project, subpath=subpath, workspace=workspace).items()
+                                           project=project, subpath=subpath, workspace=workspace,
+                                           parentID=parent).items()
                      if v is not None}
             if extra:
                 raise InvalidCursorError(f"Cursor cannot be combined with {', '.join(sorted(extra))}")
@@ -214,7 +244,7 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
                 raise InvalidRequestError("limit must be a positive integer", field="limit")
             query = SessionQuery(limit=min(limit or SESSION_PAGE_DEFAULT, SESSION_PAGE_MAX), order=order or "desc",
                                  search=search, directory=directory, project=project, subpath=subpath,
-                                 workspace=workspace)
+                                 workspace=workspace, parent=parent)
 
         def cursor_at(key: Key, to: Direction) -> str:
             return SessionCursor(kind="sessions", query=query, anchor=(key[0], key[1]), direction=to).encode()
@@ -223,6 +253,7 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
             where = SessionFilter(
                 search=query.search, project=query.project, workspace=query.workspace, subpath=query.subpath,
                 directory=_directory_key(query.directory, from_cursor=cursor is not None) if query.directory else None,
+                parent=query.parent,
             )
             page = reader.sessions.page(where, PageRequest(query.order, query.limit, anchor, direction))
             return page.items, page_links(page, cursor_at)
@@ -239,9 +270,11 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         id: str | None = None,
         delivery: ev.Delivery = "steer",
         resume: bool = True,
+        traceparent: str | None = None,
     ) -> SessionInputAdmitted:
         """Durably admit a prompt (or reconcile an exact retry), then ring the advisory wake unless resume is false;
-        a staged revert is committed first. An attachment the Session may not read (outside its Location without
+        a staged revert is committed first. A new input keeps the caller's `traceparent` (W3C), whose trace its
+        execution joins when tracing. An attachment the Session may not read (outside its Location without
         permission, denied, not a regular file, too large) is a 400, known before anything is stored."""
         stored = admission.resolve_prompt(prompt)
         input_id = id or message_id()
@@ -256,15 +289,19 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
 
             await anyio.to_thread.run_sync(_check)
 
-        def _admit(tx: Tx) -> SessionInputAdmitted:
+        def _admit(tx: Tx) -> tuple[SessionInputAdmitted, bool]:
             require_session(tx, session_id)
             # a prompt sent while a revert is staged commits it first (as OpenCode does): it answers the shortened
             # history, on a fresh instruction baseline
             commit_staged(tx, session_id)
-            result, _new = admission.admit(tx, session_id, input_id, stored, delivery)
-            return result
+            result, new = admission.admit(tx, session_id, input_id, stored, delivery)
+            if new and traceparent is not None:
+                tx.pending.set_trace(input_id, traceparent)
+            return result, new
 
-        result = await self.store.write(_admit)
+        result, new = await self.store.write(_admit)
+        if new:
+            hooks.prompt_admitted(delivery)
         if resume:
             self.wake(session_id)
         return result

@@ -65,12 +65,16 @@ class ShadowRepository:
     """The shadow repository of one work tree. Paths given and returned are relative to the work tree, `/`-separated;
     `scope` (a directory relative to it, "" for all of it) limits what a capture looks at."""
 
-    def __init__(self, git_dir: Path, work_tree: Path, env: Mapping[str, str]) -> None:
+    def __init__(self, git_dir: Path, work_tree: Path, env: Mapping[str, str], own: Iterable[Path] = ()) -> None:
         self.git_dir = git_dir
         self.work_tree = work_tree
         self._env = _git_env(env, git_dir, work_tree)
         self._lock = threading.Lock()
         self._manifests: dict[str, Skipped] = {}
+        # the runtime's own files and folders (its database, tool output, this store) inside the work tree: never
+        # part of a snapshot, wherever they are and whatever the user's ignore files say
+        self.own = _inside(work_tree, [git_dir, *own])
+        self._own_untracked = not self.own  # whether an earlier snapshot's index was checked for them
 
     # --- running git -----------------------------------------------------------------------------------
 
@@ -108,6 +112,8 @@ class ShadowRepository:
         if source is not None:
             with contextlib.suppress(OSError):
                 text = source.read_bytes()
+        if self.own:  # anchored: only these paths (git then does not even walk the folders)
+            text = text.rstrip(b"\n") + b"\n" + b"".join(_pattern(p) for p in self.own)
         target = self.git_dir / "info" / "exclude"
         try:
             if target.read_bytes() == text:
@@ -127,12 +133,17 @@ class ShadowRepository:
             self._ensure()
             self._sync_excludes()
             (self.git_dir / USED_MARK).touch()
+            if not self._own_untracked:  # a snapshot taken before they were left out may have them: drop them
+                tracked = _split(self._git("ls-files", "-z", "--cached", "--", *self.own))
+                if tracked:
+                    self._git("update-index", "--force-remove", "-z", "--stdin", input=_nul(tracked))
+                self._own_untracked = True
             listed = self._git("ls-files", "-z", "-t", "--others", "--modified", "--deleted", "--exclude-standard",
                                "--", scope or ".")
             candidates: dict[str, bool] = {}  # path -> tracked
             for item in _split(listed):
                 tag, path = item[:1], item[2:]
-                if not path.endswith("/"):  # a nested repository: never snapshotted
+                if not path.endswith("/") and not self._is_own(path):  # a nested repository: never snapshotted
                     candidates[path] = candidates.get(path, False) or tag != "?"
             skipped: Skipped = {}
             budget = max_snapshot_bytes
@@ -162,6 +173,9 @@ class ShadowRepository:
             commit = self._git("commit-tree", tree, "-F", "-", input=message.encode()).decode().strip()
             self._manifests[commit] = skipped
             return Captured(commit, skipped)
+
+    def _is_own(self, path: str) -> bool:
+        return any(_within(path, own) for own in self.own)
 
     def skipped(self, snapshot: str) -> Skipped:
         """The files `snapshot` lists without storing them."""
@@ -284,6 +298,23 @@ def _user_exclude(work_tree: Path) -> Path | None:
     except OSError:
         pass
     return git_dir / "info" / "exclude"
+
+
+def _inside(work_tree: Path, paths: Iterable[Path]) -> list[str]:
+    """Those of `paths` inside `work_tree`, relative to it (`/`-separated; symlinks resolved on both sides)."""
+    root = Path(os.path.realpath(work_tree))
+    found = []
+    for path in paths:
+        real = Path(os.path.realpath(path))
+        if real != root and real.is_relative_to(root):
+            found.append(real.relative_to(root).as_posix())
+    return sorted(set(found))
+
+
+def _pattern(path: str) -> bytes:
+    """An exclude line matching exactly `path` (relative to the work tree) and everything under it."""
+    escaped = "".join("\\" + c if c in "\\*?[]!# " else c for c in path)
+    return ("/" + escaped + "\n").encode("utf-8", "surrogateescape") if "\n" not in path else b""
 
 
 def _split(output: bytes) -> list[str]:

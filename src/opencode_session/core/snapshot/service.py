@@ -13,7 +13,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Literal, TypeVar
@@ -61,14 +61,20 @@ def _has_git() -> bool:
     return shutil.which("git") is not None
 
 
+class SnapshotUnreadable(Exception):
+    """A snapshot a revert needs cannot be read (gone, or its repository damaged); the message says which."""
+
+
 class Snapshots:
     """Every shadow repository under `root`; `env` is what git sees (HOME and XDG_CONFIG_HOME locate its global
-    excludes file)."""
+    excludes file). `own` are the runtime's own files and folders (its database and side files, tool output): no
+    snapshot includes them, nor `root`, wherever they are."""
 
     def __init__(self, root: Path, env: Mapping[str, str], *, max_file_bytes: int = MAX_FILE_BYTES,
-                 max_snapshot_bytes: int = MAX_SNAPSHOT_BYTES) -> None:
+                 max_snapshot_bytes: int = MAX_SNAPSHOT_BYTES, own: Iterable[Path] = ()) -> None:
         self.root = root
         self.env = env
+        self.own = [root, *own]
         self.max_file_bytes = max_file_bytes
         self.max_snapshot_bytes = max_snapshot_bytes
         self._repos: dict[Path, ShadowRepository] = {}
@@ -79,9 +85,26 @@ class Snapshots:
         repo = self._repos.get(work_tree)
         if repo is None:
             key = hashlib.sha256(str(work_tree).encode()).hexdigest()[:20]
-            repo = self._repos[work_tree] = ShadowRepository(self.root / key, work_tree, self.env)
+            repo = self._repos[work_tree] = ShadowRepository(self.root / key, work_tree, self.env, self.own)
         scope = location.directory.relative_to(work_tree).as_posix()
         return LocationSnapshots(self, repo, "" if scope == "." else scope)
+
+    def release(self, location: Location) -> bool:
+        """Remove the shadow repository of `location`'s project (no session works in that project any more); whether
+        there was one."""
+        work_tree = location.project_root
+        key = hashlib.sha256(str(work_tree).encode()).hexdigest()[:20]
+        folder = self.root / key
+        if not folder.is_dir():
+            return False
+        repo = self._repos.pop(work_tree, None) or ShadowRepository(folder, work_tree, self.env)
+        try:
+            with repo.locked():  # not while a capture or a restore runs
+                shutil.rmtree(folder)
+        except OSError as exc:
+            log.warning("could not remove the snapshots in %s: %s", folder, exc)
+            return False
+        return True
 
     # --- retention -----------------------------------------------------------------------------------------
 
@@ -155,6 +178,23 @@ class LocationSnapshots:
             return None
         return [self._local(p) for p in paths]
 
+    async def changed_or_refuse(self, before: str, after: str) -> list[str]:
+        """The paths that differ between two snapshots; SnapshotUnreadable when that cannot be told."""
+        try:
+            paths = await self._run(lambda: self.repo.changed(before, after, self.scope))
+        except (OSError, GitError) as exc:
+            raise SnapshotUnreadable(f"snapshot {before[:12]} or {after[:12]} cannot be read: {exc}") from exc
+        return [self._local(p) for p in paths]
+
+    async def too_large(self, snapshot: str, paths: list[str]) -> dict[str, str]:
+        """Those of `paths` that `snapshot` lists without storing, each with why; SnapshotUnreadable when the
+        snapshot cannot be read."""
+        try:
+            skipped = await self._run(lambda: self.repo.skipped(snapshot))
+        except (OSError, GitError) as exc:
+            raise SnapshotUnreadable(f"snapshot {snapshot[:12]} cannot be read: {exc}") from exc
+        return {p: TOO_LARGE for p in paths if self._git_path(p) in skipped}
+
     async def unstored(self, snapshot: str, paths: list[str]) -> dict[str, str]:
         """Those of `paths` that `snapshot` could not give back, each with why (listed as too large, or the
         snapshot itself is gone)."""
@@ -191,13 +231,13 @@ class LocationSnapshots:
                 _remove(location, path)
 
     async def diffs(self, before: str, files: Mapping[str, str]) -> list[FileDiff]:
-        """What putting each path back as `files` names did, from `before` (unchanged files are left out); none
-        when a snapshot is gone."""
+        """What putting each path back as `files` names does, from `before` (unchanged files are left out);
+        SnapshotUnreadable when a snapshot cannot be read."""
         try:
             return await self._run(lambda: self._diffs(before, files))
         except (OSError, GitError) as exc:
-            log.warning("could not diff snapshots of %s: %s", self.repo.work_tree / self.scope, exc)
-            return []
+            raise SnapshotUnreadable(f"the snapshots of {self.repo.work_tree / self.scope} cannot be compared: "
+                                     f"{exc}") from exc
 
     def _diffs(self, before: str, files: Mapping[str, str]) -> list[FileDiff]:
         old = self.repo.entries(before, [self._git_path(p) for p in files])

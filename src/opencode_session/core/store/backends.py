@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from .backend import Backend
+from .errors import BackendNotInstalledError
 
 _POSTGRES = ("postgresql://", "postgres://")
 
@@ -14,9 +16,21 @@ def is_postgres(database: str | Path) -> bool:
     return isinstance(database, str) and database.startswith(_POSTGRES)
 
 
-def open_backend(database: str | Path) -> Backend:
-    """The backend a database address names."""
+def require_backend(database: str | Path) -> None:
+    """Raise BackendNotInstalledError when the backend `database` names lacks its optional dependencies (a SQLite
+    address needs none; psycopg is imported only for a PostgreSQL one)."""
     if is_postgres(database):
+        try:
+            import psycopg  # noqa: F401
+            import psycopg_pool  # noqa: F401
+        except ImportError:  # missing, or psycopg without a libpq to load: the extra brings its C build
+            raise BackendNotInstalledError(describe_database(database)) from None
+
+
+def open_backend(database: str | Path) -> Backend:
+    """The backend a database address names; raises BackendNotInstalledError if its extra is not installed."""
+    if is_postgres(database):
+        require_backend(database)
         from .postgres import PostgresBackend
 
         return PostgresBackend(str(database))
@@ -25,10 +39,28 @@ def open_backend(database: str | Path) -> Backend:
     return SqliteBackend(database)
 
 
+def database_files(database: str | Path) -> list[Path]:
+    """The files a database keeps on this host (a SQLite file, its -wal, -shm and -journal side files and its lock
+    file; none for PostgreSQL or in memory): what a snapshot of the user's files must never include."""
+    if is_postgres(database) or str(database) == ":memory:":
+        return []
+    from .sqlite import sqlite_files
+
+    return sqlite_files(database)
+
+
 def describe_database(database: str | Path) -> str:
     """The database as messages name it: a URL without its password."""
     if is_postgres(database):
-        from .postgres import describe
-
+        try:
+            from .postgres import describe
+        except ImportError:  # psycopg is not installed: the address as written, its password left out
+            parts = urlsplit(str(database))
+            netloc = parts.hostname or ""
+            if parts.port:
+                netloc = f"{netloc}:{parts.port}"
+            if parts.username:
+                netloc = f"{parts.username}@{netloc}"
+            return f"{parts.scheme}://{netloc}{parts.path}"
         return describe(str(database))
     return str(database)

@@ -16,3 +16,16 @@ class DatabaseInUseError(Exception):
         self.pid = pid
         holder = f"process {pid}" if pid is not None else "another process"
         super().__init__(f"The database {database} is in use by {holder}; stop it first or choose another database")
+
+
+POSTGRES_INSTALL = "pip install 'opencode-session[postgres]'"
+
+
+class BackendNotInstalledError(ImportError):
+    """The database address names a backend whose optional dependencies are not installed (PostgreSQL's are the
+    `postgres` extra); the message is one line naming the install command."""
+
+    def __init__(self, database: str, install: str = POSTGRES_INSTALL) -> None:
+        self.database = database
+        self.install = install
+        super().__init__(f"PostgreSQL support is not installed (needed for {database}): {install}")

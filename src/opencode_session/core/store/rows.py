@@ -85,6 +85,7 @@ class SessionFilter:
     project: str | None = None
     workspace: str | None = None
     subpath: str | None = None
+    parent: str | None = None  # a parent session's ID: its children; "null": root sessions only
 
 
 # --- reads -------------------------------------------------------------------------------------------------
@@ -209,6 +210,10 @@ class PendingReads(Protocol):
         """Whether an input with this ID was admitted, still pending or already promoted into a message."""
         ...
 
+    def first_trace(self, session_id: str) -> str | None:
+        """The W3C traceparent of the session's oldest pending input admitted with one (tracing)."""
+        ...
+
 
 class InstructionReads(Protocol):
     def checkpoint(self, session_id: str) -> Checkpoint | None: ...
@@ -242,6 +247,24 @@ class LeaseReads(Protocol):
         ...
 
 
+class LifecycleReads(Protocol):
+    def children(self, session_id: str) -> list[str]:
+        """The IDs of the sessions whose parent is this one, oldest first."""
+        ...
+
+    def inbox(self, session_id: str) -> list[PendingInput]:
+        """Every pending item of the session (user, synthetic, compaction), in enqueue order."""
+        ...
+
+    def output_paths(self, session_id: str) -> list[str]:
+        """The Managed Tool Output Files the session's messages name."""
+        ...
+
+    def referenced(self, path: str) -> bool:
+        """Whether any session's messages still name this tool output file."""
+        ...
+
+
 class Reader(Protocol):
     """A read handle: the backend's reader, or an open write transaction (which sees its own writes)."""
 
@@ -265,6 +288,9 @@ class Reader(Protocol):
 
     @property
     def leases(self) -> LeaseReads: ...
+
+    @property
+    def lifecycle(self) -> LifecycleReads: ...
 
 
 # --- writes ------------------------------------------------------------------------------------------------
@@ -317,6 +343,10 @@ class MessageWrites(MessageReads, Protocol):
 
 class PendingWrites(PendingReads, Protocol):
     def insert(self, item: PendingInput) -> None: ...
+
+    def set_trace(self, input_id: str, traceparent: str) -> None:
+        """Keep the caller's traceparent with a pending input (telemetry only: a replay does not restore it)."""
+        ...
 
     def take(self, session_id: str, input_id: str) -> PendingInput:
         """Remove one pending input of `session_id` and return it; LookupError when it is not pending there."""
@@ -406,6 +436,28 @@ class ContinuationWrites(Protocol):
         ...
 
 
+class LifecycleWrites(LifecycleReads, Protocol):
+    def lock(self, session_id: str) -> None:
+        """Serialize the transaction with every other write of the session until it ends."""
+        ...
+
+    def remove(self, session_id: str) -> None:
+        """Everything stored of the session but its log."""
+        ...
+
+    def purge_events(self, session_id: str) -> None:
+        """The session's events leave the log; its sequence counter stays."""
+        ...
+
+    def cancel(self, session_id: str, input_id: str) -> bool:
+        """Remove a pending item; whether it was there."""
+        ...
+
+    def deliver(self, session_id: str, input_id: str, delivery: str) -> None:
+        """Change a pending item's delivery."""
+        ...
+
+
 class Writer(Protocol):
     """One open write transaction of a backend: every concern's reads and writes."""
 
@@ -435,6 +487,9 @@ class Writer(Protocol):
 
     @property
     def continuation(self) -> ContinuationWrites: ...
+
+    @property
+    def lifecycle(self) -> LifecycleWrites: ...
 
     def replace_projections(self, replay: Callable[[], None]) -> None:
         """Empty every table the projector writes and call `replay` to write them again from the log. State kept

@@ -15,6 +15,7 @@ from ...schema.base import Struct
 from ...schema.common import LocationRef
 from ...schema.events import EventRecord, definition_of
 from ...schema.ids import event_id
+from ..telemetry import hooks
 from .backend import Backend
 from .backends import open_backend
 from .feed import DurableFeed, LiveBus
@@ -24,6 +25,7 @@ from .rows import (
     EventWrites,
     InstructionWrites,
     LeaseWrites,
+    LifecycleWrites,
     MessageWrites,
     PendingWrites,
     PermissionWrites,
@@ -64,6 +66,7 @@ class Tx:
         self.suspension: SuspensionWrites = rows.suspension
         self.leases: LeaseWrites = rows.leases
         self.continuation: ContinuationWrites = rows.continuation
+        self.lifecycle: LifecycleWrites = rows.lifecycle
         self.appended: list[EventRecord] = []
         self.live: list[EventRecord] = []
 
@@ -160,6 +163,7 @@ class Store:
 
         def _run(rows: Writer) -> T:
             if fence is not None and not rows.leases.holds(fence):
+                hooks.write_fenced()
                 raise SessionFencedError(fence)
             tx = Tx(self, rows)
             result = fn(tx)

@@ -59,6 +59,12 @@ class ToolContext:
         await self.satisfy(needs, metadata)
         return path
 
+    def refuse_unreadable(self, path: Path) -> None:
+        """ToolFailure when the read rules deny `path`: a tool that changes a file by its content (its context
+        lines, its old text) would otherwise tell the model what `read` may not."""
+        if self.authority.effect_on("read", path) == "deny":
+            raise ToolFailure(f"Permission denied: read {self.display(path)}", session_errors.PERMISSION_REJECTED)
+
     async def locate(self, raw: str, metadata: dict[str, Any] | None = None) -> Path:
         """The resolved path `raw` names once reaching it is allowed (only `external_directory` is checked)."""
         path, needs = await self._resolve(lambda: self.authority.locate(raw))

@@ -121,6 +121,10 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX session_lease_expires_idx ON session_lease (expires) WHERE owner IS NOT NULL;
     """,
+    # 2: the caller's W3C traceparent an input was admitted with (tracing: its execution joins that trace)
+    """
+    ALTER TABLE session_pending ADD COLUMN trace TEXT;
+    """,
 ]
 
 

@@ -10,6 +10,7 @@ import asyncio
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -17,6 +18,7 @@ from typing import Any, cast
 import psycopg
 
 from ....schema.events import EventRecord
+from ...telemetry import hooks
 from ..backend import Foreign
 from ..errors import StoreError
 from .rows import PgRows
@@ -218,7 +220,9 @@ class PgWriter:
                 foreign.extend(page)
                 self.seen = page[-1][0]
             self.seen = max(self.seen, last)
+            started = time.perf_counter()
             conn.commit()
+            hooks.committed(time.perf_counter() - started)
             self.seen = max(self.seen, last + count)
             return foreign, None
         except Exception as error:  # noqa: BLE001 - every write of the batch fails with it

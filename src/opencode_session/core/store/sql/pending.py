@@ -66,6 +66,14 @@ class SqlPending:
             " AND l.owner IS NULL LIMIT ?", (admitted_before, limit)).fetchall()
         return [str(row[0]) for row in rows]
 
+    def set_trace(self, input_id: str, traceparent: str) -> None:
+        self.conn.execute("UPDATE session_pending SET trace = ? WHERE id = ?", (traceparent, input_id))
+
+    def first_trace(self, session_id: str) -> str | None:
+        row = self.conn.execute("SELECT trace FROM session_pending WHERE session_id = ? AND trace IS NOT NULL"
+                                " ORDER BY admitted_seq LIMIT 1", (session_id,)).fetchone()
+        return None if row is None else str(row[0])
+
     def input_recorded(self, input_id: str) -> bool:
         row = self.conn.execute("SELECT 1 FROM session_pending WHERE id = ?"
                                 " UNION ALL SELECT 1 FROM session_message WHERE id = ? LIMIT 1", (input_id, input_id))

@@ -8,6 +8,7 @@ from .continuation import SqlContinuation
 from .events import SqlEvents
 from .instructions import SqlInstructions
 from .leases import SqlLeases
+from .lifecycle import SqlLifecycle
 from .messages import SqlMessages
 from .pending import SqlPending
 from .permissions import SqlPermissions
@@ -41,3 +42,4 @@ class SqlRows:
         self.suspension = SqlSuspension(conn)
         self.leases = SqlLeases(conn)
         self.continuation = SqlContinuation(conn)
+        self.lifecycle = SqlLifecycle(conn)

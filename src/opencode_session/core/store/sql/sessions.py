@@ -67,6 +67,11 @@ class SqlSessions:
             if value:
                 clauses.append(f"{column} = ?")
                 params.append(value)
+        if where.parent == "null":
+            clauses.append("parent_id IS NULL")
+        elif where.parent:
+            clauses.append("parent_id = ?")
+            params.append(where.parent)
         keyset = Keyset("session", ("time_created", "created_order"), tuple(clauses), tuple(params))
         return keyset_page(self.conn, keyset, request, _info)
 

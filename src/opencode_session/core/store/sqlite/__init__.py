@@ -1,7 +1,7 @@
 """The SQLite backend of the store: the embedded default (one process per database file)."""
 
 from ..sql.rows import LOG_TABLES, PROJECTION_TABLES, STATE_TABLES
-from .backend import SqliteBackend
+from .backend import SqliteBackend, sqlite_files
 from .rows import SqliteRows
 
-__all__ = ["LOG_TABLES", "PROJECTION_TABLES", "STATE_TABLES", "SqliteBackend", "SqliteRows"]
+__all__ = ["LOG_TABLES", "PROJECTION_TABLES", "STATE_TABLES", "SqliteBackend", "SqliteRows", "sqlite_files"]

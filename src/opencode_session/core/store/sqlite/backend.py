@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from ..backend import Foreign, Settle
 from ..errors import StoreError
-from .lock import DatabaseLock
+from .lock import LOCK_SUFFIX, DatabaseLock
 from .migrations import migrate
 from .rows import SqliteRows
 from .writer import GroupWriter
@@ -23,6 +23,11 @@ T = TypeVar("T")
 _PRIVATE_DIR, _PRIVATE_FILE = 0o700, 0o600
 _SQLITE_FILES = ("", "-wal", "-shm", "-journal")
 
+
+def sqlite_files(database: str | Path) -> list[Path]:
+    """The database file, its side files and its lock file (absolute paths)."""
+    path = Path(database).resolve()
+    return [Path(str(path) + suffix) for suffix in (*_SQLITE_FILES, LOCK_SUFFIX)]
 
 
 def make_private(path: Path) -> None:

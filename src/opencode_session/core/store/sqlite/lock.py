@@ -9,13 +9,15 @@ from pathlib import Path
 
 from ..errors import DatabaseInUseError
 
+LOCK_SUFFIX = ".lock"  # the lock file is the database's path with this appended
+
 
 class DatabaseLock:
     """Held from `acquire` to `release` by an open file description, so the OS drops it when the process dies."""
 
     def __init__(self, database: str | Path) -> None:
         self.database = str(database)
-        self.path = Path(self.database + ".lock")
+        self.path = Path(self.database + LOCK_SUFFIX)
         self._fd: int | None = None
 
     def acquire(self) -> None:

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ...telemetry import hooks
 from ..errors import StoreError
 
 if TYPE_CHECKING:
@@ -182,4 +183,6 @@ def _commit(conn: sqlite3.Connection) -> tuple[BaseException | None, float]:
         conn.execute("COMMIT")
     except Exception as error:
         return error, time.perf_counter() - start
-    return None, time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    hooks.committed(seconds)
+    return None, seconds

@@ -56,6 +56,7 @@ class ApplyPatchTool:
         targets: list[tuple[FileOp, Path, Path | None]] = []
         for op in ops:
             path = await ctx.permit_path("edit", op.path)
+            ctx.refuse_unreadable(path)
             dest = await ctx.permit_path("edit", op.move_to) if op.move_to else None
             targets.append((op, path, dest))
 

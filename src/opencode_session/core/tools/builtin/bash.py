@@ -16,9 +16,11 @@ from typing import Any
 
 import anyio.to_thread
 
+from ...child_env import inherited
 from ...permission import AccessRefused, Authority, Requirement
 from ...permission.command import save_pattern, simple_commands
 from ...permission.shell_paths import command_paths
+from ...telemetry import hooks
 from ..tool import ToolContext, ToolFailure, ToolOutput, refusals_as_failures
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -72,7 +74,9 @@ class BashTool:
         simple = simple_commands(command)
         if not simple:
             raise ToolFailure("The command is empty.")
-        env = command_environment(ctx.env if ctx.env is not None else os.environ, self.overlay)
+        # the server's password and the provider keys are not the model's to read back with `env`
+        env = hooks.with_traceparent(command_environment(
+            inherited(ctx.env if ctx.env is not None else os.environ, ctx.config), self.overlay))
         workdir, outside = await anyio.to_thread.run_sync(
             lambda: _outside_directories(ctx.authority, input.get("workdir") or ".", command, env.get("HOME")),
             abandon_on_cancel=True)

@@ -47,6 +47,7 @@ class EditTool:
         if old == new:
             raise ToolFailure("oldString and newString are identical; there is nothing to change.")
         path = await ctx.permit_path("edit", input["path"])
+        ctx.refuse_unreadable(path)
 
         def edit() -> tuple[int, str]:
             before = "" if old == "" and not path.exists() else read_text(path)

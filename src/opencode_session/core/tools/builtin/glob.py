@@ -14,6 +14,7 @@ from typing import Any
 import anyio.to_thread
 from wcmatch import glob as wcglob
 
+from ...permission import Authority
 from ..ignores import named_by, walk
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
@@ -68,7 +69,8 @@ class GlobTool:
                 matcher = wcglob.compile(rest, flags=_FLAGS, limit=MAX_EXPANSIONS)
             except Exception as bad:  # wcmatch's PatternLimitException and pattern errors
                 raise ToolFailure(f"Invalid glob pattern {pattern!r}: {bad}") from None
-            return _search(root, matcher, anchored, ctx.env if ctx.env is not None else os.environ, stop, limit)
+            return _search(root, matcher, anchored, ctx.env if ctx.env is not None else os.environ, stop, limit,
+                           ctx.authority)
 
         # The walk runs in a worker thread; cancelling the call abandons it and `stop` ends it at the next entry.
         try:
@@ -119,7 +121,7 @@ def _split_pattern(base: str, pattern: str) -> tuple[str, str, bool]:
 
 
 def _search(base: Path, matcher: Any, anchored: bool, env: Mapping[str, str], stop: threading.Event,
-            limit: int) -> _Found:
+            limit: int, authority: Authority | None = None) -> _Found:
     if not base.exists():
         raise ToolFailure(f"Directory not found: {base}")
     if not base.is_dir():
@@ -143,6 +145,8 @@ def _search(base: Path, matcher: Any, anchored: bool, env: Mapping[str, str], st
             break
         for name in files:
             full = os.path.join(root, name)
+            if authority is not None and authority.effect_on("read", Path(full)) == "deny":
+                continue  # a file the rules deny reading is not listed either: its name may be the secret
             try:
                 mtime = os.stat(full).st_mtime
             except OSError:

@@ -1,5 +1,6 @@
 """The `grep` tool: lines matching a regular expression under a directory, grouped by file, newest file first.
-ripgrep does the search when it is on PATH; otherwise a pure-Python search with the same rules and output."""
+ripgrep does the search when it is on PATH (or installed with this package); otherwise a pure-Python search with the
+same rules and output. Either way only regular files are read, and only the lines of files `read` may see."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import base64
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -19,6 +22,7 @@ import anyio.to_thread
 import regex  # type: ignore[import-untyped]
 from wcmatch import glob as wcglob
 
+from ...permission import open_regular_file
 from ..ignores import SKIPPED, named_by, walk
 from ..tool import ToolContext, ToolFailure, ToolOutput
 from .glob import MAX_ENTRIES, MAX_EXPANSIONS, MAX_SECONDS
@@ -53,6 +57,7 @@ class _Match:
 class _Found:
     matches: list[_Match] = field(default_factory=list)
     stopped: str | None = None  # why the search ended before it saw everything
+    withheld: int = 0  # files with matches the read rules do not let the model see
 
 
 class GrepTool:
@@ -80,23 +85,53 @@ class GrepTool:
         if not root.exists():
             raise ToolFailure(f"Path not found: {root}")
         env = ctx.env if ctx.env is not None else os.environ
-        rg = shutil.which("rg", path=env.get("PATH", os.defpath))
+        rg = find_ripgrep(env)
         stop = threading.Event()
-        search = (lambda: _ripgrep(rg, pattern, root, include, env, stop)) if rg else (
-            lambda: _python_grep(pattern, root, include, env, stop))
+        authority = ctx.authority
+
+        def search() -> _Found:
+            found = (_ripgrep(rg, pattern, root, include, env, stop) if rg
+                     else _python_grep(pattern, root, include, env, stop))
+            # the read rules hold for every file whose lines are returned, as for `read` (`.env` is denied)
+            allowed: dict[str, bool] = {}
+            kept = []
+            for match in found.matches:
+                if match.path not in allowed:
+                    allowed[match.path] = authority.effect_on("read", Path(match.path)) == "allow"
+                if allowed[match.path]:
+                    kept.append(match)
+            found.matches, found.withheld = kept, sum(1 for ok in allowed.values() if not ok)
+            return found
+
         try:
+            # cancelled (an interrupt): `stop` ends the search (ripgrep is killed), the worker thread is freed
             found = await anyio.to_thread.run_sync(search, abandon_on_cancel=True)
         finally:
             stop.set()
         return _render(found, limit, ctx.display(root))
 
 
+def find_ripgrep(env: Mapping[str, str]) -> str | None:
+    """ripgrep on the environment's PATH, else the one installed with this package (the venv's `bin`, next to the
+    interpreter: `python3 run.py serve` does not put it on PATH)."""
+    found = shutil.which("rg", path=env.get("PATH", os.defpath))
+    if found:
+        return found
+    for folder in (Path(sys.prefix) / "bin", Path(sys.executable).parent):
+        candidate = folder / "rg"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
+
+
 def _render(found: _Found, limit: int, title: str) -> ToolOutput:
+    withheld = (f"\n\n({found.withheld} file{'s' if found.withheld != 1 else ''} with matches left out: the"
+                " permission rules do not allow reading them.)") if found.withheld else ""
     if not found.matches:
         text = "No matches found"
         if found.stopped:
             text += f" (the search stopped early: {found.stopped})"
-        return ToolOutput.of_text(text, {"matches": 0, "truncated": bool(found.stopped)}, title=title)
+        return ToolOutput.of_text(text + withheld, {"matches": 0, "truncated": bool(found.stopped)}, title=title)
     mtimes: dict[str, float] = {}
     for match in found.matches:
         if match.path not in mtimes:
@@ -122,7 +157,8 @@ def _render(found: _Found, limit: int, title: str) -> ToolOutput:
                       "to narrow the search.)"]
     if found.stopped:
         lines += ["", f"(The search stopped early ({found.stopped}), so there may be more matches.)"]
-    return ToolOutput.of_text("\n".join(lines), {"matches": len(found.matches), "truncated": truncated}, title=title)
+    return ToolOutput.of_text("\n".join(lines) + withheld, {"matches": len(found.matches), "truncated": truncated},
+                              title=title)
 
 
 # --- ripgrep ------------------------------------------------------------------------------------------------
@@ -144,6 +180,13 @@ def _ripgrep(rg: str, pattern: str, root: Path, include: str | None, env: Mappin
                             cwd=root if directory else None, env=dict(env))
     found = _Found()
     deadline = time.monotonic() + MAX_SECONDS
+
+    def watch() -> None:  # a search that prints nothing for long is still ended by a stop or the deadline
+        stop.wait(MAX_SECONDS)
+        if proc.poll() is None:
+            proc.kill()
+
+    threading.Thread(target=watch, name="grep-watch", daemon=True).start()
     try:
         assert proc.stdout is not None
         for raw in proc.stdout:
@@ -166,7 +209,10 @@ def _ripgrep(rg: str, pattern: str, root: Path, include: str | None, env: Mappin
         if proc.poll() is None:
             proc.kill()
         _, err = proc.communicate()
+        stop.set()  # the watcher ends
     # ripgrep exits 1 when nothing matched, 2 on errors (a bad pattern; unreadable files are silenced above).
+    if proc.returncode == -signal.SIGKILL and not found.stopped:
+        found.stopped = "cancelled" if time.monotonic() < deadline else f"after {MAX_SECONDS:g} seconds"
     if proc.returncode == 2 and not found.matches and not found.stopped:
         message = err.decode("utf-8", "replace").strip()
         raise ToolFailure(f"Invalid search: {message}" if message else "The search failed.")
@@ -218,7 +264,7 @@ def _files(root: Path, matcher: Any, anchored: bool, env: Mapping[str, str], fou
     """The regular files to search, as ripgrep picks them (see ignores); `include` matches the name, or the path
     below the root when it has a `/`. A file given as the root is searched whatever the rules say, as ripgrep does."""
     if not root.is_dir():
-        if not root.is_symlink() and root.is_file():
+        if not root.is_symlink() and root.is_file():  # is_file: a regular file (not a FIFO)
             yield str(root)
         return
     examined = 0
@@ -233,9 +279,10 @@ def _files(root: Path, matcher: Any, anchored: bool, env: Mapping[str, str], fou
 
 def _search_file(path: str, compiled: Any, whole: Any, found: _Found) -> None:
     try:
-        if os.path.getsize(path) > MAX_FILE_BYTES:
-            return
-        with open(path, "rb") as handle:
+        # only regular files, as ripgrep: a FIFO (or device) would block the read forever
+        with open_regular_file(Path(path)) as handle:
+            if os.fstat(handle.fileno()).st_size > MAX_FILE_BYTES:
+                return
             data = handle.read()
     except OSError:
         return  # unreadable files are skipped silently, as ripgrep does with --no-messages

@@ -6,8 +6,11 @@ import asyncio
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio.to_thread
 import html2text
 
+from ...own_address import is_own
+from ...permission.rules import OWN_SERVER
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
 MAX_BYTES = 5 * 1024 * 1024
@@ -49,6 +52,9 @@ class WebFetchTool:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ToolFailure(f"Cannot fetch {url!r}: only http:// and https:// URLs are supported.")
+        if await anyio.to_thread.run_sync(is_own, url, abandon_on_cancel=True):
+            # the server's own API: whoever reaches it drives every session (denied unless configured)
+            await ctx.permit(OWN_SERVER, [url])
         await ctx.permit("webfetch", [url])
         body, mime, final_url = await _fetch(url, timeout)
         if not any(mime.startswith(kind) for kind in _TEXTUAL):
@@ -64,10 +70,16 @@ async def _fetch(url: str, timeout: float) -> tuple[str, str, str]:
     """The decoded body, its media type and the URL it finally came from (after redirects)."""
     import httpx2  # loaded on first use, not at start-up
 
+    async def not_back_to_the_server(request: httpx2.Request) -> None:
+        if str(request.url) != url and await anyio.to_thread.run_sync(is_own, str(request.url),
+                                                                         abandon_on_cancel=True):
+            raise ToolFailure(f"Fetching {url} was redirected to this server's own API, which is refused.")
+
     try:
         async with asyncio.timeout(timeout), httpx2.AsyncClient(
                 follow_redirects=True, max_redirects=MAX_REDIRECTS, timeout=timeout, headers={"Accept": _ACCEPT},
-                trust_env=False) as client, client.stream("GET", url) as response:
+                trust_env=False, event_hooks={"request": [not_back_to_the_server]}) as client, \
+                client.stream("GET", url) as response:
             if response.status_code >= 400:
                 raise ToolFailure(f"Fetching {url} failed with HTTP {response.status_code}.")
             declared = response.headers.get("content-length")
