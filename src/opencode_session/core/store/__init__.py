@@ -6,13 +6,13 @@ them (the embedded default), and a backend for another database implements the s
 
 from .backend import Backend
 from .backends import database_files, describe_database, is_postgres, open_backend
-from .errors import DatabaseInUseError, StoreError
+from .errors import DatabaseInUseError, DatabaseNotFoundError, StoreError
 from .feed import DurableFeed, LiveBus, LiveSubscription
 from .fencing import SessionFencedError, current_fence, set_fence
 from .rows import Checkpoint, HistoryRow, Lease, PendingInput, Placement, Reader, SessionFilter, Writer
 from .store import Store, Tx, live_event, now_ms
 
-__all__ = ["Backend", "Checkpoint", "DatabaseInUseError", "DurableFeed", "HistoryRow", "Lease", "LiveBus",
-           "LiveSubscription", "PendingInput", "Placement", "Reader", "SessionFencedError", "SessionFilter", "Store",
-           "StoreError", "Tx", "Writer", "current_fence", "database_files", "describe_database", "is_postgres",
-           "live_event", "now_ms", "open_backend", "set_fence"]
+__all__ = ["Backend", "Checkpoint", "DatabaseInUseError", "DatabaseNotFoundError", "DurableFeed", "HistoryRow",
+           "Lease", "LiveBus", "LiveSubscription", "PendingInput", "Placement", "Reader", "SessionFencedError",
+           "SessionFilter", "Store", "StoreError", "Tx", "Writer", "current_fence", "database_files",
+           "describe_database", "is_postgres", "live_event", "now_ms", "open_backend", "set_fence"]
