@@ -8,12 +8,15 @@ import os
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..client.generated import OpenCodeClient
 from ..schema.base import wire
 from .hosts import open_host
 from .render import show_transcript, tool_summary
+
+if TYPE_CHECKING:
+    from ..core.config import Config
 
 PAGE = 200
 
@@ -43,7 +46,7 @@ def _table(headers: list[str], rows: list[list[str]]) -> None:
 
 async def list_sessions(attach: str | None, db: str | Path | None, directory: Path, limit: int, as_json: bool,
                         children: str | None = None) -> None:
-    async with open_host(attach, db, directory) as client:
+    async with open_host(attach, db, directory, create=False) as client:
         if children is not None:
             await client.session.get(children)  # an unknown parent is an error, not an empty table
         sessions: list[Any] = []
@@ -83,7 +86,7 @@ async def show_session(attach: str | None, db: str | Path | None, directory: Pat
     """The transcript, or (`as_json`) every projected message as GET .../message answers it, oldest first."""
     from .run import make_view
 
-    async with open_host(attach, db, directory) as client:
+    async with open_host(attach, db, directory, create=False) as client:
         session = await client.session.get(session_id)
         messages = await every_message(client, session_id)
     if as_json:
@@ -117,7 +120,7 @@ def describe_event(event: dict[str, Any]) -> str:
 
 async def show_log(attach: str | None, db: str | Path | None, directory: Path, session_id: str, after: int | None,
                    follow: bool, as_json: bool) -> None:
-    async with open_host(attach, db, directory) as client:
+    async with open_host(attach, db, directory, create=False) as client:
         async with client.session.log(session_id, after=after, follow=follow) as events:
             async for item in events:
                 if item.type == "log.synced":
@@ -143,15 +146,27 @@ def show_models(directory: Path) -> None:
     rows = []
     for provider in catalog(config, os.environ):
         key = provider.credentials or "none found"
-        status = provider.problem or "ready"
         models = provider.models or ()
         if not models:
-            rows.append([f"{provider.id}/<model>", "", "", key, status])
+            rows.append([f"{provider.id}/<model>", "", "", key, provider.problem or "ready"])
         for model in models:
-            rows.append([model.ref, str(model.context or ""), str(model.output or ""), key, status])
+            rows.append([model.ref, str(model.context or ""), str(model.output or ""), key,
+                         _model_status(config, model.ref)])
     _table(["model", "context", "output", "key", "status"], rows)
     print("default model:", config.model or 'none (set "model" in opencode.json)')
     print("small model:  ", config.small_model or "none (titles use the session's model)")
+
+
+def _model_status(config: Config, ref: str) -> str:
+    """"ready", or why this very model cannot be called (its own name in the words)."""
+    from ..core.llm.catalog import model_ref_from_string, resolve_model
+    from ..core.llm.errors import ProviderError
+
+    try:
+        resolve_model(config, model_ref_from_string(ref), os.environ)
+    except ProviderError as unusable:
+        return unusable.message
+    return "ready"
 
 
 def print_openapi() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TextIO
 
@@ -42,6 +43,20 @@ def bounded_lines(text: str, max_lines: int = RESULT_LINES) -> list[str]:
     return shown
 
 
+def tail_lines(text: str, max_lines: int = RESULT_LINES) -> list[str]:
+    """The last lines of a running tool's output so far, each cut to a readable width."""
+    lines = text.rstrip("\n").splitlines()[-max_lines:]
+    return [line if len(line) <= RESULT_LINE_CHARS else line[: RESULT_LINE_CHARS - 1] + "…" for line in lines]
+
+
+def retry_notice(data: dict[str, Any], now_ms: float) -> str:
+    """What a scheduled provider retry tells the user: how long until it, which attempt, and why."""
+    error = data.get("error") or {}
+    wait = max(0.0, (float(data.get("at") or now_ms) - now_ms) / 1000)
+    when = f"in {wait:.0f} s" if wait >= 1 else "now"
+    return f"retrying {when} (attempt {data.get('attempt')}): {error.get('type')}: {error.get('message')}"
+
+
 def _file(part: dict[str, Any]) -> str:
     return f"[file {part.get('name') or part.get('uri', '')}]"
 
@@ -72,6 +87,9 @@ class View(Protocol):
     def text_end(self, key: str, text: str) -> None: ...
     def tool_started(self, call_id: str, name: str, tool_input: dict[str, Any]) -> None: ...
     def tool_settled(self, call_id: str, name: str, tool_input: dict[str, Any], ok: bool, result: str) -> None: ...
+    def tool_progress(self, call_id: str, output: str) -> None: ...
+    def usage(self, tokens: int) -> None: ...
+    def working(self, on: bool) -> None: ...
     def notice(self, text: str) -> None: ...
     def info(self, text: str) -> None: ...
     def event(self, event: dict[str, Any]) -> None: ...
@@ -129,6 +147,15 @@ class PlainView:
         self._say(f"{'✓' if ok else '✗'} {name}{' ' + summary if summary else ''}")
         for line in bounded_lines(result):
             self._say(f"  {line}")
+
+    def tool_progress(self, call_id: str, output: str) -> None:
+        pass  # a pipe gets the result once, when the call settles
+
+    def usage(self, tokens: int) -> None:
+        pass
+
+    def working(self, on: bool) -> None:
+        pass
 
     def notice(self, text: str) -> None:
         self._say(text)
@@ -190,9 +217,13 @@ class EventAdapter:
             ok = kind == "session.tool.success"
             result = content_text(data.get("content")) if ok else (data.get("error") or {}).get("message", "")
             self.view.tool_settled(data.get("callID", ""), name, tool_input, ok, result)
+        elif kind == "session.tool.progress":
+            self.view.tool_progress(data.get("callID", ""), content_text(data.get("content")))
+        elif kind in ("session.step.ended", "session.step.failed"):
+            tokens = data.get("tokens") or {}
+            self.view.usage(sum(int(tokens.get(k) or 0) for k in ("input", "output", "reasoning")))
         elif kind == "session.retry.scheduled":
-            error = data.get("error") or {}
-            self.view.notice(f"retrying (attempt {data.get('attempt')}): {error.get('type')}: {error.get('message')}")
+            self.view.notice(retry_notice(data, time.time() * 1000))
 
 
 def show_transcript(view: View, messages: list[dict[str, Any]]) -> None:

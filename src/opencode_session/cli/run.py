@@ -202,10 +202,12 @@ async def run_turn(client: OpenCodeClient, session_id: str, text: str, delivery:
     async with Turn(client, session_id, sink) as turn:
         if interrupts is not None:
             interrupts.turn = (client, session_id)
+        view.working(True)
         try:
             await turn.prompt(text, delivery)
             return await turn.settled()
         finally:
+            view.working(False)
             if reader is not None:
                 reader.stop()
             if interrupts is not None:
@@ -273,7 +275,8 @@ def run_command(view: View, body: Callable[[View, Interrupts], Awaitable[int]]) 
 
     async def main() -> int:
         loop = asyncio.get_running_loop()
-        interrupts = Interrupts(asyncio.current_task(), say_stderr)  # type: ignore[arg-type]
+        # on a terminal, through the view: a line printed past its live area would leave that area on screen twice
+        interrupts = Interrupts(asyncio.current_task(), getattr(view, "say", say_stderr))  # type: ignore[arg-type]
         interrupts.restore.append(view.close)
         loop.add_signal_handler(signal.SIGINT, interrupts)
         try:

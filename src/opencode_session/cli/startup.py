@@ -62,7 +62,7 @@ def survey(directory: Path, env: Mapping[str, str], *, model: str | None = None,
     from ..core.agents import AgentNotFoundError, resolve_agent
     from ..core.config import inspect_config
     from ..core.llm.catalog import model_ref_from_string, resolve_model
-    from ..core.llm.errors import NoModelConfiguredError
+    from ..core.llm.errors import ModelNotFoundError, NoModelConfiguredError
     from ..core.location import resolve_location
 
     result = Survey(inspect_config(directory, resolve_location(directory).project_root, env))
@@ -73,7 +73,7 @@ def survey(directory: Path, env: Mapping[str, str], *, model: str | None = None,
         ref = model_ref_from_string(model) if model else resolve_agent(config, agent).model
         resolved = resolve_model(config, ref, env)
         result.model = f"{resolved.provider_id}/{resolved.model_id}"
-    except NoModelConfiguredError as missing:
+    except (NoModelConfiguredError, ModelNotFoundError) as missing:
         result.model_problem = missing.message
     except AgentNotFoundError as unknown:
         result.model_problem = str(unknown)

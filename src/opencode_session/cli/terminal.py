@@ -1,8 +1,10 @@
 """The terminal view (rich): finished paragraphs printed as markdown, and a live area below them with the
-paragraph being written, a spinner per running tool and, in interactive mode, the line being typed."""
+paragraph being written, a spinner per running tool with the last lines of its output so far, the running turn's
+time and tokens and, in interactive mode, the line being typed."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -11,7 +13,7 @@ from rich.markdown import Markdown
 from rich.spinner import Spinner
 from rich.text import Text
 
-from .render import bounded_lines, tool_summary
+from .render import bounded_lines, tail_lines, tool_summary
 
 
 def split_finished(text: str) -> tuple[str, str]:
@@ -29,19 +31,36 @@ def split_finished(text: str) -> tuple[str, str]:
 
 
 class TerminalView:
-    """Draws on a terminal through rich; `prompt` (interactive mode) is the line being typed, shown last."""
+    """Draws on a terminal through rich; `prompt` (interactive mode) is the line being typed, shown last. While a
+    turn runs (`busy`) a status line turns below the rest: how long it has run and the tokens its Steps used."""
 
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(highlight=False)
         self._open: dict[str, str] = {}  # text block key -> text not yet printed
         self._printed: dict[str, str] = {}  # text block key -> everything received so far
-        self._tools: dict[str, Text] = {}
-        self.busy = False  # a turn is running: show a spinner while nothing else moves
+        # one spinner per running tool and one for the turn, kept: a spinner's frame is the time since its first draw
+        self._tools: dict[str, Spinner] = {}
+        self._progress: dict[str, list[str]] = {}  # call ID -> the last lines of its output so far
+        self._status = Spinner("dots", style="cyan")
+        self._busy = False
+        self._since = time.monotonic()
+        self._tokens = 0
         self.prompt: Text | None = None
         self.ask: Text | None = None  # a permission request waiting for a key, shown above the prompt
         self._live = Live(_Area(self), console=self.console, refresh_per_second=12, transient=True,
                           redirect_stdout=False, redirect_stderr=False)
         self._live.start()
+
+    @property
+    def busy(self) -> bool:
+        return self._busy
+
+    @busy.setter
+    def busy(self, on: bool) -> None:
+        if on and not self._busy:  # a new turn: its clock and tokens start over
+            self._since, self._tokens = time.monotonic(), 0
+            self._status = Spinner("dots", style="cyan")
+        self._busy = on
 
     # --- the live area ---------------------------------------------------------------------------------------
 
@@ -50,15 +69,26 @@ class TerminalView:
         for pending in self._open.values():
             if pending.strip():
                 rows.append(Markdown(pending))
-        for label in self._tools.values():
-            rows.append(Spinner("dots", label, style="cyan"))
-        if self.busy and not rows:
-            rows.append(Spinner("dots", Text("working", style="dim"), style="cyan"))
+        for call_id, spinner in self._tools.items():
+            rows.append(spinner)
+            lines = self._progress.get(call_id)
+            if lines:
+                rows.append(Text("\n".join("  " + line for line in lines), style="dim"))
+        if self._busy:
+            self._status.update(text=Text(self.status_line(), style="dim"))
+            rows.append(self._status)
         if self.ask is not None:
             rows.append(self.ask)
         if self.prompt is not None:
             rows.append(self.prompt)
         return Group(*rows)
+
+    def status_line(self) -> str:
+        """"working · 12s · 1,234 tokens": the running turn's time and the tokens its finished Steps used."""
+        seconds = int(time.monotonic() - self._since)
+        elapsed = f"{seconds // 60}m {seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+        tokens = f" · {self._tokens:,} tokens" if self._tokens else ""
+        return f"working · {elapsed}{tokens}"
 
     def show_ask(self, line: Text | None) -> None:
         self.ask = line
@@ -96,11 +126,30 @@ class TerminalView:
         self.refresh()
 
     def tool_started(self, call_id: str, name: str, tool_input: dict[str, Any]) -> None:
-        self._tools[call_id] = _tool_line(name, tool_input)
+        self._tools[call_id] = Spinner("dots", _tool_line(name, tool_input), style="cyan")
         self.refresh()
+
+    def tool_progress(self, call_id: str, output: str) -> None:
+        if call_id in self._tools:
+            self._progress[call_id] = tail_lines(output)
+            self.refresh()
+
+    def usage(self, tokens: int) -> None:
+        self._tokens += tokens
+        self.refresh()
+
+    def working(self, on: bool) -> None:
+        self.busy = on
+        self.refresh()
+
+    def say(self, text: str) -> None:
+        """A line from outside the session's events (Ctrl-C's "interrupting…"): printed above the live area, so
+        what the area shows is not left behind on the screen and drawn again."""
+        self.notice(text)
 
     def tool_settled(self, call_id: str, name: str, tool_input: dict[str, Any], ok: bool, result: str) -> None:
         self._tools.pop(call_id, None)
+        self._progress.pop(call_id, None)
         mark = Text("✓ ", style="green") if ok else Text("✗ ", style="red")
         self._print(mark + _tool_line(name, tool_input))
         lines = bounded_lines(result)
@@ -121,6 +170,7 @@ class TerminalView:
         for key in list(self._open):
             self.text_end(key, self._printed.get(key, ""))
         self._tools.clear()
+        self._progress.clear()
         self.busy = False
         self.prompt = None
         self.ask = None

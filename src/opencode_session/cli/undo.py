@@ -93,7 +93,7 @@ def _confirm(question: str) -> bool:
 
 async def revert_command(attach: str | None, db: str | Path | None, directory: Path, session_id: str,
                          message_id: str | None, yes: bool) -> int:
-    async with open_host(attach, db, directory) as client:
+    async with open_host(attach, db, directory, create=False) as client:
         if message_id is None:
             asked = await prompts(client, session_id)
             if not asked:
@@ -119,7 +119,7 @@ async def revert_command(attach: str | None, db: str | Path | None, directory: P
 
 async def fork_command(attach: str | None, db: str | Path | None, directory: Path, session_id: str,
                        message_id: str | None) -> int:
-    async with open_host(attach, db, directory) as client:
+    async with open_host(attach, db, directory, create=False) as client:
         fork = await client.session.fork(session_id, messageID=message_id)
     print(fork.id)
     print(f"Forked as “{fork.title}”; continue it with `ocs run --session {fork.id}`.", file=sys.stderr)

@@ -45,7 +45,7 @@ from .session.projector import project
 from .session.revert import Reverts
 from .snapshot import Snapshots
 from .snapshot.service import SNAPSHOT_DIRECTORY
-from .store import Lease, Store, Tx, database_files, is_postgres, now_ms, set_fence
+from .store import DatabaseNotFoundError, Lease, Store, Tx, database_files, is_postgres, now_ms, set_fence
 from .telemetry import telemetry, tracing_settings
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
 
@@ -76,6 +76,8 @@ class RuntimeOptions:
     # automatic continuations after a lost host per session and window; None: $OCS_RESUME_BUDGET ("COUNT/SECONDS"),
     # else one per hour
     resume_budget: ResumeBudget | None = None
+    # False: open the database only if it exists (DatabaseNotFoundError otherwise): what read-only commands want
+    create_database: bool = True
 
 
 class Runtime:
@@ -142,6 +144,9 @@ class Runtime:
             await asyncio.wait(set(self._background), timeout=timeout)
 
     async def open(self) -> Runtime:
+        path = self.options.db_path
+        if not self.options.create_database and database_files(path) and not Path(path).exists():
+            raise DatabaseNotFoundError(str(path))  # before anything is created beside it
         self._configure_telemetry()
         await self.store.open()
         self._sweepers = [asyncio.create_task(self.outputs.sweep_forever(), name="tool-output-sweep"),

@@ -41,6 +41,8 @@ class OpenCode(OpenCodeClient):
     and `discover_plugins` (also load the installed ones and opencode.json's `python:` entries, as `ocs` does).
     `pty.connect` works as over the network: its WebSocket runs in memory through the same app, middleware and
     handlers.
+    With `create=False` a database file that does not exist is not created: `open` raises DatabaseNotFoundError
+    (a StoreError, as is a database that cannot be opened, e.g. in a read-only place).
     Closing releases the database, ends every stream and stops every drain. The default database is in memory; a
     `postgresql://` one needs the `postgres` extra (without it the constructor raises BackendNotInstalledError).
     """
@@ -60,6 +62,7 @@ class OpenCode(OpenCodeClient):
         pty_environment: PtyEnvironment = no_overlay,
         plugins: Sequence[Plugin] = (),
         discover_plugins: bool = False,
+        create: bool = True,
     ) -> None:
         require_backend(db)  # a postgresql:// address without the `postgres` extra: BackendNotInstalledError, now
         self.tools: ToolRegistry = default_registry()
@@ -68,7 +71,7 @@ class OpenCode(OpenCodeClient):
         self._options = RuntimeOptions(
             db_path=db, directory=directory or os.getcwd(), env=dict(os.environ if env is None else env),
             drain_factory=make_drain_factory(tools=self.tools, provider=provider, clock=clock),
-            plugins=tuple(plugins), discover_plugins=discover_plugins,
+            plugins=tuple(plugins), discover_plugins=discover_plugins, create_database=create,
         )
         self._heartbeat = heartbeat
         self._stall_timeout = stall_timeout

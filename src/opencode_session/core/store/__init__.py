@@ -6,7 +6,7 @@ them (the embedded default), and a backend for another database implements the s
 
 from .backend import Backend
 from .backends import database_files, describe_database, is_postgres, open_backend, require_backend
-from .errors import BackendNotInstalledError, DatabaseInUseError, StoreError
+from .errors import BackendNotInstalledError, DatabaseInUseError, DatabaseNotFoundError, StoreError
 from .feed import DurableFeed, LiveBus, LiveSubscription
 from .fencing import (
     LeaseLapsedError,
@@ -20,8 +20,8 @@ from .fencing import (
 from .rows import Checkpoint, HistoryRow, Lease, PendingInput, Placement, Reader, SessionFilter, Writer
 from .store import Store, Tx, live_event, now_ms
 
-__all__ = ["Backend", "BackendNotInstalledError", "Checkpoint", "DatabaseInUseError", "DurableFeed", "HistoryRow",
-           "Lease", "LeaseLapsedError", "LiveBus", "LiveSubscription", "PendingInput", "Placement", "Reader",
-           "SessionFencedError", "SessionFilter", "Store", "StoreError", "Tenure", "Tx", "Writer", "confirm_lease",
-           "current_fence", "current_tenure", "database_files", "describe_database", "is_postgres", "live_event",
-           "now_ms", "open_backend", "require_backend", "set_fence"]
+__all__ = ["Backend", "BackendNotInstalledError", "Checkpoint", "DatabaseInUseError", "DatabaseNotFoundError",
+           "DurableFeed", "HistoryRow", "Lease", "LeaseLapsedError", "LiveBus", "LiveSubscription", "PendingInput",
+           "Placement", "Reader", "SessionFencedError", "SessionFilter", "Store", "StoreError", "Tenure", "Tx",
+           "Writer", "confirm_lease", "current_fence", "current_tenure", "database_files", "describe_database",
+           "is_postgres", "live_event", "now_ms", "open_backend", "require_backend", "set_fence"]

@@ -7,6 +7,14 @@ class StoreError(Exception):
     """The database failed (it cannot be opened, read or written); the backend's own error is the cause."""
 
 
+class DatabaseNotFoundError(StoreError):
+    """A database that was to be opened as it is (never created) does not exist."""
+
+    def __init__(self, database: str) -> None:
+        self.database = database
+        super().__init__(f"the database {database} does not exist")
+
+
 class DatabaseInUseError(Exception):
     """Another running process (a server or an embedded host) holds a database that admits one process; two would
     execute Sessions twice. Not a StoreError: the database is fine, and the caller is told who holds it."""

@@ -92,6 +92,9 @@ class SqliteBackend:
         except sqlite3.Error as failed:
             await self.close()
             raise StoreError(str(failed) or type(failed).__name__) from failed
+        except OSError as failed:  # its folder cannot be created, the file made private (a read-only place)
+            await self.close()
+            raise StoreError(f"{failed.strerror or failed}: {failed.filename or self.path}") from failed
         except BaseException:
             await self.close()
             raise
