@@ -8,6 +8,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -146,7 +147,17 @@ async def test_oauth_attempts_run_against_the_authorization_server(connected, lo
     auth.open(attempt.url)
     with pytest.raises(InvalidRequestError):
         await client.integration.attempt_complete(attempt.attemptID)  # no code
-    await client.integration.attempt_complete(attempt.attemptID, code=auth.code)
+    # a code that came back with another attempt's `state` is never exchanged (issue 39), and the attempt goes on
+    exchanged = len(auth.exchanges)
+    for forged in (f"{auth.code}#forged-state", f"http://localhost/callback?code={auth.code}&state=forged-state"):
+        with pytest.raises(InvalidRequestError) as mismatch:
+            await client.integration.attempt_complete(attempt.attemptID, code=forged)
+        assert mismatch.value.field == "code" and "state" in mismatch.value.message
+    assert len(auth.exchanges) == exchanged
+    assert (await client.integration.attempt_status(attempt.attemptID)).data.status == "pending"
+    state = parse_qs(urlsplit(attempt.url).query)["state"][0]
+    await client.integration.attempt_complete(attempt.attemptID,
+                                              code=f"http://localhost/callback?code={auth.code}&state={state}")
     assert (await client.integration.attempt_status(attempt.attemptID)).data.status == "complete"
     assert auth.exchanges[-1]["client_id"] == "ocs-test-client"
     assert [c.label for c in _credential_connections((await client.integration.get("loop")).data)] == ["oauth"]

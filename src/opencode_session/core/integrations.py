@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 from ..schema.errors import InvalidRequestError
 from ..schema.ids import ascending
@@ -71,6 +72,21 @@ def oauth_settings(cfg: ProviderConfig | None) -> OAuthSettings | None:
 
 def _bad(message: str, field_name: str) -> InvalidRequestError:
     return InvalidRequestError(message, kind="integration", field=field_name)
+
+
+def _code_and_state(pasted: str) -> tuple[str, str | None]:
+    """The code and the `state` it came with, from what the user pasted: the redirect URL (`...?code=C&state=S`),
+    `C#S` (as some providers show it), or the bare code (no state to check: PKCE's verifier still binds it)."""
+    text = pasted.strip()
+    if "code=" in text:
+        query = parse_qs(urlsplit(text).query or text.lstrip("?"))
+        if query.get("code"):
+            states = query.get("state")
+            return query["code"][0], states[0] if states else None
+    if "#" in text:
+        code, _, state = text.partition("#")
+        return code, state or None
+    return text, None
 
 
 @dataclass
@@ -197,6 +213,10 @@ class Integrations:
             raise _bad(f"The OAuth attempt is {attempt.status}, not pending", "attemptID")
         if not code:
             raise _bad("This attempt needs the code the provider showed", "code")
+        code, state = _code_and_state(code)
+        if state is not None and not hmac.compare_digest(state, attempt.state):
+            # a code from another authorization (someone else's, or an older attempt): never exchanged
+            raise _bad("The code belongs to another authorization attempt (its state does not match)", "code")
         attempt.completing = True
         try:
             token = await self._exchange(attempt, code)
