@@ -30,7 +30,7 @@ from .execution import continuation, suspension
 from .execution.continuation import Continuations, ResumeBudget
 from .execution.coordinator import Drain, SessionExecution
 from .execution.ownership import Ownership, host_name, lease_ttl_ms
-from .fs import Finder
+from .fs import Finder, max_indexed
 from .instructions.entries import InstructionEntries
 from .integrations import Integrations
 from .llm.providers import Providers
@@ -107,7 +107,7 @@ class Runtime:
                                         _data_dir(options) / CREDENTIALS_FILE])
         self.reverts = Reverts(self.store, self.snapshots, self.config)
         self.terminals = Terminals(options.env)  # pseudo-terminals by Location, killed when the runtime closes
-        self.finder = Finder()  # fs.find's indexes of the Locations searched lately
+        self.finder = Finder(max_indexed=max_indexed(options.env))  # fs.find's indexes of the Locations searched lately
         self.integrations = Integrations(self.credentials)
         self.mcp = McpServers(options.env)  # MCP servers by Location, started on first need, stopped when idle
         self._sweepers: list[asyncio.Task[None]] = []

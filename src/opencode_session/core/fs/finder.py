@@ -6,6 +6,7 @@ a new directory, the subtree under an ignore file that was added, edited or remo
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -20,11 +21,14 @@ from rapidfuzz.distance import LCSseq
 from ...schema.fs import FileSystemEntry
 from ..tools.ignores import walk
 
+log = logging.getLogger(__name__)
+
 DEFAULT_LIMIT = 50
 INDEXED_LOCATIONS = 8  # trees kept indexed at once, the least recently searched dropped first
 # Entries one tree's index holds at most (a caller may name `/` as the location): past it the walk stops, so an
 # index's memory is bounded (about 200 bytes an entry, times INDEXED_LOCATIONS).
 MAX_INDEXED = 200_000
+MAX_INDEXED_ENV = "OCS_FIND_MAX_INDEXED"  # a positive whole number overrides MAX_INDEXED (tests use a small one)
 # Beyond this many matches, only the best this many by name are ranked fully (a one-letter query matches everything).
 RANKED = 2000
 _IGNORE_FILES = (".gitignore", ".ignore", ".rgignore")
@@ -55,23 +59,27 @@ def _inside(path: str, top: str) -> bool:
 class _Index:
     """One tree's listings by directory, flattened into parallel lists for searching."""
 
-    def __init__(self, root: Path, env: Mapping[str, str]) -> None:
+    def __init__(self, root: Path, env: Mapping[str, str], cap: int = MAX_INDEXED) -> None:
         self.root = str(root)
         self.env = env
+        self.cap = cap
         self.listings: dict[str, _Listing] = {}
         self.ignores: dict[str, Signature] = {}  # every ignore file met, as it was
         self.lock = threading.Lock()  # one refresh or search of this tree at a time
-        self.truncated = False  # the tree has more than MAX_INDEXED entries: the rest is not indexed
+        self.truncated = False  # the tree has more than `cap` entries: the rest is not indexed
         self._walk(self.root)
         self._flatten()
 
     def _walk(self, top: str) -> None:
-        """(Re)list the subtree at `top`, up to MAX_INDEXED entries in the whole index."""
+        """(Re)list the subtree at `top`, up to `cap` entries in the whole index."""
         self._drop(top)
         held = sum(len(listing.dirs) + len(listing.files) for listing in self.listings.values())
         for directory, dirs, files in walk(Path(top), self.env):
             held += len(dirs) + len(files)
-            if held > MAX_INDEXED:
+            if held > self.cap:
+                if not self.truncated:
+                    log.warning("fs.find: %s holds more than %d entries; only the first %d are searched",
+                                self.root, self.cap, self.cap)
                 self.truncated = True
                 return
             self._record(directory, dirs, files, _signature(directory))
@@ -142,11 +150,18 @@ class _Index:
         self.names = [p.rsplit("/", 1)[-1] for p in self.lowered]
 
 
+def max_indexed(env: Mapping[str, str]) -> int:
+    """The entries one index may hold: `$OCS_FIND_MAX_INDEXED` when it is a positive whole number, else MAX_INDEXED."""
+    raw = env.get(MAX_INDEXED_ENV, "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else MAX_INDEXED
+
+
 class Finder:
     """Indexes of the Locations searched lately; safe to call from worker threads."""
 
-    def __init__(self, capacity: int = INDEXED_LOCATIONS) -> None:
+    def __init__(self, capacity: int = INDEXED_LOCATIONS, max_indexed: int = MAX_INDEXED) -> None:
         self._capacity = capacity
+        self.max_indexed = max_indexed
         self._indexes: OrderedDict[Path, _Index] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -156,7 +171,7 @@ class Finder:
             if index is not None:
                 self._indexes.move_to_end(root)
         if index is None:
-            index = _Index(root, env)
+            index = _Index(root, env, self.max_indexed)
             with self._lock:
                 self._indexes[root] = index
                 while len(self._indexes) > self._capacity:
