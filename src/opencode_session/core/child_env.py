@@ -28,4 +28,14 @@ def inherited(env: Mapping[str, str], config: Config | None = None) -> dict[str,
             if k not in named and not k.upper().endswith("_API_KEY") and v not in secrets}
 
 
-__all__ = ["SERVER_SECRETS", "inherited"]
+def withheld(env: Mapping[str, str], config: Config | None = None) -> set[str]:
+    """The values `inherited` leaves out, less the server's user name (no secret, and often "opencode", which cutting
+    would take out of every "opencode.json"): the secrets no event, answer or log line may carry either."""
+    named = (SERVER_SECRETS - {"OPENCODE_SERVER_USERNAME"}) | _provider_variables(config)
+    values = {v for k, v in env.items() if k in named or k.upper().endswith("_API_KEY")}
+    if config is not None:
+        values.update(configured_secrets(config, {}))
+    return {v for v in values if v}
+
+
+__all__ = ["SERVER_SECRETS", "inherited", "withheld"]

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Literal
 
 from ..schema.ids import ascending
+from .child_env import withheld
 from .config import Config, ConfigSource, ProviderConfig, ProviderOptions
 from .location import Location
+from .redaction import Redactor
 from .store import now_ms
 
 CREDENTIALS_FILE = "credentials.json"
@@ -142,9 +144,13 @@ class ConnectedConfig(ConfigSource):
     """The runtime's configuration source with the stored credentials applied to what it serves (its cache holds
     the files' configuration; the credentials are applied on each read, so a removal counts at the next one)."""
 
-    def __init__(self, env: Mapping[str, str], credentials: CredentialStore) -> None:
+    def __init__(self, env: Mapping[str, str], credentials: CredentialStore, redactor: Redactor | None = None) -> None:
         super().__init__(env)
         self.credentials = credentials
+        self.redactor = redactor  # told every secret a configuration read names, so none reaches an event or a log
 
     def at_sync(self, location: Location) -> Config:
-        return self.credentials.apply(super().at_sync(location))
+        config = self.credentials.apply(super().at_sync(location))
+        if self.redactor is not None:
+            self.redactor.add(withheld(self.env, config))
+        return config

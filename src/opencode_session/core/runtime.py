@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 from ..schema.errors import PermissionNotFoundError, QuestionNotFoundError
 from ..schema.permission import PermissionV2Reply
 from ..schema.session import SessionOwner
+from .child_env import withheld
 from .config import ConfigSource
 from .credentials import CREDENTIALS_FILE, ConnectedConfig, CredentialStore
 from .execution import continuation, suspension
@@ -39,6 +40,7 @@ from .mcp import McpServers
 from .permission import PermissionRequests
 from .pty import Terminals
 from .questions import QuestionRequests
+from .redaction import Redactor, redact_logs
 from .session import Sessions
 from .session.lifecycle import SessionLifecycle
 from .session.projector import project
@@ -86,12 +88,16 @@ class Runtime:
     def __init__(self, options: RuntimeOptions) -> None:
         self.options = options
         self.location: Location = resolve_location(options.directory)
-        self.store = Store(options.db_path, project=project, live_capacity=options.live_capacity)
+        # the server's password and every provider key: cut from events, answers and log lines wherever echoed
+        self.redactor = Redactor(withheld(options.env))
+        redact_logs(self.redactor)
+        self.store = Store(options.db_path, project=project, live_capacity=options.live_capacity,
+                           redactor=self.redactor)
         # connected provider keys: beside the database (0600), only in memory for an in-memory database
         self.credentials = CredentialStore(None if str(options.db_path) == ":memory:"
                                            else _data_dir(options) / CREDENTIALS_FILE)
         # the configuration in effect at any Location, cached, with the connected keys applied
-        self.config: ConfigSource = ConnectedConfig(options.env, self.credentials)
+        self.config: ConfigSource = ConnectedConfig(options.env, self.credentials, self.redactor)
         self.sessions = Sessions(self.store, self.location, env=options.env, config=self.config)
         self.entries = InstructionEntries(self.store)
         self.providers = Providers(options.provider_transport)  # the provider HTTP clients: closed with the runtime

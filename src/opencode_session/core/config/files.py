@@ -27,12 +27,15 @@ _PLACEHOLDER = re.compile(r"\{(env|file):([^}]+)\}")
 
 def _substitute(value: Any, env: Mapping[str, str], base_dir: Path, path: Path,
                 unset: Callable[[str], None] = lambda _name: None,
-                included: Callable[[Path], None] = lambda _path: None) -> Any:
+                included: Callable[[Path], None] = lambda _path: None,
+                allowed: Callable[[str], bool] = lambda _placeholder: True) -> Any:
     """`{env:NAME}` becomes the variable's value ("" if unset, as in OpenCode, and `unset(NAME)` is told);
-    `{file:path}` the file's text (relative to the config file, `~` expanded; `included(path)` is told). Only string
-    values are touched, never keys."""
+    `{file:path}` the file's text (relative to the config file, `~` expanded; `included(path)` is told); a
+    placeholder `allowed` refuses becomes "". Only string values are touched, never keys."""
     if isinstance(value, str):
         def replace(match: re.Match[str]) -> str:
+            if not allowed(match.group(0)):
+                return ""
             kind, arg = match.group(1), match.group(2).strip()
             if kind == "env":
                 if arg not in env:
@@ -49,9 +52,9 @@ def _substitute(value: Any, env: Mapping[str, str], base_dir: Path, path: Path,
 
         return _PLACEHOLDER.sub(replace, value)
     if isinstance(value, list):
-        return [_substitute(v, env, base_dir, path, unset, included) for v in value]
+        return [_substitute(v, env, base_dir, path, unset, included, allowed) for v in value]
     if isinstance(value, dict):
-        return {k: _substitute(v, env, base_dir, path, unset, included) for k, v in value.items()}
+        return {k: _substitute(v, env, base_dir, path, unset, included, allowed) for k, v in value.items()}
     return value
 
 
@@ -210,7 +213,8 @@ def _format_validation(exc: ValidationError) -> str:
 
 
 def _read_file(path: Path, env: Mapping[str, str], report: ConfigReport,
-               included: Callable[[Path], None] = lambda _path: None) -> dict[str, Any]:
+               included: Callable[[Path], None] = lambda _path: None,
+               placeholders: Placeholders | None = None) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -237,7 +241,9 @@ def _read_file(path: Path, env: Mapping[str, str], report: ConfigReport,
         report.warnings.append(ConfigWarning(path, line, f"{{env:{name}}} names an unset environment variable"
                                                          " (it reads as an empty string)"))
 
-    data = _substitute(raw, env, path.parent, path, unset, included)
+    found = frozenset(m.group(0) for m in _PLACEHOLDER.finditer(text))
+    permitted = found if placeholders is None else placeholders(path, found)
+    data = _substitute(raw, env, path.parent, path, unset, included, permitted.__contains__)
     try:
         Config.model_validate(data)
     except ValidationError as exc:
@@ -252,20 +258,24 @@ def load_file(path: Path, env: Mapping[str, str] = os.environ) -> dict[str, Any]
 
 
 Adjust = Callable[[Path, dict[str, Any]], dict[str, Any]]
+# Given a file and the `{env:...}`/`{file:...}` placeholders its text holds, those that may be substituted.
+Placeholders = Callable[[Path, frozenset[str]], frozenset[str]]
 
 
 def inspect_config(directory: Path, project_root: Path, env: Mapping[str, str] = os.environ, *,
                    included: Callable[[Path], None] = lambda _path: None,
-                   adjust: Adjust = lambda _path, data: data) -> ConfigReport:
+                   adjust: Adjust = lambda _path, data: data,
+                   placeholders: Placeholders | None = None) -> ConfigReport:
     """The configuration `load_config` would give, with its files and warnings; a bad file is reported in the
     result instead of raised. `included(path)` is told of each file a `{file:...}` placeholder reads, before it is
     read; `adjust(path, data)` may change what one file says before it is merged (`ConfigSource` keeps a changed
-    project file's authority as it first read it)."""
+    project file's authority as it first read it); `placeholders` says which of a file's placeholders are substituted
+    (the others read as "": a changed project file reads no variable or file its first reading did not)."""
     report = ConfigReport(files=config_files(directory, project_root, env))
     merged: dict[str, Any] = {}
     try:
         for path in report.files:
-            merged = merge_config(merged, adjust(path, _read_file(path, env, report, included)))
+            merged = merge_config(merged, adjust(path, _read_file(path, env, report, included, placeholders)))
         report.config = Config.model_validate(merged)
     except ConfigError as bad:
         report.error = bad
@@ -276,10 +286,11 @@ def inspect_config(directory: Path, project_root: Path, env: Mapping[str, str] =
 
 def load_config(directory: Path, project_root: Path, env: Mapping[str, str] = os.environ, *,
                 included: Callable[[Path], None] = lambda _path: None,
-                adjust: Adjust = lambda _path, data: data) -> Config:
+                adjust: Adjust = lambda _path, data: data,
+                placeholders: Placeholders | None = None) -> Config:
     """Global files, then `OPENCODE_CONFIG`, then project files from the root down to `directory`;
     nearer files override farther ones (read anew: `ConfigSource.at` caches it)."""
-    report = inspect_config(directory, project_root, env, included=included, adjust=adjust)
+    report = inspect_config(directory, project_root, env, included=included, adjust=adjust, placeholders=placeholders)
     if report.error is not None:
         raise report.error
     assert report.config is not None

@@ -70,6 +70,9 @@ class ConfigSource:
         # the authority keys of each project file as first read (absent: none), and the changes already reported
         self._pinned: dict[Path, dict[str, object]] = {}
         self._reported: set[tuple[Path, str]] = set()
+        # the `{env:...}` / `{file:...}` placeholders of each project file as first read: a changed file may use only
+        # these (a new one could read the server's environment, a provider key say, or a file beyond the Location)
+        self._placeholders: dict[Path, frozenset[str]] = {}
 
     async def at(self, location: Location) -> Config:
         """The configuration at `location`, its files checked (and read) off the event loop."""
@@ -105,8 +108,28 @@ class ConfigSource:
                     self._pinned[key] = _ABSENT  # a project file created later brings no authority with it
         config = load_config(location.directory, location.project_root, self.env,
                              included=lambda path: watched.append((path, signature(path))),
-                             adjust=lambda path, data: data if _key(path) in own else self._pin(path, data))
+                             adjust=lambda path, data: data if _key(path) in own else self._pin(path, data),
+                             placeholders=lambda path, found: found if _key(path) in own else self._gate(path, found))
         return _Entry(config, tuple(watched))
+
+    def _gate(self, path: Path, found: frozenset[str]) -> frozenset[str]:
+        """The placeholders of a project file that are substituted: all of them at its first reading (remembered),
+        afterwards only those that reading had (a new one reads as "" until a restart, and is logged once)."""
+        key = _key(path)
+        with self._lock:
+            first = self._placeholders.get(key)
+            if first is None:
+                if self._pinned.get(key) is _ABSENT or len(self._placeholders) >= PIN_CAPACITY:
+                    first = frozenset()  # a file created while the runtime runs reads none
+                else:
+                    self._placeholders[key] = found
+                    return found
+            fresh = sorted(p for p in found - first if (key, p) not in self._reported)
+            self._reported.update((key, p) for p in fresh)
+        if fresh:
+            log.warning("%s now uses %s while the server runs: read as empty until it restarts (a file written by a "
+                        "session cannot read the server's environment or other files)", path, ", ".join(fresh))
+        return found & first
 
     def _pin(self, path: Path, data: dict[str, object]) -> dict[str, object]:
         """A project file's `data` with its authority keys as first read: remembered now if this is the first

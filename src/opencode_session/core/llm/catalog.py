@@ -17,6 +17,7 @@ from typing import Any
 from opencode_session.schema.common import ModelRef
 
 from ..config import Config, ModelConfig, ProviderConfig, merge_config, parse_model_string
+from ..redaction import userinfo_secrets, without_userinfo
 from .errors import ModelNotFoundError, NoModelConfiguredError, ProviderError
 from .model import Capabilities, ModelCost, ResolvedModel, Usage
 from .options import PartitionedOptions, partition
@@ -105,6 +106,8 @@ def configured_secrets(config: Config, env: Mapping[str, str], model: ResolvedMo
         secrets += [model.api_key] if model.api_key else []
         headers.append(model.headers)
     secrets += [value for h in headers for name, value in h.items() if is_credential_header(name) and value]
+    secrets += [s for provider in config.provider.values()
+                for s in userinfo_secrets(provider.options.base_url or provider.api)]
     return secrets
 
 
@@ -318,7 +321,7 @@ def catalog(config: Config, env: Mapping[str, str] = os.environ) -> list[Catalog
         except ProviderError as unusable:
             problem = getattr(unusable, "detail", None) or unusable.message
         out.append(CatalogProvider(
-            id=provider_id, npm=cfg.npm, base_url=cfg.options.base_url or cfg.api,
+            id=provider_id, npm=cfg.npm, base_url=without_userinfo(cfg.options.base_url or cfg.api),
             credentials=api_key(provider_id, cfg, env)[1], models=models, problem=problem, name=cfg.name,
             headers={k: v for k, v in (cfg.options.headers or {}).items() if not is_credential_header(k)}))
     return out

@@ -15,6 +15,7 @@ from ...schema.base import Struct
 from ...schema.common import LocationRef
 from ...schema.events import EventRecord, definition_of
 from ...schema.ids import event_id
+from ..redaction import Redactor
 from ..telemetry import hooks
 from .backend import Backend
 from .backends import open_backend
@@ -88,6 +89,10 @@ class Tx:
         wire = data.wire()
         aggregate_id: str = wire["sessionID"]  # every durable event belongs to a session
         clean, text = jsontext.encode(wire)
+        redactor = self.store.redactor
+        if redactor.active and redactor.found(text):  # a secret echoed (by the model, a tool) is never stored
+            clean = redactor.value(clean)
+            clean, text = jsontext.encode(clean)
         if clean is not wire:  # text from outside (a provider, a tool) that JSON cannot carry is never stored as is
             data = type(data).model_validate(clean)
         record = EventRecord(
@@ -103,14 +108,16 @@ class Tx:
 
     def publish_live(self, data: Struct, aggregate_id: str) -> None:
         """Queue a live-only event to be published after this transaction commits."""
-        self.live.append(live_event(data, aggregate_id))
+        self.live.append(live_event(self.store.redacted(data), aggregate_id))
 
 
 class Store:
     """Owns one database through its backend (`database` is a path, `:memory:`, or a backend's address)."""
 
     def __init__(self, database: str | Path | Backend, project: Projector | None = None,
-                 live_capacity: int = 4096) -> None:
+                 live_capacity: int = 4096, redactor: Redactor | None = None) -> None:
+        # the secrets no event may carry, durable or live (the runtime adds the ones its configuration names)
+        self.redactor = redactor if redactor is not None else Redactor()
         self.backend: Backend = open_backend(database) if isinstance(database, (str, Path)) else database
         self.path = self.backend.description
         self._projector = project
@@ -224,8 +231,23 @@ class Store:
         """Send a short text to every host on the database (see `Backend.signal`)."""
         await self.backend.signal(payload)
 
+    def redacted(self, data: Struct) -> Struct:
+        """A live event without the redactor's secrets: a streamed delta is cut with the text before it in mind."""
+        redactor = self.redactor
+        if not redactor.active:
+            return data
+        delta = getattr(data, "delta", None)
+        if isinstance(delta, str):
+            stream = (type(data).__name__, getattr(data, "sessionID", None), getattr(data, "stepID", None),
+                      getattr(data, "ordinal", None), getattr(data, "callID", None))
+            cleaned = redactor.delta(stream, delta)
+            return data if cleaned == delta else data.model_copy(update={"delta": cleaned})
+        wire = data.wire()
+        clean = redactor.value(wire)
+        return data if clean is wire else type(data).model_validate(clean)
+
     def publish_live(self, data: Struct, aggregate_id: str) -> None:
-        record = live_event(data, aggregate_id)
+        record = live_event(self.redacted(data), aggregate_id)
         if self._held is not None:
             self._held.append(record)  # after the write queued before it, which must commit now
             self.backend.kick()
