@@ -206,7 +206,10 @@ class RedactingFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if self.redactor is None or not self.redactor.active:
             return True
-        message = record.getMessage()
+        try:
+            message = record.getMessage()
+        except Exception:  # arguments that do not fit the format: the handler reports that as it always does
+            return True
         if self.redactor.found(message):
             record.msg, record.args = self.redactor.text(message), None
         if record.exc_info and record.exc_info[1] is not None:
