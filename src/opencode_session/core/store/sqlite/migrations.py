@@ -5,6 +5,10 @@ from __future__ import annotations
 import re
 import sqlite3
 
+# The FTS5 index of session search and its shadow tables: derived from session_search_doc by its triggers.
+SEARCH_INDEX_TABLES = ("session_search", "session_search_config", "session_search_data", "session_search_docsize",
+                       "session_search_idx")
+
 MIGRATIONS: list[str] = [
     # 1: the event log and the session read model
     """
