@@ -126,7 +126,8 @@ MIGRATIONS: list[str] = [
     ALTER TABLE session_pending ADD COLUMN trace TEXT;
     """,
     # 3: session search: a document per session title and per message's text (session_search_doc, written with the
-    # projections) with its tsvector (the title weighted A, the text D) under a GIN index; existing titles and
+    # projections) with its tsvector (the title weighted A, the text D) under a GIN index; punctuation separates
+    # words (as it does for SQLite's FTS5: a path's or a URL's parts are words, not one token); existing titles and
     # messages are back-filled (an assistant's text once it completed, as the store writes it)
     """
     CREATE TABLE session_search_doc (
@@ -135,8 +136,9 @@ MIGRATIONS: list[str] = [
         message_id TEXT UNIQUE REFERENCES session_message (id) ON DELETE CASCADE,
         title TEXT NOT NULL DEFAULT '',
         body TEXT NOT NULL DEFAULT '',
-        tsv tsvector GENERATED ALWAYS AS (setweight(to_tsvector('simple', title), 'A')
-            || setweight(to_tsvector('simple', body), 'D')) STORED
+        tsv tsvector GENERATED ALWAYS AS (
+            setweight(to_tsvector('simple', regexp_replace(title, '[[:punct:]]+', ' ', 'g')), 'A')
+            || setweight(to_tsvector('simple', regexp_replace(body, '[[:punct:]]+', ' ', 'g')), 'D')) STORED
     );
     CREATE INDEX session_search_doc_session_idx ON session_search_doc (session_id);
     CREATE INDEX session_search_doc_tsv_idx ON session_search_doc USING GIN (tsv);
