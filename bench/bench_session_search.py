@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import random
 import string
@@ -52,10 +53,10 @@ class Corpus:
         self.rng = random.Random(7)
         self.words = _vocabulary(self.rng)
         self.rng.shuffle(self.words)
-        self.weights = [1 / (rank + 1) for rank in range(VOCABULARY)]
+        self.cumulative = list(itertools.accumulate(1 / (rank + 1) for rank in range(VOCABULARY)))
 
     def text(self, n: int) -> str:
-        return " ".join(self.rng.choices(self.words, self.weights, k=n))
+        return " ".join(self.rng.choices(self.words, cum_weights=self.cumulative, k=n))
 
 
 def _session(n: int, corpus: Corpus) -> tuple[dict[str, Any], list[dict[str, Any]]]:
