@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import secrets
 import hashlib
 import json
+import secrets
 import sqlite3
 import subprocess
 from collections.abc import AsyncIterator, Iterator

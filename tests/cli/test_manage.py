@@ -1,5 +1,6 @@
 """Managing sessions as a user does, with `ocs` against its default database and against a server on PostgreSQL:
-`ocs sessions --children`, `--search`, `rename`, `rm` (asking unless --yes), `export [--sanitize] > file` and `import file`."""
+`ocs sessions --children`, `--search`, `rename`, `rm` (asking unless --yes), `export [--sanitize] > file` and
+`import file`."""
 
 from __future__ import annotations
 

@@ -151,7 +151,8 @@ MIGRATIONS: list[str] = [
             SELECT m.session_id, m.id, left((SELECT string_agg(c.part ->> 'text', E'\\n' ORDER BY c.n)
                 FROM json_array_elements(m.data::json -> 'content') WITH ORDINALITY AS c (part, n)
                 WHERE c.part ->> 'type' = 'text'), 100000) AS body
-            FROM session_message m WHERE m.type = 'assistant' AND (m.data::json #>> '{time,completed}') IS NOT NULL) AS t
+            FROM session_message m
+            WHERE m.type = 'assistant' AND (m.data::json #>> '{time,completed}') IS NOT NULL) AS t
         WHERE coalesce(body, '') <> '';
     """,
 ]

@@ -72,7 +72,8 @@ class SqlSearch:
             return
         self.conn.execute(
             "INSERT INTO session_search_doc (session_id, message_id, body) VALUES (?, ?, ?)"
-            " ON CONFLICT (message_id) DO UPDATE SET body = excluded.body WHERE session_search_doc.body <> excluded.body",
+            " ON CONFLICT (message_id) DO UPDATE SET body = excluded.body"
+            " WHERE session_search_doc.body <> excluded.body",
             (session_id, message["id"], text))
 
     def ranked(self, words: list[str]) -> tuple[str, tuple[Any, ...]]:

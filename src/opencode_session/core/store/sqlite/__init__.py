@@ -5,4 +5,5 @@ from .backend import SqliteBackend, sqlite_files
 from .migrations import SEARCH_INDEX_TABLES
 from .rows import SqliteRows
 
-__all__ = ["LOG_TABLES", "PROJECTION_TABLES", "SEARCH_INDEX_TABLES", "STATE_TABLES", "SqliteBackend", "SqliteRows", "sqlite_files"]
+__all__ = ["LOG_TABLES", "PROJECTION_TABLES", "SEARCH_INDEX_TABLES", "STATE_TABLES", "SqliteBackend", "SqliteRows",
+           "sqlite_files"]

@@ -168,7 +168,8 @@ MIGRATIONS: list[str] = [
     INSERT INTO session_search_doc (session_id, message_id, body)
         SELECT session_id, id, body FROM (
             SELECT m.session_id, m.id, substr((SELECT group_concat(json_extract(c.value, '$.text'), char(10))
-                FROM json_each(m.data, '$.content') c WHERE json_extract(c.value, '$.type') = 'text'), 1, 100000) AS body
+                FROM json_each(m.data, '$.content') c WHERE json_extract(c.value, '$.type') = 'text'), 1, 100000)
+                AS body
             FROM session_message m WHERE m.type = 'assistant' AND json_extract(m.data, '$.time.completed') IS NOT NULL)
         WHERE coalesce(body, '') <> '';
     """,
