@@ -15,7 +15,7 @@ import pytest
 
 from opencode_session.core.session.projector import project
 from opencode_session.core.store import Store
-from opencode_session.core.store.sqlite import LOG_TABLES, PROJECTION_TABLES, STATE_TABLES
+from opencode_session.core.store.sqlite import LOG_TABLES, PROJECTION_TABLES, SEARCH_INDEX_TABLES, STATE_TABLES
 from opencode_session.schema import events as ev
 from opencode_session.sdk import OpenCode
 from tests.security.conftest import write_provider_config
@@ -28,11 +28,18 @@ WAIT = 60  # seconds: the machine may be busy
 
 
 def dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row (with its rowid) of every table the schema has, in rowid order."""
+    """Every row (with its rowid) of every table the schema has, in rowid order; of the search index (whose own
+    layout depends on how it was written), what each word finds instead."""
     conn = sqlite3.connect(path)
     try:
-        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-        return {table: conn.execute(f'SELECT rowid, * FROM "{table}" ORDER BY rowid').fetchall() for table in tables}
+        tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+                  if row[0] not in SEARCH_INDEX_TABLES]
+        result = {table: conn.execute(f'SELECT rowid, * FROM "{table}" ORDER BY rowid').fetchall() for table in tables}
+        conn.execute("INSERT INTO session_search (session_search) VALUES ('integrity-check')")
+        found = [tuple(conn.execute("SELECT rowid FROM session_search WHERE session_search MATCH ? ORDER BY rowid",
+                                    (f'"{word}"',)).fetchall())
+                 for word in ("one", "two", "again", "three", "answer", "done")]
+        return {**result, "session_search": found}
     finally:
         conn.close()
 
@@ -108,7 +115,8 @@ async def test_rebuilding_projections_reproduces_every_table(tmp_path, loop_prov
     sid, fork = await write_history(tmp_path, db, loop_provider)
     before = dump(db)
     # each table is the log, a projection of it, or state beside them that a rebuild keeps
-    assert sorted(before) == sorted(LOG_TABLES + PROJECTION_TABLES + STATE_TABLES)
+    assert sorted(before) == sorted(LOG_TABLES + PROJECTION_TABLES + STATE_TABLES + ("session_search",))
+    assert any(before["session_search"])  # the history's words are found
     # the history holds everything this test is about
     assert {row[1] for row in before["instruction_entry"]} == {sid, *(row[1] for row in before["session"])}
     texts = {session: [json.loads(row[7]).get("text") for row in before["session_message"]

@@ -9,6 +9,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import secrets
 import sqlite3
 import subprocess
 from collections.abc import AsyncIterator, Iterator
@@ -490,3 +491,77 @@ async def test_import_refuses_malformed_bodies_naming_the_field_and_imports_noth
     assert host.rows("SELECT id FROM event WHERE aggregate_id = ?", "ses_importedsecond0000000000") == []
     with pytest.raises(InvalidRequestError):  # the same message twice
         await host.client.experimental.session_import(**{**second, "messages": [user, user]})
+
+
+# --- search ---------------------------------------------------------------------------------------------
+
+
+async def _searched(host: Host, text: str, **query: Any) -> list[str]:
+    """The IDs of every session the search finds, page after page through the list's cursors."""
+    page = await host.client.session.list(search=text, **query)
+    found = [s.id for s in page.items]
+    while page.next is not None and page.items:
+        page = await host.client.session.list(cursor=page.next)
+        found += [s.id for s in page.items]
+    return found
+
+
+async def test_search_ranks_titles_and_message_text_pages_and_forgets_removed_sessions(host, provider):
+    word = "budget" + secrets.token_hex(4)  # this run's own word: the module's servers keep other tests' sessions
+    titled = await host.session(title=f"Quarterly {word} review")
+    talked = await host.session(title="Spreadsheet chat")
+    await turn(host, provider, talked, f"please check the {word} spreadsheet")
+    answered = await host.session(title="Weather chat")
+    await turn(host, provider, answered, "how is the weather",
+               fake.completion(fake.text_deltas(f"sunny, and the {word} ", "looks fine")))
+    await host.session(title="Unrelated")
+
+    # a title match ranks above matches in message text (the user's prompt, the model's answer)
+    found = await _searched(host, word)
+    assert found[0] == titled and set(found) == {titled, talked, answered}
+    assert await _searched(host, word[:-2]) == found  # the last word matches as a prefix
+    assert await _searched(host, f"{word} spreadsheet") == [talked]  # every word must match
+    assert await _searched(host, f"{word} nowhere") == []
+
+    # paged by the list's cursors: each session once, in rank order, and back again
+    more = [await host.session(title=f"{word} page {n}") for n in range(5)]
+    everything = await _searched(host, word, limit=2)
+    assert len(everything) == len(set(everything)) == 8 and set(more) < set(everything)
+    assert everything.index(talked) > max(everything.index(s) for s in [titled, *more])
+    first = await host.client.session.list(search=word, limit=3)
+    second = await host.client.session.list(cursor=first.next)
+    back = await host.client.session.list(cursor=second.previous)
+    assert [s.id for s in back.items] == [s.id for s in first.items] == everything[:3]
+    assert [s.id for s in second.items] == everything[3:6]
+
+    # a renamed title is found by its new words only; a removed session is found no more
+    renamed = "renamed" + secrets.token_hex(4)
+    await host.client.session.update(titled, title=f"{renamed} plan")
+    assert await _searched(host, renamed) == [titled]
+    assert titled not in await _searched(host, f"quarterly {word}")
+    await host.client.session.remove(talked)
+    assert talked not in await _searched(host, word)
+    assert host.rows("SELECT count(*) FROM session_search_doc WHERE session_id = ?", talked) == [(0,)]
+
+    # other filters still apply to a search
+    assert await _searched(host, word, directory=str(host.project)) == await _searched(host, word)
+    assert await _searched(host, word, directory=str(host.project / "elsewhere")) == []
+
+
+async def test_search_text_is_never_query_syntax(host):
+    word = "quote" + secrets.token_hex(4)
+    # operators of FTS5 and tsquery are words like any other
+    sid = await host.session(title=f'He said "{word}" -- AND, OR, NOT 1 (NEAR) title: über* café 漢字')
+    for text in (f'"{word}', f'{word}"', f'{word}*', f'-{word}', f'{word} AND', f'NOT {word}', f'{word} OR',
+                 f'NEAR({word}', f'{word}:*', f"{word} & !", f"{word}' OR '1'='1", f"title:{word}", f"^{word}"):
+        assert await _searched(host, text) == [sid], text
+    assert await _searched(host, f"über {word}") == [sid]
+    assert await _searched(host, f"CAFÉ {word}") == [sid]  # case does not matter
+    async with raw(host) as http:
+        for text in ('"', "*", "AND", "-", "(", ")", ":", "^", "NEAR", "'", "%_", "\\", "漢字", "🙂", "a" * 5000,
+                     " ".join(["and"] * 100)):
+            answer = await http.get("/api/session", params={"search": text})
+            assert answer.status_code == 200, (text, answer.text)
+        # a search with no words in it finds nothing (rather than everything)
+        answer = await http.get("/api/session", params={"search": '"*-'})
+        assert answer.status_code == 200 and answer.json()["data"] == []

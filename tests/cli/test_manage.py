@@ -1,5 +1,6 @@
 """Managing sessions as a user does, with `ocs` against its default database and against a server on PostgreSQL:
-`ocs sessions --children`, `rename`, `rm` (asking unless --yes), `export [--sanitize] > file` and `import file`."""
+`ocs sessions --children`, `--search`, `rename`, `rm` (asking unless --yes), `export [--sanitize] > file` and
+`import file`."""
 
 from __future__ import annotations
 
@@ -40,6 +41,11 @@ def _manage_everything(home: Home, provider, *target: str) -> None:
     listed = home.run("sessions", "--format", "json", *target).stdout.splitlines()
     assert {"id": parent, "title": "Release plan"}.items() <= next(
         s for s in map(json.loads, listed) if s["id"] == parent).items()
+    # --search finds titles and message text (the fork copied its parent's messages), the best match first
+    assert _ids(home.run("sessions", "--search", "release PLAN", *target)) == [parent]
+    assert set(_ids(home.run("sessions", "--search", "plans", *target))) == {parent, child}
+    assert len(_ids(home.run("sessions", "--search", "plans", "--limit", "1", *target))) == 1
+    assert _ids(home.run("sessions", "--search", '"AND* -', *target)) == []
 
     exported = home.run("sessions", "export", parent, *target)
     assert exported.returncode == 0, exported.stderr
@@ -65,6 +71,7 @@ def _manage_everything(home: Home, provider, *target: str) -> None:
     imported = home.run("sessions", "import", str(home.root / "parent.json"), *target)
     assert imported.returncode == 0, imported.stderr
     assert imported.stdout.strip() == parent
+    assert _ids(home.run("sessions", "--search", "release", *target)) == [parent]  # an import is searchable
     assert home.run("sessions", "import", str(home.root / "child.json"), *target).returncode == 0
     assert _ids(home.run("sessions", "--children", parent, *target)) == [child]
     duplicate = home.run("sessions", "import", str(home.root / "parent.json"), *target)

@@ -45,21 +45,24 @@ def _table(headers: list[str], rows: list[list[str]]) -> None:
 
 
 async def list_sessions(attach: str | None, db: str | Path | None, directory: Path, limit: int, as_json: bool,
-                        children: str | None = None) -> None:
+                        children: str | None = None, search: str | None = None) -> None:
     async with open_host(attach, db, directory, create=False) as client:
         if children is not None:
             await client.session.get(children)  # an unknown parent is an error, not an empty table
+        filters: dict[str, Any] = {"parentID": children} if children else {}
+        if search is not None:
+            filters["search"] = search
         sessions: list[Any] = []
         cursor: str | None = None
         while True:
             page = await (client.session.list(cursor=cursor) if cursor else
-                          client.session.list(limit=PAGE, parentID=children) if children else
-                          client.session.list(limit=PAGE))
+                          client.session.list(limit=min(limit, PAGE) if search else PAGE, **filters))
             sessions += page.items
-            if page.next is None:
+            if page.next is None or not page.items or (search is not None and len(sessions) >= limit):
                 break
             cursor = page.next
-    sessions.sort(key=lambda s: s.time.updated, reverse=True)
+    if search is None:  # a search's order is its ranking
+        sessions.sort(key=lambda s: s.time.updated, reverse=True)
     sessions = sessions[:limit]
     if as_json:
         for session in sessions:

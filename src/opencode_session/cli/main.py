@@ -119,12 +119,13 @@ def run(message: list[str], model: str | None, agent: str | None, session: str |
                 command=command)
 
 
-def sessions(limit: int, output: str, attach: str | None, db: str | Path | None, children: str | None = None) -> int:
-    """List sessions, most recently updated first; manage them with `ocs sessions ACTION` (rm, rename, export,
-    import: `ocs sessions ACTION --help`)."""
+def sessions(limit: int, output: str, attach: str | None, db: str | Path | None, children: str | None = None,
+             search: str | None = None) -> int:
+    """List sessions, most recently updated first (with --search, the best matches first); manage them with
+    `ocs sessions ACTION` (rm, rename, export, import: `ocs sessions ACTION --help`)."""
     from .inspect import list_sessions
 
-    return _finish(lambda: list_sessions(attach, db, _cwd(), limit, output == "json", children))
+    return _finish(lambda: list_sessions(attach, db, _cwd(), limit, output == "json", children, search))
 
 
 # --- ocs sessions ACTION: managing sessions ---------------------------------------------------------------
@@ -365,6 +366,8 @@ def _sessions_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", dest="output", default="default", metavar="FORMAT",
                    help="default (a table) or json (a session a line).")
     p.add_argument("--children", metavar="ID", help="Only the child sessions of this one.")
+    p.add_argument("--search", metavar="TEXT",
+                   help="Only sessions whose title or messages hold every word of TEXT, the best matches first.")
     _reading(p)
 
 

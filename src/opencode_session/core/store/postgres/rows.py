@@ -13,6 +13,8 @@ from ..rows import Lease
 from ..sql.events import INSERT, SqlEvents, row_of
 from ..sql.leases import SqlLeases
 from ..sql.rows import PROJECTION_TABLES, SESSION_STATE_COLUMNS, STATE_TABLES, SqlRows
+from ..sql.search import RANK_SCALE, SqlSearch, prefixed
+from ..sql.sessions import SqlSessions
 from .dialect import PgConnection
 
 
@@ -62,12 +64,29 @@ class PgLeases(SqlLeases):
         self._held.clear()
 
 
+class PgSearch(SqlSearch):
+    """Sessions ranked by PostgreSQL's full-text search: the documents' tsvector (the title weighted A, messages D)
+    under its GIN index, matched by a tsquery of the words, scored by ts_rank."""
+
+    def ranked(self, words: list[str]) -> tuple[str, tuple[Any, ...]]:
+        # the words are letters and digits only, so none is a tsquery operator
+        query = " & ".join(words) + (":*" if prefixed(words) else "")
+        return (
+            "(SELECT s.*, r.rank AS rank FROM session s JOIN ("
+            "SELECT d.session_id AS sid, CAST(max(CAST(ts_rank(d.tsv, q.query) AS DOUBLE PRECISION))"
+            f" * {RANK_SCALE} AS BIGINT) AS rank FROM session_search_doc d, to_tsquery('simple', ?) AS q (query)"
+            " WHERE d.tsv @@ q.query GROUP BY d.session_id) r ON r.sid = s.id) AS ranked",
+            (query,),
+        )
+
+
 class PgRows(SqlRows):
     def __init__(self, conn: psycopg.Connection[Any]) -> None:
         adapted = PgConnection(conn)
         super().__init__(adapted)
         self.events: PgEvents = PgEvents(adapted)
         self.leases: PgLeases = PgLeases(adapted)
+        self.sessions = SqlSessions(adapted, PgSearch(adapted))
         self.pg = conn
 
     def replace_projections(self, replay: Callable[[], None]) -> None:

@@ -4,7 +4,7 @@ active history window, pages, and the indexed lookups of open and retrying assis
 from __future__ import annotations
 
 import json
-from typing import cast
+from typing import Any, cast
 
 from ....schema.message import SessionMessage
 from ....schema.message_data import SessionMessageAssistantData, SessionMessageCompactionData, SessionMessageData
@@ -13,6 +13,7 @@ from ..keyset import KeysetPage, PageRequest
 from ..rows import HistoryRow, Placement
 from .connection import Connection
 from .keyset import Keyset, keyset_page
+from .search import SqlSearch
 
 _WINDOW = " FROM session_message WHERE session_id = ? AND seq > ? AND NOT (type = 'system' AND seq <= ?)"
 _COLUMNS = "SELECT id, seq, rev, type, data, time_updated"
@@ -21,6 +22,7 @@ _COLUMNS = "SELECT id, seq, rev, type, data, time_updated"
 class SqlMessages:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        self.search = SqlSearch(conn)
 
     def insert(self, session_id: str, seq: int, message: SessionMessageData) -> None:
         created = message["time"]["created"]
@@ -29,16 +31,20 @@ class SqlMessages:
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (message["id"], session_id, message["type"], seq, created, created, dump(message)),
         )
+        self.search.index_message(session_id, cast(dict[str, Any], message))
 
     def load(self, message_id: str) -> SessionMessageData | None:
         row = self.conn.execute("SELECT data FROM session_message WHERE id = ?", (message_id,)).fetchone()
         return None if row is None else as_data(row[0])
 
     def save(self, message: SessionMessageData, updated: int) -> None:
-        self.conn.execute(
-            "UPDATE session_message SET data = ?, time_updated = ?, rev = rev + 1 WHERE id = ?",
+        row = self.conn.execute(
+            "UPDATE session_message SET data = ?, time_updated = ?, rev = rev + 1 WHERE id = ? RETURNING session_id",
             (dump(message), updated, message["id"]),
-        )
+        ).fetchone()
+        # search indexes an assistant's text once it has completed, not at each delta
+        if row is not None and (message["type"] != "assistant" or "completed" in message["time"]):
+            self.search.index_message(row[0], cast(dict[str, Any], message))
 
     def remove_from(self, session_id: str, seq: int) -> int:
         # the removal trigger counts them, so the history cache sees the window shrink

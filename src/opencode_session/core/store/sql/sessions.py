@@ -12,6 +12,7 @@ from ..keyset import KeysetPage, PageRequest
 from ..rows import SessionFilter
 from .connection import Connection, Row
 from .keyset import Keyset, keyset_page
+from .search import SqlSearch, terms
 
 
 def _dump(value: Any) -> str:
@@ -19,8 +20,9 @@ def _dump(value: Any) -> str:
 
 
 class SqlSessions:
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, search: SqlSearch | None = None) -> None:
         self.conn = conn
+        self.search = search or SqlSearch(conn)
 
     def insert(self, info: dict[str, Any]) -> None:
         self.conn.execute(
@@ -33,6 +35,7 @@ class SqlSessions:
                 _dump(info),
             ),
         )
+        self.search.add_title(info["id"], info["title"])
 
     def load_data(self, session_id: str) -> dict[str, Any] | None:
         row = self.conn.execute("SELECT data FROM session WHERE id = ?", (session_id,)).fetchone()
@@ -44,6 +47,7 @@ class SqlSessions:
             (_dump(info), info["title"], info["location"]["directory"], info["location"].get("workspaceID"),
              info["projectID"], session_id),
         )
+        self.search.retitle(session_id, info["title"])
 
     def touch(self, session_id: str, at: int) -> None:
         self.conn.execute("UPDATE session SET time_updated = ? WHERE id = ?", (at, session_id))
@@ -59,9 +63,15 @@ class SqlSessions:
     def page(self, where: SessionFilter, request: PageRequest) -> KeysetPage[SessionV2Info]:
         clauses: list[str] = []
         params: list[Any] = []
-        if where.search:
-            clauses.append("title LIKE ? ESCAPE '\\'")
-            params.append("%" + where.search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%")
+        table, key = "session", ("time_created", "created_order")
+        if where.search is not None and where.search.strip():
+            # ranked: the best match first (in "desc" order), sessions ranked alike newest first
+            words = terms(where.search)
+            if not words:
+                return KeysetPage([])  # nothing in it a session's words could match
+            table, ranked_params = self.search.ranked(words)
+            key = ("rank", "created_order")
+            params.extend(ranked_params)
         for column, value in (("directory", where.directory), ("project_id", where.project),
                               ("workspace_id", where.workspace), ("json_extract(data, '$.subpath')", where.subpath)):
             if value:
@@ -72,7 +82,7 @@ class SqlSessions:
         elif where.parent:
             clauses.append("parent_id = ?")
             params.append(where.parent)
-        keyset = Keyset("session", ("time_created", "created_order"), tuple(clauses), tuple(params))
+        keyset = Keyset(table, key, tuple(clauses), tuple(params))
         return keyset_page(self.conn, keyset, request, _info)
 
 

@@ -5,6 +5,10 @@ from __future__ import annotations
 import re
 import sqlite3
 
+# The FTS5 index of session search and its shadow tables: derived from session_search_doc by its triggers.
+SEARCH_INDEX_TABLES = ("session_search", "session_search_config", "session_search_data", "session_search_docsize",
+                       "session_search_idx")
+
 MIGRATIONS: list[str] = [
     # 1: the event log and the session read model
     """
@@ -133,6 +137,41 @@ MIGRATIONS: list[str] = [
     # 9: the caller's W3C traceparent an input was admitted with (tracing: its execution joins that trace)
     """
     ALTER TABLE session_pending ADD COLUMN trace TEXT;
+    """,
+    # 10: session search: a document per session title and per message's text (session_search_doc, written with the
+    # projections), indexed by the FTS5 table session_search (external content, kept in step by triggers); existing
+    # titles and messages are back-filled (an assistant's text once it completed, as the store writes it)
+    """
+    CREATE TABLE session_search_doc (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES session (id) ON DELETE CASCADE,
+        message_id TEXT UNIQUE REFERENCES session_message (id) ON DELETE CASCADE,
+        title TEXT NOT NULL DEFAULT '',
+        body TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX session_search_doc_session_idx ON session_search_doc (session_id);
+    CREATE VIRTUAL TABLE session_search USING fts5 (title, body, content = 'session_search_doc', content_rowid = 'id',
+        tokenize = 'unicode61 remove_diacritics 2');
+    CREATE TRIGGER session_search_doc_insert AFTER INSERT ON session_search_doc
+        BEGIN INSERT INTO session_search (rowid, title, body) VALUES (NEW.id, NEW.title, NEW.body); END;
+    CREATE TRIGGER session_search_doc_delete AFTER DELETE ON session_search_doc
+        BEGIN INSERT INTO session_search (session_search, rowid, title, body)
+            VALUES ('delete', OLD.id, OLD.title, OLD.body); END;
+    CREATE TRIGGER session_search_doc_update AFTER UPDATE ON session_search_doc
+        BEGIN INSERT INTO session_search (session_search, rowid, title, body)
+            VALUES ('delete', OLD.id, OLD.title, OLD.body); INSERT INTO session_search (rowid, title, body)
+            VALUES (NEW.id, NEW.title, NEW.body); END;
+    INSERT INTO session_search_doc (session_id, title) SELECT id, title FROM session;
+    INSERT INTO session_search_doc (session_id, message_id, body)
+        SELECT session_id, id, substr(json_extract(data, '$.text'), 1, 100000) FROM session_message
+        WHERE type = 'user' AND coalesce(json_extract(data, '$.text'), '') <> '';
+    INSERT INTO session_search_doc (session_id, message_id, body)
+        SELECT session_id, id, body FROM (
+            SELECT m.session_id, m.id, substr((SELECT group_concat(json_extract(c.value, '$.text'), char(10))
+                FROM json_each(m.data, '$.content') c WHERE json_extract(c.value, '$.type') = 'text'), 1, 100000)
+                AS body
+            FROM session_message m WHERE m.type = 'assistant' AND json_extract(m.data, '$.time.completed') IS NOT NULL)
+        WHERE coalesce(body, '') <> '';
     """,
 ]
 
