@@ -1,6 +1,7 @@
 """The PostgreSQL backend: several hosts on one database. Writes run on a writer thread (`PgWriter`), reads on a
-small pool of connections in worker threads, and one listening connection on the loop hears the other hosts'
-commits (read back from the log, in position order) and their signals."""
+small pool of connections in worker threads, one listening connection on the loop hears the other hosts' commits
+(read back from the log, in position order), their signals and their live events, and one more sends this host's
+live events (`live.py`)."""
 
 from __future__ import annotations
 
