@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import anyio
+import psycopg
 import pytest
 
 from opencode_session.core.session.projector import project
@@ -19,7 +20,7 @@ from opencode_session.schema import events as ev
 from opencode_session.schema.common import LocationRef
 from opencode_session.schema.events import EventRecord
 from opencode_session.schema.session import SessionTime, SessionV2Info
-from tests.support.postgres import fresh_schema
+from tests.support.postgres import base_url, fresh_schema
 
 pytestmark = [pytest.mark.timeout(60)]
 
@@ -175,3 +176,25 @@ async def test_an_overloaded_outbox_drops_and_counts_without_making_the_publishe
         sender._limit = 10_000
         a.publish_live(_delta("ses_1", "after"), "ses_1")  # the outbox works again once it drained
         assert [r.data.delta for r in await _read(on_b, 1)] == ["after"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.anyio
+async def test_live_events_flow_again_after_both_of_their_connections_were_cut(url):
+    async with Store(PostgresBackend(url), project=project) as a, Store(PostgresBackend(url), project=project) as b:
+        on_b = b.live.subscribe()
+        a.publish_live(_delta("ses_1", "before"), "ses_1")
+        assert [r.data.delta for r in await _read(on_b, 1)] == ["before"]  # type: ignore[attr-defined]
+        sending, listening = a.backend._sender.server_pid, b.backend.listener_pid  # type: ignore[attr-defined]
+        with psycopg.connect(base_url(), autocommit=True) as conn:
+            for pid in (sending, listening):
+                conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        heard: list[str] = []
+        with anyio.fail_after(20):  # each side notices, reconnects with back-off, and carries events again
+            n = 0
+            while "after" not in heard:
+                n += 1
+                a.publish_live(_delta("ses_1", "after" if n > 1 else "lost"), "ses_1")
+                with anyio.move_on_after(0.5):
+                    heard += [r.data.delta for r in await on_b.next()]  # type: ignore[attr-defined]
+        assert a.backend._sender.server_pid != sending and b.backend.listener_pid != listening  # type: ignore[attr-defined]
+        assert a.backend.live_dropped >= 1  # type: ignore[attr-defined]  # what met the cut connection is counted

@@ -63,6 +63,7 @@ class PostgresBackend:
         self._reassembly = Reassembly(self.host_tag)
         self._lost_before = 0  # live events lost on listening connections before the current one
         self.opened_at = 0  # the newest store position when this host opened the database
+        self.listener_pid: int | None = None  # the database's process serving the listening connection
 
     @property
     def description(self) -> str:
@@ -189,6 +190,7 @@ class PostgresBackend:
                 async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
                     for channel in (self._commits, self._signals, self._lives):
                         await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+                    self.listener_pid = conn.info.backend_pid
                     ready.set()
                     delay = 0.1
                     self._writer.catch_up()  # whatever was committed while nobody listened

@@ -117,6 +117,7 @@ class LiveSender:
         self._number = 0
         self.sent = 0
         self.dropped = 0
+        self.server_pid: int | None = None  # the database's process serving the current connection
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._serve(), name="ocs-pg-live-sender")
@@ -157,6 +158,7 @@ class LiveSender:
                 async with await psycopg.AsyncConnection.connect(self._url, autocommit=True) as conn:
                     # a live event that is lost is what a subscriber accepts already: no flush to disk per message
                     await conn.execute("SET synchronous_commit = off")
+                    self.server_pid = conn.info.backend_pid
                     delay = 0.1
                     while True:
                         if not self._outbox:
