@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import anyio
@@ -48,7 +48,10 @@ def hosts(tmp_path: Path) -> Iterator[tuple[StreamModel, ServerProcess, ServerPr
 Seen = list[tuple[float, str, str, dict]]  # (arrival, event id, type, data)
 
 
-async def _follow(client: OpenCodeClient, sid: str, ready: anyio.Event, seen: Seen) -> None:
+async def _follow(client: OpenCodeClient, sid: str, ready: anyio.Event, seen: Seen, done: anyio.Event,
+                  each: Callable[[], None] = lambda: None) -> None:
+    """Keep what the stream carries of the session until cancelled; `done` once its execution succeeded, `each`
+    called after every event kept."""
     stream = client.event.subscribe()
     try:
         async for item in stream:
@@ -57,9 +60,14 @@ async def _follow(client: OpenCodeClient, sid: str, ready: anyio.Event, seen: Se
             elif item.data.get("sessionID") == sid:
                 seen.append((time.perf_counter(), item.id, item.type, item.data))
                 if item.type == "session.execution.succeeded":
-                    return
+                    done.set()
+                each()
     finally:
         await stream.aclose()
+
+
+def _live_ids(seen: Seen) -> set[str]:
+    return {event_id for _, event_id, kind, _ in seen if kind in LIVE}
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -75,12 +83,24 @@ async def test_a_subscriber_on_another_host_sees_the_owners_live_events_in_order
     on_b: Seen = []
     with anyio.fail_after(120):
         async with anyio.create_task_group() as tg:
-            ready_a, ready_b = anyio.Event(), anyio.Event()
-            tg.start_soon(_follow, a, sid, ready_a, on_a)
-            tg.start_soon(_follow, b, sid, ready_b, on_b)
+            ready_a, ready_b, done_a, done_b = anyio.Event(), anyio.Event(), anyio.Event(), anyio.Event()
+            complete = anyio.Event()
+
+            def check() -> None:  # b has every live event a had once a's execution ended
+                if done_a.is_set() and _live_ids(on_a) <= _live_ids(on_b):
+                    complete.set()
+
+            tg.start_soon(_follow, a, sid, ready_a, on_a, done_a, check)
+            tg.start_soon(_follow, b, sid, ready_b, on_b, done_b, check)
             await ready_a.wait()
             await ready_b.wait()
             await a.session.prompt(sid, prompt={"text": "stream it"})  # woken on the first host: it executes there
+            await done_a.wait()
+            await done_b.wait()
+            # a live event may reach the other host just after a durable event that followed it (docs/clustering.md)
+            with anyio.move_on_after(10):
+                await complete.wait()
+            tg.cancel_scope.cancel()
     assert (await b.session.owner(sid)).host is None  # idle again; the first host ran it (its log says so below)
 
     live_a = [(event_id, kind, data) for _, event_id, kind, data in on_a if kind in LIVE]
@@ -104,13 +124,13 @@ async def test_a_subscriber_on_another_host_sees_the_owners_live_events_in_order
 
     # the other direction is best effort (docs/clustering.md): count the live events that reached the other host
     # after a durable event that followed them on their own
-    late, following = 0, None
+    late, following, kinds_of = [], None, {event_id: kind for _, event_id, kind, _ in on_a}
     for _, event_id, kind, _ in reversed(on_a):
         if kind not in LIVE:
             following = event_id
         elif following is not None and order_b[event_id] > order_b[following]:
-            late += 1
-    print(f"\nlive events after a later durable event on the other host: {late} of {len(live_a)}")
+            late.append(f"{kind} before {kinds_of[following]}")
+    print(f"\nlive events after a later durable event on the other host: {len(late)} of {len(live_a)} {late}")
 
     arrival_a = {event_id: at for at, event_id, kind, _ in on_a if kind in LIVE}
     delays = [(at - arrival_a[event_id]) * 1000 for at, event_id, kind, _ in on_b if kind in LIVE]
