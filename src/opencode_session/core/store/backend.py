@@ -16,6 +16,9 @@ T = TypeVar("T")
 Settle = Callable[[object, BaseException | None, list[int]], None]
 # Hands the Store events other hosts committed, oldest first with their positions, in commit order with its own.
 Foreign = Callable[[list[tuple[int, EventRecord]]], None]
+# Hands the Store a live-only event another host published, with the newest store position that host had announced
+# before it (so it is announced here after that position too).
+ForeignLive = Callable[[EventRecord, int], None]
 
 
 class Backend(Protocol):
@@ -60,9 +63,15 @@ class Backend(Protocol):
         """Return once every write submitted so far has settled."""
         ...
 
-    def listen(self, foreign: Foreign, signal: Callable[[str], None]) -> None:
+    def listen(self, foreign: Foreign, signal: Callable[[str], None], live: ForeignLive) -> None:
         """Where the backend hands what other hosts do: their committed events (on the loop, ordered with this
-        host's own commits) and the signals they send (`signal`). A database one process holds calls neither."""
+        host's own commits), the signals they send (`signal`) and their live-only events (`live`, in the order
+        each host published them). A database one process holds calls none of them."""
+        ...
+
+    def broadcast(self, record: EventRecord, after: int) -> None:
+        """Send a live-only event this host published (after the store position `after`) to the other hosts,
+        without waiting: under overload it may be dropped. Called only where the database is `shared`."""
         ...
 
     async def signal(self, payload: str) -> None:

@@ -1,10 +1,12 @@
 """The Store: durable events appended with their projections in one transaction on a backend, sequence numbers the
 backend allocates, and readers told in commit order (the per-session doorbells, the session tails and the live bus),
-with live events published behind the writes queued before them."""
+with live events published behind the writes queued before them (other hosts' behind the durable events their host
+had announced before them)."""
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -38,6 +40,8 @@ from .rows import (
 from .tail import Tails
 
 T = TypeVar("T")
+# Other hosts' live events held at most while they wait for a durable position (see `Store._foreign_live`).
+_FOREIGN_WAITING = 10_000
 Projector = Callable[["Tx", EventRecord], None]
 CommitHook = Callable[["Tx", EventRecord], None]
 
@@ -127,7 +131,12 @@ class Store:
         self.durable = DurableFeed()
         self.live = LiveBus(self._events_from, capacity=live_capacity)
         self.signals: list[Callable[[str], None]] = []  # who hears other hosts' signals (see `Backend.signal`)
-        self.backend.listen(self._announce_foreign, self._signalled)
+        # where other hosts read this database: each live event also goes to them (`Backend.broadcast`)
+        self._broadcast = self.backend.broadcast if self.backend.shared else None
+        # other hosts' live events waiting for the durable position their host had announced before them
+        self._waiting: collections.deque[tuple[int, EventRecord]] = collections.deque()
+        self.foreign_live_dropped = 0  # of those, the ones that gave way to newer ones (`_FOREIGN_WAITING`)
+        self.backend.listen(self._announce_foreign, self._signalled, self._foreign_live)
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
@@ -181,7 +190,7 @@ class Store:
             if error is None:
                 self._announce(tx_of[0], positions)
             for record in held:
-                self.live.publish(record)
+                self._publish_live(record)
             if self._held is held:
                 self._held = None
 
@@ -214,14 +223,40 @@ class Store:
             self._tails.add(record)
             self.durable.ring(record.aggregate_id)
             self.live.publish(record, position)
+            if self._waiting:
+                self._release_foreign_live()
         for record in tx.live:
-            self.live.publish(record)
+            self._publish_live(record)
 
     def _announce_foreign(self, committed: list[tuple[int, EventRecord]]) -> None:
         """Events another host committed, in commit order with this host's own: to the doorbells and the bus."""
         for position, record in committed:
             self.durable.ring(record.aggregate_id)
             self.live.publish(record, position)
+            if self._waiting:
+                self._release_foreign_live()
+
+    def _publish_live(self, record: EventRecord) -> None:
+        """A live-only event of this host: to the bus, and to the other hosts after the same durable position."""
+        self.live.publish(record)
+        if self._broadcast is not None:
+            self._broadcast(record, self.live.position)
+
+    def _foreign_live(self, record: EventRecord, after: int) -> None:
+        """A live-only event another host published once it had announced the durable event at `after`: to the bus
+        once this host announced that one too, so it never overtakes a durable event that came before it there."""
+        if self._waiting or after > self.live.position:
+            if len(self._waiting) >= _FOREIGN_WAITING:
+                self._waiting.popleft()  # nothing announces the position they wait for: the oldest give way
+                self.foreign_live_dropped += 1
+            self._waiting.append((after, record))
+        else:
+            self.live.publish(record)
+
+    def _release_foreign_live(self) -> None:
+        waiting, position = self._waiting, self.live.position
+        while waiting and waiting[0][0] <= position:
+            self.live.publish(waiting.popleft()[1])
 
     def _signalled(self, payload: str) -> None:
         for hear in list(self.signals):
@@ -252,7 +287,7 @@ class Store:
             self._held.append(record)  # after the write queued before it, which must commit now
             self.backend.kick()
         else:
-            self.live.publish(record)
+            self._publish_live(record)
 
     def read(self, fn: Callable[[Reader], T]) -> Awaitable[T]:
         """Run a read-only function on the backend's read handle; it sees every write already settled."""

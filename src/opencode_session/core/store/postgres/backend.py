@@ -1,6 +1,7 @@
 """The PostgreSQL backend: several hosts on one database. Writes run on a writer thread (`PgWriter`), reads on a
-small pool of connections in worker threads, and one listening connection on the loop hears the other hosts'
-commits (read back from the log, in position order) and their signals."""
+small pool of connections in worker threads, one listening connection on the loop hears the other hosts' commits
+(read back from the log, in position order), their signals and their live events, and one more sends this host's
+live events (`live.py`)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ..backend import Foreign
+from ....schema.events import EventRecord
+from ..backend import Foreign, ForeignLive
 from ..errors import StoreError
 from .dialect import rows as row_factory
+from .live import LiveSender, Reassembly, receive
 from .migrations import migrate
 from .rows import PgRows
 from .writer import PgWriter
@@ -53,8 +56,14 @@ class PostgresBackend:
         self._readers: ThreadPoolExecutor | None = None
         self._listener: asyncio.Task[None] | None = None
         self._signal: Callable[[str], None] | None = None
+        self._live: ForeignLive | None = None
         # notification channels are per database: named after the schema too, so stores in two schemas stay apart
-        self._commits = self._signals = ""
+        self._commits = self._signals = self._lives = ""
+        self._sender = LiveSender(url, self.host_tag, lambda: self._lives)
+        self._reassembly = Reassembly(self.host_tag)
+        self._lost_before = 0  # live events lost on listening connections before the current one
+        self.opened_at = 0  # the newest store position when this host opened the database
+        self.listener_pid: int | None = None  # the database's process serving the listening connection
 
     @property
     def description(self) -> str:
@@ -70,12 +79,13 @@ class PostgresBackend:
                 with psycopg.Connection.connect(self.url, autocommit=True) as conn:
                     migrate(conn)
                     schema = conn.execute("SELECT current_schema()").fetchone()
-                    self._commits, self._signals = (f"ocs_commit:{schema[0] if schema else ''}",
-                                                    f"ocs_signal:{schema[0] if schema else ''}")
+                    name = schema[0] if schema else ""
+                    self._commits, self._signals, self._lives = (f"ocs_commit:{name}", f"ocs_signal:{name}",
+                                                                 f"ocs_live:{name}")
                     head = conn.execute("SELECT last FROM event_feed WHERE id = 1").fetchone()
                     return 0 if head is None else int(head[0])
 
-            seen = await loop.run_in_executor(None, _migrate)
+            seen = self.opened_at = await loop.run_in_executor(None, _migrate)
             self._pool = pool = ConnectionPool(self.url, min_size=1, max_size=READERS, open=False, name="ocs-readers",
                                                kwargs={"autocommit": True, "row_factory": row_factory})
             await loop.run_in_executor(None, lambda: pool.open(wait=True, timeout=10))
@@ -90,6 +100,7 @@ class PostgresBackend:
                 listening.cancel()
             if self._listener.done():
                 self._listener.result()
+            self._sender.start()
         except (psycopg.Error, PoolTimeout) as failed:
             await self.close()
             raise StoreError(f"{self.description}: {failed}".strip()) from failed
@@ -98,6 +109,7 @@ class PostgresBackend:
             raise
 
     async def close(self) -> None:
+        await self._sender.stop()
         await self._writer.stop()
         if self._listener is not None:
             self._listener.cancel()
@@ -141,26 +153,54 @@ class PostgresBackend:
 
     # --- other hosts -------------------------------------------------------------------------------------
 
-    def listen(self, foreign: Foreign, signal: Callable[[str], None]) -> None:
+    def listen(self, foreign: Foreign, signal: Callable[[str], None], live: ForeignLive) -> None:
         self._writer.foreign = foreign
         self._signal = signal
+        self._live = live
+
+    def broadcast(self, record: EventRecord, after: int) -> None:
+        self._sender.put(record, after)
+
+    @property
+    def live_dropped(self) -> int:
+        """This host's live events that never left it (an overloaded outbox, a refused message)."""
+        return self._sender.dropped
+
+    @property
+    def live_lost(self) -> int:
+        """Other hosts' live events that arrived incomplete or unreadable here."""
+        return self._lost_before + self._reassembly.lost
+
+    def _heard_live(self, record: EventRecord, after: int) -> None:
+        if self._live is not None:
+            # a position from before this host opened the database is one it will never announce: nothing to wait for
+            self._live(record, after if after > self.opened_at else -1)
 
     async def signal(self, payload: str) -> None:
         await self.read(lambda rows: rows.pg.execute("SELECT pg_notify(%s, %s)", (self._signals, payload)))
 
     async def _listen(self, ready: asyncio.Event) -> None:
-        """Hear commits and signals of every host; reconnect (and catch up) when the connection drops."""
+        """Hear commits, signals and live events of every host; reconnect (and catch up) when the connection
+        drops (live events sent meanwhile are lost, as a live reader's are when it reconnects)."""
         delay = 0.1
         while True:
+            self._lost_before += self._reassembly.lost
+            self._reassembly = reassembly = Reassembly(self.host_tag)
             try:
                 async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
-                    for channel in (self._commits, self._signals):
+                    for channel in (self._commits, self._signals, self._lives):
                         await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
+                    self.listener_pid = conn.info.backend_pid
                     ready.set()
                     delay = 0.1
                     self._writer.catch_up()  # whatever was committed while nobody listened
                     async for note in conn.notifies():
-                        if note.channel == self._commits:
+                        if note.channel == self._lives:
+                            try:
+                                receive(reassembly, note.payload, self._heard_live)
+                            except Exception:
+                                log.exception("a live event from another host failed")
+                        elif note.channel == self._commits:
                             if not note.payload.startswith(self.host_tag + ":"):
                                 self._writer.catch_up()
                         elif self._signal is not None:

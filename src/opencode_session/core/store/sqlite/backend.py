@@ -10,7 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from ..backend import Foreign, Settle
+from ....schema.events import EventRecord
+from ..backend import Foreign, ForeignLive, Settle
 from ..errors import StoreError
 from .lock import LOCK_SUFFIX, DatabaseLock
 from .migrations import migrate
@@ -131,8 +132,11 @@ class SqliteBackend:
     async def idle(self) -> None:
         await self._writer.idle()
 
-    def listen(self, foreign: Foreign, signal: Callable[[str], None]) -> None:
+    def listen(self, foreign: Foreign, signal: Callable[[str], None], live: ForeignLive) -> None:
         """No other host writes this file."""
+
+    def broadcast(self, record: EventRecord, after: int) -> None:
+        """No other host reads this file."""
 
     async def signal(self, payload: str) -> None:
         """No other host listens."""
