@@ -55,7 +55,7 @@ def make_drain_factory(
                           on_read=NearbyInstructions(runtime.store).hook,
                           retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base,
                           permissions=runtime.permissions, questions=runtime.questions, config=runtime.config,
-                          snapshots=runtime.snapshots, host=runtime.host)
+                          snapshots=runtime.snapshots, host=runtime.host, user_hooks=runtime.user_hooks)
         if tools is not None:
             deps.tools = tools
         if not any(isinstance(source, McpToolSource) for source in deps.tools.sources):
