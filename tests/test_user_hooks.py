@@ -9,13 +9,17 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import anyio
 import pytest
 
 from opencode_session.client import InvalidRequestError, OpenCodeClient
 from opencode_session.core.userhooks import parse_hooks
 from tests.support import fake_openai as fake
+from tests.support.cli import make_home
 from tests.support.e2e import durable_log, prompt_and_wait
 from tests.support.server import start_configured
 
@@ -47,7 +51,11 @@ if mode == "stop" and os.path.exists("stop-forever"):
     print("keep going", file=sys.stderr)
     sys.exit(2)
 if mode == "post" and "lint-me" in command:
-    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": "Run the linter next."}}))
+    context = {"hookEventName": "PostToolUse", "additionalContext": "Run the linter next."}
+    print(json.dumps({"hookSpecificOutput": context}))
+if mode == "slow" and "slow-hook" in command:
+    import time
+    time.sleep(60)
 if mode == "broken" and "break-hook" in command:
     print("the hook itself is broken", file=sys.stderr)
     sys.exit(1)
@@ -59,8 +67,41 @@ def provider(loop_provider):
     return loop_provider
 
 
+class _Policy(BaseHTTPRequestHandler):
+    """An HTTP hook: refuses `curl` commands with a JSON decision, and keeps what it was sent."""
+
+    received: list[dict] = []
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        event = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        _Policy.received.append({"auth": self.headers.get("x-policy"), **event})
+        command = event.get("tool_input", {}).get("command", "")
+        answer = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                         "permissionDecisionReason": "no network from here"}} \
+            if command.startswith("curl") else {}
+        body = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args) -> None:
+        pass
+
+
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory, provider):
+def policy():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Policy)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hook"
+    server.shutdown()
+    thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory, provider, policy):
     root = tmp_path_factory.mktemp("hooks")
     script = root / "hook.py"
     script.write_text(HOOK)
@@ -72,7 +113,9 @@ def setup(tmp_path_factory, provider):
 
     hooks = {
         "PreToolUse": [{"matcher": "bash", "hooks": [command("guard")]},
-                       {"matcher": "bash", "hooks": [command("broken")]}],
+                       {"matcher": "bash", "hooks": [command("broken"), {**command("slow"), "timeout": 1}]},
+                       {"matcher": "bash|webfetch", "hooks": [{"type": "http", "url": policy,
+                                                              "headers": {"x-policy": "p1"}}]}],
         "PostToolUse": [{"matcher": "ba.*", "hooks": [command("post")]}],
         "UserPromptSubmit": [{"hooks": [command("prompt")]}],
         "Stop": [{"hooks": [command("stop")]}],
@@ -152,6 +195,27 @@ async def test_a_hook_that_fails_is_an_event_and_decides_nothing(client, provide
     assert success[0].data.content[0].text.strip() == "break-hook"
 
 
+async def test_an_http_hook_refuses_by_its_json_answer(client, provider):
+    calls_bash(provider, "curl https://example.com", "No network then.")
+    sid = await _session(client)
+    await prompt_and_wait(client, sid, "fetch it")
+    failed = [e for e in await durable_log(client, sid) if e.type == "session.tool.failed"]
+    assert (failed[0].data.error.type, failed[0].data.error.message) == ("hook.blocked", "no network from here")
+    sent = [e for e in _Policy.received if e["session_id"] == sid]
+    assert sent[0]["auth"] == "p1" and sent[0]["tool_input"] == {"command": "curl https://example.com"}
+
+
+async def test_a_hook_past_its_timeout_is_killed_recorded_and_the_call_runs(client, provider):
+    calls_bash(provider, "echo slow-hook")
+    sid = await _session(client)
+    with anyio.fail_after(30):
+        await prompt_and_wait(client, sid, "go")
+    log = await durable_log(client, sid)
+    failures = [e.data for e in log if e.type == "session.hook.failed"]
+    assert [(f.hook, f.message) for f in failures] == [("PreToolUse", "timed out after 1 s")]
+    assert [e.data.content[0].text.strip() for e in log if e.type == "session.tool.success"] == ["slow-hook"]
+
+
 async def test_a_user_prompt_submit_hook_rejects_a_prompt_and_nothing_is_admitted(client, provider, setup):
     sid = await _session(client)
     with pytest.raises(InvalidRequestError) as refused:
@@ -212,3 +276,40 @@ def test_entries_that_cannot_be_read_are_problems_and_are_not_run():
     assert settings.handlers("PreToolUse", "edit") == [] and settings.handlers("Stop") == []
     assert len(settings.problems) == 4
     assert any("BeforeEverything" in p for p in settings.problems)
+
+
+async def test_hooks_a_project_file_gains_while_the_server_runs_are_not_run_until_a_restart(client, provider, setup):
+    """Hooks run commands: like MCP servers, a project file written while the server runs (the model may have
+    written it) brings none until a person restarts it."""
+    _srv, work, _log = setup
+    mark = work.parent / "planted-hook-ran"
+    touch = {"type": "command", "command": f"touch {shlex.quote(str(mark))}"}
+    planted = {"hooks": {"PreToolUse": [{"hooks": [touch]}]}}
+    (work / "opencode.json").write_text(json.dumps(planted))
+    try:
+        calls_bash(provider, "echo hello")
+        sid = await _session(client)
+        await prompt_and_wait(client, sid, "go")
+    finally:
+        (work / "opencode.json").unlink()
+    assert [e.type for e in await durable_log(client, sid)].count("session.tool.success") == 1
+    assert not mark.exists(), "a hook the project file gained at run time ran"
+
+
+def test_ocs_hooks_lists_what_runs_here_and_what_cannot(tmp_path):
+    home = make_home(tmp_path)
+    home.configure(None, hooks={
+        "PreToolUse": [{"matcher": "bash", "hooks": [{"type": "command", "command": "./check.sh", "timeout": 5}]}],
+        "Stop": [{"hooks": [{"type": "http", "url": "http://127.0.0.1:9/stop"}]}, {"hooks": []}],
+    })
+    listed = home.run("hooks")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines() == [
+        "PreToolUse  bash  command ./check.sh  (timeout 5 s)",
+        "Stop  *  http http://127.0.0.1:9/stop  (timeout 60 s)",
+        "not run: hooks.Stop[1].hooks: expected a non-empty list of handlers",
+    ]
+    rows = [json.loads(line) for line in home.run("hooks", "--format", "json").stdout.splitlines()]
+    assert rows[0] == {"event": "PreToolUse", "matcher": "bash", "type": "command", "target": "./check.sh",
+                       "timeout": 5.0}
+    assert home.run("hooks", cwd=tmp_path).returncode == 0
