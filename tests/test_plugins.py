@@ -30,8 +30,10 @@ from opencode_session.sdk import (
     PluginInstructionsUnavailable,
     PluginRegistry,
     ProviderRequest,
+    ToolCallRequest,
     ToolOutput,
     ToolResult,
+    ToolVerdict,
 )
 from tests.support.plugins import Reverse
 from tests.support.scripted import ScriptedProvider, text, tool_call
@@ -218,6 +220,37 @@ async def test_an_after_tool_result_hook_that_raises_fails_that_call_only(tmp_pa
     assert success_text(records) == ["doog"]
     assert "session.execution.succeeded" in types(records)  # the model read the failure and answered
     assert len(provider.requests) == 2
+
+
+async def test_a_before_tool_hook_refuses_rewrites_or_fails_a_call_before_it_runs(tmp_path):
+    shown: list[tuple[str, dict]] = []
+
+    def setup(registry: PluginRegistry) -> None:
+        registry.tool(Reverse())
+
+        async def before(call: ToolCallRequest) -> ToolVerdict | None:
+            shown.append((call.tool, dict(call.input)))
+            if call.input.get("text") == "secret":
+                return ToolVerdict("deny", "secrets are not reversed here")
+            if call.input.get("text") == "typo":
+                return ToolVerdict(input={"text": "fixed"})
+            if call.input.get("text") == "odd":
+                return "yes"  # type: ignore[return-value]  # not a verdict: the call fails, naming the plugin
+            return None
+
+        registry.before_tool(before)
+
+    calls = [llm.ToolCall("c1", "reverse", {"text": "secret"}), llm.ToolCall("c2", "reverse", {"text": "typo"}),
+             llm.ToolCall("c3", "reverse", {"text": "odd"}), llm.ToolCall("c4", "reverse", {"text": "abc"}),
+             llm.Finish("tool-calls", llm.Usage(10, 5))]
+    async with runtime(tmp_path, [Plugin("guard", setup)], [calls, text("done")]) as (rt, _provider):
+        records = await run(rt, "reverse them")
+    failed = {f["callID"]: f["error"] for f in of_type(records, "session.tool.failed")}
+    assert failed["c1"] == {"type": "hook.blocked", "message": "secrets are not reversed here"}
+    assert failed["c3"]["type"] == "plugin.hook" and "plugin guard: its before-tool hook failed" in \
+        failed["c3"]["message"]
+    assert sorted(success_text(records)) == ["cba", "dexif"]  # c2 ran with the input the hook gave
+    assert sorted(text for _tool, i in shown for text in i.values()) == ["abc", "odd", "secret", "typo"]
 
 
 async def test_an_event_hook_that_raises_is_logged_and_disturbs_nothing(tmp_path, caplog):

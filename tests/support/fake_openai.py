@@ -19,7 +19,7 @@ import dataclasses
 import json
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -205,6 +205,9 @@ class FakeOpenAI:
         self.base_url = ""
         # the answer to a request when nothing is scripted (None: a 500 that says so)
         self.fallback: Script | None = None
+        # (does this request's payload match, the answer): the first match answers it, before the queue; for
+        # requests whose order is not known (sessions running at once)
+        self.routes: list[tuple[Callable[[Any], bool], Script]] = []
         self.summaries: collections.deque[Script] = collections.deque()
         self.summary_requests: list[RecordedRequest] = []
         self.context_window: int | None = None
@@ -231,12 +234,12 @@ class FakeOpenAI:
     @property
     def pending(self) -> int:
         with self._lock:
-            return len(self._script)
+            return len(self._script) + len(self.routes)
 
     def release_held(self) -> None:
         """Let every still-queued answer that would hold go on at once (teardown: no handler may wait forever)."""
         with self._lock:
-            for script in self._script:
+            for script in [*self._script, *(script for _matches, script in self.routes)]:
                 if isinstance(script, StreamScript):
                     script.release.set()
 
@@ -343,7 +346,11 @@ class FakeOpenAI:
                 script = self.summaries.popleft() if self.summaries else completion(text_deltas(SUMMARY))
             else:
                 self.requests.append(recorded)
-                script = self._script.popleft() if self._script else self.fallback
+                routed = next((i for i, (matches, _) in enumerate(self.routes) if matches(payload)), None)
+                if routed is not None:
+                    script = self.routes.pop(routed)[1]
+                else:
+                    script = self._script.popleft() if self._script else self.fallback
             window = self.context_window
             if window is not None and measured + int(payload.get("max_tokens") or 0) > window:
                 self.overflows += 1

@@ -249,6 +249,16 @@ def plugins(output: str) -> int:
     return list_plugins(_cwd(), output == "json")
 
 
+def hooks(output: str) -> int:
+    """List the user hooks a session here runs (opencode.json's `hooks`): event, matcher, handler and timeout."""
+    from .hooks import list_hooks
+
+    if output not in ("default", "json"):
+        print(f"ocs hooks: --format is default or json, not {output!r}", file=sys.stderr)
+        return 2
+    return list_hooks(_cwd(), output == "json")
+
+
 def openapi() -> int:
     """Print the OpenAPI document of the V2 API."""
     from .inspect import print_openapi
@@ -405,6 +415,11 @@ def _plugins_arguments(p: argparse.ArgumentParser) -> None:
                    help="default (a listing) or json (a plugin a line).")
 
 
+def _hooks_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", dest="output", default="default", metavar="FORMAT",
+                   help="default (a listing) or json (a handler a line).")
+
+
 def _no_arguments(p: argparse.ArgumentParser) -> None:
     pass
 
@@ -426,6 +441,7 @@ COMMANDS: dict[str, tuple[Command, Callable[[argparse.ArgumentParser], None]]] =
     "fork": (fork, _fork_arguments),
     "models": (models, _no_arguments),
     "plugins": (plugins, _plugins_arguments),
+    "hooks": (hooks, _hooks_arguments),
     "openapi": (openapi, _no_arguments),
     "demo": (demo, _demo_arguments),
 }

@@ -50,6 +50,7 @@ from .snapshot.service import SNAPSHOT_DIRECTORY
 from .store import DatabaseNotFoundError, Lease, Store, Tx, database_files, is_postgres, now_ms, set_fence
 from .telemetry import telemetry, tracing_settings
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
+from .userhooks import UserHooks
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +99,9 @@ class Runtime:
                                            else _data_dir(options) / CREDENTIALS_FILE)
         # the configuration in effect at any Location, cached, with the connected keys applied
         self.config: ConfigSource = ConnectedConfig(options.env, self.credentials, self.redactor)
-        self.sessions = Sessions(self.store, self.location, env=options.env, config=self.config)
+        self.user_hooks = UserHooks(self.store)  # runs the config's `hooks` around prompts, Steps and tool calls
+        self.sessions = Sessions(self.store, self.location, env=options.env, config=self.config,
+                                 hooks=self.user_hooks)
         self.entries = InstructionEntries(self.store)
         self.providers = Providers(options.provider_transport)  # the provider HTTP clients: closed with the runtime
         self.permissions = PermissionRequests(self.store)

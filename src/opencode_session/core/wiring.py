@@ -42,6 +42,7 @@ def make_drain_factory(
         from .llm.retry import base_delay_ms
         from .mcp.guidance import McpGuidance
         from .mcp.source import McpToolSource
+        from .subagents import Delegation, SubagentTools
 
         options = runtime.options
         retry_base = options.retry_base_delay_ms
@@ -55,11 +56,17 @@ def make_drain_factory(
                           on_read=NearbyInstructions(runtime.store).hook,
                           retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base,
                           permissions=runtime.permissions, questions=runtime.questions, config=runtime.config,
-                          snapshots=runtime.snapshots, host=runtime.host)
+                          snapshots=runtime.snapshots, host=runtime.host, user_hooks=runtime.user_hooks)
         if tools is not None:
             deps.tools = tools
         if not any(isinstance(source, McpToolSource) for source in deps.tools.sources):
             deps.tools.add_source(McpToolSource(runtime.mcp))  # the MCP servers configured at each Step's Location
+        if not any(isinstance(source, SubagentTools) for source in deps.tools.sources):
+            async def interrupt(child: str) -> None:  # the runtime's execution exists once it opened
+                if runtime.execution is not None:
+                    await runtime.execution.interrupt(child, "user")
+
+            deps.tools.add_source(SubagentTools(Delegation(runtime.sessions, interrupt, options.env)))
         if deps.tools.outputs is None:
             deps.tools.outputs = runtime.outputs
         if plugins is not None:  # the plugins' tools come after the registry's own

@@ -291,6 +291,17 @@ class InstructionsUpdated(Struct):
     text: str
 
 
+@durable("session.hook.failed")
+class HookFailed(Struct):
+    """A user hook's handler could not answer (not found, timed out, exited other than 0 or 2): it decided nothing
+    and the session went on."""
+
+    sessionID: SessionID
+    hook: str  # the event it ran for (`PreToolUse`, ...)
+    handler: str  # `command <line>` or `http <url>`
+    message: str
+
+
 @durable("session.synthetic")
 class Synthetic(Struct):
     sessionID: SessionID

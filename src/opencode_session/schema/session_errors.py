@@ -45,5 +45,9 @@ COMPACTION_FAILED: Final = "compaction.failed"  # the summary call failed or did
 COMPACTION_UNAVAILABLE: Final = "compaction.unavailable"  # nothing older than the recent tail to summarise
 COMPACTION_INTERRUPTED: Final = "compaction.interrupted"
 
+# Hooks
+HOOK_BLOCKED: Final = "hook.blocked"  # a user hook (or a plugin's before-tool hook) refused the call; says why
+HOOK_REJECTED: Final = "hook.rejected"  # a UserPromptSubmit hook rejected the prompt: nothing was admitted
+
 # Plugins
 PLUGIN_HOOK: Final = "plugin.hook"  # a plugin's hook raised: the Step or tool call it ran for fails; names both

@@ -12,10 +12,12 @@ from ..core.plugins import (
     PluginRegistry,
     ProviderRequest,
     TerminalRequest,
+    ToolCallRequest,
     ToolResult,
 )
 from ..core.store import BackendNotInstalledError
 from ..core.tools import StaticTools, Tool, ToolContext, ToolFailure, ToolOutput, ToolSource
+from ..core.userhooks import ToolVerdict
 from ..schema.events import EventRecord
 from ..schema.message import ToolContent, ToolFileContent, ToolTextContent
 from .embedded import OpenCode
@@ -23,4 +25,4 @@ from .embedded import OpenCode
 __all__ = ["ENTRY_POINT_GROUP", "AdapterSpec", "BackendNotInstalledError", "EventRecord", "InstructionRequest",
            "LLMRequest", "OpenCode", "Plugin", "PluginInstructionsUnavailable", "PluginRegistry", "ProviderRequest",
            "StaticTools", "TerminalRequest", "Tool", "ToolContent", "ToolContext", "ToolFailure", "ToolFileContent",
-           "ToolOutput", "ToolResult", "ToolSource", "ToolTextContent"]
+           "ToolCallRequest", "ToolOutput", "ToolResult", "ToolSource", "ToolTextContent", "ToolVerdict"]

@@ -432,8 +432,8 @@ async def session_permission_create(rt: Runtime,
 
 @op("v2.session.permission.list")
 async def session_permission_list(rt: Runtime, call: Call[SessionPath, None, None]) -> list[PermissionV2Request]:
-    await rt.sessions.require(call.path.sessionID)
-    return rt.permissions.pending(call.path.sessionID)
+    # a subagent's requests too (each names its own session): whoever watches the parent answers for its children
+    return [r for sid in reversed(await rt.lifecycle.family(call.path.sessionID)) for r in rt.permissions.pending(sid)]
 
 
 @op("v2.session.permission.get")

@@ -145,7 +145,7 @@ def config_files(directory: Path, project_root: Path, env: Mapping[str, str] = o
 ACTED_ON_KEYS = frozenset({
     "model", "small_model", "default_agent", "provider", "agent", "instructions", "permission", "compaction",
     "tool_output", "websearch", "snapshot", "command", "references", "mcp",
-    "plugin",
+    "plugin", "hooks",
 })
 # OpenCode's keys this runtime knows but does not act on yet, each with what it configures there. A file that sets
 # one loads as before, and `ocs serve` and `ocs run` name it once at start; the work that implements a key takes it

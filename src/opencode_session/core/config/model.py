@@ -136,6 +136,8 @@ class Config(_Lenient):
     snapshot: bool | None = None  # false: no file snapshots, so a revert restores no files
     # MCP servers by name, each checked on its own (`core/mcp/config.py`): one bad entry fails only that server
     mcp: dict[str, Any] = Field(default_factory=dict)
+    # the user's hooks by event (`core/userhooks/config.py`): commands and URLs run around Steps and tool calls
+    hooks: dict[str, Any] = Field(default_factory=dict)
 
 
 class ConfigError(Exception):

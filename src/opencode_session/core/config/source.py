@@ -27,11 +27,11 @@ Signature = tuple[int, int, int] | None
 CAPACITY = 256
 
 # What in a config file grants authority: who may do what (permissions, agents and which one is the default), which
-# processes run (MCP servers, plugins), what is read beyond the Location (instructions, references, `{file:...}` in
-# an agent's prompt) and where keys are sent (providers, web search). In a project file
+# processes run (MCP servers, plugins, hooks), what is read beyond the Location (instructions, references,
+# `{file:...}` in an agent's prompt) and where keys are sent (providers, web search). In a project file
 # changed while the runtime runs these stay as the runtime first read them: the model may have written that file.
-AUTHORITY_KEYS = frozenset({"permission", "agent", "default_agent", "mcp", "plugin", "instructions", "references",
-                            "provider", "websearch"})
+AUTHORITY_KEYS = frozenset({"permission", "agent", "default_agent", "mcp", "plugin", "hooks", "instructions",
+                            "references", "provider", "websearch"})
 # Project files whose first reading is remembered, at most (beyond it, a changed file's authority is dropped).
 PIN_CAPACITY = 65_536
 

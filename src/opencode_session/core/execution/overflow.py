@@ -16,6 +16,7 @@ from ..llm import model as llm
 from ..llm.errors import ProviderError
 from ..session.history import HistoryCache
 from ..store import Store
+from ..userhooks import HookRun, UserHooks
 from .coordinator import DrainFailure
 from .model_context import ModelCall, ModelContext, model_call
 from .orphans import close_assistant
@@ -27,8 +28,10 @@ SUPERSEDED = SessionErrorInfo(type=session_errors.ABORTED,
 
 class StepCompaction:
     def __init__(self, store: Store, compactor: Compactor, history: HistoryCache, env: Mapping[str, str],
-                 provider_for: Callable[[llm.ResolvedModel], llm.Provider]) -> None:
+                 provider_for: Callable[[llm.ResolvedModel], llm.Provider],
+                 user_hooks: UserHooks | None = None) -> None:
         self.store = store
+        self.user_hooks = user_hooks
         self.compactor = compactor
         self.history = history
         self.env = env
@@ -43,6 +46,7 @@ class StepCompaction:
                                          context.request, context.additions)
         if cut is None:
             return False
+        await self._pre_compact(b, "auto")
         failed = await self.compactor.compact(session_id, "auto", settings, call.resolved, call.provider,
                                               context.history, cut, secrets=call.secrets)
         if failed is not None:
@@ -55,6 +59,7 @@ class StepCompaction:
         after which the same logical Step is rebuilt. When it fails, the Step fails with the overflow
         (DrainFailure)."""
         session_id = b.session.id
+        await self._pre_compact(b, "auto")
         failed = await self.compactor.compact(session_id, "auto", settings, call.resolved, call.provider,
                                               context.history, secrets=call.secrets)
         if failed is None:
@@ -65,6 +70,12 @@ class StepCompaction:
                                      model=call.model_ref)),
             tx.append(ev.StepFailed(sessionID=session_id, assistantMessageID=assistant_id, error=overflow))))
         raise DrainFailure(overflow)
+
+    async def _pre_compact(self, b: Boundary, trigger: str) -> None:
+        """Tell the PreCompact hooks that history is about to be summarised (they decide nothing)."""
+        if self.user_hooks is not None and b.config.hooks:
+            run = HookRun(b.session.id, b.location.directory, b.location.project_root, self.env, b.config)
+            await self.user_hooks.notify(run, "PreCompact", {"trigger": trigger})
 
     async def supersede(self, session_id: str, assistant_id: str) -> None:
         """A retry's assistant message that now lies before the checkpoint: the rebuilt Step starts a new one."""
@@ -82,6 +93,7 @@ class StepCompaction:
                                                         error=error.to_session_error(), inputID=input_id))
             return
         history = await self.store.read(lambda reader: self.history.load(reader, session_id))
+        await self._pre_compact(b, "manual")
         await self.compactor.compact(session_id, "manual", settings, call.resolved, call.provider, history,
                                      input_id=input_id, secrets=call.secrets)
 

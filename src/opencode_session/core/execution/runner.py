@@ -41,6 +41,7 @@ from ..store import Reader, Store, confirm_lease
 from ..telemetry import hooks, telemetry
 from ..tools.registry import ToolRegistry, ToolSet, default_registry
 from ..tools.tool import ToolContext
+from ..userhooks import HookRun, UserHooks
 from .coordinator import DrainFailure, DrainInterrupted
 from .drain import DrainState, Next
 from .model_context import ModelCall, ModelContext, ModelContextBuilder, model_call, named_model
@@ -51,6 +52,9 @@ from .step import INTERRUPTED_STEP, Step, StepContext, StepOutcome, local_settle
 from .title import SessionTitles
 
 log = logging.getLogger(__name__)
+
+# How many times Stop hooks may send the agent on within one drain (then it stops whatever they say).
+MAX_STOP_CONTINUES = 3
 
 
 class InstructionPreparer(Protocol):
@@ -88,6 +92,7 @@ class RunnerDeps:
     config: ConfigSource | None = None  # the runtime's configuration source; None: one of the runner's own over env
     snapshots: Snapshots | None = None  # None: Steps take no file snapshots
     hooks: PluginHooks | None = None  # the loaded plugins' hooks; None: no plugin hooks
+    user_hooks: UserHooks | None = None  # runs the config's hooks (`hooks` in opencode.json); None: none run
     host: str = ""  # this process as its execution spans name it (a lease owner's name)
 
 
@@ -107,7 +112,7 @@ class Runner:
         self.sampler = BoundarySampler(deps.store, configs, deps.env, deps.instructions)
         self.contexts = ModelContextBuilder(deps.store, deps.env, deps.tools, self.history)
         self.compaction = StepCompaction(deps.store, Compactor(deps.store, deps.clock, deps.retry_base_delay_ms),
-                                         self.history, deps.env, deps.provider_for)
+                                         self.history, deps.env, deps.provider_for, deps.user_hooks)
 
     async def _promotable(self, session_id: str) -> bool:
         return await self.deps.store.read(lambda reader: reader.pending.any_promotable(session_id))
@@ -130,6 +135,7 @@ class Runner:
         await self.deps.tools.start()
         await self._reconcile_orphans(session_id)
         state = DrainState()
+        stop_continues = 0  # times a Stop hook sent the agent on in this drain
         try:
             while True:
                 if state.next is Next.INPUT and not await self._promotable(session_id):
@@ -177,12 +183,31 @@ class Runner:
                 if outcome.failure is not None:
                     raise DrainFailure(outcome.failure)
                 if state.next is Next.INPUT:
+                    if stop_continues < MAX_STOP_CONTINUES and await self._stop_hooks(b, stop_continues > 0):
+                        stop_continues += 1
                     await self._run_barrier(session_id)
         except BaseException as exc:
             waiting = state.retrying.assistant_id
             if waiting is not None:  # the assistant waiting for its retry never got to run it
                 await shielded(close_assistant(store, session_id, waiting, _failure_of(exc)))
             raise
+
+    async def _stop_hooks(self, b: Boundary, active: bool) -> bool:
+        """The agent is done with its turn: the Stop hooks (SubagentStop for a child session) may send it on with
+        a reason, admitted as synthetic input the next Step reads. Whether they did."""
+        user_hooks = self.deps.user_hooks
+        if user_hooks is None or not b.config.hooks:
+            return False
+        session_id = b.session.id
+        run = HookRun(session_id, b.location.directory, b.location.project_root, self.deps.env, b.config)
+        reason = await user_hooks.stop(run, subagent=b.session.parentID is not None, active=active)
+        if reason is None:
+            return False
+        event = "SubagentStop" if b.session.parentID is not None else "Stop"
+        await self.deps.store.append(ev.InputAdmitted(
+            sessionID=session_id, inputID=message_id(),
+            input=ev.SyntheticInput(data=ev.SyntheticInputData(text=reason, description=f"{event} hook"))))
+        return True
 
     async def _needs_response(self, session_id: str) -> bool:
         """A forced drain with nothing to promote continues only when history awaits an assistant reply."""
@@ -319,7 +344,7 @@ class Runner:
             max_output_lines=_positive(limits.max_lines if limits else None),
             max_output_bytes=_positive(limits.max_bytes if limits else None),
             managed_roots=() if outputs is None else (outputs.root,),
-            config=b.config, files=files, hooks=self.deps.hooks,
+            config=b.config, files=files, hooks=self.deps.hooks, user_hooks=self.deps.user_hooks,
         )
 
     # --- manual compaction ---------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -24,13 +24,14 @@ from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ContextOverflowError, ProviderError
 from ..permission import DEFAULT_RULES, AccessRefused, Asker, Correction, PermissionAsk, Ruleset
-from ..plugins import PluginHookError, PluginHooks, ToolResult
+from ..plugins import PluginHookError, PluginHooks, ToolCallRequest, ToolResult
 from ..questions import Questioner
 from ..snapshot.steps import StepFiles
 from ..store import SessionFencedError, Store, confirm_lease
 from ..telemetry import hooks
 from ..tools.registry import ToolErrored, ToolSet, ToolSucceeded
 from ..tools.tool import ToolContext
+from ..userhooks import NO_VERDICT, HookRun, ToolVerdict, UserHooks, stricter
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,11 @@ class StepContext:
     hold_overflow: bool = False  # a context overflow before any output publishes nothing (the runner recovers)
     config: Config = field(default_factory=Config)  # sampled at the boundary: what the Step's tools are configured by
     files: StepFiles = field(default_factory=StepFiles)  # the Location's snapshots around this Step
-    hooks: PluginHooks | None = None  # the plugins' after-tool-result hooks run on each local call's success
+    hooks: PluginHooks | None = None  # the plugins' before-tool and after-tool-result hooks, around local calls
+    user_hooks: UserHooks | None = None  # the config's PreToolUse and PostToolUse hooks, around local calls
+
+    def hook_run(self) -> HookRun:
+        return HookRun(self.session_id, self.directory, self.project_root, self.env or {}, self.config)
 
 
 class _StepIds(TypedDict):
@@ -118,6 +123,22 @@ class HostedResult:
 class _Block:
     ordinal: int
     parts: list[str] = field(default_factory=list)
+
+
+async def _granted(_need: PermissionAsk) -> None:
+    """A hook allowed the call: what its permission rules would ask is granted (a `deny` never reaches here)."""
+
+
+def _summary(tool_input: Mapping[str, Any]) -> str:
+    keys = ("command", "filePath", "path", "url", "pattern")
+    shown = next((v for k in keys if isinstance(v := tool_input.get(k), str)), None)
+    return shown if shown is not None else str(dict(tool_input))[:200]
+
+
+def _text_of(settlement: ToolSucceeded | ToolErrored) -> str:
+    if isinstance(settlement, ToolErrored):
+        return settlement.error.message
+    return "\n".join(part.text for part in settlement.output.content if isinstance(part, ToolTextContent))
 
 
 def local_settlement(session_id: str, assistant_id: str, call_id: str,
@@ -378,10 +399,16 @@ class Step:
                                on_output=self._progress(record.call_id), publish_live=self._live,
                                model_accepts_images=c.resolved.capabilities.images, config=c.config)
         with hooks.tool_call(record.name, record.call_id, self.attempt and self.attempt.parent) as traced:
-            settlement = await c.tools.run(record.name, tool_input, tool_ctx)
-            ran.append(True)
-            if c.hooks is not None and c.hooks.after_tool_result_hooks and isinstance(settlement, ToolSucceeded):
-                settlement = await self._after_tool_result(record, tool_input, settlement)
+            tool_input, tool_ctx, refused = await self._before_tool(record, tool_input, tool_ctx)
+            if refused is not None:
+                settlement: ToolSucceeded | ToolErrored = refused
+            else:
+                settlement = await c.tools.run(record.name, tool_input, tool_ctx)
+                ran.append(True)
+                if c.hooks is not None and c.hooks.after_tool_result_hooks and isinstance(settlement, ToolSucceeded):
+                    settlement = await self._after_tool_result(record, tool_input, settlement)
+                if c.user_hooks is not None and c.config.hooks:
+                    settlement = await self._post_tool_use(record, tool_input, settlement)
             if traced is not None:
                 traced.settled(settlement.error.type if isinstance(settlement, ToolErrored) else None)
         if isinstance(settlement, ToolErrored) and settlement.error.type in session_errors.DECLINES:
@@ -392,6 +419,62 @@ class Step:
         # the tool is done: bounding (which may write a Managed Tool Output File) and publishing the one settlement
         # must not be torn by an interrupt
         await shielded(self._bound_and_publish(record, settlement))
+
+    async def _before_tool(self, record: _Call, tool_input: dict[str, Any], tool_ctx: ToolContext,
+                           ) -> tuple[dict[str, Any], ToolContext, ToolErrored | None]:
+        """The user's PreToolUse hooks, then the plugins' before-tool hooks, on a call about to run: the input to
+        run, the context to run it in (an `allow` answers its permission asks), or the refusal it settles with. A
+        `deny` rule of the config still refuses what a hook allowed."""
+        c = self.ctx
+        verdict = NO_VERDICT
+        if c.user_hooks is not None and c.config.hooks:
+            verdict = await c.user_hooks.pre_tool_use(c.hook_run(), record.name, record.call_id, tool_input)
+        if c.hooks is not None and c.hooks.before_tool_hooks and verdict.decision != "deny":
+            try:
+                verdict = stricter(verdict, await c.hooks.before_tool(ToolCallRequest(
+                    c.session_id, c.assistant_id, record.call_id, record.name, verdict.input or tool_input)))
+            except PluginHookError as failed:
+                return tool_input, tool_ctx, ToolErrored(failed.to_session_error())
+        if verdict.input is not None:
+            tool_input = verdict.input
+        if verdict.decision == "deny":
+            return tool_input, tool_ctx, ToolErrored(SessionErrorInfo(
+                type=session_errors.HOOK_BLOCKED, message=verdict.reason or "A hook refused this call."))
+        if verdict.decision == "ask":
+            refused = await self._hook_ask(record, tool_input, tool_ctx, verdict)
+            return tool_input, tool_ctx, refused
+        if verdict.decision == "allow" and tool_ctx.asker is not None:
+            tool_ctx = replace(tool_ctx, asker=_granted)
+        return tool_input, tool_ctx, None
+
+    async def _hook_ask(self, record: _Call, tool_input: dict[str, Any], tool_ctx: ToolContext,
+                        verdict: ToolVerdict) -> ToolErrored | None:
+        """A hook wants the user to decide on this call whatever the rules say: ask them (nobody to ask: refused)."""
+        if tool_ctx.asker is None:
+            return ToolErrored(SessionErrorInfo(type=session_errors.PERMISSION_REQUIRED,
+                                                message=verdict.reason or "A hook asks the user about this call."))
+        try:
+            await tool_ctx.asker(PermissionAsk(action=record.name, resources=(_summary(tool_input),), save=(),
+                                               metadata={"hook": verdict.reason or "", "input": tool_input}))
+        except AccessRefused as refused:
+            return ToolErrored(SessionErrorInfo(type=refused.type, message=refused.message))
+        return None
+
+    async def _post_tool_use(self, record: _Call, tool_input: dict[str, Any],
+                             settlement: ToolSucceeded | ToolErrored) -> ToolSucceeded | ToolErrored:
+        """The user's PostToolUse hooks on a call that ran; what they tell the model is added to its output."""
+        assert self.ctx.user_hooks is not None
+        shown = _text_of(settlement)
+        note = await self.ctx.user_hooks.post_tool_use(self.ctx.hook_run(), record.name, record.call_id,
+                                                       tool_input, shown)
+        if note is None:
+            return settlement
+        added = ToolTextContent(text=f"[PostToolUse hook] {note}")
+        if isinstance(settlement, ToolErrored):
+            return ToolErrored(SessionErrorInfo(type=settlement.error.type,
+                                                message=f"{settlement.error.message}\n{added.text}"))
+        return replace(settlement, output=replace(settlement.output,
+                                                  content=[*settlement.output.content, added]))
 
     async def _after_tool_result(self, record: _Call, tool_input: dict[str, Any],
                                  settlement: ToolSucceeded) -> ToolSucceeded | ToolErrored:
@@ -413,12 +496,23 @@ class Step:
             if self.refusal is not None:
                 raise AccessRefused(self.refusal.message, self.refusal.type)
             try:
-                await ask(need)
+                if self.ctx.user_hooks is not None and self.ctx.config.hooks:
+                    async with anyio.create_task_group() as told:  # the Notification hooks hear of it meanwhile
+                        told.start_soon(self._notify, need)
+                        await ask(need)
+                else:
+                    await ask(need)
             except Correction as corrected:
                 self.refusal = self.refusal or corrected.elsewhere()
                 raise
 
         return asking
+
+    async def _notify(self, need: PermissionAsk) -> None:
+        assert self.ctx.user_hooks is not None
+        await self.ctx.user_hooks.notify(self.ctx.hook_run(), "Notification", {
+            "notification_type": "permission_prompt",
+            "message": f"Permission needed: {need.action} {', '.join(need.resources)}"})
 
     def _progress(self, call_id: str) -> Callable[[str], None]:
         """Publishes a running call's output live as it arrives (called on the event loop): the tail of everything

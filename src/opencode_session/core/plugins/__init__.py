@@ -9,6 +9,7 @@ from .api import (
     PluginRegistry,
     ProviderRequest,
     TerminalRequest,
+    ToolCallRequest,
     ToolResult,
 )
 from .hooks import PluginHookError, PluginHooks
@@ -16,4 +17,5 @@ from .loading import ENTRY_POINT_GROUP, PYTHON_PREFIX, LoadedPlugin, Plugins, co
 
 __all__ = ["ENTRY_POINT_GROUP", "PLUGIN_POSITION", "PYTHON_PREFIX", "InstructionRequest", "LoadedPlugin", "Plugin",
            "PluginHookError", "PluginHooks", "PluginInstructionsUnavailable", "PluginRegistry", "Plugins",
-           "ProviderRequest", "TerminalRequest", "ToolResult", "config_plugin_entries", "load_plugins"]
+           "ProviderRequest", "TerminalRequest", "ToolCallRequest", "ToolResult", "config_plugin_entries",
+           "load_plugins"]

@@ -18,6 +18,7 @@ from ..llm.model import LLMRequest
 from ..llm.providers import AdapterSpec
 from ..tools.source import StaticTools, ToolSource
 from ..tools.tool import Tool, ToolOutput
+from ..userhooks.service import ToolVerdict
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,19 @@ class ToolResult:
 
 
 @dataclass(frozen=True)
+class ToolCallRequest:
+    """What a before-tool hook is shown: a local tool call about to run. The hook may return a `ToolVerdict`
+    (`core.userhooks`) to refuse it (`decision="deny"` with the reason the model reads), to ask the user, or to
+    run another input, or None to let the permission rules decide as usual."""
+
+    session_id: str
+    message_id: str
+    call_id: str
+    tool: str
+    input: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
 class InstructionRequest:
     """What a plugin's instruction source is asked at a Safe Step Boundary: whose Step it is and where it runs."""
 
@@ -76,6 +90,7 @@ class TerminalRequest:
 
 
 BeforeRequest = Callable[[ProviderRequest], MaybeAwaitable[LLMRequest | None]]
+BeforeTool = Callable[[ToolCallRequest], MaybeAwaitable[ToolVerdict | None]]
 AfterToolResult = Callable[[ToolResult], MaybeAwaitable[ToolOutput | None]]
 OnEvent = Callable[[EventRecord], MaybeAwaitable[None]]
 PtyEnvironmentHook = Callable[[TerminalRequest], Mapping[str, str] | None]  # plain functions only
@@ -118,6 +133,7 @@ class PluginRegistry:
     instruction_producers: list[tuple[str, str, InstructionProducer]] = field(default_factory=list)
     adapters: list[AdapterSpec] = field(default_factory=list)
     before_request_hooks: list[Hooked] = field(default_factory=list)
+    before_tool_hooks: list[Hooked] = field(default_factory=list)
     after_tool_result_hooks: list[Hooked] = field(default_factory=list)
     event_hooks: list[Hooked] = field(default_factory=list)
     pty_environment_hooks: list[Hooked] = field(default_factory=list)
@@ -154,6 +170,11 @@ class PluginRegistry:
         """Called with every Step's provider request before it is sent; raising fails that Step."""
         self.before_request_hooks.append(Hooked(self.plugin, hook))
 
+    def before_tool(self, hook: BeforeTool) -> None:
+        """Called with every local tool call before it runs (after the user's PreToolUse hooks); its verdict may
+        refuse, ask or rewrite the call; raising fails that call."""
+        self.before_tool_hooks.append(Hooked(self.plugin, hook))
+
     def after_tool_result(self, hook: AfterToolResult) -> None:
         """Called with every successful local tool call's output before it settles; raising fails that call."""
         self.after_tool_result_hooks.append(Hooked(self.plugin, hook))
@@ -170,6 +191,7 @@ class PluginRegistry:
     def contributes(self) -> dict[str, list[str]]:
         """What this plugin adds, by kind, for listings (a tool source's tools are known once it started)."""
         hooks = [kind for kind, found in (("before-request", self.before_request_hooks),
+                                          ("before-tool", self.before_tool_hooks),
                                           ("after-tool-result", self.after_tool_result_hooks),
                                           ("on-event", self.event_hooks),
                                           ("pty-environment", self.pty_environment_hooks)) if found]
@@ -225,6 +247,6 @@ def _text_source(key: str, value: str | Unavailable | None) -> Instructions:
                        removed=lambda _previous: f"The instructions {key} gave earlier no longer apply."))
 
 
-__all__ = ["PLUGIN_POSITION", "AfterToolResult", "BeforeRequest", "Hooked", "InstructionRequest", "InstructionText",
-           "OnEvent", "Plugin", "PluginInstructionsUnavailable", "PluginRegistry", "ProviderRequest",
-           "PtyEnvironmentHook", "TerminalRequest", "ToolResult", "call_hook"]
+__all__ = ["PLUGIN_POSITION", "AfterToolResult", "BeforeRequest", "BeforeTool", "Hooked", "InstructionRequest",
+           "InstructionText", "OnEvent", "Plugin", "PluginInstructionsUnavailable", "PluginRegistry", "ProviderRequest",
+           "PtyEnvironmentHook", "TerminalRequest", "ToolCallRequest", "ToolResult", "call_hook"]

@@ -18,11 +18,13 @@ from ..llm.model import LLMRequest
 from ..location import Location
 from ..store.feed import LiveBus, SubscriptionLost
 from ..tools.tool import ToolOutput
-from .api import Hooked, ProviderRequest, TerminalRequest, ToolResult, call_hook
+from ..userhooks.service import NO_VERDICT, ToolVerdict, stricter
+from .api import Hooked, ProviderRequest, TerminalRequest, ToolCallRequest, ToolResult, call_hook
 
 log = logging.getLogger(__name__)
 
 BEFORE_REQUEST: Final = "before-request"
+BEFORE_TOOL: Final = "before-tool"
 AFTER_TOOL_RESULT: Final = "after-tool-result"
 ON_EVENT: Final = "on-event"
 PTY_ENVIRONMENT: Final = "pty-environment"
@@ -45,8 +47,10 @@ class PluginHooks:
     """The hooks of every loaded plugin, in load order (each one sees what the earlier ones returned)."""
 
     def __init__(self, before_request: Sequence[Hooked] = (), after_tool_result: Sequence[Hooked] = (),
-                 on_event: Sequence[Hooked] = (), pty_environment: Sequence[Hooked] = ()) -> None:
+                 on_event: Sequence[Hooked] = (), pty_environment: Sequence[Hooked] = (),
+                 before_tool: Sequence[Hooked] = ()) -> None:
         self.before_request_hooks = tuple(before_request)
+        self.before_tool_hooks = tuple(before_tool)
         self.after_tool_result_hooks = tuple(after_tool_result)
         self.event_hooks = tuple(on_event)
         self.pty_environment_hooks = tuple(pty_environment)
@@ -55,6 +59,24 @@ class PluginHooks:
         """The request to send once every before-request hook saw it; PluginHookError when one raised."""
         request: LLMRequest = await _through(self.before_request_hooks, BEFORE_REQUEST, hooked, "request", LLMRequest)
         return request
+
+    async def before_tool(self, call: ToolCallRequest) -> ToolVerdict:
+        """Every before-tool hook's verdict on a call, the strictest decision winning (each hook sees the input as
+        the earlier ones rewrote it); PluginHookError when one raised or answered something else."""
+        verdict = NO_VERDICT
+        for entry in self.before_tool_hooks:
+            shown = call if verdict.input is None else dataclasses.replace(call, input=verdict.input)
+            try:
+                answer = await call_hook(entry.hook, shown)
+            except Exception as failure:
+                log.exception("plugin %s: its %s hook failed", entry.plugin, BEFORE_TOOL)
+                raise PluginHookError(entry.plugin, BEFORE_TOOL, failure) from failure
+            if answer is not None:
+                if not isinstance(answer, ToolVerdict):
+                    raise PluginHookError(entry.plugin, BEFORE_TOOL,
+                                          f"it returned {type(answer).__name__}, not ToolVerdict or None")
+                verdict = stricter(verdict, answer)
+        return verdict
 
     async def after_tool_result(self, result: ToolResult) -> ToolOutput:
         """The output the call settles with once every after-tool-result hook saw it; PluginHookError when one

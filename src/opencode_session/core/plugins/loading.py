@@ -61,6 +61,7 @@ class Plugins:
     def hooks(self) -> PluginHooks:
         loaded = self.loaded
         return PluginHooks(before_request=[h for p in loaded for h in p.before_request_hooks],
+                           before_tool=[h for p in loaded for h in p.before_tool_hooks],
                            after_tool_result=[h for p in loaded for h in p.after_tool_result_hooks],
                            on_event=[h for p in loaded for h in p.event_hooks],
                            pty_environment=[h for p in loaded for h in p.pty_environment_hooks])

@@ -162,6 +162,11 @@ class SessionLifecycle:
             self.sessions.wake(session_id)
 
 
+    async def family(self, session_id: str) -> list[str]:
+        """The session and its descendants, leaves first; SessionNotFoundError when the session is unknown."""
+        return await self.store.read(lambda reader: _tree(reader, session_id))
+
+
 def _tree(reader: Reader, session_id: str) -> list[str]:
     """The session and its descendants, leaves first (SessionNotFoundError when the session is unknown)."""
     require_session(reader, session_id)

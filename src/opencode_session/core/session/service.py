@@ -38,6 +38,7 @@ from ..store.codec import decode
 from ..store.feed import Doorbell
 from ..store.keyset import Direction, Key, Order, PageRequest
 from ..telemetry import hooks
+from ..userhooks import HookRun, UserHooks
 from . import admission
 from .cursor import MESSAGE_PAGE_MAX, SESSION_PAGE_MAX, MessageCursor, SessionCursor, SessionQuery, page_links
 from .history import active_history
@@ -73,8 +74,10 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
     configuration source (the model a session selects must be declared there; None: one of its own over `env`)."""
 
     def __init__(self, store: Store, default_location: Location, wake: Callable[[str], None] | None = None,
-                 env: Mapping[str, str] | None = None, config: ConfigSource | None = None) -> None:
+                 env: Mapping[str, str] | None = None, config: ConfigSource | None = None,
+                 hooks: UserHooks | None = None) -> None:
         self.store = store
+        self.hooks = hooks  # the config's SessionStart and UserPromptSubmit hooks run here
         self.default_location = default_location
         self.env = os.environ if env is None else env
         self.config = ConfigSource(self.env) if config is None else config
@@ -120,10 +123,10 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
             await self._require_declared(loc, model)
         sid = id or new_session_id()
 
-        def _create(tx: Tx) -> SessionV2Info:
+        def _create(tx: Tx) -> tuple[SessionV2Info, bool]:
             existing = tx.sessions.load(sid)
             if existing is not None:
-                return existing
+                return existing, False
             if parent_id is not None:
                 require_session(tx, parent_id)
             now = now_ms()
@@ -135,9 +138,25 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
                 metadata=metadata, permissions=permissions,
             )
             tx.append(ev.SessionCreated(sessionID=sid, info=info), created=now)
-            return info
+            return info, True
 
-        return await self.store.write(_create)
+        info, new = await self.store.write(_create)
+        if new and self.hooks is not None:
+            run = await self._hook_run(info)
+            if run is not None:
+                await self.hooks.notify(run, "SessionStart", {"source": "startup"})
+        return info
+
+    async def _hook_run(self, session: SessionV2Info) -> HookRun | None:
+        """Where the session's hooks run, when its Location's config has any (a broken config runs none)."""
+        location = resolve_location(session.location.directory, session.location.workspaceID)
+        try:
+            config = await self.config.at(location)
+        except ConfigError:
+            return None
+        if not config.hooks:
+            return None
+        return HookRun(session.id, location.directory, location.project_root, self.env, config)
 
     async def get(self, session_id: str) -> SessionV2Info:
         return await self.store.read(lambda reader: require_session(reader, session_id))
@@ -278,6 +297,8 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         permission, denied, not a regular file, too large) is a 400, known before anything is stored."""
         stored = admission.resolve_prompt(prompt)
         input_id = id or message_id()
+        if self.hooks is not None:
+            await self._prompt_hooks(session_id, input_id, id is not None, stored.text)
         if stored.files and not (id is not None and await self.store.read(
                 lambda reader: reader.pending.input_recorded(input_id))):
             session = await self.get(session_id)
@@ -305,6 +326,19 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         if resume:
             self.wake(session_id)
         return result
+
+    async def _prompt_hooks(self, session_id: str, input_id: str, retry: bool, text: str) -> None:
+        """The UserPromptSubmit hooks see a new prompt before it is admitted; one that blocks rejects it (400,
+        nothing stored). An exact retry of an input already admitted is not shown to them again."""
+        assert self.hooks is not None
+        run = await self._hook_run(await self.get(session_id))
+        if run is None or not self.hooks.configured(run.config, "UserPromptSubmit"):
+            return
+        if retry and await self.store.read(lambda reader: reader.pending.input_recorded(input_id)):
+            return
+        reason = await self.hooks.user_prompt_submit(run, text)
+        if reason is not None:
+            raise InvalidRequestError(f"A UserPromptSubmit hook rejected the prompt: {reason}", field="prompt")
 
     async def compact(self, session_id: str) -> str:
         """Admit a manual compaction barrier (or join the pending one) and ring the wake. Returns its input ID."""
