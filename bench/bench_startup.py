@@ -30,8 +30,9 @@ from _common import emit, median, reference_ms, spread, table, workspace
 OCS = os.environ.get("BENCH_OCS") or str(Path(sys.executable).parent / "ocs")
 STARTS = int(os.environ.get("BENCH_STARTS", "7"))
 # what a feature needs, loaded only when first used (a fresh server with SQLite and no MCP config needs none)
-OPTIONAL = ("mcp", "psycopg", "psycopg_pool", "tree_sitter", "tree_sitter_bash", "rapidfuzz", "jsonschema",
-            "html2text", "openai", "anthropic", "httpx2", "rich", "regex", "wcmatch", "websockets",
+OPTIONAL = ("mcp", "psycopg", "psycopg_pool", "tree_sitter", "tree_sitter_bash", "rapidfuzz", "pathspec", "jsonschema",
+            "html2text", "opentelemetry", "prometheus_client", "openai", "anthropic", "httpx2", "rich", "regex",
+            "wcmatch", "websockets",
             "opencode_session.core.snapshot", "opencode_session.core.mcp", "opencode_session.core.store.postgres",
             "opencode_session.core.execution.runner")
 
