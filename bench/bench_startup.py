@@ -3,7 +3,8 @@
 start->healthy: from spawning `ocs serve --port 0` (a fresh SQLite file, an isolated config with one model) until
 its first `GET /api/health` answers 200, measured from outside the process. idle RSS: the process's resident set
 once it is idle (after `ocs serve` has warmed the runner: VmRSS unchanged for 1 s, polled every 50 ms, at most 15 s
-after healthy). Medians over BENCH_STARTS runs (default 7), with `min..max`.
+after healthy). CPU until healthy / idle: the process's user + system time at those two points (steadier than wall
+time on a loaded machine). Medians over BENCH_STARTS runs (default 7), with `min..max`.
 
 Then one more start under `python -X importtime`, left until idle, shows what an idle server has imported: the
 optional features' packages (each loaded or not, with its import time) and the ten slowest imports by self time.
@@ -30,8 +31,9 @@ from _common import emit, median, reference_ms, spread, table, workspace
 OCS = os.environ.get("BENCH_OCS") or str(Path(sys.executable).parent / "ocs")
 STARTS = int(os.environ.get("BENCH_STARTS", "7"))
 # what a feature needs, loaded only when first used (a fresh server with SQLite and no MCP config needs none)
-OPTIONAL = ("mcp", "psycopg", "psycopg_pool", "tree_sitter", "tree_sitter_bash", "rapidfuzz", "jsonschema",
-            "html2text", "openai", "anthropic", "httpx2", "rich", "regex", "wcmatch", "websockets",
+OPTIONAL = ("mcp", "psycopg", "psycopg_pool", "tree_sitter", "tree_sitter_bash", "rapidfuzz", "pathspec", "jsonschema",
+            "html2text", "opentelemetry", "prometheus_client", "openai", "anthropic", "httpx2", "rich", "regex",
+            "wcmatch", "websockets",
             "opencode_session.core.snapshot", "opencode_session.core.mcp", "opencode_session.core.store.postgres",
             "opencode_session.core.execution.runner")
 
@@ -60,6 +62,13 @@ def start(ws: dict, extra: list[str], python_flags: list[str]) -> tuple[subproce
     with urllib.request.urlopen(url + "/api/health", timeout=30) as answer:
         assert answer.status == 200
     return proc, time.perf_counter() - t0, url
+
+
+def cpu_ms(pid: int) -> float:
+    """The process's CPU time so far (user + system, every thread), which load on a shared machine inflates far less
+    than it does wall time."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def settle(pid: int, quiet: float = 1.0, limit: float = 15.0) -> int:
@@ -112,13 +121,17 @@ def main() -> None:
     extra: list[str] = []
     ref = reference_ms()
     healthy: list[float] = []
+    cpu_healthy: list[float] = []
+    cpu_idle: list[float] = []
     rss: list[float] = []
     for _ in range(STARTS):
         with workspace("ocs-bench-startup-") as ws:
             if os.environ.get("BENCH_MCP") == "1":
                 configure_mcp(ws)
             proc, seconds, _url = start(ws, extra, [])
+            cpu_healthy.append(cpu_ms(proc.pid))
             rss.append(settle(proc.pid) / 1024)
+            cpu_idle.append(cpu_ms(proc.pid))
             stop(proc)
             healthy.append(seconds * 1000)
     with workspace("ocs-bench-startup-") as ws:
@@ -130,6 +143,8 @@ def main() -> None:
     by_package: dict[str, float] = defaultdict(float)
     print(table(["measure", "median", "min..max"],
                 [["start->healthy (ms)", f"{median(healthy):.0f}", spread(healthy)],
+                 ["CPU until healthy (ms)", f"{median(cpu_healthy):.0f}", spread(cpu_healthy)],
+                 ["CPU until idle, runner loaded (ms)", f"{median(cpu_idle):.0f}", spread(cpu_idle)],
                  ["idle RSS (MiB)", f"{median(rss):.1f}", spread(rss)]]))
     print(f"(reference loop {ref:.0f} ms; {STARTS} starts)\n")
     print(table(["optional module", "loaded at idle", "import ms (cumulative)"],
@@ -140,6 +155,7 @@ def main() -> None:
     for ms, name in slowest:
         by_package[name.split(".")[0]] += ms
     emit("startup", {"starts": STARTS, "reference_ms": round(ref, 1), "healthy_ms": round(median(healthy), 1),
+                     "cpu_healthy_ms": round(median(cpu_healthy), 1), "cpu_idle_ms": round(median(cpu_idle), 1),
                      "idle_rss_mib": round(median(rss), 1), "loaded_at_idle": sorted(loaded),
                      "mcp_configured": os.environ.get("BENCH_MCP") == "1"})
 

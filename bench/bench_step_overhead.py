@@ -19,6 +19,9 @@ callback and every projection timed on the SQLite threads (which cProfile does n
 the large size runs 10 prompts under cProfile (event-loop thread; top 10 cumulative of the project's code, and the
 unfiltered top 10).
 
+Wall times are noisy on a shared machine; the process CPU per prompt (time.process_time: every thread, no waits) is
+the steadier figure to compare commits by.
+
 Run: .venv/bin/python bench/bench_step_overhead.py   (BENCH_PROMPTS / BENCH_SMALL / BENCH_LARGE to scale)
 """
 
@@ -35,7 +38,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from _common import emit, median, table, workspace
+from _common import emit, median, reference_ms, table, workspace
 
 from opencode_session.core.llm import model as llm
 from opencode_session.core.runtime import Runtime, RuntimeOptions
@@ -89,6 +92,7 @@ class Sample:
     streaming: float  # provider entered -> exhausted, minus its own time (the step's durable writes per event)
     after_provider: float  # provider exhausted -> wait returned (step.ended, execution.succeeded)
     provider: float
+    cpu: float  # CPU time of the whole process (every thread) over the prompt: steadier than wall time under load
     history: int  # messages in the request the provider received
 
 
@@ -101,17 +105,19 @@ class Bench:
     async def prompt(self, sid: str) -> Sample:
         p = self.provider
         calls, own = p.calls, p.own
+        c0 = time.process_time()
         t0 = time.perf_counter()
         await self.rt.sessions.admit(sid, PromptInput(text=PROMPT_TEXT))
         t1 = time.perf_counter()
         assert self.rt.execution is not None
         await self.rt.execution.wait(sid)
         t2 = time.perf_counter()
+        cpu = time.process_time() - c0
         assert p.calls == calls + 1, "expected exactly one provider call (one Step) per prompt"
         provider = p.own - own
         return Sample(total=t2 - t0 - provider, admit=t1 - t0, before_provider=p.entered - t1,
                       streaming=p.exhausted - p.entered - provider, after_provider=t2 - p.exhausted,
-                      provider=provider, history=p.request_messages)
+                      provider=provider, cpu=cpu, history=p.request_messages)
 
     async def make_template(self) -> None:
         """One real round on a scratch session; its durable events become the clone template."""
@@ -259,6 +265,15 @@ async def loop_profile(bench: Bench, messages: int) -> tuple[list[list[Any]], fl
     pstats.Stats(profiler, stream=raw).strip_dirs().sort_stats("cumulative").print_stats(10)
     text = "\n".join(line for line in raw.getvalue().splitlines() if line.strip()
                      and not line.lstrip().startswith(("Ordered by", "List reduced")))
+    # calls, unlike times, do not drift with the machine's load: what a commit adds to every Step shows here
+    total = sum(st[1] for st in stats.stats.values()) // PROFILE_PROMPTS  # type: ignore[attr-defined]
+    by_package: dict[str, int] = defaultdict(int)
+    for (filename, _line, _name), st in ours:
+        by_package[os.path.dirname(filename.split(marker, 1)[1]) or "."] += st[1]
+    packages = ", ".join(f"{name} {calls // PROFILE_PROMPTS}" for name, calls in
+                         sorted(by_package.items(), key=lambda item: -item[1])[:12])
+    text += (f"\n\nPython function calls per prompt on the event-loop thread: {total} (the project's: "
+             f"{sum(by_package.values()) // PROFILE_PROMPTS}); by package: {packages}")
     return rows, wall / PROFILE_PROMPTS, text
 
 
@@ -266,11 +281,12 @@ def summarize(samples: list[Sample]) -> dict[str, float]:
     ms = lambda attr: 1e3 * median([getattr(s, attr) for s in samples])  # noqa: E731
     return {"total_ms": ms("total"), "admit_ms": ms("admit"), "before_provider_ms": ms("before_provider"),
             "streaming_ms": ms("streaming"), "after_provider_ms": ms("after_provider"),
-            "provider_us": 1e3 * ms("provider"), "history_min": min(s.history for s in samples),
+            "provider_us": 1e3 * ms("provider"), "cpu_ms": ms("cpu"), "history_min": min(s.history for s in samples),
             "history_max": max(s.history for s in samples)}
 
 
 async def main() -> None:
+    ref = reference_ms()
     with workspace("ocs-bench-step-") as ws:
         provider = InstantProvider()
         options = RuntimeOptions(db_path=ws["db"], directory=ws["workdir"], env=ws["env"],
@@ -293,13 +309,15 @@ async def main() -> None:
           f"times in ms per prompt")
     cols = [("total_ms", "runtime total (excl. provider)"), ("admit_ms", "  admit call"),
             ("before_provider_ms", "  admit -> provider called"), ("streaming_ms", "  provider stream handling"),
-            ("after_provider_ms", "  provider done -> wait returns"), ("provider_us", "provider own time (us)")]
+            ("after_provider_ms", "  provider done -> wait returns"), ("provider_us", "provider own time (us)"),
+            ("cpu_ms", "process CPU per prompt (all threads)")]
     print(table(["", f"{SMALL} msgs", f"{LARGE} msgs", "ratio"],
                 [[label, f"{s[k]:.2f}", f"{big[k]:.2f}", f"{big[k] / s[k]:.2f}" if s[k] else "-"] for k, label in cols]
                 + [["messages in the request (history + prompt)", f"{s['history_min']}..{s['history_max']}",
                     f"{big['history_min']}..{big['history_max']}", ""]]))
     print(f"(history built in {small_build:.1f}s for {PROMPTS} sessions x {SMALL} msgs, {large_build:.1f}s for "
           f"{LARGE_SESSIONS} sessions x {LARGE} msgs)")
+    print(f"(reference loop {ref:.0f} ms: the machine's speed just now; compare runs by their ratios)")
     ratio = big["total_ms"] / s["total_ms"]
     print(f"\nratio {LARGE} vs {SMALL} messages: {ratio:.2f}x  "
           f"(+{(big['total_ms'] - s['total_ms']) / (LARGE - SMALL) * 1e3:.1f} us per extra history message)")
@@ -320,7 +338,7 @@ async def main() -> None:
     print("\nSame run, unfiltered top 10 cumulative (asyncio frames include time waiting on the SQLite threads):")
     print(prof_raw)
     emit("step_overhead", {
-        "prompts": PROMPTS, "small_messages": SMALL, "large_messages": LARGE,
+        "prompts": PROMPTS, "reference_ms": round(ref, 1), "small_messages": SMALL, "large_messages": LARGE,
         "small": {k: round(v, 3) for k, v in s.items()}, "large": {k: round(v, 3) for k, v in big.items()},
         "ratio_total_large_over_small": round(ratio, 3),
         "store_ms_per_prompt": {k.strip(): {"small": round(store_small.get(k, (0, 0.0))[1], 3),

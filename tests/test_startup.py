@@ -1,6 +1,7 @@
 """Start-up loads what serving needs and nothing heavier: provider SDKs, their HTTP client, the terminal UI, the runner
-with its tools and compaction, and the JSON Schema validator load when first used (a fast `ocs serve` start and a
-small idle footprint depend on it)."""
+with its tools and compaction, the JSON Schema validator, MCP, PostgreSQL, file snapshots, fuzzy finding, ignore files,
+the shell parser and telemetry load when first used (a fast `ocs serve` start and a small idle footprint depend on
+it)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import textwrap
 import threading
 from collections.abc import Awaitable, Callable
 from typing import cast
@@ -15,14 +17,23 @@ from typing import cast
 import anyio
 import pytest
 
+from opencode_session.client import OpenCodeClient
 from opencode_session.core.runtime import Runtime
 from opencode_session.core.wiring import DeferredDrain
+from tests.support import fake_openai as fake
+from tests.support.server import configured_home, start_server
 
 LAZY = ("httpx2", "openai", "anthropic", "rich", "jsonschema", "opentelemetry.sdk", "prometheus_client",
         "opencode_session.core.execution.runner",
         "opencode_session.core.execution.step", "opencode_session.core.compaction.compactor",
         "opencode_session.core.tools.builtin", "opencode_session.core.tools.registry",
         "opencode_session.core.instructions.sources")
+# what a feature needs: none of it loads for a server on SQLite with no MCP, telemetry or metrics scrape configured,
+# neither at start nor once the runner has loaded in the background
+FEATURES = ("mcp", "psycopg", "psycopg_pool", "jsonschema", "rapidfuzz", "pathspec", "tree_sitter", "tree_sitter_bash",
+            "html2text", "opentelemetry", "prometheus_client", "opencode_session.core.store.postgres")
+# ours, not loaded until the runner loads (or a revert, or an MCP request, asks for them)
+DEFERRED = ("opencode_session.core.mcp", "opencode_session.core.snapshot")
 
 
 def test_serving_imports_leave_provider_sdks_rich_and_the_runner_unloaded() -> None:
@@ -35,6 +46,73 @@ def test_serving_imports_leave_provider_sdks_rich_and_the_runner_unloaded() -> N
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(out.stdout) == []
 
+
+def test_a_server_on_sqlite_without_mcp_loads_no_feature_at_start_or_once_the_runner_loaded(tmp_path) -> None:
+    # the server built as `ocs serve` builds it (a deferred runner, the app), then the runner's background load
+    code = textwrap.dedent(f"""
+        import asyncio, json, sys
+        from pathlib import Path
+        from opencode_session.core.runtime import Runtime, RuntimeOptions
+        from opencode_session.core.wiring import DeferredDrain
+        from opencode_session.server.app import create_app
+
+        def loaded(names):
+            return sorted(m for m in names if m in sys.modules)
+
+        async def main():
+            drains = DeferredDrain()
+            root = Path({str(tmp_path)!r})
+            options = RuntimeOptions(db_path=root / "db.sqlite", directory=root, drain_factory=drains)
+            async with Runtime(options) as runtime:
+                create_app(runtime)
+                started = loaded({FEATURES + DEFERRED!r})
+                await drains.warm()
+                warmed = loaded({FEATURES!r})
+                runner = "opencode_session.core.execution.runner" in sys.modules
+            print(json.dumps([started, warmed, runner]))
+
+        asyncio.run(main())
+        """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(out.stdout) == [[], [], True]
+
+
+def test_ocs_serve_on_sqlite_without_mcp_answers_a_prompt_without_loading_mcp_postgres_or_telemetry(
+        tmp_path, provider) -> None:
+    # the real `ocs serve` (run by a wrapper that writes, as the process exits, which of them it ever imported)
+    watched = FEATURES + DEFERRED + ("opencode_session.core.execution.runner",)
+    report = tmp_path / "modules.json"
+    wrapper = tmp_path / "ocs_watched.py"
+    wrapper.write_text(textwrap.dedent(f"""
+        import atexit, json, sys
+        atexit.register(lambda: open({str(report)!r}, "w").write(
+            json.dumps(sorted(m for m in {watched!r} if m in sys.modules))))
+        from opencode_session.cli.main import main
+        sys.argv[0] = "ocs"
+        main()
+        """))
+    provider.enqueue(fake.completion(fake.text_deltas("nothing to change")))
+    env = configured_home(tmp_path, provider)
+    server = start_server(tmp_path, env=env, program=(sys.executable, str(wrapper), "serve"))
+    try:
+        async def prompt() -> None:
+            async with OpenCodeClient(server.url) as client:
+                session = await client.session.create()
+                await client.session.prompt(session.id, prompt={"text": "anything to do?"})
+                with anyio.fail_after(30):
+                    await client.session.wait(session.id)
+                messages = [e.type async for e in client.session.log(session.id, follow=False)]
+                assert "session.execution.succeeded" in messages
+
+        anyio.run(prompt)
+    finally:
+        assert server.stop() == 0
+    loaded = json.loads(report.read_text())
+    # the runner ran a Step (and offered its tools, so the validator loaded); nothing else asked for a feature
+    assert "opencode_session.core.execution.runner" in loaded and "jsonschema" in loaded
+    never = {"mcp", "psycopg", "psycopg_pool", "opentelemetry", "prometheus_client", "rapidfuzz", "tree_sitter",
+             "html2text", "opencode_session.core.store.postgres"}
+    assert never.isdisjoint(loaded), sorted(never & set(loaded))
 
 
 @pytest.mark.anyio

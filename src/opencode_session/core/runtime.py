@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import getpass
 import logging
 import os
@@ -18,8 +19,10 @@ import platformdirs
 if TYPE_CHECKING:
     import httpx2
 
+    from .mcp import McpServers
     from .plugins import Plugin, Plugins
     from .plugins.hooks import EventFeed
+    from .snapshot import Snapshots
 
 from ..schema.errors import PermissionNotFoundError, QuestionNotFoundError
 from ..schema.permission import PermissionV2Reply
@@ -36,7 +39,6 @@ from .instructions.entries import InstructionEntries
 from .integrations import Integrations
 from .llm.providers import Providers
 from .location import Location, resolve_location
-from .mcp import McpServers
 from .permission import PermissionRequests
 from .pty import Terminals
 from .questions import QuestionRequests
@@ -45,8 +47,6 @@ from .session import Sessions
 from .session.lifecycle import SessionLifecycle
 from .session.projector import project
 from .session.revert import Reverts
-from .snapshot import Snapshots
-from .snapshot.service import SNAPSHOT_DIRECTORY
 from .store import DatabaseNotFoundError, Lease, Store, Tx, database_files, is_postgres, now_ms, set_fence
 from .telemetry import telemetry, tracing_settings
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
@@ -55,6 +55,9 @@ from .userhooks import UserHooks
 log = logging.getLogger(__name__)
 
 EVENT_HOOKS_GRACE_S = 2.0  # how long closing waits for the plugins' event hooks to see the last events
+
+
+FIRST_SNAPSHOT_SWEEP_S = 60  # as core.snapshot's FIRST_SWEEP_SECONDS, without importing it before the first sweep
 
 
 @dataclass
@@ -110,15 +113,10 @@ class Runtime:
         # update, remove (interrupting first, releasing what a session held), the inbox's own changes
         self.lifecycle = SessionLifecycle(self.store, self.sessions, self.outputs.root)
         self.lifecycle.released = self.session_deleted
-        # no snapshot includes the runtime's own files (they may well be inside the project)
-        self.snapshots = Snapshots(_data_dir(options) / SNAPSHOT_DIRECTORY, options.env,
-                                   own=[*database_files(options.db_path), _data_dir(options) / MANAGED_DIRECTORY,
-                                        _data_dir(options) / CREDENTIALS_FILE])
-        self.reverts = Reverts(self.store, self.snapshots, self.config)
+        self.reverts = Reverts(self.store, lambda: self.snapshots, self.config)
         self.terminals = Terminals(options.env)  # pseudo-terminals by Location, killed when the runtime closes
         self.finder = Finder(max_indexed=max_indexed(options.env))  # fs.find's indexes of the Locations searched lately
         self.integrations = Integrations(self.credentials)
-        self.mcp = McpServers(options.env)  # MCP servers by Location, started on first need, stopped when idle
         self._sweepers: list[asyncio.Task[None]] = []
         self.execution: SessionExecution | None = None
         # InvalidResumeBudget here, before anything opens, when $OCS_RESUME_BUDGET is malformed
@@ -133,6 +131,29 @@ class Runtime:
         self.plugins: Plugins | None = None  # loaded by `open`, before the drain factory runs (None: none asked for)
         self._event_hooks: EventFeed | None = None  # what shows durable events to the plugins' event hooks
         self._unwatch: list[Callable[[], None]] = []  # this runtime's gauges, removed when it closes
+
+    @functools.cached_property
+    def snapshots(self) -> Snapshots:
+        """File snapshots of the Locations, made (and `core.snapshot` imported) on first use: a revert, the runner's
+        load, the first sweep. No snapshot includes the runtime's own files (they may well be inside the project)."""
+        from .snapshot import Snapshots
+        from .snapshot.service import SNAPSHOT_DIRECTORY
+
+        data = _data_dir(self.options)
+        return Snapshots(data / SNAPSHOT_DIRECTORY, self.options.env,
+                         own=[*database_files(self.options.db_path), data / MANAGED_DIRECTORY, data / CREDENTIALS_FILE])
+
+    @functools.cached_property
+    def mcp(self) -> McpServers:
+        """The MCP servers by Location, started on first need, stopped when idle; made (and `core.mcp` imported) on
+        first use."""
+        from .mcp import McpServers
+
+        return McpServers(self.options.env)
+
+    async def _sweep_snapshots(self) -> None:
+        await asyncio.sleep(FIRST_SNAPSHOT_SWEEP_S)  # a short-lived `ocs run` never sweeps (nor imports the snapshots)
+        await self.snapshots.sweep_forever(first=0)
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` (a session title, say) beside the drains; closing the runtime cancels what is left of it. It
@@ -159,7 +180,7 @@ class Runtime:
         self._configure_telemetry()
         await self.store.open()
         self._sweepers = [asyncio.create_task(self.outputs.sweep_forever(), name="tool-output-sweep"),
-                          asyncio.create_task(self.snapshots.sweep_forever(), name="snapshot-sweep")]
+                          asyncio.create_task(self._sweep_snapshots(), name="snapshot-sweep")]
         if self.options.plugins or self.options.discover_plugins:
             self.plugins = self._load_plugins()
             self._event_hooks = self.plugins.hooks.watch(self.store.live)
@@ -310,7 +331,8 @@ class Runtime:
             return
         location = resolve_location(directory)
         await self.terminals.release(location.directory)
-        await self.mcp.release(location.directory)
+        if "mcp" in self.__dict__:  # none started if the MCP servers were never asked for
+            await self.mcp.release(location.directory)
         if location.is_git:
             page, _ = await self.sessions.list(project=location.project_id, limit=1)
             if page:
@@ -335,7 +357,8 @@ class Runtime:
                 await close()
             except Exception:  # the store and providers are released whatever one of these does
                 log.exception("closing the runtime: %r failed", close)
-        await self.mcp.close()
+        if "mcp" in self.__dict__:
+            await self.mcp.close()
         await self.providers.aclose()
         await self.store.close()
         for unwatch in self._unwatch:

@@ -106,9 +106,12 @@ class DeferredDrain:
 
         return drain
 
-    def warm(self) -> None:
-        """Start loading now, in the background; a load that fails fails the first drain, which reports it."""
-        self._started().add_done_callback(lambda done: done.cancelled() or done.exception())
+    def warm(self) -> asyncio.Future[Drain]:
+        """Start loading now, in the background (the load is returned, to be awaited or not); a load that fails
+        fails the first drain, which reports it."""
+        loading = self._started()
+        loading.add_done_callback(lambda done: done.cancelled() or done.exception())
+        return loading
 
     def _started(self) -> asyncio.Future[Drain]:
         if self._loading is None:

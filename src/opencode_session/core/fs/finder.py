@@ -15,9 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from rapidfuzz import process
-from rapidfuzz.distance import LCSseq
-
 from ...schema.fs import FileSystemEntry
 from ..tools.ignores import walk
 
@@ -198,6 +195,9 @@ def _rank(index: _Index, needle: str, kind: Kind | None, limit: int,
         everything = [i for i in range(len(index.paths)) if wanted(i)]
         everything.sort(key=lambda i: (index.paths[i].count("/"), index.paths[i]))
         return everything[:limit]
+    from rapidfuzz import process  # loaded with the first fuzzy search, not at start-up
+    from rapidfuzz.distance import LCSseq
+
     # The query's characters in order anywhere in the path: its longest common subsequence is all of it.
     hits = process.extract(needle, index.lowered, scorer=LCSseq.similarity, score_cutoff=len(needle), limit=None)
     candidates = [i for _, _, i in hits if wanted(i)]

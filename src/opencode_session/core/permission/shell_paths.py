@@ -12,9 +12,10 @@ import os
 import re
 from functools import cache
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
-import tree_sitter
-import tree_sitter_bash
+if TYPE_CHECKING:
+    import tree_sitter
 
 # Not anyone's files: writing to /dev/null or reading /dev/stdin leaves no directory touched.
 DEVICES = frozenset({"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/stdin", "/dev/stdout",
@@ -35,6 +36,9 @@ _UNESCAPE_QUOTED = re.compile(r"\\([\\\"$`])")  # inside double quotes only thes
 
 @cache
 def _language() -> tree_sitter.Language:
+    import tree_sitter  # loaded with the first shell command checked, not at start-up
+    import tree_sitter_bash
+
     return tree_sitter.Language(tree_sitter_bash.language())
 
 
@@ -43,6 +47,8 @@ def command_paths(command: str, cwd: str, home: str | None) -> list[str]:
     repeats. A relative path is taken in the directory the shell is in at that point: after the `cd`s before it,
     where a `cd` in a subshell or a pipeline does not outlast it, and after a `cd` to somewhere unknown relative
     paths are not known either."""
+    import tree_sitter
+
     tree = tree_sitter.Parser(_language()).parse(command.encode("utf-8", "surrogatepass"))
     scan = _Scan(home)
     scan.visit(tree.root_node, cwd)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ...schema import events as ev
 from ...schema.errors import ConflictError, MessageNotFoundError, SessionNotFoundError
@@ -15,8 +16,10 @@ from ...schema.message_data import SessionMessageAssistantData
 from ...schema.session import FileDiff, RevertState, SessionV2Info
 from ..config import Config, ConfigError, ConfigSource
 from ..location import Location, resolve_location
-from ..snapshot import LocationSnapshots, Snapshots, SnapshotUnreadable, off_reason
 from ..store import Reader, Store, Tx
+
+if TYPE_CHECKING:  # the snapshots load with the first revert (or the runner), not with the session service
+    from ..snapshot import LocationSnapshots, Snapshots
 
 Hold = Callable[[str], contextlib.AbstractAsyncContextManager[None]]
 
@@ -48,9 +51,10 @@ class Reverts:
     """Stage, clear and commit reverts; `config` says where snapshots are off. `hold` keeps a session idle meanwhile
     (SessionBusyError while it executes): the runtime's `SessionExecution.idle_hold`."""
 
-    def __init__(self, store: Store, snapshots: Snapshots, config: ConfigSource, hold: Hold = no_hold) -> None:
+    def __init__(self, store: Store, snapshots: Callable[[], Snapshots], config: ConfigSource,
+                 hold: Hold = no_hold) -> None:
         self.store = store
-        self.snapshots = snapshots
+        self._snapshots = snapshots  # made on first use
         self.config = config
         self.hold = hold
 
@@ -58,6 +62,8 @@ class Reverts:
         """Stage a revert to `message_id` (or move the staged one there) and restore the files, unless `files` is
         false. MessageNotFoundError, without saying whose, for a message that is not this session's; ConflictError
         (resource "snapshot"), with no file touched, when a snapshot it needs cannot be read."""
+        from ..snapshot import off_reason
+
         async with self.hold(session_id):
             session, steps = await self.store.read(lambda reader: _boundary(reader, session_id, message_id))
             location = resolve_location(session.location.directory, session.location.workspaceID)
@@ -65,7 +71,7 @@ class Reverts:
             if reason is not None:
                 state = RevertState(messageID=message_id, files=[], notice=f"No files were restored: {reason}.")
             else:
-                state = await self._restage(self.snapshots.at(location), session.revert, message_id, steps, files)
+                state = await self._restage(self._snapshots().at(location), session.revert, message_id, steps, files)
 
             def _record(tx: Tx) -> None:
                 _boundary(tx, session_id, message_id)  # still there
@@ -83,7 +89,7 @@ class Reverts:
                 return
             if staged.snapshot is not None and staged.files:
                 location = resolve_location(session.location.directory, session.location.workspaceID)
-                await self.snapshots.at(location).restore({f.path: staged.snapshot for f in staged.files})
+                await self._snapshots().at(location).restore({f.path: staged.snapshot for f in staged.files})
 
             def _record(tx: Tx) -> None:
                 if _session(tx, session_id).revert == staged:
@@ -105,6 +111,8 @@ class Reverts:
 
     async def _restage(self, snaps: LocationSnapshots, staged: RevertState | None, message_id: str,
                        steps: list[SessionMessageAssistantData], files: bool) -> RevertState:
+        from ..snapshot import SnapshotUnreadable
+
         # the files as the agent left them: taken now, or kept from the revert staged before (the files are
         # reverted now)
         original = staged.snapshot if staged is not None and staged.snapshot else await snaps.capture()

@@ -16,9 +16,10 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pathspec
+if TYPE_CHECKING:
+    import pathspec
 
 SKIPPED = frozenset({".git", "node_modules"})
 # Whether a search glob names an entry, given its path below the search root, its name and whether it is a directory.
@@ -129,7 +130,7 @@ class _Rules:
     def _global_excludes(self) -> pathspec.GitIgnoreSpec | None:
         if self._global is False:
             self._global = _read(_excludes_file(self._env))
-        return self._global if isinstance(self._global, pathspec.GitIgnoreSpec) else None
+        return None if isinstance(self._global, bool) else self._global
 
 
 def _read(path: str | None) -> pathspec.GitIgnoreSpec | None:
@@ -140,6 +141,8 @@ def _read(path: str | None) -> pathspec.GitIgnoreSpec | None:
             text = handle.read().decode("utf-8", "replace")
     except OSError:
         return None
+    import pathspec  # loaded with the first ignore file read, not at start-up
+
     spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines())
     return spec if any(p.include is not None for p in spec.patterns) else None  # comments only: none
 

@@ -8,10 +8,7 @@ import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
-
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
+from typing import TYPE_CHECKING, Any
 
 from opencode_session.schema import session_errors
 from opencode_session.schema.common import SessionErrorInfo
@@ -37,6 +34,9 @@ from .managed import ManagedOutputs
 from .output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES, bound_text, fits
 from .source import StaticTools, ToolSource
 from .tool import Tool, ToolContext, ToolFailure, ToolOutput
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +94,8 @@ class _Compiled:
 
 
 def _compile(tool: Tool) -> _Compiled:
+    from jsonschema import Draft202012Validator  # loaded with the first tool offered, not at start-up
+
     Draft202012Validator.check_schema(tool.parameters)
     return _Compiled(tool, Draft202012Validator(tool.parameters), json.dumps(tool.parameters))
 
@@ -268,6 +270,8 @@ class ToolRegistry:
             for tool in listed:
                 known = self._compiled.get(id(tool))
                 if known is None or known.tool is not tool:
+                    from jsonschema.exceptions import SchemaError
+
                     try:
                         known = _compile(tool)
                     except SchemaError as broken:

@@ -7,7 +7,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio.to_thread
-import html2text
 
 from ...own_address import is_own
 from ...permission.rules import OWN_SERVER
@@ -108,6 +107,8 @@ async def _fetch(url: str, timeout: float) -> tuple[str, str, str]:
 
 
 def _html_to(fmt: str, html: str, base_url: str) -> str:
+    import html2text  # loaded with the first page converted, not with the tools
+
     converter = html2text.HTML2Text(baseurl=base_url)
     converter.body_width = 0  # no hard wrapping: the model reads long lines fine
     if fmt == "text":
