@@ -40,6 +40,7 @@ from .permission import PermissionRequests
 from .pty import Terminals
 from .questions import QuestionRequests
 from .session import Sessions
+from .session.diff import Diffs
 from .session.lifecycle import SessionLifecycle
 from .session.projector import project
 from .session.revert import Reverts
@@ -106,6 +107,7 @@ class Runtime:
                                    own=[*database_files(options.db_path), _data_dir(options) / MANAGED_DIRECTORY,
                                         _data_dir(options) / CREDENTIALS_FILE])
         self.reverts = Reverts(self.store, self.snapshots, self.config)
+        self.diffs = Diffs(self.store, self.snapshots)  # what turns changed on disk, from the same snapshots
         self.terminals = Terminals(options.env)  # pseudo-terminals by Location, killed when the runtime closes
         self.finder = Finder()  # fs.find's indexes of the Locations searched lately
         self.integrations = Integrations(self.credentials)
