@@ -39,7 +39,7 @@ def _offset(tz: dt.tzinfo, at_ms: int) -> int:
 @functools.lru_cache(maxsize=64)
 def shifts(tz: dt.tzinfo, start: int, end: int) -> tuple[tuple[tuple[int, int], ...], int]:
     """The zone's offset over [start, end) as steps: each (until, offset) holds before `until`, the last offset after
-    the last step. Found by sampling weekly and narrowing each change to the minute."""
+    the last step. Found by sampling weekly and narrowing each change to the millisecond."""
     steps: list[tuple[int, int]] = []
     current = _offset(tz, start)
     at = start
@@ -48,7 +48,7 @@ def shifts(tz: dt.tzinfo, start: int, end: int) -> tuple[tuple[tuple[int, int], 
         later = _offset(tz, following)
         if later != current:
             low, high = at, following  # the change lies in (low, high]
-            while high - low > 60_000:
+            while high - low > 1:
                 middle = (low + high) // 2
                 if _offset(tz, middle) == current:
                     low = middle
