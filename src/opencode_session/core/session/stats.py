@@ -16,6 +16,7 @@ from ..store import Reader, Store, now_ms
 from ..store.rows import StatsFilter, UsageRow
 
 _HOUR_MS = 3_600_000
+_DAY_MS = 24 * _HOUR_MS
 _WEEK_MS = 7 * 24 * _HOUR_MS  # no zone changes its offset twice in a week
 MAX_SHIFTS = 400  # offsets over ~200 years of daylight saving: a longer range counts in the latest offsets
 
@@ -80,15 +81,16 @@ async def session_stats(store: Store, *, start: int | None = None, end: int | No
     if hi <= lo:
         raise InvalidRequestError("The range ends before it starts: `to` must be later than `from`", kind="query",
                                   field="to")
-    steps, last = shifts(tz, lo, hi)
-    where = StatsFilter(start=lo, end=hi, project=project, shifts=steps, offset=last)
 
     def _read(reader: Reader) -> tuple[Any, ...]:
-        return (reader.stats.created(where), reader.stats.usage(where, "total"), reader.stats.usage(where, "model"),
-                reader.stats.usage(where, "agent"), reader.stats.usage(where, "day"),
-                reader.stats.tools(where) if tools else None)
+        # the zone's offsets matter only from the oldest session on; whole days keep the cache warm
+        oldest = max(lo, reader.stats.earliest() or hi)
+        steps, last = shifts(tz, oldest - oldest % _DAY_MS, hi - hi % _DAY_MS + _DAY_MS)
+        where = StatsFilter(start=lo, end=hi, project=project, shifts=steps, offset=last)
+        return (reader.stats.created(where), reader.stats.usage(where), reader.stats.tools(where) if tools else None)
 
-    created, total, models, agents, days, used = await store.read(_read)
+    created, usage, used = await store.read(_read)
+    total, models, agents, days = usage["total"], usage["model"], usage["agent"], usage["day"]
     epoch = dt.date(1970, 1, 1)
     return SessionStats(
         range=StatsRange(from_=start, to=end, timezone=timezone or "UTC"),

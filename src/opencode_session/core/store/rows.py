@@ -296,9 +296,13 @@ class LifecycleReads(Protocol):
 
 
 class StatsReads(Protocol):
-    def usage(self, where: StatsFilter, by: str) -> list[UsageRow]:
-        """Prompts and Steps counted in SQL, grouped `by` "total", "model" (key: provider, model), "agent" or "day"
-        (key: the local day number)."""
+    def usage(self, where: StatsFilter) -> dict[str, list[UsageRow]]:
+        """Prompts and Steps counted in SQL, grouped: "total" (one row, or none), "model" (key: provider, model),
+        "agent" and "day" (key: the local day number)."""
+        ...
+
+    def earliest(self) -> int | None:
+        """When the oldest stored session was created."""
         ...
 
     def tools(self, where: StatsFilter) -> list[tuple[str, int, int]]:
