@@ -44,8 +44,9 @@ def _seed(tx: Any, first: int, last: int) -> None:
                 tool = {"type": "tool", "id": f"c{seq}", "name": TOOLS[(n + seq) % 4],
                         "state": {"status": status, "input": {"command": "ls"}, "content": [], "structured": {}},
                         "time": {"created": t}}
+                began = t + step * 1000 + 1
                 tx.messages.insert(sid, seq, {
-                    "id": f"msg_{sid}_{seq}", "time": {"created": t + step * 1000 + 1, "completed": t + step * 1000 + 900},
+                    "id": f"msg_{sid}_{seq}", "time": {"created": began, "completed": began + 900},
                     "type": "assistant", "agent": ("build", "plan")[n % 2],
                     "model": {"id": MODELS[n % 3], "providerID": "p"},
                     "content": [{"type": "text", "id": "t", "text": "working on it " * 10}, tool],

@@ -15,16 +15,13 @@ import anyio
 import pytest
 
 from opencode_session.client import InvalidRequestError, MessageNotFoundError, SessionNotFoundError
-from tests.api.test_session_management import (  # noqa: F401  (the fixtures this module runs on)
-    WAIT,
-    host,
-    postgres_server,
-    provider,
-    raw,
-    sqlite_server,
-    turn,
-)
+from tests.api import test_session_management as management
 from tests.support import fake_openai as fake
+
+# the hosts this module runs on: test_session_management's (a served and an embedded one, on SQLite and PostgreSQL)
+host, provider = management.host, management.provider
+sqlite_server, postgres_server = management.sqlite_server, management.postgres_server
+WAIT, raw, turn = management.WAIT, management.raw, management.turn
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(180)]
 

@@ -9,6 +9,7 @@ import os
 import re
 import sys
 import time
+import zoneinfo
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +185,16 @@ def _table(head: list[str], rows: list[list[str]], separate_last: bool = False) 
     return "\n".join([line(head), rule, *body])
 
 
+def _env_zone() -> str | None:
+    """$TZ when it names an IANA zone this machine knows (not a POSIX rule like EST5EDT or :/etc/localtime)."""
+    name = os.environ.get("TZ", "")
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        return None
+    return name if "/" in name or name == "UTC" else None
+
+
 async def stats_command(attach: str | None, db: str | Path | None, directory: Path, since: str | None, by: str,
                         timezone: str | None) -> int:
     now = int(time.time() * 1000)
@@ -192,7 +203,7 @@ async def stats_command(attach: str | None, db: str | Path | None, directory: Pa
     except ValueError as bad:
         print(f"ocs stats: {bad}", file=sys.stderr)
         return EXIT_FAILED
-    zone = timezone or os.environ.get("TZ") or None
+    zone = timezone or _env_zone()
     async with open_host(attach, db, directory) as client:
         stats = await client.experimental.session_stats(from_=start, timezone=zone)
     window = f"since {since}" if since else "all time"

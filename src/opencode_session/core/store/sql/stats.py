@@ -75,7 +75,10 @@ class SqlStats:
                 continue  # the total of nothing
             key: tuple[Any, ...] = (() if kind == "total" else (first, second) if kind == "model"
                                     else (int(first),) if kind == "day" else (first,))
-            out[kind].append(UsageRow(key, *(int(v or 0) for v in values[:9]), float(values[9] or 0)))
+            n = [int(v or 0) for v in values[:9]]
+            out[kind].append(UsageRow(key, sessions=n[0], prompts=n[1], steps=n[2], failed=n[3], input=n[4],
+                                      output=n[5], reasoning=n[6], cache_read=n[7], cache_write=n[8],
+                                      cost=float(values[9] or 0)))
         for rows in out.values():
             rows.sort(key=lambda r: tuple("" if k is None else k for k in r.key))
         return out
