@@ -165,6 +165,9 @@ async def test_an_unknown_zone_and_an_empty_range_are_refused(factory):
         assert refused.value.values.get("field") == "timezone"
         with pytest.raises(InvalidRequestError):
             await session_stats(store, start=10, end=10)
+        await store.write(_scripted)
+        widest = await session_stats(store, start=0, end=2**63 - 1, timezone="America/New_York")
+        assert widest.total.steps == 5  # the zone's offsets are looked up until now, not until the range's end
 
 
 def test_offsets_change_where_the_zone_changes():

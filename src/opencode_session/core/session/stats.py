@@ -83,9 +83,12 @@ async def session_stats(store: Store, *, start: int | None = None, end: int | No
                                   field="to")
 
     def _read(reader: Reader) -> tuple[Any, ...]:
-        # the zone's offsets matter only from the oldest session on; whole days keep the cache warm
-        oldest = max(lo, reader.stats.earliest() or hi)
-        steps, last = shifts(tz, oldest - oldest % _DAY_MS, hi - hi % _DAY_MS + _DAY_MS)
+        # the zone's offsets matter only from the oldest session on and until now (no message is newer); whole days
+        # keep the cache warm
+        until = min(hi, now_ms() + _DAY_MS)
+        until = until - until % _DAY_MS + _DAY_MS
+        oldest = min(max(lo, reader.stats.earliest() or until), until)
+        steps, last = shifts(tz, oldest - oldest % _DAY_MS, until)
         where = StatsFilter(start=lo, end=hi, project=project, shifts=steps, offset=last)
         return (reader.stats.created(where), reader.stats.usage(where), reader.stats.tools(where) if tools else None)
 
