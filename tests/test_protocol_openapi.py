@@ -184,6 +184,8 @@ UPSTREAM_SESSION_MANAGEMENT = {
     "v2.session.inbox.update",
     "v2.experimental.session.export",
     "v2.experimental.session.import",
+    "v2.session.diff",
+    "v2.experimental.session.stats",
 }
 
 

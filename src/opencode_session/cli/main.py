@@ -122,7 +122,7 @@ def run(message: list[str], model: str | None, agent: str | None, session: str |
 def sessions(limit: int, output: str, attach: str | None, db: str | Path | None, children: str | None = None,
              search: str | None = None) -> int:
     """List sessions, most recently updated first (with --search, the best matches first); manage them with
-    `ocs sessions ACTION` (rm, rename, export, import: `ocs sessions ACTION --help`)."""
+    `ocs sessions ACTION` (rm, rename, export, import, diff, stats: `ocs sessions ACTION --help`)."""
     from .inspect import list_sessions
 
     return _finish(lambda: list_sessions(attach, db, _cwd(), limit, output == "json", children, search))
@@ -185,12 +185,43 @@ def _sessions_import_arguments(p: argparse.ArgumentParser) -> None:
     _reading(p)
 
 
+def sessions_diff(session: str, turn: str | None, attach: str | None, db: str | Path | None) -> int:
+    """Show what a turn changed on disk as a unified diff (coloured on a terminal): the newest turn, or the one
+    prompt MSG started."""
+    from .manage import diff_command
+
+    return _finish_with(lambda: diff_command(attach, db, _cwd(), session, turn))
+
+
+def stats(since: str | None, by: str, timezone: str | None, attach: str | None, db: str | Path | None) -> int:
+    """Print a table of sessions, prompts, Steps, tokens and cost per model, day or agent, and each tool's calls and
+    failures."""
+    from .manage import stats_command
+
+    return _finish_with(lambda: stats_command(attach, db, _cwd(), since, by, timezone))
+
+
+def _sessions_diff_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("session", help="The session ID.")
+    p.add_argument("--turn", metavar="MSG", help="The prompt (user message ID) whose turn to show.")
+    _reading(p)
+
+
+def _stats_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--since", metavar="AGE", help="Only the last AGE: a number and m, h, d or w (7d).")
+    p.add_argument("--by", choices=("model", "day", "agent"), default="model", help="How to break usage down.")
+    p.add_argument("--timezone", metavar="ZONE", help="IANA time zone of the days (default: $TZ, else UTC).")
+    _reading(p)
+
+
 # each action of `ocs sessions ACTION`: its function (whose docstring is its help) and its arguments
 SESSION_ACTIONS: dict[str, tuple[Command, Callable[[argparse.ArgumentParser], None]]] = {
     "rm": (sessions_rm, _sessions_rm_arguments),
     "rename": (sessions_rename, _sessions_rename_arguments),
     "export": (sessions_export, _sessions_export_arguments),
     "import": (sessions_import, _sessions_import_arguments),
+    "diff": (sessions_diff, _sessions_diff_arguments),
+    "stats": (stats, _stats_arguments),
 }
 
 
@@ -444,6 +475,7 @@ COMMANDS: dict[str, tuple[Command, Callable[[argparse.ArgumentParser], None]]] =
     "hooks": (hooks, _hooks_arguments),
     "openapi": (openapi, _no_arguments),
     "demo": (demo, _demo_arguments),
+    "stats": (stats, _stats_arguments),
 }
 PARSER_OPTIONS: dict[str, Any] = dict(add_help=False, allow_abbrev=False, formatter_class=_HelpFormatter)
 

@@ -1,16 +1,22 @@
 """Managing sessions from the command line: `ocs sessions --children ID`, `ocs sessions rm ID…` (asks unless
-`--yes`), `ocs sessions rename ID TITLE`, `ocs sessions export ID [--sanitize]` and `ocs sessions import FILE`."""
+`--yes`), `ocs sessions rename ID TITLE`, `ocs sessions export ID [--sanitize]`, `ocs sessions import FILE`,
+`ocs sessions diff ID [--turn MSG]` and `ocs sessions stats` (also `ocs stats`)."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
+import time
+import zoneinfo
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from ..schema.lifecycle import SessionTranscript
+from ..schema.stats import SessionStats, StatsUsage
 from .hosts import open_host
 from .run import EXIT_FAILED, EXIT_OK
 
@@ -77,4 +83,131 @@ async def import_command(attach: str | None, db: str | Path | None, directory: P
     print(info.id)
     print(f"Imported “{info.title}” at {info.location.directory}; continue it with `ocs run --session {info.id}`.",
           file=sys.stderr)
+    return EXIT_OK
+
+
+# --- what a turn changed, and usage ---------------------------------------------------------------------------
+
+_COLOURS = {"+": "\033[32m", "-": "\033[31m", "@": "\033[36m"}
+_BOLD, _RESET = "\033[1m", "\033[0m"
+
+
+def _colour() -> bool:
+    """Colour only on a terminal (and never when NO_COLOR is set)."""
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+def _diff_lines(patch: str, colour: bool) -> list[str]:
+    lines = patch.splitlines()
+    if not colour:
+        return lines
+    out = []
+    for n, line in enumerate(lines):
+        if n < 2 and line.startswith(("--- ", "+++ ")) or line.startswith(("old mode", "new mode")):
+            out.append(f"{_BOLD}{line}{_RESET}")
+        elif line[:1] in _COLOURS:
+            out.append(f"{_COLOURS[line[:1]]}{line}{_RESET}")
+        else:
+            out.append(line)
+    return out
+
+
+async def diff_command(attach: str | None, db: str | Path | None, directory: Path, session_id: str,
+                       turn: str | None) -> int:
+    async with open_host(attach, db, directory) as client:
+        diffs = await client.session.diff(session_id, from_=turn)
+    colour = _colour()
+    if not diffs:
+        print("No files changed in that turn.", file=sys.stderr)
+        return EXIT_OK
+    for d in diffs:
+        if d.patch:
+            sys.stdout.write("\n".join(_diff_lines(d.patch, colour)) + "\n")
+        else:
+            print(f"{d.status} {d.path} (binary, or too large to show)")
+    added, removed = sum(d.additions for d in diffs), sum(d.deletions for d in diffs)
+    print(f"{len(diffs)} file{'s' if len(diffs) != 1 else ''} changed, +{added} -{removed}", file=sys.stderr)
+    return EXIT_OK
+
+
+_UNITS = {"m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 7 * 86_400_000}
+
+
+def since_ms(text: str, now: int) -> int:
+    """The start of a `--since` window like 30m, 12h, 7d or 2w, as epoch ms; ValueError for anything else."""
+    match = re.fullmatch(r"([0-9]{1,6})([mhdw])", text.strip())
+    if match is None:
+        raise ValueError(f"--since takes a number and a unit (m, h, d, w), like 7d, not {text!r}")
+    return now - int(match[1]) * _UNITS[match[2]]
+
+
+def _money(cost: float) -> str:
+    return f"${cost:,.4f}" if cost < 1 else f"${cost:,.2f}"
+
+
+def stats_table(stats: SessionStats, by: str) -> str:
+    """Sessions, prompts, Steps, tokens and cost per model, day or agent, with the total; then the tools."""
+    groups: list[tuple[str, StatsUsage]]
+    if by == "day":
+        groups, title = [(d.day, d) for d in stats.days], "day"
+    elif by == "agent":
+        groups, title = [(a.agent, a) for a in stats.agents], "agent"
+    else:
+        groups, title = [(f"{m.providerID}/{m.modelID}", m) for m in stats.models], "model"
+    head = [title, "sessions", "prompts", "steps", "failed", "input", "output", "reasoning", "cache read",
+            "cache write", "cost"]
+
+    def cells(name: str, u: StatsUsage) -> list[str]:
+        t = u.tokens
+        return [name, *(f"{n:,}" for n in (u.sessions, u.prompts, u.steps, u.failed, t.input, t.output, t.reasoning,
+                                           t.cache.read, t.cache.write)), _money(u.cost)]
+
+    rows = [cells(name, u) for name, u in groups] + [cells("total", stats.total)]
+    out = _table(head, rows, separate_last=True)
+    if stats.tools:
+        out += "\n\n" + _table(["tool", "calls", "failures", "failed %"],
+                               [[t.tool, f"{t.calls:,}", f"{t.failures:,}",
+                                 f"{100 * t.failures / t.calls:.1f}" if t.calls else "-"] for t in stats.tools])
+    return out
+
+
+def _table(head: list[str], rows: list[list[str]], separate_last: bool = False) -> str:
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths,
+                                                                                               strict=True)))
+
+    rule = "  ".join("-" * w for w in widths)
+    body = [line(r) for r in rows]
+    if separate_last and len(body) > 1:
+        body.insert(len(body) - 1, rule)
+    return "\n".join([line(head), rule, *body])
+
+
+def _env_zone() -> str | None:
+    """$TZ when it names an IANA zone this machine knows (not a POSIX rule like EST5EDT or :/etc/localtime)."""
+    name = os.environ.get("TZ", "")
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        return None
+    return name if "/" in name or name == "UTC" else None
+
+
+async def stats_command(attach: str | None, db: str | Path | None, directory: Path, since: str | None, by: str,
+                        timezone: str | None) -> int:
+    now = int(time.time() * 1000)
+    try:
+        start = None if since is None else since_ms(since, now)
+    except ValueError as bad:
+        print(f"ocs stats: {bad}", file=sys.stderr)
+        return EXIT_FAILED
+    zone = timezone or _env_zone()
+    async with open_host(attach, db, directory) as client:
+        stats = await client.experimental.session_stats(from_=start, timezone=zone)
+    window = f"since {since}" if since else "all time"
+    print(f"Usage, {window} ({stats.range.timezone}): {stats.created:,} session{'s' if stats.created != 1 else ''}"
+          " created")
+    print(stats_table(stats, by))
     return EXIT_OK

@@ -51,7 +51,8 @@ from opencode_session.schema.permission import (
 from opencode_session.schema.prompt import PromptInput
 from opencode_session.schema.pty import PtySize
 from opencode_session.schema.question import QuestionV2Request
-from opencode_session.schema.session import RevertState, SessionActive, SessionOwner, SessionV2Info
+from opencode_session.schema.session import FileDiff, RevertState, SessionActive, SessionOwner, SessionV2Info
+from opencode_session.schema.stats import SessionStats
 
 __all__ = [
     "AgentGroup",
@@ -253,6 +254,31 @@ class ExperimentalGroup:
         return cast("SessionV2Info", await self._client._call(
             "v2.experimental.session.import",
             body={"info": info, "messages": messages, "location": location},
+            options=options,
+        ))
+
+    async def session_stats(
+        self,
+        *,
+        from_: int | None = None,
+        to: int | None = None,
+        project: str | None = None,
+        timezone: str | None = None,
+        tools: bool | None = None,
+        options: CallOptions | None = None,
+    ) -> SessionStats:
+        """Session statistics.
+
+        Retrieve usage over a time range: sessions, prompts, Steps, tokens and cost in all, per model,
+        per agent and per day in the given time zone, and each tool's calls and failures.
+
+        `GET /api/experimental/session/stats` (v2.experimental.session.stats). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
+        (413), InvalidRequestError (415).
+        """
+        return cast("SessionStats", await self._client._call(
+            "v2.experimental.session.stats",
+            query={"from": from_, "to": to, "project": project, "timezone": timezone, "tools": tools},
             options=options,
         ))
 
@@ -1127,6 +1153,33 @@ class SessionGroup:
                 "metadata": metadata,
                 "permissions": permissions,
             },
+            options=options,
+        ))
+
+    async def diff(
+        self,
+        session_id: str,
+        *,
+        from_: str | None = None,
+        to: str | None = None,
+        context: int | None = None,
+        options: CallOptions | None = None,
+    ) -> builtins.list[FileDiff]:
+        """Session diff.
+
+        Retrieve what a turn, or a range of turns, changed on disk: each file that differs from the
+        snapshot the range's first Step started on to the one its last Step ended on (a Step still
+        running: the working copy now), with its additions, deletions and unified diff. Turns whose
+        Steps ran no file-changing tool (or ran where snapshots are off) changed nothing.
+
+        `GET /api/session/{sessionID}/diff` (v2.session.diff). Declared errors: InvalidRequestError
+        (400), UnauthorizedError (401), ForbiddenError (403), MessageNotFoundError (404),
+        SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("builtins.list[FileDiff]", await self._client._call(
+            "v2.session.diff",
+            path={"sessionID": session_id},
+            query={"from": from_, "to": to, "context": context},
             options=options,
         ))
 

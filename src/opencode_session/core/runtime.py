@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .mcp import McpServers
     from .plugins import Plugin, Plugins
     from .plugins.hooks import EventFeed
+    from .session.diff import Diffs
     from .snapshot import Snapshots
 
 from ..schema.errors import PermissionNotFoundError, QuestionNotFoundError
@@ -131,6 +132,13 @@ class Runtime:
         self.plugins: Plugins | None = None  # loaded by `open`, before the drain factory runs (None: none asked for)
         self._event_hooks: EventFeed | None = None  # what shows durable events to the plugins' event hooks
         self._unwatch: list[Callable[[], None]] = []  # this runtime's gauges, removed when it closes
+
+    @functools.cached_property
+    def diffs(self) -> Diffs:
+        """What turns changed on disk, from the same snapshots (made, and imported, on first use)."""
+        from .session.diff import Diffs
+
+        return Diffs(self.store, self.snapshots)
 
     @functools.cached_property
     def snapshots(self) -> Snapshots:

@@ -66,8 +66,9 @@ from opencode_session.schema.prompt import PromptInput
 from opencode_session.schema.pty import Pty, PtySize, PtyTicketConnectToken
 from opencode_session.schema.question import QuestionV2Reply, QuestionV2Request
 from opencode_session.schema.reference import ReferenceInfo
-from opencode_session.schema.session import RevertState, SessionActive, SessionOwner, SessionV2Info
+from opencode_session.schema.session import FileDiff, RevertState, SessionActive, SessionOwner, SessionV2Info
 from opencode_session.schema.skill import SkillV2Info
+from opencode_session.schema.stats import SessionStats
 
 from .endpoint import Endpoint, Refusal, StreamSpec
 
@@ -476,6 +477,35 @@ class InboxUpdateBody(Struct):
 
 class SessionExportQuery(Struct):
     sanitize: QueryBool | None = None
+
+
+# --- what a turn changed, and usage statistics --------------------------------------------------------
+
+MAX_CONTEXT = 100_000
+
+Context = Annotated[
+    int,
+    BeforeValidator(_seq_from_query),
+    Field(ge=0, le=MAX_CONTEXT),
+    WithJsonSchema({"type": "integer", "minimum": 0, "maximum": MAX_CONTEXT}),
+]
+
+
+class SessionDiffQuery(Struct):
+    from_: MessageID | None = Field(None, alias="from", description=(
+        "A user message: its turn starts the range (default: the newest user message)."))
+    to: MessageID | None = Field(None, description=(
+        "A user message at or after `from`: its turn ends the range (default: `from`'s turn alone)."))
+    context: Context | None = Field(None, description=(
+        "Unchanged lines around each hunk; omitted: whole-file patches."))
+
+
+class SessionStatsQuery(Struct):
+    from_: Seq | None = Field(None, alias="from", description="Start of the range, epoch ms (inclusive).")
+    to: Seq | None = Field(None, description="End of the range, epoch ms (exclusive; default: now).")
+    project: str | None = Field(None, description="Only sessions of this project.")
+    timezone: str | None = Field(None, max_length=64, description="IANA time zone the days are counted in (UTC).")
+    tools: QueryBool | None = Field(None, description="Count each tool's calls and failures (default: true).")
 
 
 def _stored_numbers(value: Any) -> Any:
@@ -1017,6 +1047,43 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                           "a message is not a SessionMessage, a number is beyond a signed 64-bit integer, or two"
                           " messages have the same ID")),
         provides=(("sessionID", "/data/id"),),
+    ),
+    Endpoint(
+        operation_id="v2.session.diff",
+        method="GET",
+        path="/api/session/{sessionID}/diff",
+        summary="Session diff",
+        description=(
+            "Retrieve what a turn, or a range of turns, changed on disk: each file that differs from the snapshot the"
+            " range's first Step started on to the one its last Step ended on (a Step still running: the working"
+            " copy now), with its additions, deletions and unified diff. Turns whose Steps ran no file-changing"
+            " tool (or ran where snapshots are off) changed nothing."
+        ),
+        path_params=SessionPath,
+        query=SessionDiffQuery,
+        success=list[FileDiff],
+        unwrap_data=True,
+        errors=(MessageNotFoundError, SessionNotFoundError),
+        refusals=(Refusal(InvalidRequestError, "to",
+                          "`to` is earlier than `from`, or the range's Steps ran in more than one location (the"
+                          " session was moved between them)"),
+                  Refusal(InvalidRequestError, "from", "`to` is given without `from`"),
+                  Refusal(InvalidRequestError, None, "a snapshot of the range is no longer available")),
+    ),
+    Endpoint(
+        operation_id="v2.experimental.session.stats",
+        method="GET",
+        path="/api/experimental/session/stats",
+        summary="Session statistics",
+        description=(
+            "Retrieve usage over a time range: sessions, prompts, Steps, tokens and cost in all, per model, per"
+            " agent and per day in the given time zone, and each tool's calls and failures."
+        ),
+        query=SessionStatsQuery,
+        success=SessionStats,
+        unwrap_data=True,
+        refusals=(Refusal(InvalidRequestError, "timezone", "the time zone is not one this machine knows"),
+                  Refusal(InvalidRequestError, "to", "the range ends before it starts")),
     ),
     Endpoint(
         operation_id="v2.model.list",

@@ -21,7 +21,7 @@ from ..core.location import Location, require_usable_directory, select_location
 from ..core.permission import Authority, PermissionAsk
 from ..core.references import discover_references
 from ..core.runtime import Runtime
-from ..core.session import transcript
+from ..core.session import stats, transcript
 from ..core.session.requests import file_permission, in_location
 from ..core.store import now_ms
 from ..core.workspace import available_skills, workspace_authority
@@ -68,6 +68,7 @@ from ..protocol.api import (
     SavedPermissionPath,
     SavedPermissionQuery,
     SessionCreateBody,
+    SessionDiffQuery,
     SessionEventsQuery,
     SessionExportQuery,
     SessionForkBody,
@@ -81,6 +82,7 @@ from ..protocol.api import (
     SessionPermissionCreateBody,
     SessionPromptBody,
     SessionRevertStageBody,
+    SessionStatsQuery,
     SessionSwitchAgentBody,
     SessionSwitchModelBody,
     SessionUpdateBody,
@@ -99,8 +101,9 @@ from ..schema.message import SessionMessage
 from ..schema.page import CursorLinks
 from ..schema.permission import PermissionSavedInfo, PermissionV2Request
 from ..schema.question import QuestionV2Reply, QuestionV2Request
-from ..schema.session import RevertState, SessionActive, SessionOwner, SessionV2Info
+from ..schema.session import FileDiff, RevertState, SessionActive, SessionOwner, SessionV2Info
 from ..schema.skill import SkillV2Info
+from ..schema.stats import SessionStats
 from .host import Host
 from .sse import Frames, frame
 
@@ -392,6 +395,19 @@ async def session_import(rt: Runtime, call: Call[None, None, SessionImportBody])
         require_usable_directory(b.location.directory, "body", "location.directory")
     return await transcript.import_transcript(rt.store, SessionTranscript(info=b.info, messages=b.messages),
                                               b.location, rt.location)
+
+
+@op("v2.session.diff")
+async def session_diff(rt: Runtime, call: Call[SessionPath, SessionDiffQuery, None]) -> list[FileDiff]:
+    q = call.query
+    return await rt.diffs.diff(call.path.sessionID, q.from_, q.to, q.context)
+
+
+@op("v2.experimental.session.stats")
+async def session_stats(rt: Runtime, call: Call[None, SessionStatsQuery, None]) -> SessionStats:
+    q = call.query
+    return await stats.session_stats(rt.store, start=q.from_, end=q.to, project=q.project, timezone=q.timezone,
+                                     tools=q.tools is not False)
 
 
 # --- permissions and questions ----------------------------------------------------------------------------

@@ -262,10 +262,43 @@ class LocationSnapshots:
             out.append(diff)
         return out
 
+    async def compare(self, before: str, after: str | None, context: int | None = None) -> list[FileDiff]:
+        """Each file that differs from snapshot `before` to `after` (None: the working copy, snapshotted now), with
+        `context` lines around its hunks (None: whole files); a file listed without being stored (over the size cap)
+        has no patch. SnapshotUnreadable when a snapshot cannot be read or taken."""
+        if after is None:
+            after = await self.capture()
+            if after is None:
+                raise SnapshotUnreadable(f"the working copy of {self.repo.work_tree / self.scope} could not be "
+                                         "snapshotted")
+        end = after
+        try:
+            return await self._run(lambda: self._compare(before, end, context))
+        except (OSError, GitError) as exc:
+            raise SnapshotUnreadable(f"snapshot {before[:12]} or {end[:12]} cannot be read: {exc}") from exc
 
-def file_diff(path: str, before: tuple[str, bytes] | None, after: tuple[str, bytes] | None) -> FileDiff:
+    def _compare(self, before: str, after: str, context: int | None) -> list[FileDiff]:
+        paths = self.repo.changed(before, after, self.scope)
+        old, new = self.repo.entries(before, paths), self.repo.entries(after, paths)
+        listed = self.repo.skipped(before).keys() | self.repo.skipped(after).keys()
+        blobs = self.repo.blobs({e.oid for e in (*old.values(), *new.values())})
+        out = []
+        for git_path in sorted(paths):
+            a, b = old.get(git_path), new.get(git_path)
+            path = self._local(git_path)
+            if git_path in listed:
+                out.append(FileDiff(path=path, status="modified", additions=0, deletions=0, patch=""))
+            elif a != b:
+                out.append(file_diff(path, None if a is None else (a.mode, blobs[a.oid]),
+                                     None if b is None else (b.mode, blobs[b.oid]), context))
+        return out
+
+
+def file_diff(path: str, before: tuple[str, bytes] | None, after: tuple[str, bytes] | None,
+              context: int | None = 3) -> FileDiff:
     """The change from `before` to `after` (each a git mode and content; None: no such file) as a FileDiff with a
-    unified diff; a binary file gets no patch."""
+    unified diff showing `context` unchanged lines around each hunk (None: the whole file); a binary file gets no
+    patch."""
     status: Literal["added", "modified", "deleted"] = \
         "added" if before is None else "deleted" if after is None else "modified"
     old, new = (before or ("", b""))[1], (after or ("", b""))[1]
@@ -274,9 +307,11 @@ def file_diff(path: str, before: tuple[str, bytes] | None, after: tuple[str, byt
     header = []
     if before is not None and after is not None and before[0] != after[0]:
         header = [f"old mode {before[0]}\n", f"new mode {after[0]}\n"]
+    old_lines, new_lines = _lines(old), _lines(new)
     lines = list(difflib.unified_diff(
-        _lines(old), _lines(new), fromfile="/dev/null" if before is None else f"a/{path}",
-        tofile="/dev/null" if after is None else f"b/{path}"))
+        old_lines, new_lines, fromfile="/dev/null" if before is None else f"a/{path}",
+        tofile="/dev/null" if after is None else f"b/{path}",
+        n=max(len(old_lines), len(new_lines)) if context is None else context))
     body = lines[2:]
     additions = sum(1 for line in body if line.startswith("+"))
     deletions = sum(1 for line in body if line.startswith("-"))

@@ -88,6 +88,36 @@ class SessionFilter:
     parent: str | None = None  # a parent session's ID: its children; "null": root sessions only
 
 
+@dataclass(frozen=True)
+class StatsFilter:
+    """Which messages usage statistics count: created in [start, end) (epoch ms), of sessions in `project` (None: any).
+    `shifts` turns a time into local time for per-day counts: each (until, offset) applies to times before `until`,
+    the first that does wins; `offset` (ms) applies after the last."""
+
+    start: int
+    end: int
+    project: str | None = None
+    shifts: tuple[tuple[int, int], ...] = ()
+    offset: int = 0
+
+
+class UsageRow(NamedTuple):
+    """Counted usage of one group (`key`: its grouping values, empty for the total; a day is a day number since the
+    epoch, in local time)."""
+
+    key: tuple[Any, ...]
+    sessions: int
+    prompts: int
+    steps: int
+    failed: int
+    input: int
+    output: int
+    reasoning: int
+    cache_read: int
+    cache_write: int
+    cost: float
+
+
 # --- reads -------------------------------------------------------------------------------------------------
 
 
@@ -265,6 +295,25 @@ class LifecycleReads(Protocol):
         ...
 
 
+class StatsReads(Protocol):
+    def usage(self, where: StatsFilter) -> dict[str, list[UsageRow]]:
+        """Prompts and Steps counted in SQL, grouped: "total" (one row, or none), "model" (key: provider, model),
+        "agent" and "day" (key: the local day number)."""
+        ...
+
+    def earliest(self) -> int | None:
+        """When the oldest stored session was created."""
+        ...
+
+    def tools(self, where: StatsFilter) -> list[tuple[str, int, int]]:
+        """Each tool's settled calls and failed calls, most called first."""
+        ...
+
+    def created(self, where: StatsFilter) -> int:
+        """Sessions created in the range."""
+        ...
+
+
 class Reader(Protocol):
     """A read handle: the backend's reader, or an open write transaction (which sees its own writes)."""
 
@@ -291,6 +340,9 @@ class Reader(Protocol):
 
     @property
     def lifecycle(self) -> LifecycleReads: ...
+
+    @property
+    def stats(self) -> StatsReads: ...
 
 
 # --- writes ------------------------------------------------------------------------------------------------
@@ -490,6 +542,9 @@ class Writer(Protocol):
 
     @property
     def lifecycle(self) -> LifecycleWrites: ...
+
+    @property
+    def stats(self) -> StatsReads: ...
 
     def replace_projections(self, replay: Callable[[], None]) -> None:
         """Empty every table the projector writes and call `replay` to write them again from the log. State kept

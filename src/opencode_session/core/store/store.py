@@ -34,6 +34,7 @@ from .rows import (
     PermissionWrites,
     Reader,
     SessionWrites,
+    StatsReads,
     SuspensionWrites,
     Writer,
 )
@@ -72,6 +73,7 @@ class Tx:
         self.leases: LeaseWrites = rows.leases
         self.continuation: ContinuationWrites = rows.continuation
         self.lifecycle: LifecycleWrites = rows.lifecycle
+        self.stats: StatsReads = rows.stats
         self.appended: list[EventRecord] = []
         self.live: list[EventRecord] = []
 

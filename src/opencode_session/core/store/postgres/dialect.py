@@ -11,7 +11,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import RowMaker
 
-_JSON_PATH = re.compile(r"json_extract\((\w+), '\$\.([\w.]+)'\)")
+_JSON_PATH = re.compile(r"json_extract\(([\w.]+), '\$\.([\w.]+)'\)")
+_JSON_EACH = re.compile(r"json_each\(([\w.]+), '\$\.(\w+)'\) AS (\w+)")
 _INDEXED_BY = re.compile(r" INDEXED BY \w+")
 _ROWID = re.compile(r"\browid\b")
 
@@ -19,10 +20,12 @@ _ROWID = re.compile(r"\browid\b")
 @functools.cache
 def translate(sql: str) -> str:
     """One statement of the shared SQL as PostgreSQL reads it: `?` -> `%s` (a literal `%` doubled), constant-path
-    `json_extract` -> `#>>` over the text cast to json, `rowid` -> the event table's `position`, SQLite's `IS NOT ?`
+    `json_extract` -> `#>>` over the text cast to json, `json_each` over an array member ->
+    `json_array_elements`, `rowid` -> the event table's `position`, SQLite's `IS NOT ?`
     -> `IS DISTINCT FROM`, its case-blind `LIKE` -> `ILIKE`, and its index hints dropped."""
     out = sql.replace("%", "%%")
     out = _INDEXED_BY.sub("", out)
+    out = _JSON_EACH.sub(lambda m: f"json_array_elements({m[1]}::json -> '{m[2]}') AS {m[3]}(value)", out)
     out = _JSON_PATH.sub(lambda m: f"({m[1]}::json #>> '{{{m[2].replace('.', ',')}}}')", out)
     out = _ROWID.sub("position", out)
     out = out.replace(" IS NOT ?", " IS DISTINCT FROM ?").replace(" LIKE ", " ILIKE ")

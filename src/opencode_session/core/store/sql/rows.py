@@ -13,6 +13,7 @@ from .messages import SqlMessages
 from .pending import SqlPending
 from .permissions import SqlPermissions
 from .sessions import SqlSessions
+from .stats import SqlStats
 from .suspension import SqlSuspension
 
 # The log, which replay reads and never changes.
@@ -43,3 +44,4 @@ class SqlRows:
         self.leases = SqlLeases(conn)
         self.continuation = SqlContinuation(conn)
         self.lifecycle = SqlLifecycle(conn)
+        self.stats = SqlStats(conn)
