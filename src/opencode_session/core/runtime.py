@@ -43,6 +43,7 @@ from .session import Sessions
 from .session.lifecycle import SessionLifecycle
 from .session.projector import project
 from .session.revert import Reverts
+from .session.shell import SessionShell
 from .snapshot import Snapshots
 from .snapshot.service import SNAPSHOT_DIRECTORY
 from .store import DatabaseNotFoundError, Lease, Store, Tx, database_files, is_postgres, now_ms, set_fence
@@ -101,6 +102,8 @@ class Runtime:
         # update, remove (interrupting first, releasing what a session held), the inbox's own changes
         self.lifecycle = SessionLifecycle(self.store, self.sessions, self.outputs.root)
         self.lifecycle.released = self.session_deleted
+        self.shell = SessionShell(self.sessions)
+        self.lifecycle.removed = self.shell.forget
         # no snapshot includes the runtime's own files (they may well be inside the project)
         self.snapshots = Snapshots(_data_dir(options) / SNAPSHOT_DIRECTORY, options.env,
                                    own=[*database_files(options.db_path), _data_dir(options) / MANAGED_DIRECTORY,

@@ -50,7 +50,7 @@ from opencode_session.schema.ids import MessageID, PermissionID, PtyID, Question
 from opencode_session.schema.input import SessionInputAdmitted
 from opencode_session.schema.instruction_entry import EntryKey, InstructionEntry, InstructionEntryPut
 from opencode_session.schema.integration import IntegrationAttempt, IntegrationAttemptStatus, IntegrationInfo
-from opencode_session.schema.lifecycle import InboxDelivery, InboxItem, SessionTranscript
+from opencode_session.schema.lifecycle import InboxDelivery, InboxItem, InboxSyntheticItem, SessionTranscript
 from opencode_session.schema.location import LocationInfo
 from opencode_session.schema.mcp import McpServerStatus
 from opencode_session.schema.message import SessionMessage
@@ -478,6 +478,47 @@ class SessionExportQuery(Struct):
     sanitize: QueryBool | None = None
 
 
+class SessionInterruptQuery(Struct):
+    resume: QueryBool | None = None
+
+
+class SessionInterrupted(Struct):
+    interrupted: bool = Field(description="Whether an execution was running and was stopped.")
+
+
+class SessionSyntheticBody(Struct):
+    id: MessageID | None = None
+    text: str
+    description: str | None = None
+    metadata: dict[str, Any] | None = None
+    delivery: Delivery | None = None
+    resume: bool | None = None
+
+
+class SessionShellBody(Struct):
+    id: MessageID | None = None
+    command: Annotated[str, Field(min_length=1, pattern=r"^[^\x00]*\S[^\x00]*$")]
+
+
+EnvName = Annotated[str, Field(pattern=r"^[^=\x00]+$")]
+
+
+class SessionEnvironmentBody(Struct):
+    variables: dict[EnvName, ExecString]
+
+
+class SessionGenerateBody(Struct):
+    prompt: str
+
+
+class SessionGenerated(Struct):
+    text: str
+
+
+class SessionViewBody(Struct):
+    idle: int = Field(ge=0, le=MAX_SEQ, description="The time (epoch ms) of the idle transition the viewer saw.")
+
+
 def _stored_numbers(value: Any) -> Any:
     """An exported transcript's numbers as the store keeps them: an integral float is that integer (JSON does not
     tell 70 from 70.0), and none is beyond a signed 64-bit integer (what SQLite and PostgreSQL columns hold)."""
@@ -766,8 +807,72 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         method="POST",
         path="/api/session/{sessionID}/interrupt",
         summary="Interrupt session execution",
-        description="Interrupt active execution owned by this OpenCode process. Idle interruption is a no-op.",
+        description=(
+            "Interrupt active execution owned by this OpenCode process (idle interruption is a no-op). With"
+            " resume=true execution continues at once with the steering input and compaction barrier pending;"
+            " queued prompts stay parked until the session is next woken."
+        ),
         path_params=SessionPath,
+        query=SessionInterruptQuery,
+        success=SessionInterrupted,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.synthetic",
+        method="POST",
+        path="/api/session/{sessionID}/synthetic",
+        summary="Send synthetic input",
+        description=(
+            "Durably admit input the model reads as the user's side, marked synthetic: it is delivered and"
+            " executes as a prompt does (steer by default) unless resume is false. An exact retry of an ID answers"
+            " the same item; another use of it is a conflict."
+        ),
+        path_params=SessionPath,
+        body=SessionSyntheticBody,
+        success=InboxSyntheticItem,
+        unwrap_data=True,
+        errors=(ConflictError, SessionNotFoundError),
+    ),
+    Endpoint(
+        operation_id="v2.session.shell",
+        method="POST",
+        path="/api/session/{sessionID}/shell",
+        summary="Run shell command",
+        description=(
+            "Run one shell command in the session's location while it is idle, under its bash permission rules"
+            " (a deny refuses it). The session records it as a shell message between session.shell.started and"
+            " session.shell.ended (with its merged output); the answer comes once it ended."
+        ),
+        path_params=SessionPath,
+        body=SessionShellBody,
+        success_status=204,
+        errors=(SessionNotFoundError, SessionBusyError, ConflictError),
+    ),
+    Endpoint(
+        operation_id="v2.session.resume",
+        method="POST",
+        path="/api/session/{sessionID}/resume",
+        summary="Resume session",
+        description=(
+            "Start execution without new input (or join the running one) and answer once it settled: pending"
+            " input is delivered, and history that awaits an assistant reply is answered."
+        ),
+        path_params=SessionPath,
+        success_status=204,
+        errors=(SessionNotFoundError, ServiceUnavailableError),
+        waits=True,
+    ),
+    Endpoint(
+        operation_id="v2.session.environment",
+        method="PUT",
+        path="/api/session/{sessionID}/environment",
+        summary="Set session shell environment",
+        description=(
+            "Replace the variables the session's shell commands get over the server's environment (which they"
+            " inherit without the server's secrets). Kept by this server process."
+        ),
+        path_params=SessionPath,
+        body=SessionEnvironmentBody,
         success_status=204,
         errors=_SESSION_404,
     ),

@@ -299,6 +299,25 @@ class Synthetic(Struct):
     metadata: dict[str, Any] | None = None
 
 
+@durable("session.shell.started")
+class ShellStarted(Struct):
+    """A user's shell command began in the session's Location: a `shell` message (id `messageID`) shows it."""
+
+    sessionID: SessionID
+    messageID: MessageID
+    callID: str
+    command: str
+
+
+@durable("session.shell.ended")
+class ShellEnded(Struct):
+    """The shell command of `callID` ended: its merged stdout and stderr (with a note of a failing exit)."""
+
+    sessionID: SessionID
+    callID: str
+    output: str
+
+
 # --- steps ---------------------------------------------------------------------------------------
 
 

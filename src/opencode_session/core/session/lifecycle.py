@@ -47,6 +47,7 @@ class SessionLifecycle:
         self.outputs = outputs
         self.interrupt: Interrupt | None = None
         self.released: Callable[[str], Awaitable[None]] | None = None
+        self.removed: Callable[[str], None] | None = None  # told each removed session's ID
 
     # --- update ------------------------------------------------------------------------------------------
 
@@ -95,6 +96,9 @@ class SessionLifecycle:
             return [p for p in dict.fromkeys(paths) if not tx.lifecycle.referenced(p)], directories
 
         paths, directories = await self.store.write(_remove)
+        if self.removed is not None:
+            for sid in tree:
+                self.removed(sid)
         await anyio.to_thread.run_sync(self._delete_outputs, paths)
         if self.released is not None:
             for directory in directories:
