@@ -190,6 +190,7 @@ UPSTREAM_SESSION_MANAGEMENT = {
     "v2.session.shell",
     "v2.session.resume",
     "v2.session.environment",
+    "v2.session.generate",
 }
 
 

@@ -32,6 +32,7 @@ from opencode_session.protocol.api import (
     QuestionRequestList,
     ReferenceList,
     SessionDurableEvent,
+    SessionGenerated,
     SessionInterrupted,
     SessionLogItem,
     SkillList,
@@ -1200,6 +1201,29 @@ class SessionGroup:
             options=options,
         ))
 
+    async def generate(
+        self,
+        session_id: str,
+        *,
+        prompt: str,
+        options: CallOptions | None = None,
+    ) -> SessionGenerated:
+        """Generate from session context.
+
+        Answer a prompt with the session's model after its active history, without recording anything:
+        its history, usage and log stay as they were.
+
+        `POST /api/session/{sessionID}/generate` (v2.session.generate). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), InvalidRequestError (413), InvalidRequestError (415), ServiceUnavailableError (503).
+        """
+        return cast("SessionGenerated", await self._client._call(
+            "v2.session.generate",
+            path={"sessionID": session_id},
+            body={"prompt": prompt},
+            options=options,
+        ))
+
     async def get(self, session_id: str, *, options: CallOptions | None = None) -> SessionV2Info:
         """Get session.
 
@@ -1291,8 +1315,8 @@ class SessionGroup:
         """Interrupt session execution.
 
         Interrupt active execution owned by this OpenCode process (idle interruption is a no-op). With
-        resume=true execution continues at once with the steering input and compaction barrier
-        pending; queued prompts stay parked until the session is next woken.
+        resume=true execution starts again when steering input or a compaction barrier is pending;
+        with only queued prompts pending they stay parked until the session is next woken.
 
         `POST /api/session/{sessionID}/interrupt` (v2.session.interrupt). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError

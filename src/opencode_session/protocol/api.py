@@ -486,7 +486,7 @@ class SessionInterrupted(Struct):
     interrupted: bool = Field(description="Whether an execution was running and was stopped.")
 
 
-class SessionSyntheticBody(Struct):
+class SessionSyntheticBody(_Body):
     id: MessageID | None = None
     text: str
     description: str | None = None
@@ -495,19 +495,16 @@ class SessionSyntheticBody(Struct):
     resume: bool | None = None
 
 
-class SessionShellBody(Struct):
+class SessionShellBody(_Body):
     id: MessageID | None = None
     command: Annotated[str, Field(min_length=1, pattern=r"^[^\x00]*\S[^\x00]*$")]
 
 
-EnvName = Annotated[str, Field(pattern=r"^[^=\x00]+$")]
+class SessionEnvironmentBody(_Body):
+    variables: dict[str, ExecString]
 
 
-class SessionEnvironmentBody(Struct):
-    variables: dict[EnvName, ExecString]
-
-
-class SessionGenerateBody(Struct):
+class SessionGenerateBody(_Body):
     prompt: str
 
 
@@ -515,7 +512,7 @@ class SessionGenerated(Struct):
     text: str
 
 
-class SessionViewBody(Struct):
+class SessionViewBody(_Body):
     idle: int = Field(ge=0, le=MAX_SEQ, description="The time (epoch ms) of the idle transition the viewer saw.")
 
 
@@ -809,8 +806,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         summary="Interrupt session execution",
         description=(
             "Interrupt active execution owned by this OpenCode process (idle interruption is a no-op). With"
-            " resume=true execution continues at once with the steering input and compaction barrier pending;"
-            " queued prompts stay parked until the session is next woken."
+            " resume=true execution starts again when steering input or a compaction barrier is pending; with"
+            " only queued prompts pending they stay parked until the session is next woken."
         ),
         path_params=SessionPath,
         query=SessionInterruptQuery,
@@ -847,6 +844,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         body=SessionShellBody,
         success_status=204,
         errors=(SessionNotFoundError, SessionBusyError, ConflictError),
+        refusals=(Refusal(InvalidRequestError, "command", "the command line holds no command (only separators)"),),
     ),
     Endpoint(
         operation_id="v2.session.resume",
@@ -863,6 +861,21 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         waits=True,
     ),
     Endpoint(
+        operation_id="v2.session.generate",
+        method="POST",
+        path="/api/session/{sessionID}/generate",
+        summary="Generate from session context",
+        description=(
+            "Answer a prompt with the session's model after its active history, without recording anything:"
+            " its history, usage and log stay as they were."
+        ),
+        path_params=SessionPath,
+        body=SessionGenerateBody,
+        success=SessionGenerated,
+        unwrap_data=True,
+        errors=(SessionNotFoundError, ServiceUnavailableError),
+    ),
+    Endpoint(
         operation_id="v2.session.environment",
         method="PUT",
         path="/api/session/{sessionID}/environment",
@@ -875,6 +888,8 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         body=SessionEnvironmentBody,
         success_status=204,
         errors=_SESSION_404,
+        refusals=(Refusal(InvalidRequestError, "variables",
+                          "a variable's name is empty or holds `=` or NUL: no process can be given it"),),
     ),
     Endpoint(
         operation_id="v2.session.message",

@@ -15,6 +15,7 @@ import anyio
 from ..core.agents import agent_info
 from ..core.commands import discover_commands
 from ..core.config import Config, ConfigError
+from ..core.execution.generate import generate
 from ..core.fs import DEFAULT_LIMIT, list_directory, read_file
 from ..core.llm import listing
 from ..core.location import Location, require_usable_directory, select_location
@@ -73,6 +74,8 @@ from ..protocol.api import (
     SessionEventsQuery,
     SessionExportQuery,
     SessionForkBody,
+    SessionGenerateBody,
+    SessionGenerated,
     SessionImportBody,
     SessionInterrupted,
     SessionInterruptQuery,
@@ -327,6 +330,13 @@ async def session_resume(rt: Runtime, call: Call[SessionPath, None, None]) -> No
     await rt.sessions.require(call.path.sessionID)
     _execution(rt).wake(call.path.sessionID, force=True)
     await session_wait(rt, call)
+
+
+@op("v2.session.generate")
+async def session_generate(rt: Runtime, call: Call[SessionPath, None, SessionGenerateBody]) -> SessionGenerated:
+    text = await generate(rt.store, rt.config, rt.options.env, rt.providers.for_model, call.path.sessionID,
+                          call.body.prompt)
+    return SessionGenerated(text=text)
 
 
 @op("v2.session.environment")

@@ -38,6 +38,9 @@ class SessionShell:
 
     async def set_environment(self, session_id: str, variables: Mapping[str, str]) -> None:
         """Replace the variables the session's shell commands get (SessionNotFoundError for an unknown session)."""
+        for name in variables:
+            if not name or "=" in name or "\x00" in name:
+                raise InvalidRequestError(f"Not a usable variable name: {name!r}", field="variables")
         await self.sessions.require(session_id)
         self.environments[session_id] = dict(variables)
 
