@@ -191,6 +191,7 @@ UPSTREAM_SESSION_MANAGEMENT = {
     "v2.session.resume",
     "v2.session.environment",
     "v2.session.generate",
+    "v2.session.view",
 }
 
 

@@ -220,3 +220,42 @@ async def test_generate_answers_with_the_session_context_and_changes_nothing(hos
     assert await log_types(host, sid) == before_log
     with pytest.raises(SessionNotFoundError):
         await host.client.session.generate("ses_doesnotexist", prompt="x")
+
+
+# --- view -----------------------------------------------------------------------------------------------
+
+
+async def test_view_marks_the_idle_transition_seen_for_the_other_viewers(host, provider):
+    sid = await host.session(title="Watched")
+    await turn(host, provider, sid, "tell me when done")
+    info = await host.client.session.get(sid)
+    idle = info.time.updated
+    seen: list[int] = []
+    async with anyio.create_task_group() as tg:
+        subscribed = anyio.Event()
+
+        async def watch() -> None:
+            async for event in host.client.event.subscribe():
+                if event.type == "server.connected":
+                    subscribed.set()
+                elif event.type == "session.viewed":
+                    seen.append(event.data["idle"] if isinstance(event.data, dict) else event.data.idle)
+                    return
+
+        tg.start_soon(watch)
+        with anyio.fail_after(WAIT):
+            await subscribed.wait()
+            await host.client.session.view(sid, idle=idle)
+    assert seen == [idle]
+    await host.client.session.view(sid, idle=idle)  # seen already: nothing more is recorded
+    await host.client.session.view(sid, idle=idle - 1)
+    assert (await log_types(host, sid)).count("session.viewed") == 1
+    # a view is no change of the session: it does not move up in the list
+    assert (await host.client.session.get(sid)).time.updated == idle
+
+    with pytest.raises(SessionNotFoundError):
+        await host.client.session.view("ses_doesnotexist", idle=idle)
+    async with raw(host) as http:
+        for body in ({}, {"idle": -1}, {"idle": "soon"}):
+            bad = await http.post(f"/api/session/{sid}/view", json=body)
+            assert bad.status_code == 400 and bad.json()["_tag"] == "InvalidRequestError", body

@@ -1885,6 +1885,23 @@ class SessionGroup:
             options=options,
         )
 
+    async def view(self, session_id: str, *, idle: int, options: CallOptions | None = None) -> None:
+        """Mark session viewed.
+
+        Mark the idle transition the viewer saw (`idle`, epoch ms) as viewed: a durable session.viewed
+        event tells the other viewers, so they need not notify their user of it again.
+
+        `POST /api/session/{sessionID}/view` (v2.session.view). Declared errors: InvalidRequestError
+        (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
+        InvalidRequestError (413), InvalidRequestError (415).
+        """
+        await self._client._call(
+            "v2.session.view",
+            path={"sessionID": session_id},
+            body={"idle": idle},
+            options=options,
+        )
+
     async def wait(self, session_id: str, *, options: CallOptions | None = None) -> None:
         """Wait for session.
 

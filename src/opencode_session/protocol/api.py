@@ -876,6 +876,20 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         errors=(SessionNotFoundError, ServiceUnavailableError),
     ),
     Endpoint(
+        operation_id="v2.session.view",
+        method="POST",
+        path="/api/session/{sessionID}/view",
+        summary="Mark session viewed",
+        description=(
+            "Mark the idle transition the viewer saw (`idle`, epoch ms) as viewed: a durable session.viewed event"
+            " tells the other viewers, so they need not notify their user of it again."
+        ),
+        path_params=SessionPath,
+        body=SessionViewBody,
+        success_status=204,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
         operation_id="v2.session.environment",
         method="PUT",
         path="/api/session/{sessionID}/environment",

@@ -151,6 +151,14 @@ class Updated(Struct):
     permissions: list[PermissionV2Rule] | None = None
 
 
+@durable("session.viewed")
+class Viewed(Struct):
+    """A viewer saw the session go idle at `idle` (epoch ms): other viewers need not tell their user of it again."""
+
+    sessionID: SessionID
+    idle: int = Field(ge=0)
+
+
 @durable("session.deleted", version=2)
 class Deleted(Struct):
     """The session is gone: its projection, pending input, entries and state leave the store, and so do its earlier

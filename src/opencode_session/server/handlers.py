@@ -93,6 +93,7 @@ from ..protocol.api import (
     SessionSwitchModelBody,
     SessionSyntheticBody,
     SessionUpdateBody,
+    SessionViewBody,
     SkillList,
 )
 from ..schema.catalog import ModelList, ProviderAnswer, ProviderList
@@ -337,6 +338,11 @@ async def session_generate(rt: Runtime, call: Call[SessionPath, None, SessionGen
     text = await generate(rt.store, rt.config, rt.options.env, rt.providers.for_model, call.path.sessionID,
                           call.body.prompt)
     return SessionGenerated(text=text)
+
+
+@op("v2.session.view")
+async def session_view(rt: Runtime, call: Call[SessionPath, None, SessionViewBody]) -> None:
+    await rt.lifecycle.view(call.path.sessionID, call.body.idle)
 
 
 @op("v2.session.environment")

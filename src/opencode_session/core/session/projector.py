@@ -34,7 +34,7 @@ def project(tx: Tx, record: EventRecord) -> None:
     handler = _HANDLERS.get(type(data))
     if handler is not None:
         handler(tx, record, data)
-    if not isinstance(data, (ev.SessionCreated, ev.Imported)):
+    if not isinstance(data, (ev.SessionCreated, ev.Imported, ev.Viewed)):  # a view changes nothing of the session
         tx.sessions.touch(record.aggregate_id, record.created)
 
 
