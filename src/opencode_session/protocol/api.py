@@ -512,8 +512,16 @@ class SessionGenerated(Struct):
     text: str
 
 
+def _integral(value: Any) -> Any:
+    # JSON does not tell 185 from 185.0: an integral number is that integer (the schema says "integer")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 class SessionViewBody(_Body):
-    idle: int = Field(ge=0, le=MAX_SEQ, description="The time (epoch ms) of the idle transition the viewer saw.")
+    idle: Annotated[int, BeforeValidator(_integral)] = Field(
+        ge=0, le=MAX_SEQ, description="The time (epoch ms) of the idle transition the viewer saw.")
 
 
 def _stored_numbers(value: Any) -> Any:
