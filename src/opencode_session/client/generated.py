@@ -32,6 +32,8 @@ from opencode_session.protocol.api import (
     QuestionRequestList,
     ReferenceList,
     SessionDurableEvent,
+    SessionGenerated,
+    SessionInterrupted,
     SessionLogItem,
     SkillList,
 )
@@ -39,7 +41,7 @@ from opencode_session.schema.catalog import ModelList, ProviderAnswer, ProviderL
 from opencode_session.schema.common import LocationRef, ModelRef
 from opencode_session.schema.input import SessionInputAdmitted
 from opencode_session.schema.instruction_entry import InstructionEntry
-from opencode_session.schema.lifecycle import InboxItem, SessionTranscript
+from opencode_session.schema.lifecycle import InboxItem, InboxSyntheticItem, SessionTranscript
 from opencode_session.schema.location import LocationInfo
 from opencode_session.schema.message import SessionMessage
 from opencode_session.schema.permission import (
@@ -1183,6 +1185,29 @@ class SessionGroup:
             options=options,
         ))
 
+    async def environment(
+        self,
+        session_id: str,
+        *,
+        variables: dict[str, str],
+        options: CallOptions | None = None,
+    ) -> None:
+        """Set session shell environment.
+
+        Replace the variables the session's shell commands get over the server's environment (which
+        they inherit without the server's secrets). Kept by this server process.
+
+        `PUT /api/session/{sessionID}/environment` (v2.session.environment). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        await self._client._call(
+            "v2.session.environment",
+            path={"sessionID": session_id},
+            body={"variables": variables},
+            options=options,
+        )
+
     def events(
         self,
         session_id: str,
@@ -1226,6 +1251,29 @@ class SessionGroup:
             "v2.session.fork",
             path={"sessionID": session_id},
             body={"messageID": messageID},
+            options=options,
+        ))
+
+    async def generate(
+        self,
+        session_id: str,
+        *,
+        prompt: str,
+        options: CallOptions | None = None,
+    ) -> SessionGenerated:
+        """Generate from session context.
+
+        Answer a prompt with the session's model after its active history, without recording anything:
+        its history, usage and log stay as they were.
+
+        `POST /api/session/{sessionID}/generate` (v2.session.generate). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), InvalidRequestError (413), InvalidRequestError (415), ServiceUnavailableError (503).
+        """
+        return cast("SessionGenerated", await self._client._call(
+            "v2.session.generate",
+            path={"sessionID": session_id},
+            body={"prompt": prompt},
             options=options,
         ))
 
@@ -1310,16 +1358,29 @@ class SessionGroup:
             options=options,
         )
 
-    async def interrupt(self, session_id: str, *, options: CallOptions | None = None) -> None:
+    async def interrupt(
+        self,
+        session_id: str,
+        *,
+        resume: bool | None = None,
+        options: CallOptions | None = None,
+    ) -> SessionInterrupted:
         """Interrupt session execution.
 
-        Interrupt active execution owned by this OpenCode process. Idle interruption is a no-op.
+        Interrupt active execution owned by this OpenCode process (idle interruption is a no-op). With
+        resume=true execution starts again when steering input or a compaction barrier is pending;
+        with only queued prompts pending they stay parked until the session is next woken.
 
         `POST /api/session/{sessionID}/interrupt` (v2.session.interrupt). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
         (404), InvalidRequestError (413), InvalidRequestError (415).
         """
-        await self._client._call("v2.session.interrupt", path={"sessionID": session_id}, options=options)
+        return cast("SessionInterrupted", await self._client._call(
+            "v2.session.interrupt",
+            path={"sessionID": session_id},
+            query={"resume": resume},
+            options=options,
+        ))
 
     async def list(
         self,
@@ -1686,6 +1747,18 @@ class SessionGroup:
         """
         await self._client._call("v2.session.remove", path={"sessionID": session_id}, options=options)
 
+    async def resume(self, session_id: str, *, options: CallOptions | None = None) -> None:
+        """Resume session.
+
+        Start execution without new input (or join the running one) and answer once it settled:
+        pending input is delivered, and history that awaits an assistant reply is answered.
+
+        `POST /api/session/{sessionID}/resume` (v2.session.resume). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), InvalidRequestError (413), InvalidRequestError (415), ServiceUnavailableError (503).
+        """
+        await self._client._call("v2.session.resume", path={"sessionID": session_id}, options=options)
+
     async def revert_clear(self, session_id: str, *, options: CallOptions | None = None) -> None:
         """Clear staged revert.
 
@@ -1739,6 +1812,33 @@ class SessionGroup:
             options=options,
         ))
 
+    async def shell(
+        self,
+        session_id: str,
+        *,
+        command: str,
+        id: str | None = None,
+        options: CallOptions | None = None,
+    ) -> None:
+        """Run shell command.
+
+        Run one shell command in the session's location while it is idle, under its bash permission
+        rules (a deny refuses it). The session records it as a shell message between
+        session.shell.started and session.shell.ended (with its merged output); the answer comes once
+        it ended.
+
+        `POST /api/session/{sessionID}/shell` (v2.session.shell). Declared errors: InvalidRequestError
+        (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
+        ConflictError (409), SessionBusyError (409), InvalidRequestError (413), InvalidRequestError
+        (415).
+        """
+        await self._client._call(
+            "v2.session.shell",
+            path={"sessionID": session_id},
+            body={"id": id, "command": command},
+            options=options,
+        )
+
     async def switch_agent(self, session_id: str, *, agent: str, options: CallOptions | None = None) -> None:
         """Switch session agent.
 
@@ -1777,6 +1877,42 @@ class SessionGroup:
             options=options,
         )
 
+    async def synthetic(
+        self,
+        session_id: str,
+        *,
+        text: str,
+        id: str | None = None,
+        description: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        delivery: Literal["steer", "queue"] | None = None,
+        resume: bool | None = None,
+        options: CallOptions | None = None,
+    ) -> InboxSyntheticItem:
+        """Send synthetic input.
+
+        Durably admit input the model reads as the user's side, marked synthetic: it is delivered and
+        executes as a prompt does (steer by default) unless resume is false. An exact retry of an ID
+        answers the same item; another use of it is a conflict.
+
+        `POST /api/session/{sessionID}/synthetic` (v2.session.synthetic). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
+        (404), ConflictError (409), InvalidRequestError (413), InvalidRequestError (415).
+        """
+        return cast("InboxSyntheticItem", await self._client._call(
+            "v2.session.synthetic",
+            path={"sessionID": session_id},
+            body={
+                "id": id,
+                "text": text,
+                "description": description,
+                "metadata": metadata,
+                "delivery": delivery,
+                "resume": resume,
+            },
+            options=options,
+        ))
+
     async def update(
         self,
         session_id: str,
@@ -1799,6 +1935,23 @@ class SessionGroup:
             "v2.session.update",
             path={"sessionID": session_id},
             body={"title": title, "metadata": metadata, "permissions": permissions},
+            options=options,
+        )
+
+    async def view(self, session_id: str, *, idle: int, options: CallOptions | None = None) -> None:
+        """Mark session viewed.
+
+        Mark the idle transition the viewer saw (`idle`, epoch ms) as viewed: a durable session.viewed
+        event tells the other viewers, so they need not notify their user of it again.
+
+        `POST /api/session/{sessionID}/view` (v2.session.view). Declared errors: InvalidRequestError
+        (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
+        InvalidRequestError (413), InvalidRequestError (415).
+        """
+        await self._client._call(
+            "v2.session.view",
+            path={"sessionID": session_id},
+            body={"idle": idle},
             options=options,
         )
 

@@ -48,6 +48,7 @@ from .session import Sessions
 from .session.lifecycle import SessionLifecycle
 from .session.projector import project
 from .session.revert import Reverts
+from .session.shell import SessionShell
 from .store import DatabaseNotFoundError, Lease, Store, Tx, database_files, is_postgres, now_ms, set_fence
 from .telemetry import telemetry, tracing_settings
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
@@ -115,6 +116,8 @@ class Runtime:
         self.lifecycle = SessionLifecycle(self.store, self.sessions, self.outputs.root)
         self.lifecycle.released = self.session_deleted
         self.reverts = Reverts(self.store, lambda: self.snapshots, self.config)
+        self.shell = SessionShell(self.sessions)
+        self.lifecycle.removed = self.shell.forget
         self.terminals = Terminals(options.env)  # pseudo-terminals by Location, killed when the runtime closes
         self.finder = Finder(max_indexed=max_indexed(options.env))  # fs.find's indexes of the Locations searched lately
         self.integrations = Integrations(self.credentials)

@@ -50,7 +50,7 @@ from opencode_session.schema.ids import MessageID, PermissionID, PtyID, Question
 from opencode_session.schema.input import SessionInputAdmitted
 from opencode_session.schema.instruction_entry import EntryKey, InstructionEntry, InstructionEntryPut
 from opencode_session.schema.integration import IntegrationAttempt, IntegrationAttemptStatus, IntegrationInfo
-from opencode_session.schema.lifecycle import InboxDelivery, InboxItem, SessionTranscript
+from opencode_session.schema.lifecycle import InboxDelivery, InboxItem, InboxSyntheticItem, SessionTranscript
 from opencode_session.schema.location import LocationInfo
 from opencode_session.schema.mcp import McpServerStatus
 from opencode_session.schema.message import SessionMessage
@@ -506,6 +506,50 @@ class SessionStatsQuery(Struct):
     project: str | None = Field(None, description="Only sessions of this project.")
     timezone: str | None = Field(None, max_length=64, description="IANA time zone the days are counted in (UTC).")
     tools: QueryBool | None = Field(None, description="Count each tool's calls and failures (default: true).")
+class SessionInterruptQuery(Struct):
+    resume: QueryBool | None = None
+
+
+class SessionInterrupted(Struct):
+    interrupted: bool = Field(description="Whether an execution was running and was stopped.")
+
+
+class SessionSyntheticBody(_Body):
+    id: MessageID | None = None
+    text: str
+    description: str | None = None
+    metadata: dict[str, Any] | None = None
+    delivery: Delivery | None = None
+    resume: bool | None = None
+
+
+class SessionShellBody(_Body):
+    id: MessageID | None = None
+    command: Annotated[str, Field(min_length=1, pattern=r"^[^\x00]*\S[^\x00]*$")]
+
+
+class SessionEnvironmentBody(_Body):
+    variables: dict[str, ExecString]
+
+
+class SessionGenerateBody(_Body):
+    prompt: str
+
+
+class SessionGenerated(Struct):
+    text: str
+
+
+def _integral(value: Any) -> Any:
+    # JSON does not tell 185 from 185.0: an integral number is that integer (the schema says "integer")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+class SessionViewBody(_Body):
+    idle: Annotated[int, BeforeValidator(_integral)] = Field(
+        ge=0, le=MAX_SEQ, description="The time (epoch ms) of the idle transition the viewer saw.")
 
 
 def _stored_numbers(value: Any) -> Any:
@@ -796,10 +840,106 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         method="POST",
         path="/api/session/{sessionID}/interrupt",
         summary="Interrupt session execution",
-        description="Interrupt active execution owned by this OpenCode process. Idle interruption is a no-op.",
+        description=(
+            "Interrupt active execution owned by this OpenCode process (idle interruption is a no-op). With"
+            " resume=true execution starts again when steering input or a compaction barrier is pending; with"
+            " only queued prompts pending they stay parked until the session is next woken."
+        ),
+        path_params=SessionPath,
+        query=SessionInterruptQuery,
+        success=SessionInterrupted,
+        errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.synthetic",
+        method="POST",
+        path="/api/session/{sessionID}/synthetic",
+        summary="Send synthetic input",
+        description=(
+            "Durably admit input the model reads as the user's side, marked synthetic: it is delivered and"
+            " executes as a prompt does (steer by default) unless resume is false. An exact retry of an ID answers"
+            " the same item; another use of it is a conflict."
+        ),
+        path_params=SessionPath,
+        body=SessionSyntheticBody,
+        success=InboxSyntheticItem,
+        unwrap_data=True,
+        errors=(ConflictError, SessionNotFoundError),
+    ),
+    Endpoint(
+        operation_id="v2.session.shell",
+        method="POST",
+        path="/api/session/{sessionID}/shell",
+        summary="Run shell command",
+        description=(
+            "Run one shell command in the session's location while it is idle, under its bash permission rules"
+            " (a deny refuses it). The session records it as a shell message between session.shell.started and"
+            " session.shell.ended (with its merged output); the answer comes once it ended."
+        ),
+        path_params=SessionPath,
+        body=SessionShellBody,
+        success_status=204,
+        errors=(SessionNotFoundError, SessionBusyError, ConflictError),
+        refusals=(Refusal(InvalidRequestError, "command", "the command line holds no command (only separators)"),),
+    ),
+    Endpoint(
+        operation_id="v2.session.resume",
+        method="POST",
+        path="/api/session/{sessionID}/resume",
+        summary="Resume session",
+        description=(
+            "Start execution without new input (or join the running one) and answer once it settled: pending"
+            " input is delivered, and history that awaits an assistant reply is answered."
+        ),
         path_params=SessionPath,
         success_status=204,
+        errors=(SessionNotFoundError, ServiceUnavailableError),
+        waits=True,
+    ),
+    Endpoint(
+        operation_id="v2.session.generate",
+        method="POST",
+        path="/api/session/{sessionID}/generate",
+        summary="Generate from session context",
+        description=(
+            "Answer a prompt with the session's model after its active history, without recording anything:"
+            " its history, usage and log stay as they were."
+        ),
+        path_params=SessionPath,
+        body=SessionGenerateBody,
+        success=SessionGenerated,
+        unwrap_data=True,
+        errors=(SessionNotFoundError, ServiceUnavailableError),
+    ),
+    Endpoint(
+        operation_id="v2.session.view",
+        method="POST",
+        path="/api/session/{sessionID}/view",
+        summary="Mark session viewed",
+        description=(
+            "Mark the idle transition the viewer saw (`idle`, epoch ms) as viewed: a durable session.viewed event"
+            " tells the other viewers, so they need not notify their user of it again."
+        ),
+        path_params=SessionPath,
+        body=SessionViewBody,
+        success_status=204,
         errors=_SESSION_404,
+    ),
+    Endpoint(
+        operation_id="v2.session.environment",
+        method="PUT",
+        path="/api/session/{sessionID}/environment",
+        summary="Set session shell environment",
+        description=(
+            "Replace the variables the session's shell commands get over the server's environment (which they"
+            " inherit without the server's secrets). Kept by this server process."
+        ),
+        path_params=SessionPath,
+        body=SessionEnvironmentBody,
+        success_status=204,
+        errors=_SESSION_404,
+        refusals=(Refusal(InvalidRequestError, "variables",
+                          "a variable's name is empty or holds `=` or NUL: no process can be given it"),),
     ),
     Endpoint(
         operation_id="v2.session.message",

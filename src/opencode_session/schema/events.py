@@ -151,6 +151,14 @@ class Updated(Struct):
     permissions: list[PermissionV2Rule] | None = None
 
 
+@durable("session.viewed")
+class Viewed(Struct):
+    """A viewer saw the session go idle at `idle` (epoch ms): other viewers need not tell their user of it again."""
+
+    sessionID: SessionID
+    idle: int = Field(ge=0)
+
+
 @durable("session.deleted", version=2)
 class Deleted(Struct):
     """The session is gone: its projection, pending input, entries and state leave the store, and so do its earlier
@@ -308,6 +316,25 @@ class Synthetic(Struct):
     text: str
     description: str | None = None
     metadata: dict[str, Any] | None = None
+
+
+@durable("session.shell.started")
+class ShellStarted(Struct):
+    """A user's shell command began in the session's Location: a `shell` message (id `messageID`) shows it."""
+
+    sessionID: SessionID
+    messageID: MessageID
+    callID: str
+    command: str
+
+
+@durable("session.shell.ended")
+class ShellEnded(Struct):
+    """The shell command of `callID` ended: its merged stdout and stderr (with a note of a failing exit)."""
+
+    sessionID: SessionID
+    callID: str
+    output: str
 
 
 # --- steps ---------------------------------------------------------------------------------------

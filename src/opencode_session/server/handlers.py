@@ -8,13 +8,14 @@ from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 import anyio
 
 from ..core.agents import agent_info
 from ..core.commands import discover_commands
 from ..core.config import Config, ConfigError
+from ..core.execution.generate import generate
 from ..core.fs import DEFAULT_LIMIT, list_directory, read_file
 from ..core.llm import listing
 from ..core.location import Location, require_usable_directory, select_location
@@ -22,6 +23,7 @@ from ..core.permission import Authority, PermissionAsk
 from ..core.references import discover_references
 from ..core.runtime import Runtime
 from ..core.session import stats, transcript
+from ..core.session.lifecycle import inbox_item
 from ..core.session.requests import file_permission, in_location
 from ..core.store import now_ms
 from ..core.workspace import available_skills, workspace_authority
@@ -69,10 +71,15 @@ from ..protocol.api import (
     SavedPermissionQuery,
     SessionCreateBody,
     SessionDiffQuery,
+    SessionEnvironmentBody,
     SessionEventsQuery,
     SessionExportQuery,
     SessionForkBody,
+    SessionGenerateBody,
+    SessionGenerated,
     SessionImportBody,
+    SessionInterrupted,
+    SessionInterruptQuery,
     SessionListQuery,
     SessionLogQuery,
     SessionMessagePath,
@@ -82,19 +89,22 @@ from ..protocol.api import (
     SessionPermissionCreateBody,
     SessionPromptBody,
     SessionRevertStageBody,
+    SessionShellBody,
     SessionStatsQuery,
     SessionSwitchAgentBody,
     SessionSwitchModelBody,
+    SessionSyntheticBody,
     SessionUpdateBody,
+    SessionViewBody,
     SkillList,
 )
 from ..schema.catalog import ModelList, ProviderAnswer, ProviderList
 from ..schema.errors import InvalidRequestError, ProviderNotFoundError, ServiceUnavailableError
-from ..schema.events import EventRecord, GlobalDisposed, LogSynced, ServerConnected
+from ..schema.events import EventRecord, GlobalDisposed, LogSynced, ServerConnected, SyntheticInputData
 from ..schema.ids import SessionID, event_id
 from ..schema.input import SessionInputAdmitted
 from ..schema.instruction_entry import InstructionEntry, InstructionEntryPut
-from ..schema.lifecycle import InboxItem, SessionTranscript
+from ..schema.lifecycle import InboxItem, InboxSyntheticItem, SessionTranscript
 from ..schema.location import LocationInfo
 from ..schema.mcp import McpServerStatus
 from ..schema.message import SessionMessage
@@ -293,10 +303,54 @@ async def session_compact(rt: Runtime, call: Call[SessionPath, None, None]) -> N
 
 
 @op("v2.session.interrupt")
-async def session_interrupt(rt: Runtime, call: Call[SessionPath, None, None]) -> None:
+async def session_interrupt(rt: Runtime, call: Call[SessionPath, SessionInterruptQuery, None]) -> SessionInterrupted:
+    sid = call.path.sessionID
+    await rt.sessions.require(sid)
+    if rt.execution is None:
+        return SessionInterrupted(interrupted=False)
+    interrupted = await rt.execution.interrupt(sid, "user")
+    # resume: what waits for the next boundary (steers, a compaction barrier) runs now; queued prompts stay parked
+    if call.query.resume is True and await rt.sessions.steering(sid):
+        rt.execution.wake(sid)
+    return SessionInterrupted(interrupted=interrupted)
+
+
+@op("v2.session.synthetic")
+async def session_synthetic(rt: Runtime, call: Call[SessionPath, None, SessionSyntheticBody]) -> InboxSyntheticItem:
+    b = call.body
+    item = await rt.sessions.admit_synthetic(
+        call.path.sessionID, SyntheticInputData(text=b.text, description=b.description, metadata=b.metadata),
+        id=b.id, delivery=b.delivery or "steer", resume=True if b.resume is None else b.resume)
+    return cast(InboxSyntheticItem, inbox_item(item))
+
+
+@op("v2.session.shell")
+async def session_shell(rt: Runtime, call: Call[SessionPath, None, SessionShellBody]) -> None:
+    await rt.shell.run(call.path.sessionID, call.body.command, id=call.body.id)
+
+
+@op("v2.session.resume")
+async def session_resume(rt: Runtime, call: Call[SessionPath, None, None]) -> None:
     await rt.sessions.require(call.path.sessionID)
-    if rt.execution is not None:
-        await rt.execution.interrupt(call.path.sessionID, "user")
+    _execution(rt).wake(call.path.sessionID, force=True)
+    await session_wait(rt, call)
+
+
+@op("v2.session.generate")
+async def session_generate(rt: Runtime, call: Call[SessionPath, None, SessionGenerateBody]) -> SessionGenerated:
+    text = await generate(rt.store, rt.config, rt.options.env, rt.providers.for_model, call.path.sessionID,
+                          call.body.prompt)
+    return SessionGenerated(text=text)
+
+
+@op("v2.session.view")
+async def session_view(rt: Runtime, call: Call[SessionPath, None, SessionViewBody]) -> None:
+    await rt.lifecycle.view(call.path.sessionID, call.body.idle)
+
+
+@op("v2.session.environment")
+async def session_environment(rt: Runtime, call: Call[SessionPath, None, SessionEnvironmentBody]) -> None:
+    await rt.shell.set_environment(call.path.sessionID, call.body.variables)
 
 
 @op("v2.session.message")

@@ -82,6 +82,33 @@ def admit(tx: Tx, session_id: str, input_id: str, prompt: Prompt,
                                 delivery=delivery, timeCreated=record.created), True
 
 
+def admit_synthetic(tx: Tx, session_id: str, input_id: str, data: ev.SyntheticInputData,
+                    delivery: ev.Delivery) -> tuple[PendingInput, bool]:
+    """Admit synthetic input (the model reads it as the user's side, marked synthetic) in the caller's transaction,
+    as `admit` does a prompt: an exact retry of a pending one reconciles, any other reuse of the ID conflicts.
+    Returns its pending row and whether it is new."""
+    payload = data.wire()
+    waiting = tx.pending.get(input_id)
+    if waiting is not None:
+        if (waiting.session_id, waiting.type, waiting.delivery) != (session_id, "synthetic", delivery) or \
+                _canonical(waiting.data) != _canonical(payload):
+            raise _conflict(input_id)
+        return waiting, False
+    promoted = tx.messages.placement(input_id)
+    if promoted is not None:  # delivered already: an exact retry answers the item it was
+        admitted = tx.events.admission_of(session_id, input_id)
+        if promoted.session_id != session_id or admitted is None or not isinstance(admitted.data, ev.InputAdmitted):
+            raise _conflict(input_id)
+        was = admitted.data.input
+        if was.type != "synthetic" or was.delivery != delivery or _canonical(was.data.wire()) != _canonical(payload):
+            raise _conflict(input_id)
+        return PendingInput(input_id, session_id, "synthetic", payload, delivery, admitted.sequence,
+                            admitted.created), False
+    record = tx.append(ev.InputAdmitted(sessionID=session_id, inputID=input_id,
+                                        input=ev.SyntheticInput(data=data, delivery=delivery)))
+    return PendingInput(input_id, session_id, "synthetic", payload, delivery, record.sequence, record.created), True
+
+
 def _from_pending(item: PendingInput) -> SessionInputAdmitted:
     return SessionInputAdmitted(admittedSeq=item.admitted_seq, id=item.id, sessionID=item.session_id,
                                 prompt=Prompt.model_validate(item.data),

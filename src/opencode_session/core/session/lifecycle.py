@@ -47,6 +47,8 @@ class SessionLifecycle:
         self.outputs = outputs
         self.interrupt: Interrupt | None = None
         self.released: Callable[[str], Awaitable[None]] | None = None
+        self.removed: Callable[[str], None] | None = None  # told each removed session's ID
+        self._viewed: dict[str, int] = {}  # the newest idle transition each session was seen at, by this process
 
     # --- update ------------------------------------------------------------------------------------------
 
@@ -66,6 +68,23 @@ class SessionLifecycle:
                 tx.append(change)
 
         await self.store.write(_update)
+
+    # --- view --------------------------------------------------------------------------------------------
+
+    async def view(self, session_id: str, idle: int) -> None:
+        """Mark the idle transition at `idle` (epoch ms) as seen: one durable `session.viewed` event, which every
+        event subscriber (other viewers) receives; a view of a transition this process recorded as seen already, or
+        of an older one, records nothing."""
+
+        def _view(tx: Tx) -> bool:
+            require_session(tx, session_id)
+            if self._viewed.get(session_id, -1) >= idle:
+                return False
+            tx.append(ev.Viewed(sessionID=session_id, idle=idle))
+            return True
+
+        if await self.store.write(_view):
+            self._viewed[session_id] = max(idle, self._viewed.get(session_id, -1))
 
     # --- remove ------------------------------------------------------------------------------------------
 
@@ -95,6 +114,10 @@ class SessionLifecycle:
             return [p for p in dict.fromkeys(paths) if not tx.lifecycle.referenced(p)], directories
 
         paths, directories = await self.store.write(_remove)
+        for sid in tree:
+            self._viewed.pop(sid, None)
+            if self.removed is not None:
+                self.removed(sid)
         await anyio.to_thread.run_sync(self._delete_outputs, paths)
         if self.released is not None:
             for directory in directories:

@@ -34,7 +34,7 @@ def project(tx: Tx, record: EventRecord) -> None:
     handler = _HANDLERS.get(type(data))
     if handler is not None:
         handler(tx, record, data)
-    if not isinstance(data, (ev.SessionCreated, ev.Imported)):
+    if not isinstance(data, (ev.SessionCreated, ev.Imported, ev.Viewed)):  # a view changes nothing of the session
         tx.sessions.touch(record.aggregate_id, record.created)
 
 
@@ -240,6 +240,22 @@ def _synthetic(tx: Tx, record: EventRecord, data: ev.Synthetic) -> None:
     if data.metadata is not None:
         message["metadata"] = data.metadata
     _insert_message(tx, record, message)
+
+
+@handles(ev.ShellStarted)
+def _shell_started(tx: Tx, record: EventRecord, data: ev.ShellStarted) -> None:
+    _insert_message(tx, record, {"id": data.messageID, "time": {"created": record.created}, "type": "shell",
+                                 "callID": data.callID, "command": data.command, "output": ""})
+
+
+@handles(ev.ShellEnded)
+def _shell_ended(tx: Tx, record: EventRecord, data: ev.ShellEnded) -> None:
+    message = tx.messages.shell(data.sessionID, data.callID)
+    if message is None:
+        return
+    message["output"] = data.output
+    message["time"]["completed"] = record.created
+    tx.messages.save(message, record.created)
 
 
 # --- assistant steps ---------------------------------------------------------------------------------

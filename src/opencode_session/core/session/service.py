@@ -33,7 +33,7 @@ from ..attachments import admission_authority, check_prompt_files
 from ..config import ConfigError, ConfigSource
 from ..llm.catalog import undeclared
 from ..location import Location, resolve_location
-from ..store import Reader, SessionFilter, Store, Tx, now_ms
+from ..store import PendingInput, Reader, SessionFilter, Store, Tx, now_ms
 from ..store.codec import decode
 from ..store.feed import Doorbell
 from ..store.keyset import Direction, Key, Order, PageRequest
@@ -339,6 +339,33 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         reason = await self.hooks.user_prompt_submit(run, text)
         if reason is not None:
             raise InvalidRequestError(f"A UserPromptSubmit hook rejected the prompt: {reason}", field="prompt")
+    async def admit_synthetic(self, session_id: str, data: ev.SyntheticInputData, *, id: str | None = None,
+                              delivery: ev.Delivery = "steer", resume: bool = True) -> PendingInput:
+        """Durably admit synthetic input (it executes like a prompt, shown as synthetic), or reconcile an exact
+        retry; then ring the wake unless resume is false. A staged revert is committed first, as for a prompt."""
+        input_id = id or message_id()
+
+        def _admit(tx: Tx) -> tuple[PendingInput, bool]:
+            require_session(tx, session_id)
+            commit_staged(tx, session_id)
+            return admission.admit_synthetic(tx, session_id, input_id, data, delivery)
+
+        item, new = await self.store.write(_admit)
+        if new:
+            hooks.prompt_admitted(delivery)
+        if resume:
+            self.wake(session_id)
+        return item
+
+    async def steering(self, session_id: str) -> bool:
+        """Whether input waits for the next Safe Step Boundary: a steer, or a compaction barrier."""
+
+        def _q(reader: Reader) -> bool:
+            require_session(reader, session_id)
+            return reader.pending.barrier(session_id) is not None or any(
+                delivery == "steer" for _, delivery in reader.pending.promotable(session_id))
+
+        return await self.store.read(_q)
 
     async def compact(self, session_id: str) -> str:
         """Admit a manual compaction barrier (or join the pending one) and ring the wake. Returns its input ID."""

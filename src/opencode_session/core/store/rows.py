@@ -12,7 +12,12 @@ from typing import Any, NamedTuple, Protocol
 from ...schema.common import LocationRef
 from ...schema.events import EventRecord
 from ...schema.message import SessionMessage
-from ...schema.message_data import SessionMessageAssistantData, SessionMessageCompactionData, SessionMessageData
+from ...schema.message_data import (
+    SessionMessageAssistantData,
+    SessionMessageCompactionData,
+    SessionMessageData,
+    SessionMessageShellData,
+)
 from ...schema.permission import PermissionSavedInfo
 from ...schema.session import SessionV2Info
 from .keyset import KeysetPage, PageRequest
@@ -190,6 +195,10 @@ class MessageReads(Protocol):
         ...
 
     def running_compaction(self, session_id: str, message_id: str) -> SessionMessageCompactionData | None: ...
+
+    def shell(self, session_id: str, call_id: str) -> SessionMessageShellData | None:
+        """The session's `shell` message of the command `call_id`, for its end to complete."""
+        ...
 
     def injected_instruction_paths(self, session_id: str) -> set[str]:
         """The nearby instruction files already shown to the model as synthetic messages."""

@@ -7,7 +7,12 @@ import json
 from typing import Any, cast
 
 from ....schema.message import SessionMessage
-from ....schema.message_data import SessionMessageAssistantData, SessionMessageCompactionData, SessionMessageData
+from ....schema.message_data import (
+    SessionMessageAssistantData,
+    SessionMessageCompactionData,
+    SessionMessageData,
+    SessionMessageShellData,
+)
 from ..codec import as_data, decode, dump
 from ..keyset import KeysetPage, PageRequest
 from ..rows import HistoryRow, Placement
@@ -102,6 +107,12 @@ class SqlMessages:
             "SELECT data FROM session_message WHERE id = ? AND session_id = ? AND type = 'compaction'"
             " AND json_extract(data, '$.status') = 'running'", (message_id, session_id)).fetchone()
         return None if row is None else cast(SessionMessageCompactionData, as_data(row[0]))
+
+    def shell(self, session_id: str, call_id: str) -> SessionMessageShellData | None:
+        row = self.conn.execute(
+            "SELECT data FROM session_message WHERE session_id = ? AND type = 'shell'"
+            " AND json_extract(data, '$.callID') = ?", (session_id, call_id)).fetchone()
+        return None if row is None else cast(SessionMessageShellData, as_data(row[0]))
 
     def injected_instruction_paths(self, session_id: str) -> set[str]:
         rows = self.conn.execute(

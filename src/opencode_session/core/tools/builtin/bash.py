@@ -10,7 +10,7 @@ import shutil
 import signal
 import subprocess
 from collections import deque
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +86,7 @@ class BashTool:
                           save={"bash": list(dict.fromkeys(save_pattern(s) for s in simple))})
         if not workdir.is_dir():  # after the asking, which the directory may not outlast
             raise ToolFailure(f"workdir is not a directory: {workdir}")
-        run = _Run(ctx)
+        run = CommandRun(ctx.on_output)
         exit_code = await run.run(command, workdir, env, timeout)
         text = run.output()
         note = (f"The command was stopped after the {timeout:g} s timeout." if run.timed_out
@@ -127,11 +127,11 @@ def shell_for(env: Mapping[str, str]) -> str:
     return shutil.which("bash") or "/bin/sh"
 
 
-class _Run:
-    """One command's process group and the output it produced."""
+class CommandRun:
+    """One command's process group and the output it produced (each piece also given to `on_output` as it comes)."""
 
-    def __init__(self, ctx: ToolContext) -> None:
-        self.ctx = ctx
+    def __init__(self, on_output: Callable[[str], None] | None = None) -> None:
+        self.on_output = on_output
         self.head: list[str] = []
         self.head_chars = 0
         self.tail: deque[str] = deque()
@@ -198,8 +198,8 @@ class _Run:
     def _keep(self, text: str) -> None:
         if not text:
             return
-        if self.ctx.on_output is not None:
-            self.ctx.on_output(text)
+        if self.on_output is not None:
+            self.on_output(text)
         if self.head_chars < KEEP_HEAD_CHARS:
             self.head.append(text)
             self.head_chars += len(text)
