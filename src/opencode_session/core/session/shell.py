@@ -7,6 +7,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -21,11 +22,13 @@ from ..permission import Requirement
 from ..permission.command import simple_commands
 from ..permission.rules import with_session_rules
 from ..store import Tx
-from ..tools.builtin.bash import MAX_TIMEOUT_MS, CommandRun, command_environment
 from .service import Sessions, require_session
 
+if TYPE_CHECKING:
+    from ..tools.builtin.bash import CommandRun
+
 # A user's command has the bash tool's longest timeout: it is stopped (and its output so far kept) after it.
-SHELL_TIMEOUT_SECONDS = MAX_TIMEOUT_MS / 1000
+SHELL_TIMEOUT_SECONDS = 600.0  # bash's MAX_TIMEOUT_MS, whose module a server loads with the runner, not at start
 
 
 class SessionShell:
@@ -56,6 +59,8 @@ class SessionShell:
                                                                     info.location.workspaceID))
         except ConfigError:
             config = None
+        from ..tools.builtin.bash import command_environment
+
         return command_environment(inherited(self.sessions.env, config), self.environments.get(session_id, {}))
 
     async def run(self, session_id: str, command: str, id: str | None = None) -> None:
@@ -89,6 +94,8 @@ class SessionShell:
         async with self.sessions.hold(session_id):
             if not await self.sessions.store.write(_start):
                 return
+            from ..tools.builtin.bash import CommandRun
+
             run = CommandRun()
             output: str | None = None
             try:
