@@ -92,6 +92,9 @@ EXTRA_STATUSES = {
 EXTRA_PARAMETERS = {"v2.session.list": {("parentID", "query")}, "v2.session.interrupt": {("resume", "query")}}
 # Upstream's later interrupt answers `{interrupted}` where 1.18.33 answered 204.
 UPSTREAM_SUCCESS = {"v2.session.interrupt": {"200"}}
+# The client's directory scope OpenCode's SDK sends to every operation (`directory` as OpenCode's own routes declare
+# it, and the header); the session list's own `directory` is the reference's.
+SCOPE_PARAMETERS = {("directory", "query"), ("x-opencode-directory", "header")}
 EXTRA_BODY_FIELDS = {"v2.session.create": {"parentID", "title", "metadata", "permissions"}}
 
 
@@ -278,7 +281,7 @@ def test_shared_operations_match_the_reference(doc, reference):
         assert (our_method, our_path) == (ref_method, ref_path), op_id
         assert {(p["name"], p["in"]) for p in our_op["parameters"]} == {
             (p["name"], p["in"]) for p in ref_op["parameters"]
-        } | EXTRA_PARAMETERS.get(op_id, set()), op_id
+        } | EXTRA_PARAMETERS.get(op_id, set()) | SCOPE_PARAMETERS, op_id
         ref_success, ref_errors = _statuses(ref_op)
         ref_success = UPSTREAM_SUCCESS.get(op_id, ref_success)
         assert _statuses(our_op) == (ref_success, ref_errors | GUARD_STATUSES | EXTRA_STATUSES.get(op_id, set())), \
@@ -344,6 +347,7 @@ def test_byte_and_websocket_operations_render_as_the_reference_does(doc, referen
 
 def test_deep_object_parameter_matches_the_reference(doc, reference):
     ours = _operations(doc)["v2.location.get"][2]["parameters"][0]
+    assert ours["name"] == "location"
     theirs = _operations(reference)["v2.location.get"][2]["parameters"][0]
     for key in ("name", "in", "style", "explode", "required"):
         assert ours[key] == theirs[key]
@@ -354,7 +358,8 @@ def test_spec_only_operations_have_their_wire_shape(doc):
     ops = _operations(doc)
     method, path, log = ops["v2.session.log"]
     assert (method, path) == ("GET", "/api/session/{sessionID}/log")
-    assert {p["name"] for p in log["parameters"]} == {"sessionID", "after", "follow"}
+    assert {p["name"] for p in log["parameters"]} == {"sessionID", "after", "follow", "directory",
+                                                      "x-opencode-directory"}
     assert "text/event-stream" in log["responses"]["200"]["content"]
     assert _statuses(log) == ({"200"}, {"400", "401", "404"} | GUARD_STATUSES)
     method, path, put = ops["v2.session.context.entry.put"]

@@ -289,6 +289,7 @@ def test_whatever_is_accepted_can_be_read_back_listed_streamed_and_run(server, h
 @pytest.mark.anyio
 async def test_values_stored_before_the_door_never_poison_reads(tmp_path):
     db = tmp_path / "db.sqlite"
+    (tmp_path / "opencode.json").write_text(json.dumps({"agent": {"AGENT": {}}}))  # a switch needs a known agent
     async with OpenCode(db=db, directory=tmp_path) as host:
         sid = (await host.session.create()).id
         await host.session.switch_agent(sid, agent="AGENT")

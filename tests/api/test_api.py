@@ -80,7 +80,7 @@ async def test_page_cursors_are_both_present_on_every_page_and_null_on_an_empty_
     # OpenCode 1.18.33's wire: a non-empty page links both ways, even at an edge (the page beyond is then empty);
     # an empty page has null for both. Session list and messages alike.
     ids = [(await api.session.create(location={"directory": str(tmp_path)})).id for _ in range(3)]
-    for name in ("a", "b", "c"):
+    for name in ("build", "plan", "build"):  # a switch is refused unless the agent is configured
         await api.session.switch_agent(ids[0], agent=name)
     lists = {"/api/session": {"directory": str(tmp_path), "limit": "2"},
              f"/api/session/{ids[0]}/message": {"limit": "2"}}
@@ -175,12 +175,12 @@ async def test_prompt_without_a_model_fails_execution_with_guidance(api):
 async def test_messages_page_and_single_message(api):
     sid = (await api.session.create()).id
     other = (await api.session.create()).id
-    for name in ("a", "b", "c"):
+    for name in ("build", "plan", "build"):
         await api.session.switch_agent(sid, agent=name)
     page = await api.session.messages(sid, limit=2)
-    assert [m.agent for m in page.items] == ["c", "b"] and page.next
+    assert [m.agent for m in page.items] == ["build", "plan"] and page.next
     rest = await api.session.messages(sid, cursor=page.next)
-    assert [m.agent for m in rest.items] == ["a"]
+    assert [m.agent for m in rest.items] == ["build"]
     assert (await api.session.messages(sid, cursor=rest.next)).items == []
     with pytest.raises(InvalidCursorError):
         await api.session.messages(other, cursor=page.next)
@@ -206,15 +206,15 @@ async def test_interrupt_active_wait_on_idle_sessions(api):
 
 async def test_session_events_replay_after_seq_then_live(api):
     sid = (await api.session.create()).id
-    await api.session.switch_agent(sid, agent="one")
-    await api.session.switch_agent(sid, agent="two")
+    await api.session.switch_agent(sid, agent="plan")
+    await api.session.switch_agent(sid, agent="build")
     stream = api.session.events(sid, after=1)
 
     def done(item, got):
         return len(got) == 2
 
     async def admit_later():
-        await api.session.switch_agent(sid, agent="three")
+        await api.session.switch_agent(sid, agent="plan")
 
     got = []
     with anyio.fail_after(10):
@@ -226,7 +226,7 @@ async def test_session_events_replay_after_seq_then_live(api):
                 break
     assert stream.last_event_id == "3"  # each frame's SSE id is its durable sequence
     await stream.aclose()
-    assert [(e.durable.seq, e.data.agent) for e in got] == [(2, "two"), (3, "three")]
+    assert [(e.durable.seq, e.data.agent) for e in got] == [(2, "build"), (3, "plan")]
     with pytest.raises(SessionNotFoundError):
         async for _ in api.session.events("ses_nope"):
             pass
@@ -234,7 +234,7 @@ async def test_session_events_replay_after_seq_then_live(api):
 
 async def test_log_without_follow_ends_after_marker(api):
     sid = (await api.session.create()).id
-    await api.session.switch_agent(sid, agent="x")
+    await api.session.switch_agent(sid, agent="plan")
     items = [item async for item in api.session.log(sid, follow=False)]
     assert [i.type for i in items] == ["session.agent.selected", "log.synced"]
     assert items[-1].seq == 1
@@ -274,7 +274,7 @@ async def test_instance_event_stream_starts_connected_then_carries_live_events(a
             got.append(item)
             if item.type == "server.connected":
                 sid = (await api.session.create()).id
-                await api.session.switch_agent(sid, agent="live")
+                await api.session.switch_agent(sid, agent="plan")
             elif item.type == "session.agent.selected" and item.data.get("sessionID") == sid:
                 break
     await stream.aclose()
@@ -345,7 +345,7 @@ async def test_durable_envelopes_say_where_they_happened(api, tmp_path):
         async for item in stream:
             if item.type == "server.connected":
                 sid = (await api.session.create(location={"directory": str(where)})).id
-                await api.session.switch_agent(sid, agent="x")
+                await api.session.switch_agent(sid, agent="plan")
             elif item.data.get("sessionID") == sid:
                 live.append(item)
                 if item.type == "session.agent.selected":

@@ -626,7 +626,8 @@ shuts down."""
 
 _LOCATION = Refusal(InvalidRequestError, "location.directory",
                     "the location's directory does not exist, is not a directory, or is a path this machine cannot"
-                    " look up")
+                    " look up; or the `directory` query parameter, `location[directory]` and the"
+                    " `x-opencode-directory` header name different directories")
 _DIRECTORY_FILTER = Refusal(InvalidRequestError, "directory", "the directory is a path this machine cannot look up")
 _MODEL = Refusal(InvalidRequestError, "model",
                  "the model is not declared under its provider in the configuration of the session's location")
@@ -745,6 +746,9 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         body=SessionSwitchAgentBody,
         success_status=204,
         errors=_SESSION_404,
+        refusals=(Refusal(InvalidRequestError, "agent",
+                          "the agent is not configured at the session's location (or its configuration cannot be"
+                          " read)"),),
     ),
     Endpoint(
         operation_id="v2.session.switchModel",

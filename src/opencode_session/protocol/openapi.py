@@ -123,6 +123,16 @@ def _name(ref: dict[str, Any]) -> str:
     return target[len(REF_PREFIX):]
 
 
+
+_SCOPE_DESCRIPTION = ("The directory the client is scoped to: where the operation has a Location, its directory"
+                      " unless `location[directory]` names it (differing values are refused); elsewhere ignored.")
+_SCOPE_PARAMETERS: tuple[dict[str, Any], ...] = (
+    {"name": "directory", "in": "query", "schema": {"type": "string"}, "required": False,
+     "description": _SCOPE_DESCRIPTION},
+    {"name": "x-opencode-directory", "in": "header", "schema": {"type": "string"}, "required": False,
+     "description": _SCOPE_DESCRIPTION + " Percent-encoded."},
+)
+
 class _Builder:
     def __init__(self, endpoints: Iterable[Endpoint]) -> None:
         self.endpoints = tuple(endpoints)
@@ -179,6 +189,10 @@ class _Builder:
                     param["schema"] = copy.deepcopy(prop)
                 param["required"] = where == "path" or name in required
                 params.append(param)
+        names = {p["name"] for p in params}
+        # the client's directory scope (what OpenCode's SDK adds to every request), declared as OpenCode declares
+        # `directory` on its routes; where the operation has a Location it is that Location's directory
+        params += [copy.deepcopy(p) for p in _SCOPE_PARAMETERS if p["name"] not in names]
         return params
 
     def responses(self, ep: Endpoint) -> dict[str, Any]:

@@ -180,6 +180,17 @@ class ServiceUnavailableError(TaggedError):
         return "Service unavailable"
 
 
+class NotFoundError(TaggedError):
+    """No route has this path: what the API answers a path it does not serve (OpenCode's own server answers one
+    with its web app; its SDK reads `message` of a JSON error body)."""
+
+    status = 404
+    fields = ("method", "path")
+
+    def default_message(self) -> str:
+        return f"No route for {self.values['method']} {self.values['path']}"
+
+
 class UnknownError(TaggedError):
     """An unexpected server failure; `ref` correlates with the server log."""
 

@@ -23,12 +23,13 @@ from ..core.runtime import Runtime
 from ..core.telemetry import hooks, telemetry
 from ..protocol import ENDPOINTS, Endpoint, decode_query
 from ..protocol.endpoint import BYTES_CONTENT_TYPE
-from ..schema.errors import InvalidRequestError, TaggedError, UnknownError
+from ..schema.errors import InvalidRequestError, NotFoundError, TaggedError, UnknownError
 from .auth import BasicAuthMiddleware
 from .body import JSONAnswer, read_json_body
 from .guard import BodyGuard, GuardOptions, OriginGuard
 from .handlers import HANDLERS, Call
 from .host import Host, PtyEnvironment, no_overlay, with_plugins
+from .scope import scope
 from .sse import SSEResponse
 from .terminal_socket import serve_terminal
 
@@ -53,8 +54,9 @@ async def _decode(endpoint: Endpoint, request: Request) -> tuple[Any, Any, Any]:
         path = endpoint.path_params.model_validate(request.path_params) if endpoint.path_params else None
     except ValidationError as exc:
         raise _invalid(exc, "path") from None
+    scoped = scope(endpoint, request.query_params.multi_items(), request.headers)
     try:
-        query = decode_query(endpoint.query, request.query_params.multi_items()) if endpoint.query else None
+        query = decode_query(endpoint.query, scoped.items) if endpoint.query else None
     except ValidationError as exc:
         raise _invalid(exc, "query") from None
     body = None
@@ -64,6 +66,7 @@ async def _decode(endpoint: Endpoint, request: Request) -> tuple[Any, Any, Any]:
             body = endpoint.body.model_validate(payload, strict=True)
         except ValidationError as exc:
             raise _invalid(exc, "body") from None
+        body = scoped.fill_body(endpoint, body)
     return path, query, body
 
 
@@ -175,6 +178,8 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
         status = getattr(exc, "status_code", 404)
         # RFC 9110: a 405 names the methods the path has. Starlette's names those of the first route on the path
         # only, and each method of a path is a route of its own here.
+        if status == 404:
+            return JSONResponse(NotFoundError(method=request.method, path=request.url.path).body(), status_code=404)
         headers = {"Allow": ", ".join(_allowed_methods(routes, request))} if status == 405 else None
         return JSONResponse(InvalidRequestError(f"No route for {request.method} {request.url.path}",
                                                 kind="route").body(), status_code=status, headers=headers)
@@ -195,6 +200,7 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
     if guard.allowed_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(guard.allowed_origins),
                            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-                           allow_headers=["authorization", "content-type", "accept", "last-event-id"], max_age=600)
+                           allow_headers=["authorization", "content-type", "accept", "last-event-id",
+                                          "x-opencode-directory"], max_age=600)
     app.add_middleware(OriginGuard, allowed_hosts=guard.allowed_hosts, allowed_origins=guard.allowed_origins)
     return app

@@ -252,6 +252,7 @@ async def session_get(rt: Runtime, call: Call[SessionPath, None, None]) -> Sessi
 
 @op("v2.session.switchAgent")
 async def session_switch_agent(rt: Runtime, call: Call[SessionPath, None, SessionSwitchAgentBody]) -> None:
+    await rt.sessions.require_agent(call.path.sessionID, call.body.agent)
     await rt.sessions.switch_agent(call.path.sessionID, call.body.agent)
 
 

@@ -29,6 +29,7 @@ from ...schema.page import CursorLinks
 from ...schema.permission import PermissionV2Rule
 from ...schema.prompt import PromptInput
 from ...schema.session import SessionTime, SessionV2Info
+from ..agents import AgentNotFoundError, resolve_agent
 from ..attachments import admission_authority, check_prompt_files
 from ..config import ConfigError, ConfigSource
 from ..llm.catalog import undeclared
@@ -163,6 +164,19 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
 
     async def require(self, session_id: str) -> None:
         await self.get(session_id)
+
+    async def require_agent(self, session_id: str, agent: str) -> None:
+        """An agent the configuration at the session's Location does not know is a bad request now (before a
+        switch to it), not a failed execution later; an unknown session is SessionNotFoundError."""
+        session = await self.get(session_id)
+        location = resolve_location(session.location.directory, session.location.workspaceID)
+        try:
+            resolve_agent(await self.config.at(location), agent)
+        except ConfigError as bad:
+            raise InvalidRequestError(f"Cannot check the agent against the configuration: {bad}", kind="body",
+                                      field="agent") from None
+        except AgentNotFoundError as missing:
+            raise InvalidRequestError(str(missing), kind="body", field="agent") from None
 
     async def switch_agent(self, session_id: str, agent: str) -> None:
         def _switch(tx: Tx) -> None:
