@@ -53,7 +53,7 @@ async def list_sessions(attach: str | None, db: str | Path | None, directory: Pa
         cursor: str | None = None
         while True:
             page = await (client.session.list(cursor=cursor) if cursor else
-                          client.session.list(limit=PAGE, parentID=children) if children else
+                          client.session.list(limit=PAGE, parent_id=children) if children else
                           client.session.list(limit=PAGE))
             sessions += page.items
             if page.next is None:

@@ -457,7 +457,7 @@ class IntegrationGroup:
         self,
         integration_id: str,
         *,
-        methodID: str,
+        method_id: str,
         inputs: dict[str, str],
         location: LocationSelector | dict[str, Any] | None = None,
         label: str | None = None,
@@ -477,7 +477,7 @@ class IntegrationGroup:
             "v2.integration.connect.oauth",
             path={"integrationID": integration_id},
             query={"location": location},
-            body={"methodID": methodID, "inputs": inputs, "label": label},
+            body={"methodID": method_id, "inputs": inputs, "label": label},
             options=options,
         ))
 
@@ -659,7 +659,7 @@ class PermissionGroup:
     async def saved_list(
         self,
         *,
-        projectID: str | None = None,
+        project_id: str | None = None,
         options: CallOptions | None = None,
     ) -> list[PermissionSavedInfo]:
         """List saved permissions.
@@ -672,7 +672,7 @@ class PermissionGroup:
         """
         return cast("list[PermissionSavedInfo]", await self._client._call(
             "v2.permission.saved.list",
-            query={"projectID": projectID},
+            query={"projectID": project_id},
             options=options,
         ))
 
@@ -1100,7 +1100,7 @@ class SessionGroup:
         agent: str | None = None,
         model: ModelRef | dict[str, Any] | None = None,
         location: LocationRef | dict[str, Any] | None = None,
-        parentID: str | None = None,
+        parent_id: str | None = None,
         title: str | None = None,
         metadata: dict[str, Any] | None = None,
         permissions: builtins.list[PermissionV2Rule | dict[str, Any]] | None = None,
@@ -1122,7 +1122,7 @@ class SessionGroup:
                 "agent": agent,
                 "model": model,
                 "location": location,
-                "parentID": parentID,
+                "parentID": parent_id,
                 "title": title,
                 "metadata": metadata,
                 "permissions": permissions,
@@ -1156,7 +1156,7 @@ class SessionGroup:
         self,
         session_id: str,
         *,
-        messageID: str | None = None,
+        message_id: str | None = None,
         options: CallOptions | None = None,
     ) -> SessionV2Info:
         """Fork session.
@@ -1172,7 +1172,7 @@ class SessionGroup:
         return cast("SessionV2Info", await self._client._call(
             "v2.session.fork",
             path={"sessionID": session_id},
-            body={"messageID": messageID},
+            body={"messageID": message_id},
             options=options,
         ))
 
@@ -1278,7 +1278,7 @@ class SessionGroup:
         directory: str | None = None,
         project: str | None = None,
         subpath: str | None = None,
-        parentID: str | None = None,
+        parent_id: str | None = None,
         cursor: str | None = None,
         options: CallOptions | None = None,
     ) -> Page[SessionV2Info]:
@@ -1301,7 +1301,7 @@ class SessionGroup:
                 "directory": directory,
                 "project": project,
                 "subpath": subpath,
-                "parentID": parentID,
+                "parentID": parent_id,
                 "cursor": cursor,
             },
             options=options,
@@ -1663,7 +1663,7 @@ class SessionGroup:
         self,
         session_id: str,
         *,
-        messageID: str,
+        message_id: str,
         files: bool | None = None,
         options: CallOptions | None = None,
     ) -> RevertState:
@@ -1682,7 +1682,7 @@ class SessionGroup:
         return cast("RevertState", await self._client._call(
             "v2.session.revert.stage",
             path={"sessionID": session_id},
-            body={"messageID": messageID, "files": files},
+            body={"messageID": message_id, "files": files},
             options=options,
         ))
 
