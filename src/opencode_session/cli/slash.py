@@ -23,8 +23,8 @@ BUILTINS: dict[str, str] = {
     "/undo": "take the latest prompt back, files and history (again: one prompt further back)",
     "/redo": "put back what /undo took, a prompt at a time",
 }
-KEYS = ("Enter sends (while a turn runs: steers it) · Tab queues while a turn runs, cycles agents between turns · "
-        "Ctrl-C interrupts the turn · Ctrl-D quits")
+KEYS = ("keys: Enter sends (while a turn runs: steers it) · Ctrl-C interrupts the turn · Ctrl-D quits\n"
+        "      Tab queues while a turn runs, cycles agents between turns")
 LISTED = 10  # sessions `/sessions` lists
 
 
@@ -95,6 +95,8 @@ async def _models(shell: Shell, argument: str) -> None:
     for m in usable:
         here = current is not None and (current.providerID, current.id) == (m.providerID, m.id)
         lines.append(f"{'●' if here else ' '} {m.providerID}/{m.id}  {m.name}")
+    if current is None:
+        lines.append("no model chosen: the session uses the configured default")
     lines.append("/models PROVIDER/MODEL switches to one")
     shell.info("\n".join(lines))
 
@@ -126,7 +128,9 @@ async def cycle_agent(shell: Shell) -> None:
     if not agents:
         return
     await shell.refresh()
-    following = agents[(agents.index(shell.agent) + 1) % len(agents)] if shell.agent in agents else agents[0]
+    # no agent recorded yet means the default, listed first; a subagent or an unknown one goes to the first
+    at = agents.index(shell.agent) if shell.agent in agents else 0 if shell.agent is None else -1
+    following = agents[(at + 1) % len(agents)]
     await shell.client.session.switch_agent(shell.session_id, agent=following)
     shell.agent = following
     shell.info(f"agent: {following}")
@@ -163,18 +167,21 @@ async def _new(shell: Shell, _argument: str) -> None:
 
 async def _compact(shell: Shell, _argument: str) -> None:
     shell.info("compacting the session's history…")
+
+    async def summaries() -> int:
+        context = await shell.client.session.context(shell.session_id)
+        return sum(1 for m in context if m.type == "compaction" and m.status == "completed")
+
     shell.busy(True)
     try:
+        before = await summaries()
         await shell.client.session.compact(shell.session_id)
         await shell.client.session.wait(shell.session_id)
-        outcome = None
-        async with shell.client.session.log(shell.session_id) as events:
-            async for event in events:
-                if event.type in ("session.compaction.ended", "session.compaction.failed"):
-                    outcome = event
+        after = await summaries()
     finally:
         shell.busy(False)
-    if outcome is not None and outcome.type == "session.compaction.failed":
-        shell.notice(f"compaction failed: {outcome.data.error.message}")  # type: ignore[union-attr]
-    else:
+    if after > before:
         shell.info("compacted: the session goes on from the summary and the recent turns")
+    else:
+        shell.notice(f"not compacted: nothing older than the recent turns to summarise yet, or it failed (`ocs log "
+                     f"{shell.session_id}` says why)")
