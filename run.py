@@ -66,6 +66,9 @@ def main(argv: list[str]) -> int:
         ensure_venv()
         return 0
     ensure_venv()
+    if cmd in ("demo", "serve", "ocs"):  # what `ocs` prints as a next step is then spelled as the user typed it
+        python = "python3" if os.name == "posix" else "python"
+        os.environ["OCS_LAUNCHER"] = f"{python} {sys.argv[0]} ocs"
     if cmd in ("demo", "serve"):
         return become([str(BIN / "ocs"), cmd, *rest])
     if cmd == "ocs":

@@ -56,7 +56,7 @@ async def main() -> None:
                 admitted = await oc.session.prompt(sid, prompt={"text": "change 20 files"})
                 await oc.session.wait(sid)
                 t0 = time.perf_counter()
-                state = await oc.session.revert_stage(sid, messageID=admitted.id)
+                state = await oc.session.revert_stage(sid, message_id=admitted.id)
                 t1 = time.perf_counter()
                 await oc.session.revert_commit(sid)
                 t2 = time.perf_counter()

@@ -78,7 +78,7 @@ def test_ir_is_plain_data():
 def test_generated_signatures():
     create = inspect.signature(SessionGroup.create)
     assert all(p.kind is p.KEYWORD_ONLY for name, p in create.parameters.items() if name != "self")
-    assert list(create.parameters) == ["self", "id", "agent", "model", "location", "parentID", "title", "metadata",
+    assert list(create.parameters) == ["self", "id", "agent", "model", "location", "parent_id", "title", "metadata",
                                        "permissions", "options"]
     message = inspect.signature(SessionGroup.message)
     assert [p.kind for p in list(message.parameters.values())[1:3]] == [inspect.Parameter.POSITIONAL_OR_KEYWORD] * 2
@@ -86,3 +86,13 @@ def test_generated_signatures():
     assert not inspect.iscoroutinefunction(SessionGroup.events)
     client = OpenCodeClient("http://unused")
     assert isinstance(client.session, SessionGroup) and client.session is client.session
+
+
+def test_python_arguments_are_snake_case_while_the_wire_keeps_its_names():
+    import re
+
+    for op in contract().operations:
+        for param in (*op.path_params, *op.query_params, *op.body_params):
+            assert re.fullmatch(r"[a-z][a-z0-9_]*", param.python_name), (op.operation_id, param.python_name)
+    stage = next(op for op in contract().operations if op.operation_id == "v2.session.revert.stage")
+    assert [(p.name, p.python_name) for p in stage.body_params][0] == ("messageID", "message_id")

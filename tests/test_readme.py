@@ -48,3 +48,32 @@ def test_readme_snippet_runs_and_prints_the_answer(tmp_path, loop_provider, inde
     assert done.returncode == 0, done.stderr
     assert done.stdout == "The README is short.\n"
     assert loop_provider.requests[-1].json["messages"][-1]["content"] == "Summarise README.md"
+
+
+def walk_through() -> str:
+    blocks = [b for b in re.findall(r"```sh\n(.*?)```", README.read_text(), flags=re.S) if "/api/event" in b
+              and "/prompt" in b]
+    assert len(blocks) == 1, "the README has one curl walk-through"
+    return blocks[0]
+
+
+def test_the_curl_walk_through_runs_against_a_real_server(tmp_path, loop_provider):
+    home = make_home(tmp_path)
+    home.configure(loop_provider)
+    script = walk_through()
+    assert DOCUMENTED_URL in script and '{"prompt": {"text": ' in script
+    server = start_server(tmp_path, env=home.env, workdir=home.work)
+    loop_provider.enqueue(fake.completion(fake.text_deltas("The README ", "is short.")))
+    try:
+        # a failing step must not leave the background `curl` holding the output open
+        script = "trap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + script.replace(DOCUMENTED_URL, server.url)
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", script],
+                              cwd=home.work, env=home.env, capture_output=True, text=True, timeout=TIMEOUT,
+                              stdin=subprocess.DEVNULL)
+    finally:
+        assert server.stop() == 0, "".join(server.stderr_lines)
+    assert done.returncode == 0, repr(done.stdout + done.stderr)
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("msg_"), done.stdout  # the admitted prompt's ID
+    assert "The README is short." in lines and int(lines[-1]) >= 1, done.stdout  # the answer; its live deltas
+    assert loop_provider.requests[-1].json["messages"][-1]["content"] == "Summarise README.md"

@@ -90,7 +90,7 @@ async def write_history(root: Path, db: Path, provider: fake.FakeOpenAI) -> tupl
                 await oc.session.wait(sid)
             # the fork copies the parent's history as it is now; the revert then removes turn two from the parent
             fork = (await oc.session.fork(sid)).id
-            await oc.session.revert_stage(sid, messageID=two.id)
+            await oc.session.revert_stage(sid, message_id=two.id)
             await oc.session.revert_commit(sid)
             provider.enqueue(fake.completion(fake.text_deltas("two again")))
             await oc.session.prompt(sid, prompt={"text": "two again"})

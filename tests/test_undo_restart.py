@@ -48,7 +48,7 @@ async def test_a_server_killed_between_stage_and_commit_comes_back_with_files_an
     async with OpenCodeClient(first.url) as client:
         sid = (await client.session.create()).id
         boundary = await turn(Host(client, root[2]), provider, sid, "change the files", *file_changing_turn())
-        staged = await client.session.revert_stage(sid, messageID=boundary)
+        staged = await client.session.revert_stage(sid, message_id=boundary)
     first.stop(signal.SIGKILL)
     assert tree(root[2]) == BEFORE
 
@@ -58,7 +58,7 @@ async def test_a_server_killed_between_stage_and_commit_comes_back_with_files_an
             assert (await client.session.get(sid)).revert == staged  # durable, and what the files show
             await client.session.revert_clear(sid)  # the snapshots survived the crash
             assert tree(root[2]) == AFTER
-            await client.session.revert_stage(sid, messageID=boundary)
+            await client.session.revert_stage(sid, message_id=boundary)
         second.stop(signal.SIGKILL)
         assert tree(root[2]) == BEFORE
         third = serve(root)
@@ -102,7 +102,7 @@ async def test_a_step_killed_mid_tool_is_reverted_from_the_snapshot_it_started_o
     again = serve(root, OCS_RESUME_BUDGET="0/1")  # not continued: the killed turn is what the user reverts
     try:
         async with OpenCodeClient(again.url) as client:
-            state = await client.session.revert_stage(sid, messageID=admitted.id)
+            state = await client.session.revert_stage(sid, message_id=admitted.id)
             assert {f.path: f.status for f in state.files} == {"made.txt": "deleted", "shell.pid": "deleted"}
             assert tree(project) == BEFORE
     finally:

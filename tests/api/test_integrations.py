@@ -130,7 +130,7 @@ async def test_oauth_attempts_run_against_the_authorization_server(connected, lo
     oauth = next(m for m in (await client.integration.get("loop")).data.methods if m.type == "oauth")
     assert oauth.label == "Sign in to Loop"
 
-    failing = (await client.integration.connect_oauth("loop", methodID=oauth.id, inputs={})).data
+    failing = (await client.integration.connect_oauth("loop", method_id=oauth.id, inputs={})).data
     assert failing.mode == "code" and failing.url.startswith(auth.base_url + "/authorize?")
     assert failing.time.expires - failing.time.created == 10 * 60 * 1000
     auth.open(failing.url)
@@ -143,7 +143,7 @@ async def test_oauth_attempts_run_against_the_authorization_server(connected, lo
     with pytest.raises(InvalidRequestError):  # it is settled: no second try
         await client.integration.attempt_complete(failing.attemptID, code=auth.code)
 
-    attempt = (await client.integration.connect_oauth("loop", methodID=oauth.id, inputs={}, label="oauth")).data
+    attempt = (await client.integration.connect_oauth("loop", method_id=oauth.id, inputs={}, label="oauth")).data
     auth.open(attempt.url)
     with pytest.raises(InvalidRequestError):
         await client.integration.attempt_complete(attempt.attemptID)  # no code
@@ -167,11 +167,11 @@ async def test_oauth_attempts_run_against_the_authorization_server(connected, lo
 async def test_attempts_that_cannot_be_started_or_found(connected):
     client, _, _ = connected
     with pytest.raises(InvalidRequestError) as no_oauth:
-        await client.integration.connect_oauth("openai", methodID="oauth", inputs={})
+        await client.integration.connect_oauth("openai", method_id="oauth", inputs={})
     assert no_oauth.value.field == "methodID"
     with pytest.raises(InvalidRequestError):
-        await client.integration.connect_oauth("loop", methodID="other", inputs={})
-    attempt = (await client.integration.connect_oauth("loop", methodID="oauth", inputs={})).data
+        await client.integration.connect_oauth("loop", method_id="other", inputs={})
+    attempt = (await client.integration.connect_oauth("loop", method_id="oauth", inputs={})).data
     await client.integration.attempt_cancel(attempt.attemptID)
     await client.integration.attempt_cancel(attempt.attemptID)  # cancelling again is a no-op
     for call in (client.integration.attempt_status, client.integration.attempt_complete):

@@ -165,8 +165,8 @@ async def test_always_saves_for_the_project_covers_waiting_calls_and_is_removabl
     assert [(s.action, s.resource) for s in saved] == [("external_directory", f"{outside}/*")]
     project = (await api.location.get(location={"directory": str(root / "work")})).project.id
     assert saved[0].projectID == project
-    assert [s.id for s in await api.permission.saved_list(projectID=project)] == [saved[0].id]
-    assert await api.permission.saved_list(projectID="another-project") == []
+    assert [s.id for s in await api.permission.saved_list(project_id=project)] == [saved[0].id]
+    assert await api.permission.saved_list(project_id="another-project") == []
 
     try:
         # a later call is allowed by the saved rule without asking (nobody replies here)

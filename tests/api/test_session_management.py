@@ -173,22 +173,22 @@ async def test_children_are_created_listed_by_parent_and_forked(host):
                                               metadata={"ticket": 42}, permissions=rules)
     assert (parent.title, parent.metadata, [r.wire() for r in parent.permissions]) == (
         "Plan the release", {"ticket": 42}, rules)
-    child = await host.client.session.create(parentID=parent.id)
+    child = await host.client.session.create(parent_id=parent.id)
     assert child.parentID == parent.id and child.location == parent.location  # at its parent's Location
     fork = await host.client.session.fork(parent.id)
     assert fork.parentID == parent.id
 
-    children = await host.client.session.list(parentID=parent.id)
+    children = await host.client.session.list(parent_id=parent.id)
     assert {s.id for s in children.items} == {child.id, fork.id}
-    roots = await host.client.session.list(parentID="null", limit=200)
+    roots = await host.client.session.list(parent_id="null", limit=200)
     assert parent.id in {s.id for s in roots.items} and not {child.id, fork.id} & {s.id for s in roots.items}
-    first = await host.client.session.list(parentID=parent.id, limit=1, order="asc")
+    first = await host.client.session.list(parent_id=parent.id, limit=1, order="asc")
     assert [s.id for s in first.items] == [child.id]
     rest = await host.client.session.list(cursor=first.next)  # the cursor keeps the filter
     assert [s.id for s in rest.items] == [fork.id]
 
     with pytest.raises(SessionNotFoundError):
-        await host.client.session.create(parentID="ses_doesnotexist")
+        await host.client.session.create(parent_id="ses_doesnotexist")
     async with raw(host) as http:
         answer = await http.get("/api/session", params={"parentID": "not-a-session"})
         assert answer.status_code == 400 and answer.json()["_tag"] == "InvalidRequestError"
@@ -269,8 +269,8 @@ async def test_remove_takes_the_session_its_children_and_everything_they_held(ho
     where = {"directory": str(host.project)}
     terminal = (await host.client.pty.create(location=where, command="sh")).data
 
-    child = (await host.client.session.create(parentID=root)).id
-    grandchild = (await host.client.session.create(parentID=child)).id
+    child = (await host.client.session.create(parent_id=root)).id
+    grandchild = (await host.client.session.create(parent_id=child)).id
     await host.client.session.context_entry_put(child, "notes", value="remember")
     await host.client.session.prompt(grandchild, prompt={"text": "later"}, resume=False)  # pending input
     # the child executes while it is removed: its model answer holds
@@ -422,7 +422,7 @@ async def test_export_sanitizes_and_import_recreates_a_session_that_continues(ho
     await host.client.session.prompt(parent, prompt={"text": "look", "files": [{"uri": picture, "name": "p.png"}]})
     with anyio.fail_after(WAIT):
         await host.client.session.wait(parent)
-    child = (await host.client.session.create(parentID=parent, title="Child")).id
+    child = (await host.client.session.create(parent_id=parent, title="Child")).id
 
     plain = await host.client.experimental.session_export(parent)
     listed = (await host.client.session.messages(parent, order="asc", limit=200)).items

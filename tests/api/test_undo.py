@@ -152,7 +152,7 @@ async def test_stage_clear_and_commit_a_turn_that_created_modified_deleted_and_c
     assert started[-2].data.snapshot and ended[-2].data.files == ["new.txt", "notes.txt", "old.txt", "run.sh"]
     assert ended[-1].data.files is None  # the answering Step ran no tools
 
-    state = await host.client.session.revert_stage(sid, messageID=boundary)
+    state = await host.client.session.revert_stage(sid, message_id=boundary)
     assert state.messageID == boundary and state.snapshot and state.notice is None
     assert {f.path: f.status for f in state.files} == {"new.txt": "deleted", "notes.txt": "modified",
                                                        "old.txt": "added", "run.sh": "modified"}
@@ -165,7 +165,7 @@ async def test_stage_clear_and_commit_a_turn_that_created_modified_deleted_and_c
     await host.client.session.revert_clear(sid)
     assert tree(host.project) == AFTER and (await host.client.session.get(sid)).revert is None
 
-    await host.client.session.revert_stage(sid, messageID=boundary)
+    await host.client.session.revert_stage(sid, message_id=boundary)
     await host.client.session.revert_commit(sid)
     assert tree(host.project) == BEFORE  # the files stay as staged
     info = await host.client.session.get(sid)
@@ -198,13 +198,13 @@ async def test_staging_again_moves_the_boundary(host, provider):
     second = await turn(host, provider, sid, "create two", fake.completion(
         call(0, "c1", "write", {"path": "two.txt", "content": "2\n"}), finish_reason="tool_calls"),
         fake.completion(fake.text_deltas("made two")))
-    later = await host.client.session.revert_stage(sid, messageID=second)
+    later = await host.client.session.revert_stage(sid, message_id=second)
     assert [f.path for f in later.files] == ["two.txt"]
     assert (host.project / "one.txt").exists() and not (host.project / "two.txt").exists()
-    earlier = await host.client.session.revert_stage(sid, messageID=first)
+    earlier = await host.client.session.revert_stage(sid, message_id=first)
     assert [f.path for f in earlier.files] == ["one.txt", "two.txt"] and earlier.snapshot == later.snapshot
     assert not (host.project / "one.txt").exists()
-    back = await host.client.session.revert_stage(sid, messageID=second)  # and forward again
+    back = await host.client.session.revert_stage(sid, message_id=second)  # and forward again
     assert [f.path for f in back.files] == ["two.txt"] and (host.project / "one.txt").read_text() == "1\n"
     await host.client.session.revert_clear(sid)
     assert (host.project / "two.txt").read_text() == "2\n"
@@ -217,11 +217,11 @@ async def test_unknown_and_foreign_messages_are_not_found_and_stage_nothing(host
     foreign = await turn(host, provider, other, "theirs")
     for message in ("msg_nosuchmessage", foreign):
         with pytest.raises(MessageNotFoundError) as caught:
-            await host.client.session.revert_stage(sid, messageID=message)
+            await host.client.session.revert_stage(sid, message_id=message)
         assert caught.value.body() == {"_tag": "MessageNotFoundError", "message": f"Message not found: {message}",
                                        "sessionID": sid, "messageID": message}  # nothing about the other session
     with pytest.raises(SessionNotFoundError):
-        await host.client.session.revert_stage("ses_nosuchsession", messageID=foreign)
+        await host.client.session.revert_stage("ses_nosuchsession", message_id=foreign)
     for route in (host.client.session.revert_clear, host.client.session.revert_commit):
         with pytest.raises(SessionNotFoundError):
             await route("ses_nosuchsession")
@@ -238,7 +238,7 @@ async def test_staging_or_committing_while_the_session_executes_is_busy_and_chan
     held = await held_turn(host, provider, sid)
     try:
         with pytest.raises(SessionBusyError) as caught:
-            await host.client.session.revert_stage(sid, messageID=boundary)
+            await host.client.session.revert_stage(sid, message_id=boundary)
         assert caught.value.body() == {"_tag": "SessionBusyError", "sessionID": sid,
                                        "message": f"Session is busy: {sid}"}
         for route in (host.client.session.revert_commit, host.client.session.revert_clear):
@@ -250,7 +250,7 @@ async def test_staging_or_committing_while_the_session_executes_is_busy_and_chan
     with anyio.fail_after(WAIT):
         await host.client.session.wait(sid)
     assert "session.revert.staged" not in types(await durable_log(host.client, sid))
-    staged = await host.client.session.revert_stage(sid, messageID=boundary)  # idle again: allowed
+    staged = await host.client.session.revert_stage(sid, message_id=boundary)  # idle again: allowed
     assert len(staged.files) == 4
 
 
@@ -258,7 +258,7 @@ async def test_a_prompt_sent_while_a_revert_is_staged_commits_it_first(host, pro
     sid = await host.session()
     await turn(host, provider, sid, "hello")
     boundary = await turn(host, provider, sid, "change the files", *file_changing_turn())
-    await host.client.session.revert_stage(sid, messageID=boundary)
+    await host.client.session.revert_stage(sid, message_id=boundary)
     await turn(host, provider, sid, "try something else")
     assert await user_texts(host, sid) == ["hello", "try something else"]
     assert tree(host.project) == BEFORE and (await host.client.session.get(sid)).revert is None
@@ -274,7 +274,7 @@ async def test_with_snapshots_off_a_revert_restores_nothing_and_says_so(host, pr
     boundary = await turn(host, provider, sid, "change the files", *file_changing_turn())
     log = await durable_log(host.client, sid)
     assert all(e.data.snapshot is None for e in log if e.type.startswith("session.step."))
-    state = await host.client.session.revert_stage(sid, messageID=boundary)
+    state = await host.client.session.revert_stage(sid, message_id=boundary)
     assert state.files == [] and state.snapshot is None
     assert state.notice is not None and '"snapshot": false' in state.notice
     assert {**AFTER, "opencode.json": ('{"snapshot": false}', False)} == tree(host.project)
@@ -294,7 +294,7 @@ async def test_fork_copies_history_up_to_a_message_into_a_session_of_its_own(hos
     assert whole.parentID == sid and whole.location == parent.location and whole.id != sid
     assert whole.title == f"{parent.title} (fork #1)"
     assert await user_texts(host, whole.id) == ["first", "second"]
-    part = await host.client.session.fork(sid, messageID=first)
+    part = await host.client.session.fork(sid, message_id=first)
     assert await user_texts(host, part.id) == ["first"]
     page = await host.client.session.messages(part.id, order="asc")
     assert [m.type for m in page.items] == ["user"]  # up to and including the message
@@ -309,7 +309,7 @@ async def test_fork_copies_history_up_to_a_message_into_a_session_of_its_own(hos
     assert "first" in sent and "second" not in sent and "only in the fork" in sent
     assert await user_texts(host, sid) == ["first", "second"]  # the original is untouched
     with pytest.raises(MessageNotFoundError):
-        await host.client.session.fork(sid, messageID="msg_nosuchmessage")
+        await host.client.session.fork(sid, message_id="msg_nosuchmessage")
     with pytest.raises(SessionNotFoundError):
         await host.client.session.fork("ses_nosuchsession")
 
@@ -365,7 +365,7 @@ async def test_move_is_refused_while_busy_to_a_missing_directory_and_with_a_stag
         held.release.set()
     with anyio.fail_after(WAIT):
         await host.client.session.wait(sid)
-    await host.client.session.revert_stage(sid, messageID=boundary)
+    await host.client.session.revert_stage(sid, message_id=boundary)
     with pytest.raises(ConflictError):
         await host.client.session.move(sid, location={"directory": str(tmp_path)})
     with pytest.raises(SessionNotFoundError):

@@ -103,7 +103,7 @@ async def test_stage_and_clear_are_inverse_byte_for_byte_wherever_the_database_i
         assert set(after) == {".gitignore", "data.bin", "new.txt", "notes.txt", "run.sh"}
         assert after["data.bin"][0] == BINARY + b"x\0y" and after["run.sh"][1] & 0o111
 
-        state = await oc.session.revert_stage(sid, messageID=boundary)
+        state = await oc.session.revert_stage(sid, message_id=boundary)
         assert {f.path: f.status for f in state.files} == {"new.txt": "deleted", "notes.txt": "modified",
                                                            "old.txt": "added", "run.sh": "modified",
                                                            "data.bin": "modified"}
@@ -116,7 +116,7 @@ async def test_stage_and_clear_are_inverse_byte_for_byte_wherever_the_database_i
         await oc.session.revert_clear(sid)
         assert user_files(project) == after
         # and again: the round trip holds however often it is made
-        await oc.session.revert_stage(sid, messageID=boundary)
+        await oc.session.revert_stage(sid, message_id=boundary)
         assert user_files(project) == before
         await oc.session.revert_clear(sid)
         assert user_files(project) == after
@@ -139,7 +139,7 @@ async def test_a_snapshot_that_cannot_be_read_refuses_the_stage_and_touches_noth
         shutil.rmtree(project / "snapshot")  # the Step's snapshots are gone (a damaged or removed store)
 
         with pytest.raises(ConflictError) as refused:
-            await oc.session.revert_stage(sid, messageID=boundary)
+            await oc.session.revert_stage(sid, message_id=boundary)
         assert refused.value.body()["_tag"] == "ConflictError" and refused.value.resource == "snapshot"
         assert refused.value.message.startswith("No files were restored: ")
         assert user_files(project) == after

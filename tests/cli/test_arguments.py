@@ -50,3 +50,17 @@ def test_no_command_without_a_terminal_prints_the_help(tmp_path):
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert done.stdout == home.run("--help").stdout
     assert not home.db.exists()  # nothing ran
+
+
+def test_short_help_and_version_work(tmp_path):
+    from importlib.metadata import version
+
+    home = make_home(tmp_path)
+    short = home.run("-h")
+    assert short.returncode == 0 and short.stdout == home.run("--help").stdout
+    assert home.run("run", "-h").stdout.startswith("usage: ocs run")
+    assert home.run("sessions", "rm", "-h").stdout.startswith("usage: ocs sessions rm")
+    done = home.run("--version")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.strip() == f"ocs {version('opencode-session')}"
+    assert not home.db.exists()

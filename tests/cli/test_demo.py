@@ -49,7 +49,45 @@ def test_readme_first_command_runs_the_demo(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "run.py"), "demo"], cwd=tmp_path, env=env, text=True,
                           capture_output=True, timeout=TIMEOUT * 3, stdin=subprocess.DEVNULL)
     check_demo(done)
+    # the next steps are commands that work from here: through run.py, as the demo was started
+    assert f"`python3 {ROOT / 'run.py'} ocs run --model openai/gpt-4.1" in done.stdout, done.stdout
     readme = (ROOT / "README.md").read_text()
     quick = readme[readme.index("## Quick start"):]
     commands = [line.split("#")[0].strip() for line in quick[quick.index("```sh"):].splitlines()[1:3]]
     assert commands == ["python3 run.py demo", "python3 run.py test"]
+
+
+def _script(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_next_steps_are_spelled_as_they_run_from_where_the_user_stands(tmp_path, monkeypatch):
+    from opencode_session.cli.demo import next_steps
+    from opencode_session.cli.invocation import ocs_command
+
+    ours = _script(tmp_path / "venv" / "bin" / "ocs")
+    cscope = _script(tmp_path / "usr" / "bin" / "ocs")  # Debian's /usr/bin/ocs is cscope's
+    bins = (str(ours.parent), str(cscope.parent))
+    monkeypatch.chdir(tmp_path)
+    assert ocs_command(str(ours), {"PATH": bins[0]}) == "ocs"  # PATH finds this very program
+    assert ocs_command(str(ours), {"PATH": f"{bins[1]}:{bins[0]}"}) == "./venv/bin/ocs"  # another `ocs` comes first
+    assert ocs_command(str(ours), {"PATH": bins[1]}) == "./venv/bin/ocs"
+    monkeypatch.chdir(tmp_path / "usr")
+    assert ocs_command(str(ours), {"PATH": ""}) == str(ours)  # outside the working directory: as it is
+    assert ocs_command(str(ours), {"OCS_LAUNCHER": "python3 run.py ocs"}) == "python3 run.py ocs"
+    told = next_steps("python3 run.py ocs")
+    assert "`python3 run.py ocs run --model openai/gpt-4.1" in told and "`python3 run.py ocs serve`" in told
+    assert "`ocs " not in told
+
+
+def test_the_demo_run_by_path_names_that_path(tmp_path):
+    from tests.support.server import OCS
+
+    home = make_home(tmp_path)
+    home.env["PATH"] = "/usr/bin:/bin"  # no `ocs` of ours on PATH
+    done = home.run("demo")
+    assert done.returncode == 0, done.stderr
+    assert f"`{OCS} run --model openai/gpt-4.1" in done.stdout and "`ocs run" not in done.stdout

@@ -91,3 +91,34 @@ async def test_ctrl_c_under_run_py_interrupts_the_turn_and_interactive_mode_carr
         child.close(force=True)
     assert child.exitstatus == 0, child.logfile_read.getvalue()
     assert "Traceback" not in child.logfile_read.getvalue()
+
+
+def test_the_first_run_says_it_prepares_the_venv_and_lets_pip_show_its_progress(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_py_under_test", RUN_PY)
+    assert spec is not None and spec.loader is not None
+    run_py = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_py)
+    venv = tmp_path / ".venv"
+    monkeypatch.setattr(run_py, "VENV", venv)
+    monkeypatch.setattr(run_py, "PY", venv / "bin" / "python")
+    monkeypatch.setattr(run_py, "STAMP", venv / ".lock-stamp")
+    calls: list[list[str]] = []
+
+    def check_call(argv: list[str]) -> int:
+        calls.append(argv)
+        (venv / "bin").mkdir(parents=True, exist_ok=True)
+        (venv / "bin" / "python").touch()  # what `python -m venv` would leave
+        return 0
+
+    monkeypatch.setattr(run_py.subprocess, "check_call", check_call)
+    run_py.ensure_venv()
+    said = capsys.readouterr().err
+    assert "Preparing .venv/ from requirements.lock (the first run takes about a minute" in said
+    assert ".venv/ is ready." in said
+    pips = [argv for argv in calls if "pip" in argv]
+    assert len(pips) == 2 and not any("-q" in argv or "--quiet" in argv for argv in pips)  # pip's own progress shows
+    calls.clear()
+    run_py.ensure_venv()  # the stamp matches: nothing again, said or run
+    assert calls == [] and capsys.readouterr().err == ""

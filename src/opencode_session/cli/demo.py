@@ -13,6 +13,7 @@ from pathlib import Path
 from .asking import Policy
 from .demo_model import DEMO_PROMPT, MODEL_ID, DemoModel
 from .hosts import open_host
+from .invocation import ocs_command
 from .render import View
 from .run import EXIT_OK, Interrupts, exit_code, make_view, run_command, run_turn
 
@@ -53,6 +54,11 @@ project, or in `~/.config/opencode/opencode.json`:
 sessions over HTTP."""
 
 
+def next_steps(ocs: str) -> str:
+    """The epilogue, with each command spelled as it runs from where the user stands (`python3 run.py ocs run`)."""
+    return REAL_PROVIDER.replace("`ocs", f"`{ocs}")
+
+
 def demo_env(scratch: Path, base_url: str) -> dict[str, str]:
     """An environment that sees none of the user's own config: only the demo provider."""
     config = scratch / "config" / "opencode"
@@ -86,7 +92,7 @@ async def _demo(view: View, interrupts: Interrupts, scratch: Path, pace: float) 
             await client.runtime.settle_background(5)  # type: ignore[attr-defined]
             done = await client.session.get(session.id)
             view.info(f"session {done.id} \"{done.title}\": {done.tokens.input + done.tokens.output} tokens")
-    view.text_end("demo-epilogue", REAL_PROVIDER)
+    view.text_end("demo-epilogue", next_steps(ocs_command()))
     return EXIT_OK
 
 

@@ -49,7 +49,7 @@ async def list_sessions(attach: str | None, db: str | Path | None, directory: Pa
     async with open_host(attach, db, directory, create=False) as client:
         if children is not None:
             await client.session.get(children)  # an unknown parent is an error, not an empty table
-        filters: dict[str, Any] = {"parentID": children} if children else {}
+        filters: dict[str, Any] = {"parent_id": children} if children else {}
         if search is not None:
             filters["search"] = search
         sessions: list[Any] = []

@@ -1,6 +1,6 @@
 """Interactive `ocs`: a prompt loop on a terminal. What is typed while a turn streams is sent when the user
-presses Enter (steering the running turn) or Tab (queued until the session would otherwise go idle); between turns,
-`/undo` and `/redo` move a staged revert a prompt back or forward."""
+presses Enter (steering the running turn) or Tab (queued until the session would otherwise go idle); between turns
+Tab cycles the agents and the built-in `/` commands (slash.py) run."""
 
 from __future__ import annotations
 
@@ -28,12 +28,13 @@ from .run import (
     permission_policy,
     run_command,
 )
+from .slash import Shell, builtin, cycle_agent
+from .slash import run as run_builtin
 from .startup import StartupError
 from .terminal import TerminalView
 from .turn import Turn
-from .undo import slash as undo
 
-SLASH_COMMANDS = ("/undo", "/redo")
+CYCLE_AGENT = "\t"  # what Tab on an empty line between turns submits: the next agent
 
 Delivery = Literal["steer", "queue"]
 class PromptLoop:
@@ -43,7 +44,7 @@ class PromptLoop:
                  policy: tuple[Policy, str] = ("ask", ""), directory: Path | None = None) -> None:
         self.client = client
         self.directory = directory or Path.cwd()  # where `/NAME` commands are looked up
-        self.session_id = session_id
+        self.shell = Shell(client, session_id, self.directory, view.info, view.notice, busy=self._busy)
         self.view = view
         self.interrupts = interrupts
         self.buffer = ""
@@ -53,10 +54,20 @@ class PromptLoop:
         self.answers: Answerer | None = None  # the running turn's: a request on screen takes the keys
         self._sent: set[asyncio.Future[None]] = set()
 
+    @property
+    def session_id(self) -> str:
+        return self.shell.session_id  # `/new` and `/sessions ID` change it
+
+    def _busy(self, on: bool) -> None:
+        self.view.busy = on
+        self.view.refresh()
+
     def draw(self) -> None:
         running = self.turn is not None
-        hint = "  Enter steers · Tab queues" if running else "  Enter sends · Ctrl-D quits"
-        self.view.prompt = Text.assemble(("› ", "bold magenta"), self.buffer, ("▏", "dim"),
+        hint = ("  Enter steers · Tab queues" if running else
+                "  Enter sends · Tab switches agent · /help · Ctrl-D quits")
+        agent = (f"{self.shell.agent} ", "dim") if self.shell.agent else ("", "")
+        self.view.prompt = Text.assemble(agent, ("› ", "bold magenta"), self.buffer, ("▏", "dim"),
                                          (hint if not self.buffer else "", "dim"))
         self.view.refresh()
 
@@ -66,7 +77,10 @@ class PromptLoop:
         if key in ("\r", "\n"):
             self.send("steer")
         elif key == "\t":
-            self.send("queue")
+            if not self.buffer.strip() and self.turn is None:
+                self.submissions.put_nowait((CYCLE_AGENT, "queue"))
+            else:
+                self.send("queue")
         elif key in ("\x7f", "\x08"):
             self.buffer = self.buffer[:-1]
         elif key == "\x15":  # Ctrl-U
@@ -92,8 +106,8 @@ class PromptLoop:
         if not text:
             return
         turn = self.turn
-        if text in SLASH_COMMANDS and turn is not None and not turn.done:
-            self.view.notice(f"{text} works between turns: wait for this one, or Ctrl-C to interrupt it")
+        if builtin(text) is not None and turn is not None and not turn.done:
+            self.view.notice(f"{text.split()[0]} works between turns: wait for this one, or Ctrl-C to interrupt it")
             return
         if turn is None or turn.done or slash(text) is not None:  # a command runs as a turn of its own
             self.submissions.put_nowait((text, delivery))
@@ -123,6 +137,7 @@ class PromptLoop:
                 return
             if expanded.agent:
                 await self.client.session.switch_agent(self.session_id, agent=expanded.agent)
+                self.shell.agent = expanded.agent
             if expanded.model:
                 await self.client.session.switch_model(self.session_id, model=model_ref(expanded.model))
             self.view.info(f"/{called[0]}" + (f" (agent {expanded.agent})" if expanded.agent else ""))
@@ -171,10 +186,15 @@ async def interact(client: OpenCodeClient, session_id: str, request: RunRequest,
     try:
         if request.message:
             loop.submissions.put_nowait((request.message, request.delivery))
+        await loop.shell.refresh()
         loop.draw()
         while (item := await loop.submissions.get()) is not None:
-            if item[0] in SLASH_COMMANDS:
-                await undo(client, session_id, item[0], view.info)
+            called = builtin(item[0])
+            if item[0] == CYCLE_AGENT:
+                await cycle_agent(loop.shell)
+                loop.draw()
+            elif called is not None:
+                await run_builtin(loop.shell, *called)
                 loop.draw()
             else:
                 await loop.run_turn(*item)

@@ -483,18 +483,30 @@ PARSER_OPTIONS: dict[str, Any] = dict(add_help=False, allow_abbrev=False, format
 def _root_parser() -> argparse.ArgumentParser:
     """The parser of `ocs` itself, only for its help and its errors: it lists the commands without building them."""
     root = argparse.ArgumentParser(prog=PROG, description=ROOT_HELP, **PARSER_OPTIONS)
-    root.add_argument("--help", action="help", help=HELP_HELP)
+    root.add_argument("-h", "--help", action="help", help=HELP_HELP)
+    root.add_argument("--version", action="version", version=f"{PROG} {_version()}",
+                      help="Show the installed version and exit.")
     subparsers = root.add_subparsers(title="commands", metavar="COMMAND")
     for name, (function, _arguments) in COMMANDS.items():
         subparsers.add_parser(name, help=(function.__doc__ or "").partition("\n")[0], add_help=False)
     return root
 
 
+def _version() -> str:
+    """The installed distribution's version (from its metadata, so it is the one pip installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("opencode-session")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def _command_parser(name: str) -> argparse.ArgumentParser:
     """The parser of one command (only the one that runs is built: start-up time matters)."""
     function, arguments = COMMANDS[name]
     parser = argparse.ArgumentParser(prog=f"{PROG} {name}", description=function.__doc__, **PARSER_OPTIONS)
-    parser.add_argument("--help", action="help", help=HELP_HELP)
+    parser.add_argument("-h", "--help", action="help", help=HELP_HELP)
     arguments(parser)
     return parser
 
@@ -522,8 +534,8 @@ def dispatch(argv: Sequence[str]) -> int:
     first, *args = argv
     if first not in COMMANDS:
         root = _root_parser()
-        if first == "--help":
-            root.print_help()
+        if first in ("-h", "--help", "--version"):
+            root.parse_args([first])  # prints the help or the version and leaves by SystemExit(0)
             return 0
         root.error(f"no such option: {first}" if first.startswith("-") else
                    f"no such command {first!r} (choose from {', '.join(COMMANDS)})")
@@ -532,7 +544,7 @@ def dispatch(argv: Sequence[str]) -> int:
         function, arguments = SESSION_ACTIONS[action]
         parser = argparse.ArgumentParser(prog=f"{PROG} sessions {action}", description=function.__doc__,
                                          **PARSER_OPTIONS)
-        parser.add_argument("--help", action="help", help=HELP_HELP)
+        parser.add_argument("-h", "--help", action="help", help=HELP_HELP)
         arguments(parser)
         return function(**vars(parser.parse_args(rest)))
     return COMMANDS[first][0](**_parse(first, args))

@@ -47,7 +47,7 @@ async def undo(client: OpenCodeClient, session_id: str) -> tuple[Any, Any] | Non
         asked = asked[:next((i for i, m in enumerate(asked) if m["id"] == staged.messageID), len(asked))]
     if not asked:
         return None
-    return await client.session.revert_stage(session_id, messageID=asked[-1]["id"]), asked[-1]
+    return await client.session.revert_stage(session_id, message_id=asked[-1]["id"]), asked[-1]
 
 
 async def redo(client: OpenCodeClient, session_id: str) -> tuple[Any, Any] | None:
@@ -61,7 +61,7 @@ async def redo(client: OpenCodeClient, session_id: str) -> tuple[Any, Any] | Non
     if not later:
         await client.session.revert_clear(session_id)
         return None
-    return await client.session.revert_stage(session_id, messageID=later[0]["id"]), later[0]
+    return await client.session.revert_stage(session_id, message_id=later[0]["id"]), later[0]
 
 
 async def slash(client: OpenCodeClient, session_id: str, command: str, say: Callable[[str], None]) -> None:
@@ -100,7 +100,7 @@ async def revert_command(attach: str | None, db: str | Path | None, directory: P
                 print(f"ocs revert: session {session_id} has no prompt to revert", file=sys.stderr)
                 return EXIT_FAILED
             message_id = asked[-1]["id"]
-        state = await client.session.revert_stage(session_id, messageID=message_id)
+        state = await client.session.revert_stage(session_id, message_id=message_id)
         print(f"Staged a revert of {session_id} from message {message_id} on:")
         for line in describe(state):
             print(line)
@@ -120,7 +120,7 @@ async def revert_command(attach: str | None, db: str | Path | None, directory: P
 async def fork_command(attach: str | None, db: str | Path | None, directory: Path, session_id: str,
                        message_id: str | None) -> int:
     async with open_host(attach, db, directory, create=False) as client:
-        fork = await client.session.fork(session_id, messageID=message_id)
+        fork = await client.session.fork(session_id, message_id=message_id)
     print(fork.id)
     print(f"Forked as “{fork.title}”; continue it with `ocs run --session {fork.id}`.", file=sys.stderr)
     return EXIT_OK

@@ -485,7 +485,7 @@ class IntegrationGroup:
         self,
         integration_id: str,
         *,
-        methodID: str,
+        method_id: str,
         inputs: dict[str, str],
         location: LocationSelector | dict[str, Any] | None = None,
         label: str | None = None,
@@ -505,7 +505,7 @@ class IntegrationGroup:
             "v2.integration.connect.oauth",
             path={"integrationID": integration_id},
             query={"location": location},
-            body={"methodID": methodID, "inputs": inputs, "label": label},
+            body={"methodID": method_id, "inputs": inputs, "label": label},
             options=options,
         ))
 
@@ -687,7 +687,7 @@ class PermissionGroup:
     async def saved_list(
         self,
         *,
-        projectID: str | None = None,
+        project_id: str | None = None,
         options: CallOptions | None = None,
     ) -> list[PermissionSavedInfo]:
         """List saved permissions.
@@ -700,7 +700,7 @@ class PermissionGroup:
         """
         return cast("list[PermissionSavedInfo]", await self._client._call(
             "v2.permission.saved.list",
-            query={"projectID": projectID},
+            query={"projectID": project_id},
             options=options,
         ))
 
@@ -1128,7 +1128,7 @@ class SessionGroup:
         agent: str | None = None,
         model: ModelRef | dict[str, Any] | None = None,
         location: LocationRef | dict[str, Any] | None = None,
-        parentID: str | None = None,
+        parent_id: str | None = None,
         title: str | None = None,
         metadata: dict[str, Any] | None = None,
         permissions: builtins.list[PermissionV2Rule | dict[str, Any]] | None = None,
@@ -1150,7 +1150,7 @@ class SessionGroup:
                 "agent": agent,
                 "model": model,
                 "location": location,
-                "parentID": parentID,
+                "parentID": parent_id,
                 "title": title,
                 "metadata": metadata,
                 "permissions": permissions,
@@ -1234,7 +1234,7 @@ class SessionGroup:
         self,
         session_id: str,
         *,
-        messageID: str | None = None,
+        message_id: str | None = None,
         options: CallOptions | None = None,
     ) -> SessionV2Info:
         """Fork session.
@@ -1250,7 +1250,7 @@ class SessionGroup:
         return cast("SessionV2Info", await self._client._call(
             "v2.session.fork",
             path={"sessionID": session_id},
-            body={"messageID": messageID},
+            body={"messageID": message_id},
             options=options,
         ))
 
@@ -1392,7 +1392,7 @@ class SessionGroup:
         directory: str | None = None,
         project: str | None = None,
         subpath: str | None = None,
-        parentID: str | None = None,
+        parent_id: str | None = None,
         cursor: str | None = None,
         options: CallOptions | None = None,
     ) -> Page[SessionV2Info]:
@@ -1415,7 +1415,7 @@ class SessionGroup:
                 "directory": directory,
                 "project": project,
                 "subpath": subpath,
-                "parentID": parentID,
+                "parentID": parent_id,
                 "cursor": cursor,
             },
             options=options,
@@ -1789,7 +1789,7 @@ class SessionGroup:
         self,
         session_id: str,
         *,
-        messageID: str,
+        message_id: str,
         files: bool | None = None,
         options: CallOptions | None = None,
     ) -> RevertState:
@@ -1808,7 +1808,7 @@ class SessionGroup:
         return cast("RevertState", await self._client._call(
             "v2.session.revert.stage",
             path={"sessionID": session_id},
-            body={"messageID": messageID, "files": files},
+            body={"messageID": message_id, "files": files},
             options=options,
         ))
 

@@ -206,8 +206,9 @@ def _params(model: type[BaseModel] | None, location: str) -> tuple[Param, ...]:
         params.append(
             Param(
                 name=wire,
-                # a wire name that is no identifier (`location[directory]`) is called by its field's name
-                python_name=_python_name(wire if wire.isidentifier() else field_name, snake=location == "path"),
+                # Python names are snake_case (`message_id`), the wire keeps its own (`messageID`); a wire name
+                # that is no identifier (`location[directory]`) is called by its field's name
+                python_name=_python_name(wire if wire.isidentifier() else field_name, snake=True),
                 location=location,
                 required=required or location == "path",
                 type=expr,
