@@ -63,7 +63,7 @@ def tool_messages(request) -> list[str]:
 
 
 async def children(client, sid: str) -> list[Any]:
-    return (await client.session.list(parentID=sid)).items
+    return (await client.session.list(parent_id=sid)).items
 
 
 async def test_a_parent_delegates_two_tasks_that_run_at_once_and_answers_from_their_results(client, provider):
