@@ -196,7 +196,7 @@ async def test_messages_page_and_single_message(api):
 
 async def test_interrupt_active_wait_on_idle_sessions(api):
     sid = (await api.session.create()).id
-    assert await api.session.interrupt(sid) is None
+    assert (await api.session.interrupt(sid)).interrupted is False  # idle: nothing to stop
     assert await api.session.active() == {}
     await api.session.wait(sid)
     for call in (api.session.interrupt("ses_nope"), api.session.wait("ses_nope")):
