@@ -1,4 +1,4 @@
-"""The import-linter contracts in pyproject.toml hold: schema <- protocol <- client; the client stays network-only."""
+"""The import-linter contracts in pyproject.toml (drawn in ARCHITECTURE.md) hold: layers, a network-only client."""
 
 from __future__ import annotations
 

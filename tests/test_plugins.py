@@ -247,8 +247,8 @@ async def test_a_before_tool_hook_refuses_rewrites_or_fails_a_call_before_it_run
         records = await run(rt, "reverse them")
     failed = {f["callID"]: f["error"] for f in of_type(records, "session.tool.failed")}
     assert failed["c1"] == {"type": "hook.blocked", "message": "secrets are not reversed here"}
-    assert failed["c3"]["type"] == "plugin.hook" and "plugin guard: its before-tool hook failed" in \
-        failed["c3"]["message"]
+    assert failed["c3"]["type"] == "plugin.hook" and \
+        "plugin guard: its before-tool hook failed: it returned str, not ToolVerdict or None" in failed["c3"]["message"]
     assert sorted(success_text(records)) == ["cba", "dexif"]  # c2 ran with the input the hook gave
     assert sorted(text for _tool, i in shown for text in i.values()) == ["abc", "odd", "secret", "typo"]
 

@@ -108,11 +108,16 @@ def reference() -> dict[str, Any]:
     return load_reference(REFERENCE, os.environ)
 
 
-@pytest.mark.parametrize(("ci", "outcome"), [("true", pytest.fail.Exception), ("1", pytest.fail.Exception),
-                                             ("", pytest.skip.Exception), ("false", pytest.skip.Exception)])
-def test_a_missing_reference_fails_under_ci_and_is_skipped_elsewhere(tmp_path, ci, outcome):
-    with pytest.raises(outcome, match="reference document not found"):
-        load_reference(tmp_path / "missing.json", {"CI": ci})
+@pytest.mark.parametrize(("env", "outcome"), [
+    ({"CI": "true"}, pytest.fail.Exception), ({"CI": "1"}, pytest.fail.Exception),
+    ({"OCS_REQUIRE_REFERENCE": "1"}, pytest.fail.Exception), ({"CI": "false", "OCS_REQUIRE_REFERENCE": "1"},
+                                                             pytest.fail.Exception),
+    ({}, pytest.skip.Exception), ({"CI": ""}, pytest.skip.Exception), ({"CI": "false"}, pytest.skip.Exception),
+    ({"OCS_REQUIRE_REFERENCE": "0"}, pytest.skip.Exception)])
+def test_a_missing_reference_fails_under_ci_and_is_skipped_elsewhere(tmp_path, env, outcome):
+    missing = tmp_path / "missing.json"
+    with pytest.raises(outcome, match=f"reference document not found at {re.escape(str(missing))}"):
+        load_reference(missing, env)
 
 
 def _operations(document: dict[str, Any]) -> dict[str, tuple[str, str, dict[str, Any]]]:

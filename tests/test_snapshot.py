@@ -17,22 +17,15 @@ from opencode_session.core.location import resolve_location
 from opencode_session.core.snapshot import Snapshots, off_reason
 from opencode_session.core.snapshot.git import USED_MARK
 from opencode_session.core.snapshot.service import RETENTION_DAYS, TOO_LARGE
+from tests.support.git import STARTING
+from tests.support.git import git_project as new_git_project
 
 pytestmark = pytest.mark.anyio
 
 
 def git_project(root: Path) -> Path:
-    project = root / "project"
-    (project / "src").mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    (project / ".gitignore").write_text("build/\n")
-    (project / "src" / "app.py").write_text("print('one')\n")
-    (project / "notes.txt").write_text("alpha\nbeta\n")
-    (project / "run.sh").write_text("echo hi\n")
-    (project / "old.txt").write_text("going away\n")
-    (project / "build").mkdir()
-    (project / "build" / "out.o").write_text("ignored\n")
-    return project
+    return new_git_project(root / "project", {".gitignore": "build/\n", "src/app.py": "print('one')\n", **STARTING,
+                                               "build/out.o": "ignored\n"})
 
 
 def user_git_state(project: Path) -> dict[str, tuple[int, int]]:

@@ -24,7 +24,7 @@ from opencode_session.core.tools import (
     default_registry,
 )
 from opencode_session.schema.message import ToolFileContent, ToolTextContent
-from tests.support.reference import REFERENCE
+from tests.support.reference import REFERENCE_DIR, reference_file
 from tests.support.tools import make_ctx as support_ctx
 from tests.support.tools import settle_err, settle_ok
 
@@ -488,17 +488,15 @@ def test_register_rejects_duplicates_and_broken_schemas():
     assert registry.get("broken") is None
 
 
-TOOLS_REFERENCE = REFERENCE.parent / "opencode-1.18.33-tools.md"
+TOOLS_REFERENCE = REFERENCE_DIR / "opencode-1.18.33-tools.md"
 _ROW = re.compile(r"^\| `(\w+)` \| (.+) \|$")
 _PARAM = re.compile(r"`(\w+)`(\*?): (\w+)")
 
 
 def test_tool_names_and_parameters_match_opencode_1_18_33():
     """Prompts and agents written for OpenCode call the same tools with the same parameter names and types."""
-    if not TOOLS_REFERENCE.exists():
-        pytest.skip(f"tool reference not found at {TOOLS_REFERENCE}")
     expected: dict[str, dict[str, tuple[str, bool]]] = {}
-    for line in TOOLS_REFERENCE.read_text().splitlines():
+    for line in reference_file(TOOLS_REFERENCE, os.environ).read_text().splitlines():
         if (row := _ROW.match(line)) and row.group(1) != "tool":
             expected[row.group(1)] = {name: ("array" if kind == "array" else kind, star == "*")
                                       for name, star, kind in _PARAM.findall(row.group(2))}

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from opencode_session.sdk import OpenCode
 from tests.security.conftest import write_provider_config
 from tests.support import fake_openai as fake
 from tests.support.e2e import durable_log, types
+from tests.support.git import git_project as new_git_project
 from tests.support.server import isolated_env, start_configured
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
@@ -45,13 +45,7 @@ class Host:
 
 
 def git_project(root: Path) -> Path:
-    project = root / "project"
-    project.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    (project / "notes.txt").write_text("alpha\nbeta\n")
-    (project / "old.txt").write_text("going away\n")
-    (project / "run.sh").write_text("echo hi\n")
-    return project
+    return new_git_project(root / "project")
 
 
 def tree(project: Path) -> dict[str, tuple[str, bool]]:

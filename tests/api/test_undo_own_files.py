@@ -19,6 +19,8 @@ from opencode_session.client import ConflictError
 from opencode_session.sdk import OpenCode
 from tests.security.conftest import write_provider_config
 from tests.support import fake_openai as fake
+from tests.support.git import STARTING
+from tests.support.git import git_project as new_git_project
 from tests.support.server import isolated_env
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
@@ -28,15 +30,7 @@ BINARY = bytes(range(256)) * 4  # every byte value, NULs included
 
 
 def git_project(root: Path) -> Path:
-    project = root / "project"
-    project.mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    (project / ".gitignore").write_text("ignored/\n")
-    (project / "notes.txt").write_text("alpha\nbeta\n")
-    (project / "old.txt").write_text("going away\n")
-    (project / "run.sh").write_text("echo hi\n")
-    (project / "data.bin").write_bytes(BINARY)
-    return project
+    return new_git_project(root / "project", {".gitignore": "ignored/\n", **STARTING, "data.bin": BINARY})
 
 
 RUNTIME = ("sessions.db", "snapshot", "tool-output", "credentials.json")

@@ -3,14 +3,13 @@ commit; declining or no terminal puts the files back), `ocs fork`, and interacti
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from tests.api.test_undo import AFTER, BEFORE, file_changing_turn, tree
 from tests.cli.test_terminal import finish
 from tests.support import fake_openai as fake
 from tests.support.cli import Home, session_state
+from tests.support.git import git_project
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
@@ -18,9 +17,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 @pytest.fixture
 def project(home: Home) -> Home:
     """The home's work directory as a git project with the files `file_changing_turn` changes."""
-    subprocess.run(["git", "init", "-q", str(home.work)], check=True)
-    (home.work / "old.txt").write_text("going away\n")
-    (home.work / "run.sh").write_text("echo hi\n")
+    git_project(home.work)
     assert tree(home.work) == BEFORE
     return home
 

@@ -96,9 +96,34 @@ async def run_prompt(client, provider: fake.FakeOpenAI, *scripts: fake.Script, t
     await client.session.prompt(sid, prompt={"text": "go"})
     with anyio.fail_after(timeout):
         await client.session.wait(sid)
+    return sid, await _durable_log(client, sid)
+
+
+async def run_refused_prompt(client, provider: fake.FakeOpenAI, *scripts: fake.Script, feedback: str | None = None,
+                             timeout: float = 60) -> tuple[dict[str, Any], list]:
+    """Like `run_prompt` for a turn that asks the user once: they reject that request (with `feedback`, which the
+    model reads, if given). The request asked and the session's durable log."""
+    provider.enqueue(*scripts)
+    events = client.event.subscribe()
+    try:
+        with anyio.fail_after(timeout):
+            async for event in events:
+                if event.type == "server.connected":
+                    sid = (await client.session.create()).id
+                    await client.session.prompt(sid, prompt={"text": "go"})
+                elif event.type == "permission.v2.asked":
+                    asked = dict(event.data)
+                    await client.session.permission_reply(sid, asked["id"], reply="reject", message=feedback)
+                    await client.session.wait(sid)
+                    break
+    finally:
+        await events.aclose()
+    return asked, await _durable_log(client, sid)
+
+
+async def _durable_log(client, sid: str) -> list:
     # the background title lands any time: it is not part of what these tests check
-    return sid, [e async for e in client.session.log(sid, follow=False)
-                 if e.type not in ("log.synced", "session.renamed")]
+    return [e async for e in client.session.log(sid, follow=False) if e.type not in ("log.synced", "session.renamed")]
 
 
 def one_tool_call(name: str, arguments: dict[str, Any]) -> list[fake.Script]:

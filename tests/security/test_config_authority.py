@@ -10,10 +10,9 @@ import json
 import shlex
 import sys
 
-import anyio
 import pytest
 
-from tests.security.conftest import run_prompt, write_provider_config
+from tests.security.conftest import run_prompt, run_refused_prompt, write_provider_config
 from tests.support import fake_openai as fake
 
 pytestmark = pytest.mark.anyio
@@ -79,20 +78,7 @@ async def test_a_prompt_cannot_grant_itself_bash_mcp_or_outside_files(client, pr
 
 async def test_a_config_file_write_asks_by_default(client, provider, root):
     # a refusal without feedback ends the turn: the model is not asked again
-    provider.enqueue(_calls(("write", {"path": ".opencode/opencode.json", "content": '{"permission": "allow"}'}))[0])
-    events = client.event.subscribe()
-    try:
-        with anyio.fail_after(60):
-            async for event in events:
-                if event.type == "server.connected":
-                    sid = (await client.session.create()).id
-                    await client.session.prompt(sid, prompt={"text": "go"})
-                elif event.type == "permission.v2.asked":
-                    asked = dict(event.data)
-                    await client.session.permission_reply(sid, asked["id"], reply="reject")
-                    await client.session.wait(sid)
-                    break
-    finally:
-        await events.aclose()
+    write = ("write", {"path": ".opencode/opencode.json", "content": '{"permission": "allow"}'})
+    asked, _ = await run_refused_prompt(client, provider, _calls(write)[0])
     assert asked["action"] == "edit" and asked["resources"] == [".opencode/opencode.json"], asked
     assert not (root / "work" / ".opencode" / "opencode.json").exists()

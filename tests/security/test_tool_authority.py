@@ -8,10 +8,9 @@ from __future__ import annotations
 import json
 import os
 
-import anyio
 import pytest
 
-from tests.security.conftest import one_tool_call, run_prompt, settled, write_provider_config
+from tests.security.conftest import one_tool_call, run_prompt, run_refused_prompt, settled, write_provider_config
 
 pytestmark = pytest.mark.anyio
 
@@ -50,22 +49,7 @@ REFUSAL = "do not leave the project"
 async def _refused_call(client, provider, name: str, arguments: dict) -> tuple[object, list, dict]:
     """Like `_call` for a call that asks: the user refuses the one request it makes, with feedback."""
     provider.requests.clear()
-    provider.enqueue(*one_tool_call(name, arguments))
-    events = client.event.subscribe()
-    try:
-        with anyio.fail_after(60):
-            async for event in events:
-                if event.type == "server.connected":
-                    sid = (await client.session.create()).id
-                    await client.session.prompt(sid, prompt={"text": "go"})
-                elif event.type == "permission.v2.asked":
-                    asked = dict(event.data)
-                    await client.session.permission_reply(sid, asked["id"], reply="reject", message=REFUSAL)
-                    await client.session.wait(sid)
-                    break
-    finally:
-        await events.aclose()
-    log = [e async for e in client.session.log(sid, follow=False) if e.type not in ("log.synced", "session.renamed")]
+    asked, log = await run_refused_prompt(client, provider, *one_tool_call(name, arguments), feedback=REFUSAL)
     return settled(log), log, asked
 
 

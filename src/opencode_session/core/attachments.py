@@ -17,7 +17,7 @@ from .agents import AgentNotFoundError, resolve_agent
 from .config import ConfigError, ConfigSource
 from .llm.model import FilePart, LLMMessage, TextPart, UserMessage
 from .location import resolve_location
-from .permission import DEFAULT_RULES, AccessRefused, Authority, NotRegularFileError, effective_rules, open_regular_file
+from .permission import DEFAULT_RULES, AccessRefused, Authority, effective_rules, read_regular_file
 
 # One attachment, as OpenCode bounds inline media; and all the local attachments one request carries.
 MAX_ATTACHMENT_BYTES = 5 * 1024 * 1024
@@ -70,16 +70,7 @@ def read_attachment(authority: Authority, uri: str) -> bytes:
     path = check_attachment(authority, uri)
     if path is None:
         raise AttachmentError(f"not a local file: {uri}")
-    try:
-        with open_regular_file(path) as handle:
-            data = handle.read(MAX_ATTACHMENT_BYTES + 1)
-    except NotRegularFileError:
-        raise AttachmentError(f"not a regular file: {path}") from None
-    except OSError as exc:
-        raise AttachmentError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_ATTACHMENT_BYTES:
-        raise AttachmentError(f"{path} has grown past {MAX_ATTACHMENT_BYTES} bytes")
-    return data
+    return read_regular_file(path, MAX_ATTACHMENT_BYTES, AttachmentError)
 
 
 def admission_authority(directory: str, agent: str | None, configs: ConfigSource,

@@ -9,7 +9,7 @@ from pathlib import Path
 from ...schema import session_errors
 from ...schema.errors import ForbiddenError, InvalidRequestError
 from ...schema.fs import FileSystemEntry
-from ..permission import AccessRefused, Authority, NotRegularFileError, open_regular_file
+from ..permission import AccessRefused, Authority, read_regular_file
 from ..tools.ignores import walk
 
 MAX_READ_BYTES = 10 * 1024 * 1024
@@ -46,19 +46,7 @@ def read_file(authority: Authority, raw: str) -> bytes:
     ForbiddenError where the rules refuse reading it."""
     if not raw:
         raise _bad_path("A file path is required after /api/fs/read/")
-    path = _reach(authority, "read", raw)
-    try:
-        with open_regular_file(path) as file:
-            data = file.read(MAX_READ_BYTES + 1)
-    except (FileNotFoundError, NotADirectoryError):
-        raise _bad_path(f"File not found: {raw}") from None
-    except NotRegularFileError:
-        raise _bad_path(f"Not a regular file: {raw}") from None
-    except OSError as exc:
-        raise _bad_path(f"Cannot read {raw}: {exc.strerror or exc}") from None
-    if len(data) > MAX_READ_BYTES:
-        raise _bad_path(f"{raw} is larger than {MAX_READ_BYTES // (1024 * 1024)} MiB")
-    return data
+    return read_regular_file(_reach(authority, "read", raw), MAX_READ_BYTES, _bad_path, name=raw)
 
 
 def relative_name(authority: Authority, path: Path) -> str:

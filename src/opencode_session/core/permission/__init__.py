@@ -3,7 +3,15 @@ refusal (`authority`), what a shell command asks for and saves (`command`), what
 its requirements are checked (`ask`), and the service that asks, answers and remembers `always` (`requests`)."""
 
 from .ask import Asker, PermissionAsk, satisfy
-from .authority import AccessRefused, Authority, Correction, NotRegularFileError, Requirement, open_regular_file
+from .authority import (
+    AccessRefused,
+    Authority,
+    Correction,
+    NotRegularFileError,
+    Requirement,
+    open_regular_file,
+    read_regular_file,
+)
 from .command import save_pattern, simple_commands
 from .requests import DECLINED, PermissionRequests
 from .rules import (
@@ -22,5 +30,5 @@ from .rules import (
 
 __all__ = ["DECLINED", "DEFAULT_RULES", "AccessRefused", "Asker", "Authority", "Correction", "Effect",
            "NotRegularFileError", "PermissionAsk", "PermissionRequests", "Requirement", "Rule", "Ruleset",
-           "agent_rules", "disabled", "effective_rules", "evaluate", "open_regular_file", "parse_rules", "satisfy",
-           "save_pattern", "simple_commands", "wildcard_match", "with_session_rules"]
+           "agent_rules", "disabled", "effective_rules", "evaluate", "open_regular_file", "parse_rules",
+           "read_regular_file", "satisfy", "save_pattern", "simple_commands", "wildcard_match", "with_session_rules"]

@@ -1,13 +1,14 @@
 """Location authority: whether a Session may touch a path a tool call or prompt attachment names. The path is resolved
 first (`~`, relative to the Location, `..`, symlinks); outside the Location it needs the `external_directory`
 permission, and the action's own rules apply everywhere, so a `deny` always holds. Also AccessRefused, the one
-refusal of the permission package, and the one safe way to open such a file: regular files only, never blocking on a
-FIFO or device."""
+refusal of the permission package, and the one safe way to open such a file (regular files only, never blocking on a
+FIFO or device) and to read one whole within a bound."""
 
 from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -150,3 +151,21 @@ def open_regular_file(path: Path) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+def read_regular_file(path: Path, limit: int, error: Callable[[str], Exception], name: object = None) -> bytes:
+    """The whole of the regular file at `path`, at most `limit` bytes; else `error(message)`, the message naming the
+    file as `name` (`path` by default) and saying why: missing, not a regular file, unreadable or over `limit`."""
+    shown = path if name is None else name
+    try:
+        with open_regular_file(path) as file:
+            data = file.read(limit + 1)
+    except (FileNotFoundError, NotADirectoryError):
+        raise error(f"File not found: {shown}") from None
+    except NotRegularFileError:
+        raise error(f"Not a regular file: {shown}") from None
+    except OSError as exc:
+        raise error(f"Cannot read {shown}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise error(f"{shown} is larger than {limit / (1024 * 1024):g} MiB")
+    return data

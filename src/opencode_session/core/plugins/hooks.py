@@ -9,7 +9,7 @@ import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from ...schema import session_errors
 from ...schema.common import SessionErrorInfo
@@ -22,6 +22,7 @@ from ..userhooks.service import NO_VERDICT, ToolVerdict, stricter
 from .api import Hooked, ProviderRequest, TerminalRequest, ToolCallRequest, ToolResult, call_hook
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 BEFORE_REQUEST: Final = "before-request"
 BEFORE_TOOL: Final = "before-tool"
@@ -66,15 +67,8 @@ class PluginHooks:
         verdict = NO_VERDICT
         for entry in self.before_tool_hooks:
             shown = call if verdict.input is None else dataclasses.replace(call, input=verdict.input)
-            try:
-                answer = await call_hook(entry.hook, shown)
-            except Exception as failure:
-                log.exception("plugin %s: its %s hook failed", entry.plugin, BEFORE_TOOL)
-                raise PluginHookError(entry.plugin, BEFORE_TOOL, failure) from failure
+            answer = await _ask(entry, BEFORE_TOOL, shown, ToolVerdict)
             if answer is not None:
-                if not isinstance(answer, ToolVerdict):
-                    raise PluginHookError(entry.plugin, BEFORE_TOOL,
-                                          f"it returned {type(answer).__name__}, not ToolVerdict or None")
                 verdict = stricter(verdict, answer)
         return verdict
 
@@ -117,21 +111,28 @@ class PluginHooks:
         return EventFeed(self, live) if self.event_hooks else None
 
 
-async def _through(hooks: Sequence[Hooked], kind: str, shown: Any, field: str, accepted: type) -> Any:
+async def _through(hooks: Sequence[Hooked], kind: str, shown: Any, field: str, accepted: type[Any]) -> Any:
     """`shown`'s `field` once each hook saw it (with what the earlier ones answered) and may have replaced it."""
     value = getattr(shown, field)
     for entry in hooks:
-        try:
-            answer = await call_hook(entry.hook, dataclasses.replace(shown, **{field: value}))
-        except Exception as failure:
-            log.exception("plugin %s: its %s hook failed", entry.plugin, kind)
-            raise PluginHookError(entry.plugin, kind, failure) from failure
+        answer = await _ask(entry, kind, dataclasses.replace(shown, **{field: value}), accepted)
         if answer is not None:
-            if not isinstance(answer, accepted):
-                raise PluginHookError(entry.plugin, kind,
-                                      f"it returned {type(answer).__name__}, not {accepted.__name__} or None")
             value = answer
     return value
+
+
+async def _ask(entry: Hooked, kind: str, shown: Any, accepted: type[T]) -> T | None:
+    """One hook's answer to `shown`: None or an `accepted`; PluginHookError (logged) when it raised, or answered
+    something else."""
+    try:
+        answer = await call_hook(entry.hook, shown)
+    except Exception as failure:
+        log.exception("plugin %s: its %s hook failed", entry.plugin, kind)
+        raise PluginHookError(entry.plugin, kind, failure) from failure
+    if answer is not None and not isinstance(answer, accepted):
+        raise PluginHookError(entry.plugin, kind,
+                              f"it returned {type(answer).__name__}, not {accepted.__name__} or None")
+    return answer
 
 
 class EventFeed:

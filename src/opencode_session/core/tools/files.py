@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
-from ..permission import NotRegularFileError, open_regular_file
+from ..permission import read_regular_file
 from .tool import ToolFailure
 
 # Files the editing tools load whole; a larger one is not something to rewrite through a model's text.
@@ -36,17 +36,7 @@ async def changing(*paths: Path) -> AsyncIterator[None]:
 
 def read_text(path: Path) -> str:
     """The UTF-8 text of the regular file at `path`, or a ToolFailure the model can act on."""
-    try:
-        with open_regular_file(path) as raw:
-            data = raw.read(MAX_EDIT_BYTES + 1)
-    except (FileNotFoundError, NotADirectoryError):
-        raise ToolFailure(f"File not found: {path}") from None
-    except NotRegularFileError:
-        raise ToolFailure(f"Not a regular file: {path}") from None
-    except OSError as exc:
-        raise ToolFailure(f"Cannot read {path}: {exc.strerror or exc}") from None
-    if len(data) > MAX_EDIT_BYTES:
-        raise ToolFailure(f"{path} is larger than {MAX_EDIT_BYTES // (1024 * 1024)} MiB; edit it another way.")
+    data = read_regular_file(path, MAX_EDIT_BYTES, ToolFailure)
     if b"\x00" in data:
         raise ToolFailure(f"Cannot edit binary file: {path}")
     try:
