@@ -129,9 +129,18 @@ async def test_the_parents_host_killed_mid_child_the_other_host_waits_on_the_sam
     await a.session.prompt(parent, prompt={"text": "Which city is the French capital?"})
     child = await held_child(provider, a, parent, answer)
     assert (await b.session.owner(child)).local  # the child runs on b, the parent on a
+    stream = b.event.subscribe()
+    assert (await stream.__anext__()).type == "server.connected"
     first.stop(signal.SIGKILL)
-    with anyio.fail_after(WAIT):  # b takes the parent over once a's lease expired, and runs its `task` call again
-        assert await anyio.to_thread.run_sync(second.wait_for_stderr, f"taking over session {parent}", WAIT)
+    with anyio.fail_after(WAIT):
+        # b takes the parent over once a's lease expired and runs its `task` call again, which shows that it waits
+        # on the same child (a progress event after the takeover is b's: a is gone)
+        async for item in stream:
+            if item.type == "session.tool.progress" and item.data.get("sessionID") == parent \
+                    and second.wait_for_stderr(f"taking over session {parent}", 0):
+                assert item.data["structured"]["sessionID"] == child
+                break
+    await stream.aclose()
     answer.release.set()  # only now does the child answer
     with anyio.fail_after(WAIT):
         await b.session.wait(parent)

@@ -263,7 +263,8 @@ class Runner:
             rules=with_session_rules(agent.rules(b.config.permission, d.env), b.session.permissions),
             asker=None if d.permissions is None else d.permissions.asker(sid, b.location.project_id,
                                                                          orphan.assistant_id, orphan.call_id),
-            managed_roots=() if outputs is None else (outputs.root,), config=b.config)
+            managed_roots=() if outputs is None else (outputs.root,), config=b.config,
+            publish_live=lambda data: d.store.publish_live(data, sid))  # its progress, as in a Step
         await confirm_lease()  # run again only while the lease cannot have lapsed
         settlement = await tools.run(orphan.name, orphan.input, ctx)
         limits = b.config.tool_output
