@@ -1,11 +1,13 @@
 """Subagents end to end: `ocs serve` with a `researcher` subagent in its config, the model scripted through the real
 Chat Completions adapter against a loopback server. A parent's `task` calls run in child sessions at once, and the
 parent answers from their results; a child that fails is a failed call, not a failed parent; interrupting the parent
-interrupts its children; a child's permission request is listed with the parent's; `task_id` continues a child."""
+interrupts its children; a child's permission request is listed with the parent's; `task_id` continues a child; after a
+hard crash the restarted host continues the child and runs the parent's call again, which waits on the same child."""
 
 from __future__ import annotations
 
 import json
+import signal
 from typing import Any
 
 import anyio
@@ -14,7 +16,7 @@ import pytest
 from opencode_session.client import OpenCodeClient
 from tests.support import fake_openai as fake
 from tests.support.e2e import durable_log, prompt_and_wait
-from tests.support.server import start_configured
+from tests.support.server import isolated_env, start_configured, start_server
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -190,3 +192,43 @@ async def test_task_id_continues_the_same_child_with_what_it_knows(client, provi
     assert [k.id for k in await children(client, sid)] == [kid.id]
     second = next(r for r in provider.requests if "second question" in json.dumps(r.json["messages"][-1]))
     assert "first answer" in json.dumps(second.json["messages"])  # the child's own history came along
+
+
+async def test_after_a_hard_crash_the_parents_call_runs_again_and_waits_on_the_same_child(tmp_path, provider):
+    provider.requests.clear()
+    config = provider.serve_config({"fake-model": {}}, model="loop/fake-model", agent={
+        "researcher": {"mode": "subagent", "description": "Looks facts up and reports them."}})
+    lost = fake.completion(fake.text_deltas("working", " on it"))
+    lost.hold_after = 1
+    provider.routes += [(asked("capital of Spain"), lost),
+                        # the child's Step continued after the crash
+                        (lambda p: "capital of Spain" in json.dumps(p["messages"])
+                         and p["messages"][-1]["role"] != "tool", fake.completion(fake.text_deltas("Madrid.")))]
+    provider.enqueue(tasks({"prompt": "Find the capital of Spain."}),
+                     fake.completion(fake.text_deltas("It is Madrid.")))
+    srv, work = start_configured(tmp_path, config)
+    try:
+        async with OpenCodeClient(srv.url) as client:
+            sid = (await client.session.create()).id
+            await client.session.prompt(sid, prompt={"text": "Which city is the Spanish capital?"})
+            with anyio.fail_after(WAIT):
+                await anyio.to_thread.run_sync(lost.held.wait)
+            (kid,) = await children(client, sid)
+        srv.stop(signal.SIGKILL)
+        srv = start_server(tmp_path, env=isolated_env(tmp_path), workdir=work)  # the same database
+        async with OpenCodeClient(srv.url) as client:
+            with anyio.fail_after(WAIT):
+                await client.session.wait(sid)
+                await client.session.wait(kid.id)
+            assert [k.id for k in await children(client, sid)] == [kid.id]  # no second child
+            log = await durable_log(client, sid)
+            settled = [e for e in log if e.type in ("session.tool.success", "session.tool.failed")]
+            assert [e.type for e in settled] == ["session.tool.success"]  # the call run again, not `tool.stale`
+            assert "Madrid." in settled[0].data.content[0].text
+            assert log[-1].type == "session.execution.succeeded"
+            kid_types = [e.type for e in await durable_log(client, kid.id)]
+            assert kid_types.count("session.input.admitted") == 1 and kid_types[-1] == "session.execution.succeeded"
+    finally:
+        provider.release_held()
+        srv.stop()
+    assert provider.pending == 0

@@ -212,6 +212,16 @@ class Runtime:
         self.lifecycle.interrupt = lambda sid: execution.interrupt(sid, "user")
         return self
 
+    async def start_anywhere(self, session_id: str) -> None:
+        """Start a session whose input was admitted without a wake (a subagent's child) on another host of the
+        database when one takes it within a sweep period (at least a quarter second), else here: on one host, or
+        when the other hosts are busy, paused or gone."""
+        if self.ownership is not None:
+            await self.ownership.offer(session_id)
+            if await self.ownership.started_anywhere(session_id, max(self.lease_ttl_ms / 10_000, 0.25)):
+                return
+        self.sessions.wake(session_id)
+
     # --- replies to what a session asks, wherever they arrive ------------------------------------------------
 
     async def reply_permission(self, session_id: str, request_id: str, reply: PermissionV2Reply,

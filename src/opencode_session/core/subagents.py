@@ -1,6 +1,7 @@
 """Subagents: the `task` tool, through which an agent hands work to another agent of the config (`mode` `subagent` or
 `all`) in a child session and reads its final answer; the child keeps its own durable log and execution, so it
-runs (and continues after a crash) on any host, and the parent's call only waits on its log."""
+runs (and continues after a crash) on any host, offered to the other hosts first, and the parent's call only waits on
+its log."""
 
 from __future__ import annotations
 
@@ -29,6 +30,8 @@ DEFAULT_CONCURRENCY: Final = 4
 _TERMINAL: Final = (ev.ExecutionSucceeded, ev.ExecutionFailed, ev.ExecutionInterrupted)
 
 Interrupt = Callable[[str], Awaitable[object]]
+# Starts a child whose input was admitted without a wake: on another host of a shared database when one takes it
+Start = Callable[[str], Awaitable[None]]
 
 
 def subagents(config_agents: Sequence[Agent]) -> list[Agent]:
@@ -40,9 +43,11 @@ class Delegation:
     """Runs `task` calls: one child session per call (found again by its call ID when the call runs again after a
     takeover, so the wait resumes instead of starting the work twice), under a bound on children at once."""
 
-    def __init__(self, sessions: Sessions, interrupt: Interrupt, env: Mapping[str, str]) -> None:
+    def __init__(self, sessions: Sessions, interrupt: Interrupt, env: Mapping[str, str],
+                 start: Start | None = None) -> None:
         self.sessions = sessions
         self.interrupt = interrupt
+        self.start = start  # None: the admission wakes the child here
         limit = env.get("OCS_TASK_CONCURRENCY", "")
         self.limit = anyio.Semaphore(int(limit) if limit.isdigit() and int(limit) > 0 else DEFAULT_CONCURRENCY)
 
@@ -52,8 +57,11 @@ class Delegation:
         progress = _Progress(ctx, child.id)
         async with self.limit:
             progress.show()
-            admitted = await self.sessions.admit(child.id, PromptInput(text=prompt), id=input_id)
+            admitted = await self.sessions.admit(child.id, PromptInput(text=prompt), id=input_id,
+                                                 resume=self.start is None)
             try:
+                if self.start is not None:
+                    await self.start(child.id)
                 answer = await self._answer(child.id, input_id, admitted.admittedSeq, progress)
             except BaseException:
                 # the parent was interrupted (or failed): its child stops too, its input stays in its log

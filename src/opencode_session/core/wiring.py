@@ -66,7 +66,8 @@ def make_drain_factory(
                 if runtime.execution is not None:
                     await runtime.execution.interrupt(child, "user")
 
-            deps.tools.add_source(SubagentTools(Delegation(runtime.sessions, interrupt, options.env)))
+            deps.tools.add_source(SubagentTools(Delegation(runtime.sessions, interrupt, options.env,
+                                                                    runtime.start_anywhere)))
         if deps.tools.outputs is None:
             deps.tools.outputs = runtime.outputs
         if plugins is not None:  # the plugins' tools come after the registry's own

@@ -28,6 +28,7 @@ DEFAULT_TTL_MS = 10_000
 # the renewal was sent): what is left covers clock drift between hosts and the time a request takes to leave.
 MARGIN_SHARE = 1 / 3
 _SIGNAL = "session"  # the signal kind: {"kind": "session", "to": host, "session": id, "do": ..., ...}
+_ANY = "*"  # `to` of a signal every host but its sender (`from`) hears
 
 Heard = Callable[[str, dict[str, Any]], None]
 
@@ -176,12 +177,35 @@ class Ownership:
         await self.store.signal(json.dumps({"kind": _SIGNAL, "to": lease.owner, "session": lease.session_id,
                                             "do": action, **data}))
 
+    async def offer(self, session_id: str) -> None:
+        """Ask every other host to wake the session: the first whose drain takes its lease runs it (the others' wakes
+        are forwarded to that one, as any wake of a session another host holds)."""
+        await self.store.signal(json.dumps({"kind": _SIGNAL, "to": _ANY, "from": self.host, "session": session_id,
+                                            "do": "wake"}))
+
+    async def started_anywhere(self, session_id: str, within_s: float) -> bool:
+        """Whether, within `within_s`, some host holds the session's live lease or no input of it waits for promotion
+        any more (an offered session was taken, and maybe already run to its end)."""
+        def taken(reader: Reader) -> bool:
+            lease = reader.leases.holder(session_id)
+            return (lease is not None and lease.expires >= now_ms()) or not reader.pending.any_promotable(session_id)
+
+        deadline = self.clock() + within_s
+        while not await self.store.read(taken):
+            if self.clock() >= deadline:
+                return False
+            await asyncio.sleep(0.02)  # a poll of the lease row (its take writes no event to wait on), bounded
+        return True
+
     def _signalled(self, payload: str) -> None:
         try:
             note = json.loads(payload)
         except ValueError:
             return
-        if not isinstance(note, dict) or note.get("kind") != _SIGNAL or note.get("to") != self.host:
+        if not isinstance(note, dict) or note.get("kind") != _SIGNAL:
+            return
+        to = note.get("to")
+        if to != self.host and not (to == _ANY and note.get("from") != self.host):
             return
         hear = self.heard.get(str(note.get("do")))
         if hear is not None:

@@ -237,11 +237,12 @@ class Runner:
         left = await store.read(lambda reader: find_orphans(reader, session_id))
         if left is None:
             return
-        tools = self.deps.tools.snapshot()
-        again = [o for o in left if o.running and not o.hosted and tools.idempotent(o.name)]
         settled = {}
-        if again:
+        if any(o.running and not o.hosted for o in left):
+            # the tools of the session's boundary: those a source lists per boundary (`task`, MCP) included
             b = await self.sampler.sample(session_id)
+            tools = self.deps.tools.snapshot(b)
+            again = [o for o in left if o.running and not o.hosted and tools.idempotent(o.name)]
             results = await asyncio.gather(*(self._run_again(b, tools, o) for o in again))
             settled = {(o.assistant_id, o.call_id): result for o, result in zip(again, results, strict=True)}
         await store.write(partial(settle_orphans, session_id=session_id, settled=settled))
@@ -262,7 +263,8 @@ class Runner:
             rules=with_session_rules(agent.rules(b.config.permission, d.env), b.session.permissions),
             asker=None if d.permissions is None else d.permissions.asker(sid, b.location.project_id,
                                                                          orphan.assistant_id, orphan.call_id),
-            managed_roots=() if outputs is None else (outputs.root,), config=b.config)
+            managed_roots=() if outputs is None else (outputs.root,), config=b.config,
+            publish_live=lambda data: d.store.publish_live(data, sid))  # its progress, as in a Step
         await confirm_lease()  # run again only while the lease cannot have lapsed
         settlement = await tools.run(orphan.name, orphan.input, ctx)
         limits = b.config.tool_output
