@@ -269,11 +269,11 @@ async def test_construction_is_network_free_and_closing_is_final():
     calls: list[httpx2.Request] = []
     c = OpenCodeClient("http://x", transport=httpx2.MockTransport(lambda r: calls.append(r) or httpx2.Response(204)))
     assert calls == []
-    await c.session.interrupt("ses_1")
+    await c.session.wait("ses_1")
     assert len(calls) == 1
     await c.aclose()
     with pytest.raises(ClientError) as raised:
-        await c.session.interrupt("ses_1")
+        await c.session.wait("ses_1")
     assert raised.value.reason == "Transport"
 
 
