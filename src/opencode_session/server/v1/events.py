@@ -36,10 +36,12 @@ class Streams:
 
 
 class V1Stream:
-    """One reader's translation state: the V1 messages and parts it was last sent, by ID."""
+    """One reader's translation state: the V1 messages and parts it was last sent, by ID. Like OpenCode's bus it
+    tells what happens from the moment it opened: messages created before that are not replayed."""
 
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
+        self.opened = now_ms()
         self.infos: dict[str, Any] = {}
         self.parts: dict[str, dict[str, Any]] = {}
         self.sessions: dict[str, Any] = {}
@@ -68,6 +70,8 @@ class V1Stream:
             out.append(_event("session.updated", {"sessionID": session_id, "info": session}))
         for message in shapes.messages(info, list(reversed(history))):
             mid = message["info"]["id"]
+            if message["info"]["time"]["created"] < self.opened:
+                continue
             if self.infos.get(mid) != message["info"]:
                 self.infos[mid] = message["info"]
                 out.append(_event("message.updated", {"sessionID": session_id, "info": message["info"]}))

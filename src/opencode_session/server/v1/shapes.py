@@ -52,7 +52,9 @@ def session_info(info: SessionV2Info) -> dict[str, Any]:
 
 
 def _part(session_id: str, message_id: str, part_id: str, kind: str, **fields: Any) -> dict[str, Any]:
-    return {"id": part_id if part_id.startswith("prt_") else f"prt_{part_id}", "sessionID": session_id,
+    # a content ID is unique within its message only: the part's ID carries the message's
+    unique = part_id if part_id.startswith("prt_") else f"prt_{message_id.removeprefix('msg_')}_{part_id}"
+    return {"id": unique, "sessionID": session_id,
             "messageID": message_id, "type": kind, **fields}
 
 
@@ -79,7 +81,7 @@ def _tool_part(session_id: str, message_id: str, item: SessionMessageAssistantTo
 
 def _assistant_parts(session_id: str, msg: SessionMessageAssistant) -> list[dict[str, Any]]:
     done = msg.time.completed
-    parts = [_part(session_id, msg.id, f"{msg.id}_start", "step-start")]
+    parts = [_part(session_id, msg.id, "start", "step-start")]
     for index, item in enumerate(msg.content):
         # a text is whole once something follows it or its message completed: V1 marks that with `time.end`
         ended = done is not None or index < len(msg.content) - 1
@@ -93,7 +95,7 @@ def _assistant_parts(session_id: str, msg: SessionMessageAssistant) -> list[dict
         elif isinstance(item, SessionMessageAssistantTool):
             parts.append(_tool_part(session_id, msg.id, item))
     if done is not None:
-        parts.append(_part(session_id, msg.id, f"{msg.id}_finish", "step-finish", reason=msg.finish or "stop",
+        parts.append(_part(session_id, msg.id, "finish", "step-finish", reason=msg.finish or "stop",
                            cost=msg.cost or 0, tokens=_tokens(msg.tokens)))
     return parts
 
@@ -110,7 +112,7 @@ def messages(session: SessionV2Info, history: list[SessionMessage]) -> list[dict
                                     "time": {"created": msg.time.created}, "agent": session.agent or "build"}
             if session.model is not None:
                 info["model"] = {"providerID": session.model.providerID, "modelID": session.model.id}
-            text = _part(sid, msg.id, f"{msg.id}_text", "text", text=msg.text)
+            text = _part(sid, msg.id, "text", "text", text=msg.text)
             out.append({"info": info, "parts": [text]})
         elif isinstance(msg, SessionMessageAssistant):
             info = {"id": msg.id, "sessionID": sid, "role": "assistant", "mode": msg.agent, "agent": msg.agent,
