@@ -129,6 +129,25 @@ def test_a_new_session_is_created_and_its_answer_printed(opencode, served, provi
     assert "say hello" in _said(provider.requests[-1])
 
 
+def test_dir_agent_and_model_choose_the_sessions_location_agent_and_model(opencode, served, provider, tmp_path):
+    proc, work = served
+    project = tmp_path / "project"
+    project.mkdir()
+    before = {s["id"] for s in _sessions(proc.url)}
+    provider.enqueue(fake.completion(fake.text_deltas("planned")))
+    done = run_attach(opencode, proc.url, work, "make a plan", "--dir", str(project), "--agent", "plan",
+                      "--model", "loop/fake-model")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "planned" and "plan · fake-model" in done.stderr
+    (created,) = [s for s in _sessions(proc.url) if s["id"] not in before]
+    assert created["location"]["directory"] == str(project)
+    assert created["agent"] == "plan" and created["model"]["id"] == "fake-model"
+    provider.enqueue(fake.completion(fake.text_deltas("built")))
+    unknown = run_attach(opencode, proc.url, work, "hello", "--agent", "no-such-agent")
+    assert 'agent "no-such-agent" not found' in unknown.stderr  # the CLI falls back to the default agent
+    assert unknown.returncode == 0 and unknown.stdout.strip() == "built"
+
+
 def test_format_json_prints_one_parsable_event_per_line(opencode, served, provider):
     proc, work = served
     provider.enqueue(fake.completion(fake.text_deltas("json ", "answer")))
