@@ -177,6 +177,13 @@ def test_continue_and_session_prompt_the_same_session(opencode, tmp_path, loop_p
         assert named.returncode == 0 and named.stdout.strip() == "third answer"
         assert "second answer" in _said(provider.requests[-1])
         assert [s["id"] for s in _sessions(proc.url)] == [session["id"]]
+        provider.enqueue(fake.completion(fake.text_deltas("forked answer")))
+        forked = run_attach(opencode, proc.url, work, "fourth question", "--session", session["id"], "--fork")
+        assert forked.returncode == 0 and forked.stdout.strip() == "forked answer", forked.stderr
+        assert "third answer" in _said(provider.requests[-1])  # the fork carries the history
+        assert len(_sessions(proc.url)) == 2
+        assert "forked answer" not in json.dumps(httpx2.get(f"{proc.url}/session/{session['id']}/message",
+                                                            timeout=10).json())
         missing = run_attach(opencode, proc.url, work, "anyone?", "--session", "ses_nosuchsession")
         assert missing.returncode == 1 and "Session not found" in missing.stderr
     finally:
@@ -256,6 +263,15 @@ def test_v1_session_shapes(http, served):
     assert http.get("/path", params={"directory": str(work)}).json()["directory"] == str(work)
     assert http.get("/config").json()["model"] == "loop/fake-model"
     assert "build" in [a["name"] for a in http.get("/agent").json()]
+    providers = http.get("/config/providers").json()
+    assert providers["default"] == {"loop": "fake-model"}
+    (loop,) = providers["providers"]
+    assert loop["id"] == "loop" and loop["options"] == {} and list(loop["models"]) == ["fake-model"]
+    assert http.get("/provider").json()["connected"] == ["loop"]
+    renamed = http.patch(f"/session/{info['id']}", json={"title": "Renamed"})
+    assert renamed.status_code == 200 and renamed.json()["title"] == "Renamed"
+    assert http.delete(f"/session/{info['id']}").json() is True
+    assert http.get(f"/session/{info['id']}").status_code == 404
 
 
 def test_v1_refusals_are_typed(http):

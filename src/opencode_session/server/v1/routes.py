@@ -17,6 +17,7 @@ from starlette.routing import BaseRoute, Route
 
 from ...core.agents import agent_info
 from ...core.config import ConfigError
+from ...core.llm import listing
 from ...core.location import Location, require_usable_directory, select_location
 from ...core.runtime import Runtime
 from ...schema.common import LocationRef, ModelRef
@@ -205,6 +206,41 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
                        "native": True, "permission": [], "options": {}}
                       for a in agent_info(config, rt.options.env)])
 
+    async def _catalog(request: Request) -> tuple[list[dict[str, Any]], dict[str, str]]:
+        loc = _location(rt, request)
+        try:
+            config = await rt.config.at(loc)
+        except ConfigError as bad:
+            raise InvalidRequestError(str(bad), kind="config") from None
+        listed = shapes.providers(listing.providers(config, rt.options.env), listing.models(config, rt.options.env))
+        return listed, shapes.default_models(listed, config.model)
+
+    async def config_providers(request: Request) -> Response:
+        listed, default = await _catalog(request)
+        return _json({"providers": listed, "default": default})
+
+    async def provider_list(request: Request) -> Response:
+        listed, default = await _catalog(request)
+        return _json({"all": listed, "default": default, "connected": [p["id"] for p in listed]})
+
+    async def session_fork(request: Request) -> Response:
+        body = await _body(request)
+        message = body.get("messageID")
+        info = await rt.sessions.fork(request.path_params["sessionID"], message if isinstance(message, str) else None)
+        return _json(shapes.session_info(info))
+
+    async def session_delete(request: Request) -> Response:
+        await rt.lifecycle.remove(request.path_params["sessionID"])
+        return _json(True)
+
+    async def session_update(request: Request) -> Response:
+        sid = request.path_params["sessionID"]
+        title = (await _body(request)).get("title")
+        if title is not None and not isinstance(title, str):
+            raise InvalidRequestError("Invalid body: title: expected a string", kind="body", field="title")
+        await rt.lifecycle.update(sid, title=title)
+        return _json(shapes.session_info(await rt.sessions.get(sid)))
+
     def _v1_permission(r: Any) -> dict[str, Any]:
         return {"id": r.id, "sessionID": r.sessionID, "permission": r.action, "patterns": r.resources,
                 "always": r.save or r.resources, "metadata": r.metadata or {}}
@@ -231,12 +267,17 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
         ("POST", "/session", session_create),
         ("GET", "/session", session_list),
         ("GET", "/session/{sessionID}", session_get),
+        ("PATCH", "/session/{sessionID}", session_update),
+        ("DELETE", "/session/{sessionID}", session_delete),
+        ("POST", "/session/{sessionID}/fork", session_fork),
         ("GET", "/session/{sessionID}/message", message_list),
         ("POST", "/session/{sessionID}/message", prompt),
         ("POST", "/session/{sessionID}/prompt_async", prompt_async),
         ("POST", "/session/{sessionID}/abort", abort),
         ("GET", "/event", event),
         ("GET", "/config", config_get),
+        ("GET", "/config/providers", config_providers),
+        ("GET", "/provider", provider_list),
         ("GET", "/path", path_get),
         ("GET", "/project/current", project_current),
         ("GET", "/agent", agent_list),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from ...schema.catalog import ModelApiAISDK, ModelV2Info, ProviderV2Info
 from ...schema.message import (
     SessionMessage,
     SessionMessageAssistant,
@@ -128,3 +129,43 @@ def messages(session: SessionV2Info, history: list[SessionMessage]) -> list[dict
                 info["error"] = {"name": "UnknownError", "data": {"message": msg.error.message}}
             out.append({"info": info, "parts": _assistant_parts(sid, msg)})
     return out
+
+
+_MODALITIES = ("text", "audio", "image", "video", "pdf")
+
+
+def _model(model: ModelV2Info) -> dict[str, Any]:
+    cost = next((c for c in model.cost if c.tier is None), model.cost[0] if model.cost else None)
+    caps = model.capabilities
+    return {
+        "id": model.id, "providerID": model.providerID, "name": model.name, "family": model.family or "",
+        "api": {"id": model.api.id, "url": model.api.url or "",
+                "npm": model.api.package if isinstance(model.api, ModelApiAISDK) else ""},
+        "capabilities": {"temperature": True, "reasoning": "reasoning" in caps.output,
+                         "attachment": len(caps.input) > 1,
+                         "toolcall": caps.tools, "interleaved": False,
+                         "input": {m: m in caps.input for m in _MODALITIES},
+                         "output": {m: m in caps.output for m in _MODALITIES}},
+        "cost": {"input": cost.input if cost else 0, "output": cost.output if cost else 0,
+                 "cache": {"read": cost.cache.read if cost else 0, "write": cost.cache.write if cost else 0}},
+        "limit": {"context": model.limit.context, "output": model.limit.output,
+                  **({"input": model.limit.input} if model.limit.input is not None else {})},
+        "status": model.status, "options": {}, "headers": dict(model.request.headers),
+        "release_date": "", "variants": {v.id: {} for v in model.variants},
+    }
+
+
+def providers(listed: list[ProviderV2Info], models: list[ModelV2Info]) -> list[dict[str, Any]]:
+    """V1 `Provider`s, each with its models by ID (no options: credentials never leave the server)."""
+    return [{"id": p.id, "name": p.name, "source": "config", "env": [], "options": {},
+             "models": {m.id: _model(m) for m in models if m.providerID == p.id}}
+            for p in listed if not p.disabled]
+
+
+def default_models(listed: list[dict[str, Any]], configured: str | None) -> dict[str, str]:
+    """V1's `default`: each provider's default model, the configured `provider/model` first."""
+    chosen: dict[str, str] = {}
+    if configured and "/" in configured:
+        provider, model = configured.split("/", 1)
+        chosen[provider] = model
+    return {p["id"]: chosen.get(p["id"]) or next(iter(p["models"]), "") for p in listed if p["models"]}
