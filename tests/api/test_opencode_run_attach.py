@@ -5,6 +5,7 @@ when node and npm are at hand."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -300,3 +301,51 @@ def test_v1_routes_keep_the_password(tmp_path, loop_provider):
         assert httpx2.post(f"{proc.url}/session", json={}, auth=("opencode", "s3cret"), timeout=10).status_code == 200
     finally:
         assert proc.stop() == 0, "".join(proc.stderr_lines)
+
+
+def _v1_events(lines):
+    for line in lines:
+        if line.startswith("data: "):
+            yield json.loads(line.removeprefix("data: "))
+
+
+@contextlib.contextmanager
+def _released(answer: fake.StreamScript):
+    try:
+        yield
+    finally:
+        answer.release.set()  # a held answer never outlives the test
+
+
+def test_v1_bus_streams_a_turn_as_opencode_does(served, provider):
+    proc, _work = served
+    answer = fake.completion(fake.text_deltas("Hel", "lo ", "the", "re"), hold_after=3)
+    provider.enqueue(answer)
+    with (httpx2.Client(base_url=proc.url, timeout=30) as http, http.stream("GET", "/event") as stream,
+          _released(answer)):
+        events = _v1_events(stream.iter_lines())
+        assert next(events)["type"] == "server.connected"
+        sid = http.post("/session", json={}).json()["id"]
+        assert http.post(f"/session/{sid}/prompt_async", json={"parts": [{"type": "text", "text": "hi"}]}
+                         ).status_code == 204
+        seen: list[dict] = []
+        for event in events:
+            if event["properties"].get("sessionID") != sid:
+                continue
+            seen.append(event)
+            if event["type"] == "message.part.delta":
+                answer.release.set()  # some text travelled while the model was still writing
+            if event["type"] == "session.idle":
+                break
+    kinds = [e["type"] for e in seen]
+    assert kinds.index("session.status") < kinds.index("message.part.delta") < kinds.index("session.idle")
+    statuses = [e["properties"]["status"]["type"] for e in seen if e["type"] == "session.status"]
+    assert statuses == ["busy", "idle"]
+    roles = [e["properties"]["info"]["role"] for e in seen if e["type"] == "message.updated"]
+    assert roles[0] == "user" and "assistant" in roles
+    text_parts = [e["properties"]["part"] for e in seen
+                  if e["type"] == "message.part.updated" and e["properties"]["part"]["type"] == "text"]
+    deltas = "".join(e["properties"]["delta"] for e in seen if e["type"] == "message.part.delta")
+    assert text_parts[-1]["text"] == "Hello there" and "end" in text_parts[-1]["time"]
+    assert deltas and "Hello there".startswith(deltas)
+    assert kinds.index("session.idle") == len(kinds) - 1

@@ -44,6 +44,7 @@ class V1Stream:
         self.opened = now_ms()
         self.infos: dict[str, Any] = {}
         self.parts: dict[str, dict[str, Any]] = {}
+        self.streamed: dict[str, str] = {}  # a part's text as its live deltas built it
         self.sessions: dict[str, Any] = {}
         self.waiting: dict[str, list[anyio.Event]] = {}
 
@@ -92,6 +93,18 @@ class V1Stream:
                                                   "delta": text[len(old):]})]
         return [_event("message.part.updated", {"sessionID": session_id, "part": part, "time": now_ms()})]
 
+    def _delta(self, data: dict[str, Any], kind: str) -> list[bytes]:
+        """A live text or reasoning delta, once its part was sent and while the projection has not overtaken it
+        (the projection holds a text whole only once it ended)."""
+        pid = shapes.part_id(data["assistantMessageID"], f"{kind}-{data['ordinal']}")
+        sent = self.parts.get(pid)
+        if sent is None or sent.get("text") != self.streamed.get(pid, ""):
+            return []
+        self.streamed[pid] = text = sent["text"] + data["delta"]
+        self.parts[pid] = {**sent, "text": text}
+        return [_event("message.part.delta", {"sessionID": data["sessionID"], "messageID": data["assistantMessageID"],
+                                              "partID": pid, "field": "text", "delta": data["delta"]})]
+
     async def translate(self, batch: list[EventRecord]) -> list[bytes]:
         out: list[bytes] = []
         touched: list[str] = []
@@ -104,6 +117,12 @@ class V1Stream:
                     "id": data["id"], "sessionID": data["sessionID"], "permission": data["action"],
                     "patterns": data["resources"], "always": data.get("save") or data["resources"],
                     "metadata": data.get("metadata") or {}}))
+                continue
+            if item.type in ("session.text.delta", "session.reasoning.delta"):
+                if sid in touched:  # the part this delta extends may be in the batch's earlier events
+                    touched.remove(sid)
+                    out.extend(await self.changes(sid))
+                out.extend(self._delta(data, item.type.split(".")[1]))
                 continue
             if item.type == "permission.v2.replied":
                 out.append(_event("permission.replied", {"sessionID": data["sessionID"],

@@ -52,10 +52,13 @@ def session_info(info: SessionV2Info) -> dict[str, Any]:
     return out
 
 
-def _part(session_id: str, message_id: str, part_id: str, kind: str, **fields: Any) -> dict[str, Any]:
-    # a content ID is unique within its message only: the part's ID carries the message's
-    unique = part_id if part_id.startswith("prt_") else f"prt_{message_id.removeprefix('msg_')}_{part_id}"
-    return {"id": unique, "sessionID": session_id,
+def part_id(message_id: str, content_id: str) -> str:
+    """The V1 part ID of a message's content item: a content ID is unique within its message only."""
+    return content_id if content_id.startswith("prt_") else f"prt_{message_id.removeprefix('msg_')}_{content_id}"
+
+
+def _part(session_id: str, message_id: str, content_id: str, kind: str, **fields: Any) -> dict[str, Any]:
+    return {"id": part_id(message_id, content_id), "sessionID": session_id,
             "messageID": message_id, "type": kind, **fields}
 
 
