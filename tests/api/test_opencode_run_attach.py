@@ -338,6 +338,7 @@ def test_v1_bus_streams_a_turn_as_opencode_does(served, provider):
             if event["type"] == "session.idle":
                 break
     kinds = [e["type"] for e in seen]
+    assert kinds[0] == "session.created" and seen[0]["properties"]["info"]["id"] == sid
     assert kinds.index("session.status") < kinds.index("message.part.delta") < kinds.index("session.idle")
     statuses = [e["properties"]["status"]["type"] for e in seen if e["type"] == "session.status"]
     assert statuses == ["busy", "idle"]

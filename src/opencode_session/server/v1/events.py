@@ -1,6 +1,5 @@
-"""The V1 bus (`GET /event`): our live and durable events turned into V1 events (`message.updated`,
-`message.part.updated`, `message.part.delta`, `session.status`, `session.idle`, `session.updated`, `permission.asked`,
-`session.error`), by reading the session's projections again after each batch and sending what changed."""
+"""The V1 bus (`GET /event`): V1 events (`message.updated`, `message.part.delta`, `session.idle`, ...) from our live
+bus, by reading each touched session's projections again after a batch and sending what changed."""
 
 from __future__ import annotations
 
@@ -132,7 +131,16 @@ class V1Stream:
                 continue
             if sid not in touched:
                 touched.append(sid)
-            if item.type == "session.execution.started":
+            if item.type == "session.created":
+                try:
+                    created = shapes.session_info(await self.rt.sessions.get(sid))
+                except TaggedError:  # removed meanwhile
+                    continue
+                out.append(_event("session.created", {"sessionID": sid, "info": created}))
+            elif item.type == "session.deleted":
+                touched.remove(sid)
+                out.append(_event("session.deleted", {"sessionID": sid, "info": self.sessions.pop(sid, {"id": sid})}))
+            elif item.type == "session.execution.started":
                 out.extend(await self.changes(sid))
                 out.append(_event("session.status", {"sessionID": sid, "status": {"type": "busy"}}))
             elif item.type in _SETTLED:
