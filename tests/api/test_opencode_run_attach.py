@@ -261,6 +261,8 @@ def test_v1_session_shapes(http, served):
     assert http.get(f"/session/{info['id']}").json()["id"] == info["id"]
     assert info["id"] in [s["id"] for s in http.get("/session").json()]
     assert http.get(f"/session/{info['id']}/message").json() == []
+    assert http.get("/session/status").json() == {}  # nothing runs
+    assert http.get("/global/health").json()["healthy"] is True
     assert http.get("/path", params={"directory": str(work)}).json()["directory"] == str(work)
     assert http.get("/config").json()["model"] == "loop/fake-model"
     assert "build" in [a["name"] for a in http.get("/agent").json()]

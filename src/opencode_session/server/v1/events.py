@@ -33,6 +33,15 @@ class Streams:
     def expect_idle(self, session_id: str) -> list[anyio.Event]:
         return [stream.expect(session_id) for stream in self.open]
 
+    def forget(self, session_id: str, told: list[anyio.Event]) -> None:
+        """Stop waiting for `told` (the prompt was refused, or gave up waiting)."""
+        for stream in self.open:
+            left = [event for event in stream.waiting.get(session_id, []) if event not in told]
+            if left:
+                stream.waiting[session_id] = left
+            else:
+                stream.waiting.pop(session_id, None)
+
 
 class V1Stream:
     """One reader's translation state: the V1 messages and parts it was last sent, by ID. Like OpenCode's bus it

@@ -133,21 +133,25 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
         """Blocking: the answer is the assistant message, once each open event stream has said the turn ended."""
         sid = request.path_params["sessionID"]
         body = await _body(request)
-        told = streams.expect_idle(sid)
-        await _admit(sid, body)
         if rt.execution is None:
             raise ServiceUnavailableError("Session execution is not running", service="execution")
-        async with anyio.create_task_group() as tg:
-            async def stop_on_shutdown() -> None:
-                await shutdown.wait()
-                tg.cancel_scope.cancel()
+        execution = rt.execution
+        told = streams.expect_idle(sid)  # before admitting: the turn may end before the admission returns
+        try:
+            await _admit(sid, body)
+            async with anyio.create_task_group() as tg:
+                async def stop_on_shutdown() -> None:
+                    await shutdown.wait()
+                    tg.cancel_scope.cancel()
 
-            tg.start_soon(stop_on_shutdown)
-            await rt.execution.wait(sid)
-            with anyio.move_on_after(IDLE_TOLD_TIMEOUT):
-                for event in told:
-                    await event.wait()
-            tg.cancel_scope.cancel()
+                tg.start_soon(stop_on_shutdown)
+                await execution.wait(sid)
+                with anyio.move_on_after(IDLE_TOLD_TIMEOUT):
+                    for event in told:
+                        await event.wait()
+                tg.cancel_scope.cancel()
+        finally:
+            streams.forget(sid, told)
         if shutdown.is_set():
             raise ServiceUnavailableError("The server is shutting down", service="execution")
         answers = [m for m in await _history(sid) if m["info"]["role"] == "assistant"]
@@ -165,6 +169,13 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
         if rt.execution is not None:
             await rt.execution.interrupt(sid, "user")
         return _json(True)
+
+    async def session_status(request: Request) -> Response:
+        active = rt.execution.active() if rt.execution is not None else []
+        return _json({sid: {"type": "busy"} for sid in active})  # V1 lists only the sessions that are not idle
+
+    async def health(request: Request) -> Response:
+        return _json({"healthy": True, "version": shapes.V1_VERSION})
 
     async def event(request: Request) -> Response:
         return SSEResponse(v1_events(rt, streams), heartbeat=heartbeat, shutdown=shutdown,  # type: ignore[return-value]
@@ -266,6 +277,7 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
     table: list[tuple[str, str, Handler]] = [
         ("POST", "/session", session_create),
         ("GET", "/session", session_list),
+        ("GET", "/session/status", session_status),
         ("GET", "/session/{sessionID}", session_get),
         ("PATCH", "/session/{sessionID}", session_update),
         ("DELETE", "/session/{sessionID}", session_delete),
@@ -275,6 +287,7 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
         ("POST", "/session/{sessionID}/prompt_async", prompt_async),
         ("POST", "/session/{sessionID}/abort", abort),
         ("GET", "/event", event),
+        ("GET", "/global/health", health),
         ("GET", "/config", config_get),
         ("GET", "/config/providers", config_providers),
         ("GET", "/provider", provider_list),
