@@ -352,3 +352,19 @@ def test_v1_bus_streams_a_turn_as_opencode_does(served, provider):
     assert text_parts[-1]["text"] == "Hello there" and "end" in text_parts[-1]["time"]
     assert deltas and "Hello there".startswith(deltas)
     assert kinds.index("session.idle") == len(kinds) - 1
+
+
+def test_the_blocking_prompt_answers_the_assistant_message(http, provider):
+    provider.enqueue(fake.completion(fake.text_deltas("blocking ", "answer")))
+    sid = http.post("/session", json={}).json()["id"]
+    answered = http.post(f"/session/{sid}/message", json={"parts": [{"type": "text", "text": "hi"}]}, timeout=60)
+    assert answered.status_code == 200
+    message = answered.json()
+    assert message["info"]["role"] == "assistant" and message["info"]["finish"] == "stop"
+    assert message["info"]["time"]["completed"] >= message["info"]["time"]["created"]
+    assert [p["type"] for p in message["parts"]] == ["step-start", "text", "step-finish"]
+    assert message["parts"][1]["text"] == "blocking answer"
+    listed = http.get(f"/session/{sid}/message").json()
+    assert [m["info"]["role"] for m in listed] == ["user", "assistant"]
+    assert listed[0]["parts"][0]["text"] == "hi" and message["info"]["parentID"] == listed[0]["info"]["id"]
+    assert listed[1] == message
