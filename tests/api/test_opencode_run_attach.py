@@ -127,6 +127,9 @@ def test_a_new_session_is_created_and_its_answer_printed(opencode, served, provi
     assert "build · fake-model" in done.stderr
     created = [s for s in _sessions(proc.url) if s["id"] not in before]
     assert len(created) == 1 and created[0]["location"]["directory"] == str(work)
+    # the CLI's own rules: nothing that would wait on a person (the question tool is not offered)
+    assert {"action": "question", "resource": "*", "effect": "deny"} in created[0]["permissions"]
+    assert "question" not in json.dumps(provider.requests[-1].json.get("tools", []))
     assert "say hello" in _said(provider.requests[-1])
 
 
@@ -289,6 +292,8 @@ def test_v1_refusals_are_typed(http):
     assert bad_reply.status_code == 400 and bad_reply.json()["field"] == "reply"
     unknown = http.post("/permission/per_nosuch/reply", json={"reply": "once"})
     assert unknown.status_code == 404 and unknown.json()["_tag"] == "PermissionNotFoundError"
+    bad_rules = http.post("/session", json={"permission": [{"permission": "bash", "action": "maybe"}]})
+    assert bad_rules.status_code == 400 and bad_rules.json()["field"] == "permission"
     elsewhere = http.post("/session", json={}, params={"directory": "/no/such/directory"})
     assert elsewhere.status_code == 400
 

@@ -28,6 +28,7 @@ from ...schema.errors import (
     TaggedError,
     UnknownError,
 )
+from ...schema.permission import PermissionV2Rule
 from ...schema.prompt import PromptInput
 from ..body import read_json_body
 from ..sse import SSEResponse
@@ -64,6 +65,25 @@ async def _body(request: Request) -> dict[str, Any]:
     return payload
 
 
+def _rules(value: Any) -> list[PermissionV2Rule] | None:
+    """V1's session rules (`{permission, pattern, action}`) as the session's own: `opencode run` denies the tools
+    that would wait on a person (`question`), which takes them out of what the model is offered."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise InvalidRequestError("Invalid body: permission: expected a list of rules", kind="body",
+                                  field="permission")
+    rules: list[PermissionV2Rule] = []
+    for rule in value:
+        try:
+            rules.append(PermissionV2Rule(action=rule["permission"], resource=rule["pattern"],
+                                          effect=rule["action"]))
+        except (KeyError, TypeError, ValueError):
+            raise InvalidRequestError("Invalid body: permission: each rule has a permission, a pattern and an"
+                                      " action (allow, deny or ask)", kind="body", field="permission") from None
+    return rules
+
+
 def _guarded(fn: Handler) -> Handler:
     async def run(request: Request) -> Response:
         try:
@@ -91,7 +111,7 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
         info = await rt.sessions.create(
             location=LocationRef(directory=directory) if directory else None,
             parent_id=body.get("parentID") if isinstance(body.get("parentID"), str) else None,
-            title=title if isinstance(title, str) and title else None)
+            title=title if isinstance(title, str) and title else None, permissions=_rules(body.get("permission")))
         return _json(shapes.session_info(info))
 
     async def session_list(request: Request) -> Response:
