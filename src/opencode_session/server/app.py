@@ -32,6 +32,7 @@ from .host import Host, PtyEnvironment, no_overlay, with_plugins
 from .scope import scope
 from .sse import SSEResponse
 from .terminal_socket import serve_terminal
+from .ui import ui_routes
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +190,9 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
     routes.append(Route("/doc", openapi_doc, methods=["GET"], name="doc"))
     # Prometheus text, not JSON and not OpenCode's V2 API: beside /doc, outside the endpoint table (and the client)
     routes.append(Route("/metrics", metrics, methods=["GET"], name="metrics"))
+    # the browser inspector at `/`: behind the same guard and password as the API it writes to
+    routes += ui_routes(runtime, lambda source: SSEResponse(source, heartbeat=state.heartbeat, shutdown=state.shutdown,
+                                                            stall_timeout=state.stall_timeout))
     app = Starlette(routes=routes, exception_handlers={HTTPException: not_found})
     app.state.ocs = state
     # The last added runs first: Host/Origin, then CORS (a preflight carries no credentials), auth, the body.

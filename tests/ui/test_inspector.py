@@ -1,0 +1,145 @@
+"""The browser inspector in a real headless Chromium: the session list, a transcript, a prompt sent from the page
+whose answer streams in, rename and delete; and the page behind the password and the Origin guard."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx2
+import pytest
+
+from tests.support import fake_openai as fake
+
+from .conftest import PASSWORD
+
+pytestmark = pytest.mark.timeout(90)
+
+
+@pytest.fixture
+def api(ocs) -> Iterator[httpx2.Client]:
+    with httpx2.Client(base_url=ocs.url, auth=("opencode", PASSWORD), timeout=30) as client:
+        yield client
+
+
+def create(api: httpx2.Client, **body) -> str:
+    answer = api.post("/api/session", json=body)
+    assert answer.status_code == 200, answer.text
+    return answer.json()["data"]["id"]
+
+
+def prompt_and_wait(api: httpx2.Client, sid: str, text: str) -> None:
+    assert api.post(f"/api/session/{sid}/prompt", json={"prompt": {"text": text}}).status_code == 200
+    assert api.post(f"/api/session/{sid}/wait", timeout=40).status_code == 204
+
+
+def shoot(page, tmp_path, name: str) -> None:
+    path = tmp_path / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    print(f"screenshot: {path}")
+
+
+def test_the_page_lists_sessions_with_children_and_searches_titles(page, api, tmp_path):
+    parent = create(api, title="Alpha refactor")
+    create(api, title="Alpha child task", parentID=parent)
+    create(api, title="Beta release notes")
+    page.goto("/")
+    sessions = page.locator("#sessions")
+    sessions.get_by_text("Beta release notes").wait_for()
+    assert page.locator(".children").get_by_text("Alpha child task").is_visible()
+    shoot(page, tmp_path, "sessions")
+    page.get_by_label("Search sessions").fill("Beta")
+    sessions.get_by_text("Alpha refactor").wait_for(state="detached")
+    assert sessions.get_by_text("Beta release notes").is_visible()
+    page.get_by_label("Search sessions").fill("")
+    sessions.get_by_text("Alpha refactor").wait_for()
+
+
+def test_opening_a_session_shows_its_transcript_with_tool_calls(page, api, ui_provider, tmp_path):
+    sid = create(api, title="Reading notes")
+    ui_provider.enqueue(
+        fake.completion(fake.tool_call_deltas(0, "call_1", "read", json.dumps({"path": "notes.txt"})),
+                        finish_reason="tool_calls"),
+        fake.completion(fake.text_deltas("The file says alpha and beta.")))
+    prompt_and_wait(api, sid, "What does notes.txt say?")
+    page.goto("/")
+    page.get_by_text("Reading notes").click()
+    transcript = page.locator("#transcript")
+    transcript.get_by_text("What does notes.txt say?").wait_for()
+    transcript.get_by_text("The file says alpha and beta.").wait_for()
+    tool = transcript.locator("details.tool")
+    assert "read" in tool.locator("summary").inner_text() and "completed" in tool.inner_text()
+    tool.locator("summary").click()
+    assert "notes.txt" in tool.locator("pre").first.inner_text()
+    assert "beta" in tool.locator("pre").nth(1).inner_text()
+    shoot(page, tmp_path, "session")
+
+
+def test_a_prompt_sent_from_the_page_streams_its_answer(page, api, ui_provider, tmp_path):
+    sid = create(api, title="Streaming")
+    held = fake.completion(fake.text_deltas("Hello from ", "the loopback model."), hold_after=2)
+    ui_provider.enqueue(held)
+    page.goto(f"/ui/session/{sid}")
+    page.get_by_text("Nothing here yet").wait_for()
+    page.get_by_label("Prompt").fill("Say hello")
+    page.get_by_role("button", name="Send").click()
+    page.locator("#transcript").get_by_text("Say hello").wait_for()
+    # the first piece is shown while the provider still holds the rest of the answer
+    page.locator("#streaming").get_by_text("Hello from").wait_for()
+    shoot(page, tmp_path, "streaming")
+    held.release.set()
+    page.locator("#transcript .msg.assistant .text").get_by_text("Hello from the loopback model.").wait_for()
+    page.locator(".stats").get_by_text("idle").wait_for()
+    assert page.get_by_label("Prompt").input_value() == ""
+    shoot(page, tmp_path, "answered")
+
+
+def test_rename_and_delete_from_the_page(page, api):
+    sid = create(api, title="Old name")
+    page.goto(f"/ui/session/{sid}")
+    page.get_by_label("Title").fill("New name")
+    page.get_by_role("button", name="Rename").click()
+    page.locator("#prompt-status").get_by_text("renamed").wait_for()
+    assert api.get(f"/api/session/{sid}").json()["data"]["title"] == "New name"
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Delete").click()
+    page.wait_for_url("**/")
+    assert api.get(f"/api/session/{sid}").status_code == 404
+    page.goto(f"/ui/session/{sid}")
+    page.get_by_text(f"No session {sid}").wait_for()
+
+
+def test_the_page_and_its_files_need_the_password(ocs):
+    for path in ("/", "/ui/static/vendor/htmx.min.js", "/ui/session/ses_x"):
+        answer = httpx2.get(ocs.url + path)
+        assert answer.status_code == 401, path
+        assert answer.headers["www-authenticate"].startswith("Basic")
+        assert httpx2.get(ocs.url + path, auth=("opencode", "wrong")).status_code == 401
+    answer = httpx2.get(ocs.url + "/", auth=("opencode", PASSWORD))
+    assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in answer.headers["content-security-policy"]
+
+
+def test_the_browser_without_credentials_gets_no_page(browser, ocs):
+    from playwright.sync_api import Error as PlaywrightError
+
+    context = browser.new_context(base_url=ocs.url)
+    try:
+        tab = context.new_page()
+        statuses: list[int] = []
+        tab.on("response", lambda response: statuses.append(response.status))
+        with pytest.raises(PlaywrightError, match="AUTH"):  # the browser's own answer to a 401 it cannot meet
+            tab.goto("/")
+        assert statuses == [401]
+    finally:
+        context.close()
+
+
+def test_a_foreign_origin_is_refused(ocs, api):
+    sid = create(api, title="Guarded")
+    foreign = {"Origin": "http://evil.example"}
+    assert api.get("/", headers=foreign).status_code == 403
+    assert api.get(f"/ui/session/{sid}/live", headers=foreign).status_code == 403
+    refused = api.post(f"/api/session/{sid}/prompt", json={"prompt": {"text": "x"}}, headers=foreign)
+    assert refused.status_code == 403
+    assert api.get(f"/api/session/{sid}/message").json()["data"] == []  # nothing was admitted
