@@ -4,6 +4,7 @@ it can be; otherwise these tests skip and say why), and one `ocs serve` with a p
 from __future__ import annotations
 
 import shutil
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -49,8 +50,11 @@ def ui_provider() -> Iterator[fake.FakeOpenAI]:
 @pytest.fixture(scope="module")
 def ocs(tmp_path_factory, ui_provider) -> Iterator[ServerProcess]:
     config = ui_provider.serve_config({"fake-model": {}}, model="loop/fake-model")
-    srv, work = start_configured(tmp_path_factory.mktemp("ui"), config, OPENCODE_SERVER_PASSWORD=PASSWORD)
-    (work / "notes.txt").write_text("alpha\nbeta\n")
+    root = tmp_path_factory.mktemp("ui")
+    (root / "work").mkdir()
+    subprocess.run(["git", "init", "-q", str(root / "work")], check=True)  # a project: its turns are snapshotted
+    (root / "work" / "notes.txt").write_text("alpha\nbeta\n")
+    srv, _work = start_configured(root, config, OPENCODE_SERVER_PASSWORD=PASSWORD)
     yield srv
     assert srv.stop() == 0, "".join(srv.stderr_lines)
 

@@ -94,6 +94,26 @@ def test_a_prompt_sent_from_the_page_streams_its_answer(page, api, ui_provider, 
     shoot(page, tmp_path, "answered")
 
 
+def test_the_diff_of_a_write_turn_opens_from_the_transcript(page, api, ui_provider, tmp_path):
+    sid = create(api, title="Writing")
+    ui_provider.enqueue(
+        fake.completion(fake.tool_call_deltas(0, "call_1", "write",
+                                              json.dumps({"path": "poem.txt", "content": "roses\nviolets\n"})),
+                        finish_reason="tool_calls"),
+        fake.completion(fake.text_deltas("Wrote the poem.")))
+    prompt_and_wait(api, sid, "Write a poem")
+    page.goto(f"/ui/session/{sid}")
+    page.locator("#transcript").get_by_text("Wrote the poem.").wait_for()
+    page.get_by_role("button", name="Changes of this turn").click()
+    changed = page.locator(".msg.user .diff details.file")
+    changed.locator("summary").get_by_text("poem.txt").wait_for()
+    assert "added" in changed.locator("summary").inner_text() and "+2" in changed.locator("summary").inner_text()
+    assert "+roses" in changed.locator(".patch").inner_text()
+    shoot(page, tmp_path, "diff")
+    page.get_by_role("button", name="Changes of the session").click()
+    page.locator(".stats + .diff summary").get_by_text("poem.txt").wait_for()
+
+
 def test_rename_and_delete_from_the_page(page, api):
     sid = create(api, title="Old name")
     page.goto(f"/ui/session/{sid}")

@@ -25,6 +25,7 @@ from ...schema.events import (
     TextDelta,
 )
 
+DIFF_CONTEXT = 3  # unchanged lines around each hunk, as `git diff` shows them
 EXECUTION_ENDED = (ExecutionSucceeded, ExecutionFailed, ExecutionInterrupted)
 STATIC = Path(__file__).parent / "static"
 _templates = Environment(loader=PackageLoader(__package__, "templates"), autoescape=select_autoescape(),
@@ -122,10 +123,21 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
 
         return stream(frames())
 
+    async def session_diff(request: Request) -> Response:
+        """What the turns from user message `from` through `to` changed (default: the newest turn), as a fragment."""
+        q = request.query_params
+        try:
+            files = await runtime.diffs.diff(request.path_params["sessionID"], q.get("from") or None,
+                                             q.get("to") or None, context=DIFF_CONTEXT)
+        except TaggedError as err:
+            return _html(_render("diff.html", files=[], problem=err.message), status=err.status)
+        return _html(_render("diff.html", files=[f.model_dump(mode="json") for f in files], problem=None))
+
     return [
         Route("/", sessions_page, methods=["GET"], name="ui.sessions"),
         Route("/ui/sessions", sessions_fragment, methods=["GET"], name="ui.sessions.rows"),
         Route("/ui/session/{sessionID}", session_page, methods=["GET"], name="ui.session"),
+        Route("/ui/session/{sessionID}/diff", session_diff, methods=["GET"], name="ui.session.diff"),
         Route("/ui/session/{sessionID}/live", session_live, methods=["GET"], name="ui.session.live"),
         Mount("/ui/static", StaticFiles(directory=STATIC), name="ui.static"),
     ]
