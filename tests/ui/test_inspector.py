@@ -163,3 +163,40 @@ def test_a_foreign_origin_is_refused(ocs, api):
     refused = api.post(f"/api/session/{sid}/prompt", json={"prompt": {"text": "x"}}, headers=foreign)
     assert refused.status_code == 403
     assert api.get(f"/api/session/{sid}/message").json()["data"] == []  # nothing was admitted
+
+
+def test_interrupt_from_the_page_stops_a_running_answer(page, api, ui_provider, tmp_path):
+    sid = create(api, title="Long answer")
+    held = fake.completion(fake.text_deltas("Thinking about ", "it for a long time."), hold_after=2)
+    ui_provider.enqueue(held)
+    page.set_viewport_size({"width": 375, "height": 740})  # a phone: the page must still be usable
+    page.goto(f"/ui/session/{sid}")
+    page.get_by_label("Prompt").fill("Take your time")
+    page.get_by_label("Prompt").press("Control+Enter")
+    page.locator("#streaming").get_by_text("Thinking about").wait_for()
+    page.get_by_role("button", name="Interrupt").click()
+    page.locator("#prompt-status").get_by_text("interrupted").wait_for()
+    page.locator(".stats").get_by_text("idle").wait_for()
+    held.release.set()
+    shoot(page, tmp_path, "interrupted-narrow")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375  # nothing wider than the screen
+
+
+def test_a_session_that_does_not_exist(page, api):
+    answer = page.goto("/ui/session/ses_missing")
+    assert answer is not None and answer.status == 404
+    page.get_by_text("No session ses_missing").wait_for()
+    assert api.get("/ui/session/ses_missing/live").status_code == 404
+    assert api.get("/ui/session/ses_missing/diff").status_code == 404
+
+
+def test_sending_to_a_deleted_session_says_why(page, api):
+    sid = create(api, title="Soon gone")
+    page.goto(f"/ui/session/{sid}")
+    page.get_by_text("Nothing here yet").wait_for()
+    assert api.delete(f"/api/session/{sid}").status_code == 204
+    page.get_by_label("Prompt").fill("anyone there?")
+    page.get_by_role("button", name="Send").click()
+    status = page.locator("#prompt-status")
+    status.get_by_text("not found", exact=False).wait_for()
+    assert page.get_by_label("Prompt").input_value() == "anyone there?"  # kept, to send elsewhere
