@@ -79,6 +79,8 @@ def test_a_prompt_sent_from_the_page_streams_its_answer(page, api, ui_provider, 
     sid = create(api, title="Streaming")
     held = fake.completion(fake.text_deltas("Hello from ", "the loopback model."), hold_after=2)
     ui_provider.enqueue(held)
+    errors: list[str] = []  # a script the page's Content-Security-Policy refused would be one
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
     page.goto(f"/ui/session/{sid}")
     page.get_by_text("Nothing here yet").wait_for()
     page.get_by_label("Prompt").fill("Say hello")
@@ -92,6 +94,7 @@ def test_a_prompt_sent_from_the_page_streams_its_answer(page, api, ui_provider, 
     page.locator(".stats").get_by_text("idle").wait_for()
     assert page.get_by_label("Prompt").input_value() == ""
     shoot(page, tmp_path, "answered")
+    assert errors == []
 
 
 def test_the_diff_of_a_write_turn_opens_from_the_transcript(page, api, ui_provider, tmp_path):
