@@ -60,13 +60,16 @@ def test_opening_a_session_shows_its_transcript_with_tool_calls(page, api, ui_pr
     ui_provider.enqueue(
         fake.completion(fake.tool_call_deltas(0, "call_1", "read", json.dumps({"path": "notes.txt"})),
                         finish_reason="tool_calls"),
-        fake.completion(fake.text_deltas("The file says alpha and beta.")))
+        fake.completion(fake.text_deltas("The file says **alpha** and beta.\n\n```\nalpha\n```\n<b>raw</b>")))
     prompt_and_wait(api, sid, "What does notes.txt say?")
     page.goto("/")
     page.get_by_text("Reading notes").click()
     transcript = page.locator("#transcript")
     transcript.get_by_text("What does notes.txt say?").wait_for()
     transcript.get_by_text("The file says alpha and beta.").wait_for()
+    answer = transcript.locator(".markdown")
+    assert answer.locator("strong").inner_text() == "alpha" and answer.locator("pre code").inner_text() == "alpha\n"
+    assert "<b>raw</b>" in answer.inner_text() and answer.locator("b").count() == 0  # the model's HTML is shown, not run
     tool = transcript.locator("details.tool")
     assert "read" in tool.locator("summary").inner_text() and "completed" in tool.inner_text()
     tool.locator("summary").click()
@@ -90,7 +93,7 @@ def test_a_prompt_sent_from_the_page_streams_its_answer(page, api, ui_provider, 
     page.locator("#streaming").get_by_text("Hello from").wait_for()
     shoot(page, tmp_path, "streaming")
     held.release.set()
-    page.locator("#transcript .msg.assistant .text").get_by_text("Hello from the loopback model.").wait_for()
+    page.locator("#transcript .msg.assistant .markdown").get_by_text("Hello from the loopback model.").wait_for()
     page.locator(".stats").get_by_text("idle").wait_for()
     assert page.get_by_label("Prompt").input_value() == ""
     shoot(page, tmp_path, "answered")

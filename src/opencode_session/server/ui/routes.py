@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markdown_it import MarkdownIt
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -30,6 +32,8 @@ EXECUTION_ENDED = (ExecutionSucceeded, ExecutionFailed, ExecutionInterrupted)
 STATIC = Path(__file__).parent / "static"
 _templates = Environment(loader=PackageLoader(__package__, "templates"), autoescape=select_autoescape(),
                          trim_blocks=True, lstrip_blocks=True)
+_markdown = MarkdownIt("js-default")  # CommonMark with tables; raw HTML is escaped, javascript: links refused
+_templates.filters["markdown"] = lambda text: Markup(_markdown.render(text))
 
 
 def _render(name: str, **values: Any) -> str:
