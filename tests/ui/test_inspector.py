@@ -69,7 +69,8 @@ def test_opening_a_session_shows_its_transcript_with_tool_calls(page, api, ui_pr
     transcript.get_by_text("The file says alpha and beta.").wait_for()
     answer = transcript.locator(".markdown")
     assert answer.locator("strong").inner_text() == "alpha" and answer.locator("pre code").inner_text() == "alpha\n"
-    assert "<b>raw</b>" in answer.inner_text() and answer.locator("b").count() == 0  # the model's HTML is shown, not run
+    # the model's HTML is shown as text, never made into elements
+    assert "<b>raw</b>" in answer.inner_text() and answer.locator("b").count() == 0
     tool = transcript.locator("details.tool")
     assert "read" in tool.locator("summary").inner_text() and "completed" in tool.inner_text()
     tool.locator("summary").click()
