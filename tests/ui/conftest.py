@@ -49,7 +49,8 @@ def ui_provider() -> Iterator[fake.FakeOpenAI]:
 
 @pytest.fixture(scope="module")
 def ocs(tmp_path_factory, ui_provider) -> Iterator[ServerProcess]:
-    config = ui_provider.serve_config({"fake-model": {}}, model="loop/fake-model")
+    config = ui_provider.serve_config({"fake-model": {}}, model="loop/fake-model",
+                                      permission={"bash": "ask"})  # the tray's test asks
     root = tmp_path_factory.mktemp("ui")
     (root / "work").mkdir()
     subprocess.run(["git", "init", "-q", str(root / "work")], check=True)  # a project: its turns are snapshotted

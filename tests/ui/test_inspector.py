@@ -121,6 +121,46 @@ def test_the_diff_of_a_write_turn_opens_from_the_transcript(page, api, ui_provid
     page.locator(".stats + .diff summary").get_by_text("poem.txt").wait_for()
 
 
+def test_a_permission_is_answered_from_the_tray(page, api, ui_provider, tmp_path):
+    sid = create(api, title="Asking")
+    ui_provider.enqueue(
+        fake.completion(fake.tool_call_deltas(0, "call_1", "bash",
+                                              json.dumps({"command": "echo tray-ok", "description": "say it"})),
+                        finish_reason="tool_calls"),
+        fake.completion(fake.text_deltas("The command said tray-ok.")))
+    page.goto(f"/ui/session/{sid}")
+    page.get_by_label("Prompt").fill("Run echo")
+    page.get_by_role("button", name="Send").click()
+    tray = page.get_by_role("region", name="Needs you")
+    tray.get_by_text("echo tray-ok").wait_for()
+    page.locator(".stats").get_by_text("waiting on you").wait_for()
+    shoot(page, tmp_path, "tray")
+    tray.get_by_role("button", name="Allow once").click()
+    page.locator("#transcript").get_by_text("The command said tray-ok.").wait_for()
+    assert tray.count() == 0  # answered: the tray is gone
+    assert "tray-ok" in (page.locator("details.tool pre").nth(1).text_content() or "")  # the card is folded
+    assert api.get(f"/api/session/{sid}/permission").json()["data"] == []
+
+
+def test_a_permission_rejected_from_the_tray_tells_the_model_why(page, api, ui_provider):
+    sid = create(api, title="Refusing")
+    ui_provider.enqueue(
+        fake.completion(fake.tool_call_deltas(0, "call_1", "bash",
+                                              json.dumps({"command": "rm -rf build", "description": "clean"})),
+                        finish_reason="tool_calls"),
+        fake.completion(fake.text_deltas("Understood, I left it.")))
+    page.goto(f"/ui/session/{sid}")
+    page.get_by_label("Prompt").fill("Clean up")
+    page.get_by_role("button", name="Send").click()
+    tray = page.get_by_role("region", name="Needs you")
+    tray.get_by_text("rm -rf build").wait_for()
+    tray.get_by_label("Feedback").fill("keep the build directory")
+    tray.get_by_role("button", name="Reject").click()
+    page.locator("#transcript").get_by_text("Understood, I left it.").wait_for()
+    assert "error" in page.locator("details.tool summary").inner_text()
+    assert any("keep the build directory" in json.dumps(r.json) for r in ui_provider.requests)  # the model was told
+
+
 def test_rename_and_delete_from_the_page(page, api):
     sid = create(api, title="Old name")
     page.goto(f"/ui/session/{sid}")

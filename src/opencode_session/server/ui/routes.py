@@ -24,11 +24,14 @@ from ...schema.events import (
     ExecutionInterrupted,
     ExecutionStarted,
     ExecutionSucceeded,
+    PermissionAsked,
+    PermissionReplied,
     TextDelta,
 )
 
 DIFF_CONTEXT = 3  # unchanged lines around each hunk, as `git diff` shows them
 EXECUTION_ENDED = (ExecutionSucceeded, ExecutionFailed, ExecutionInterrupted)
+ASKING = (PermissionAsked, PermissionReplied)  # live-only, yet they change what the page shows: the tray
 STATIC = Path(__file__).parent / "static"
 _templates = Environment(loader=PackageLoader(__package__, "templates"), autoescape=select_autoescape(),
                          trim_blocks=True, lstrip_blocks=True)
@@ -81,8 +84,9 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
     async def _transcript(session_id: str, busy: bool | None = None) -> str:
         messages, _ = await runtime.sessions.messages(session_id, limit=MESSAGE_PAGE_MAX, order="desc")
         info = await runtime.sessions.get(session_id)
+        asks = [r.model_dump(mode="json") for r in runtime.permissions.pending(session_id)]
         return _render("transcript.html", messages=[m.model_dump(mode="json") for m in reversed(messages)],
-                       session=info.model_dump(mode="json"),
+                       session=info.model_dump(mode="json"), asks=asks,
                        busy=session_id in _active() if busy is None else busy)
 
     async def session_page(request: Request) -> Response:
@@ -112,7 +116,7 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
             while True:  # SubscriptionLost ends the stream; the browser's EventSource reconnects to a fresh render
                 mine = [i for i in await subscription.next()
                         if isinstance(i, EventRecord) and i.aggregate_id == session_id]
-                durable = [n for n, i in enumerate(mine) if i.seq is not None]
+                durable = [n for n, i in enumerate(mine) if i.seq is not None or isinstance(i.data, ASKING)]
                 if durable:  # the re-render holds what those settled; the text streamed after them follows it
                     for item in mine:
                         if isinstance(item.data, ExecutionStarted):

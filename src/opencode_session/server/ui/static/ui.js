@@ -36,6 +36,16 @@ document.addEventListener("submit", async (event) => {
       form.elements.text.value = "";
       say("sent");
     } catch (err) { say(err.message); }
+  } else if (form.classList.contains("ask")) {
+    event.preventDefault();
+    const reply = event.submitter ? event.submitter.value : "once";
+    const message = form.elements.message.value.trim();
+    const body = reply === "reject" && message ? { reply, message } : { reply };
+    try {
+      await api("POST", `/api/session/${session(form)}/permission/${encodeURIComponent(form.dataset.request)}/reply`,
+                body);
+      say(`permission: ${reply}`);
+    } catch (err) { say(err.message); }
   } else if (form.id === "rename") {
     event.preventDefault();
     try {
