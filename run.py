@@ -4,13 +4,15 @@
 Usage: python3 run.py demo | serve [ocs serve options] | test [pytest args] | bench [name] | lock | ocs [args]
 
 `test` first runs the linter (ruff), the type checker (mypy) and the dependency checker (deptry), all configured in
-pyproject.toml; any failure stops it.
+pyproject.toml; any failure stops it. The browser tests drive Debian's chromium: when it is absent, `test` installs it
+with apt-get if it runs as root (saying so), and otherwise those tests skip and say why.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -41,6 +43,25 @@ def ensure_venv() -> None:
     subprocess.check_call([*pip, "--no-deps", "-e", str(ROOT)])
     STAMP.write_text(digest)
     print(f"{VENV.name}/ is ready.", file=sys.stderr, flush=True)
+
+
+def ensure_chromium() -> None:
+    """Debian's chromium for the browser tests (Playwright downloads no browser): installed with apt-get when it is
+    absent and this runs as root; otherwise the browser tests skip, printing why."""
+    if shutil.which("chromium") or shutil.which("chromium-browser"):
+        return
+    apt = shutil.which("apt-get")
+    if apt is None or os.name != "posix" or os.geteuid() != 0:
+        print("chromium is not installed and cannot be here (that needs apt-get as root): the browser tests will skip",
+              file=sys.stderr, flush=True)
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    install = [apt, "install", "-y", "--no-install-recommends", "chromium"]
+    print(f"Installing chromium for the browser tests: {' '.join(install)}", file=sys.stderr, flush=True)
+    if subprocess.call(install, env=env) != 0:  # a fresh machine may have no package lists yet
+        print(f"{apt} update, then again", file=sys.stderr, flush=True)
+        if subprocess.call([apt, "update"], env=env) != 0 or subprocess.call(install, env=env) != 0:
+            print("chromium could not be installed: the browser tests will skip", file=sys.stderr, flush=True)
 
 
 def become(argv: list[str]) -> int:
@@ -80,6 +101,7 @@ def main(argv: list[str]) -> int:
             code = subprocess.call(check, cwd=ROOT)
             if code != 0:
                 return code
+        ensure_chromium()
         return subprocess.call([str(PY), "-m", "pytest", *rest], cwd=ROOT)
     if cmd == "bench":
         benches = sorted((ROOT / "bench").glob("bench_*.py"))

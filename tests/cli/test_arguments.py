@@ -10,7 +10,7 @@ from tests.support.cli import make_home
 # each test starts `ocs` processes: slow on a busy machine
 pytestmark = pytest.mark.timeout(240)
 
-COMMANDS = ("serve", "run", "sessions", "show", "log", "revert", "fork", "models", "plugins", "hooks", "openapi",
+COMMANDS = ("serve", "ui", "run", "sessions", "show", "log", "revert", "fork", "models", "plugins", "hooks", "openapi",
             "demo", "stats")
 
 

@@ -49,7 +49,7 @@ def _finish_with(work: Callable[[], Coroutine[Any, Any, int]]) -> int:
 def serve(host: str, port: int, db: str | Path | None, directory: Path | None, allow_host: list[str],
           allow_origin: list[str], max_body_bytes: int | None, read_timeout: float | None,
           max_concurrency: int | None, insecure_no_password: bool, stall_timeout: float,
-          log_format: str = "text") -> int:
+          log_format: str = "text", open_browser: bool = False) -> int:
     """Serve the OpenCode V2 API over HTTP until SIGINT/SIGTERM."""
     from dataclasses import replace
 
@@ -69,8 +69,13 @@ def serve(host: str, port: int, db: str | Path | None, directory: Path | None, a
         limits = replace(limits, max_concurrency=max_concurrency)
     request = ServeRequest(host=host, port=port, db=db or default_db_path(), directory=directory or _cwd(),
                            guard=guard, limits=limits, insecure_no_password=insecure_no_password,
-                           stall_timeout=stall_timeout, log_format=log_format)
+                           stall_timeout=stall_timeout, log_format=log_format, open_browser=open_browser)
     return run_server(request)
+
+
+def ui(browser: bool, **options: Any) -> int:
+    """Serve the API and the session inspector (on a free port by default) and open the inspector in the browser."""
+    return serve(**options, open_browser=browser)
 
 
 def _run(message: list[str] | None, *, interactive: bool, **options: Any) -> int:
@@ -381,6 +386,13 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
                    help="stderr as text, or one JSON object a line with trace and span IDs.")
 
 
+def _ui_arguments(p: argparse.ArgumentParser) -> None:
+    _serve_arguments(p)
+    p.set_defaults(port=0)
+    p.add_argument("--browser", action=argparse.BooleanOptionalAction, default=True,
+                   help="Open the inspector in the web browser (it prints the URL either way).")
+
+
 def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("message", nargs="*", help="The message; without one, interactive mode.")
     p.add_argument("-m", "--model", metavar="PROVIDER/MODEL", help="The model, as provider/model.")
@@ -464,6 +476,7 @@ def _demo_arguments(p: argparse.ArgumentParser) -> None:
 # each command: its function (whose docstring is its help) and what declares its arguments
 COMMANDS: dict[str, tuple[Command, Callable[[argparse.ArgumentParser], None]]] = {
     "serve": (serve, _serve_arguments),
+    "ui": (ui, _ui_arguments),
     "run": (run, _run_arguments),
     "sessions": (sessions, _sessions_arguments),
     "show": (show, _show_arguments),

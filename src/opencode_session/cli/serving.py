@@ -36,6 +36,7 @@ class ServeRequest:
     insecure_no_password: bool = False
     stall_timeout: float = 15.0
     log_format: str = "text"  # "json": every stderr line is a JSON object (a log record)
+    open_browser: bool = False  # `ocs ui`: open the inspector once the server listens
 
 
 async def log_failed_executions(runtime: Runtime, say: Say) -> None:
@@ -69,6 +70,7 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
     def ready(url: str, runtime: Runtime) -> None:
         print(f"opencode-session listening on {url}", flush=True)
         say(f"  API document  {url}/doc")
+        say(f"  inspector     {url}/")
         say(f"  database      {runtime.store.path}")
         say(f"  directory     {directory}")
         say(f"  config        {found.config_files}")
@@ -82,6 +84,8 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
             say("  plugin        " + line.replace("\n", "\n              "))
         watchers.append(asyncio.create_task(log_failed_executions(runtime, say)))
         drains.warm()
+        if request.open_browser:
+            open_inspector(url + "/", say)
 
     try:
         asyncio.run(serve_app(options, request.host, request.port, on_ready=ready, guard=request.guard,
@@ -94,6 +98,25 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
         say(f"ocs serve: {busy}")
         return 1
     return 0
+
+
+def open_inspector(url: str, say: Say) -> None:
+    """Open the inspector in the user's browser (`$BROWSER` or the desktop's), off the event loop: a console browser
+    runs in the foreground. Says so when none could be started; the URL is printed either way."""
+    import threading
+    import webbrowser
+
+    print(f"inspector: {url}", flush=True)
+
+    def launch() -> None:
+        try:
+            opened = webbrowser.open(url)
+        except Exception:  # a misconfigured $BROWSER
+            opened = False
+        if not opened:
+            say(f"  browser       none could be started: open {url} yourself")
+
+    threading.Thread(target=launch, name="ocs-ui-browser", daemon=True).start()
 
 
 def tracing_line() -> str:

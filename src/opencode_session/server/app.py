@@ -32,6 +32,7 @@ from .host import Host, PtyEnvironment, no_overlay, with_plugins
 from .scope import scope
 from .sse import SSEResponse
 from .terminal_socket import serve_terminal
+from .ui import ui_routes
 from .v1 import v1_routes
 
 log = logging.getLogger(__name__)
@@ -192,6 +193,9 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
     routes.append(Route("/metrics", metrics, methods=["GET"], name="metrics"))
     # OpenCode's V1 paths (its own CLI's `run --attach`), a compatibility layer outside the V2 endpoint table
     routes += v1_routes(runtime, heartbeat=heartbeat, shutdown=state.shutdown, stall_timeout=stall_timeout)
+    # the browser inspector at `/`: behind the same guard and password as the API it writes to
+    routes += ui_routes(runtime, lambda source: SSEResponse(source, heartbeat=state.heartbeat, shutdown=state.shutdown,
+                                                            stall_timeout=state.stall_timeout))
     app = Starlette(routes=routes, exception_handlers={HTTPException: not_found})
     app.state.ocs = state
     # The last added runs first: Host/Origin, then CORS (a preflight carries no credentials), auth, the body.

@@ -1,0 +1,151 @@
+"""The inspector's routes: `/` (sessions), `/ui/session/{id}` (one session), their fragments, the live transcript
+over SSE and the vendored static files. Reads go through core as the API handlers do; the page writes to the API."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ...core.runtime import Runtime
+from ...core.session.cursor import MESSAGE_PAGE_MAX
+from ...schema.errors import TaggedError
+from ...schema.events import (
+    EventRecord,
+    ExecutionFailed,
+    ExecutionInterrupted,
+    ExecutionStarted,
+    ExecutionSucceeded,
+    PermissionAsked,
+    PermissionReplied,
+    TextDelta,
+)
+
+DIFF_CONTEXT = 3  # unchanged lines around each hunk, as `git diff` shows them
+EXECUTION_ENDED = (ExecutionSucceeded, ExecutionFailed, ExecutionInterrupted)
+ASKING = (PermissionAsked, PermissionReplied)  # live-only, yet they change what the page shows: the tray
+STATIC = Path(__file__).parent / "static"
+_templates = Environment(loader=PackageLoader(__package__, "templates"), autoescape=select_autoescape(),
+                         trim_blocks=True, lstrip_blocks=True)
+_markdown = MarkdownIt("js-default")  # CommonMark with tables; raw HTML is escaped, javascript: links refused
+_templates.filters["markdown"] = lambda text: Markup(_markdown.render(text))
+
+
+def _render(name: str, **values: Any) -> str:
+    return _templates.get_template(name).render(**values)
+
+
+def _html(text: str, status: int = 200) -> HTMLResponse:
+    # the page's scripts are its own files: nothing inline runs, nothing is fetched from elsewhere
+    return HTMLResponse(text, status_code=status, headers={
+        "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'",
+        "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"})
+
+
+def _sse(event: str, html: str) -> bytes:
+    return (f"event: {event}\n" + "".join(f"data: {line}\n" for line in html.split("\n")) + "\n").encode()
+
+
+def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -> list[BaseRoute]:
+    """The inspector's routes over `runtime`; `stream` makes the app's SSE response (heartbeat, shutdown, stall
+    cut-off) from encoded frames."""
+
+    def _active() -> set[str]:
+        return set(runtime.execution.active()) if runtime.execution is not None else set()
+
+    async def _rows(search: str | None) -> list[dict[str, Any]]:
+        active = _active()
+        if search:
+            found, _ = await runtime.sessions.list(search=search, limit=100)
+            return [{"session": s.model_dump(mode="json"), "busy": s.id in active, "children": []} for s in found]
+        roots, _ = await runtime.sessions.list(parent="null", limit=100)
+        rows = []
+        for s in roots:
+            children, _ = await runtime.sessions.list(parent=s.id, limit=100)
+            rows.append({"session": s.model_dump(mode="json"), "busy": s.id in active, "children": [
+                {"session": c.model_dump(mode="json"), "busy": c.id in active} for c in children]})
+        return rows
+
+    async def sessions_page(request: Request) -> Response:
+        search = request.query_params.get("search") or None
+        return _html(_render("sessions.html", rows=await _rows(search), search=search or ""))
+
+    async def sessions_fragment(request: Request) -> Response:
+        return _html(_render("session_rows.html", rows=await _rows(request.query_params.get("search") or None)))
+
+    async def _transcript(session_id: str, busy: bool | None = None) -> str:
+        messages, _ = await runtime.sessions.messages(session_id, limit=MESSAGE_PAGE_MAX, order="desc")
+        info = await runtime.sessions.get(session_id)
+        asks = [r.model_dump(mode="json") for r in runtime.permissions.pending(session_id)]
+        return _render("transcript.html", messages=[m.model_dump(mode="json") for m in reversed(messages)],
+                       session=info.model_dump(mode="json"), asks=asks,
+                       busy=session_id in _active() if busy is None else busy)
+
+    async def session_page(request: Request) -> Response:
+        session_id = request.path_params["sessionID"]
+        try:
+            info = await runtime.sessions.get(session_id)
+            transcript = await _transcript(session_id)
+        except TaggedError as err:
+            if err.status != 404:
+                raise
+            return _html(_render("missing.html", session_id=session_id), status=404)
+        return _html(_render("session.html", session=info.model_dump(mode="json"), transcript=transcript))
+
+    async def session_live(request: Request) -> Response:
+        """Each change of the session's log re-renders the transcript (`transcript`); the answer's text arrives as
+        it streams (`delta`), appended below it until the next re-render settles it."""
+        session_id = request.path_params["sessionID"]
+        try:
+            await runtime.sessions.require(session_id)
+        except TaggedError as err:
+            return Response(err.message, status_code=err.status, media_type="text/plain")
+        subscription = runtime.store.live.subscribe()
+
+        async def frames() -> AsyncIterator[bytes]:
+            busy = session_id in _active()  # then what the log says: the runner may not have let go of it yet
+            yield _sse("transcript", await _transcript(session_id, busy))
+            while True:  # SubscriptionLost ends the stream; the browser's EventSource reconnects to a fresh render
+                mine = [i for i in await subscription.next()
+                        if isinstance(i, EventRecord) and i.aggregate_id == session_id]
+                durable = [n for n, i in enumerate(mine) if i.seq is not None or isinstance(i.data, ASKING)]
+                if durable:  # the re-render holds what those settled; the text streamed after them follows it
+                    for item in mine:
+                        if isinstance(item.data, ExecutionStarted):
+                            busy = True
+                        elif isinstance(item.data, EXECUTION_ENDED):
+                            busy = False
+                    yield _sse("transcript", await _transcript(session_id, busy))
+                    mine = mine[durable[-1] + 1:]
+                text = "".join(i.data.delta for i in mine if isinstance(i.data, TextDelta))
+                if text:
+                    yield _sse("delta", _render("delta.html", text=text))
+
+        return stream(frames())
+
+    async def session_diff(request: Request) -> Response:
+        """What the turns from user message `from` through `to` changed (default: the newest turn), as a fragment."""
+        q = request.query_params
+        try:
+            files = await runtime.diffs.diff(request.path_params["sessionID"], q.get("from") or None,
+                                             q.get("to") or None, context=DIFF_CONTEXT)
+        except TaggedError as err:
+            return _html(_render("diff.html", files=[], problem=err.message), status=err.status)
+        return _html(_render("diff.html", files=[f.model_dump(mode="json") for f in files], problem=None))
+
+    return [
+        Route("/", sessions_page, methods=["GET"], name="ui.sessions"),
+        Route("/ui/sessions", sessions_fragment, methods=["GET"], name="ui.sessions.rows"),
+        Route("/ui/session/{sessionID}", session_page, methods=["GET"], name="ui.session"),
+        Route("/ui/session/{sessionID}/diff", session_diff, methods=["GET"], name="ui.session.diff"),
+        Route("/ui/session/{sessionID}/live", session_live, methods=["GET"], name="ui.session.live"),
+        Mount("/ui/static", StaticFiles(directory=STATIC), name="ui.static"),
+    ]

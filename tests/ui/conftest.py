@@ -1,0 +1,70 @@
+"""The browser inspector's fixtures: Debian's chromium driven by Playwright (installed by `python3 run.py test` where
+it can be; otherwise these tests skip and say why), and one `ocs serve` with a password over a loopback provider."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.support import fake_openai as fake
+from tests.support.server import ServerProcess, start_configured
+
+PASSWORD = "s3cret"
+CHROMIUM = ("chromium", "chromium-browser")
+
+
+def chromium_path() -> str | None:
+    for name in CHROMIUM:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    path = chromium_path()
+    if path is None:
+        reason = "no chromium on PATH (python3 run.py test installs Debian's chromium when run as root with apt-get)"
+        print(f"SKIP: {reason}")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        instance = pw.chromium.launch(executable_path=path, headless=True, args=["--no-sandbox"])
+        yield instance
+        instance.close()
+
+
+@pytest.fixture(scope="module")
+def ui_provider() -> Iterator[fake.FakeOpenAI]:
+    with fake.FakeOpenAI.running() as server:
+        yield server
+        server.release_held()
+
+
+@pytest.fixture(scope="module")
+def ocs(tmp_path_factory, ui_provider) -> Iterator[ServerProcess]:
+    config = ui_provider.serve_config({"fake-model": {}}, model="loop/fake-model",
+                                      permission={"bash": "ask"})  # the tray's test asks
+    root = tmp_path_factory.mktemp("ui")
+    (root / "work").mkdir()
+    subprocess.run(["git", "init", "-q", str(root / "work")], check=True)  # a project: its turns are snapshotted
+    (root / "work" / "notes.txt").write_text("alpha\nbeta\n")
+    srv, _work = start_configured(root, config, OPENCODE_SERVER_PASSWORD=PASSWORD)
+    yield srv
+    assert srv.stop() == 0, "".join(srv.stderr_lines)
+
+
+@pytest.fixture
+def page(browser, ocs) -> Iterator[Any]:
+    context = browser.new_context(base_url=ocs.url, viewport={"width": 1100, "height": 800},
+                                  http_credentials={"username": "opencode", "password": PASSWORD})
+    context.set_default_timeout(15_000)
+    tab = context.new_page()
+    yield tab
+    context.close()
