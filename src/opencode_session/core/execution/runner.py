@@ -204,9 +204,9 @@ class Runner:
         if reason is None:
             return False
         event = "SubagentStop" if b.session.parentID is not None else "Stop"
-        await self.deps.store.append(ev.InputAdmitted(
-            sessionID=session_id, inputID=message_id(),
-            input=ev.SyntheticInput(data=ev.SyntheticInputData(text=reason, description=f"{event} hook"))))
+        data = ev.SyntheticInputData(text=reason, description=f"{event} hook")
+        await self.deps.store.write(partial(admission.admit_synthetic, session_id=session_id, input_id=message_id(),
+                                            data=data, delivery="steer"))
         return True
 
     async def _needs_response(self, session_id: str) -> bool:
