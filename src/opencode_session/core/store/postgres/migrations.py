@@ -155,6 +155,60 @@ MIGRATIONS: list[str] = [
             WHERE m.type = 'assistant' AND (m.data::json #>> '{time,completed}') IS NOT NULL) AS t
         WHERE coalesce(body, '') <> '';
     """,
+    # 4: the usage projection usage statistics count: a row per prompt and per Step (session_usage: time, agent,
+    # model, tokens, cost, failed) and per settled tool call (session_usage_tool: its place among the message's
+    # parts, tool, failed), each removed with its message; existing messages are back-filled
+    """
+    CREATE TABLE session_usage (
+        message_id TEXT PRIMARY KEY REFERENCES session_message (id) ON DELETE CASCADE,
+        session_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        time_created BIGINT NOT NULL,
+        agent TEXT,
+        provider TEXT,
+        model TEXT,
+        failed INTEGER NOT NULL,
+        input BIGINT NOT NULL,
+        output BIGINT NOT NULL,
+        reasoning BIGINT NOT NULL,
+        cache_read BIGINT NOT NULL,
+        cache_write BIGINT NOT NULL,
+        cost DOUBLE PRECISION NOT NULL
+    );
+    CREATE INDEX session_usage_time_idx ON session_usage (time_created);
+    CREATE INDEX session_usage_session_idx ON session_usage (session_id);
+    CREATE TABLE session_usage_tool (
+        message_id TEXT NOT NULL REFERENCES session_message (id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        session_id TEXT NOT NULL,
+        time_created BIGINT NOT NULL,
+        tool TEXT,
+        failed INTEGER NOT NULL,
+        PRIMARY KEY (message_id, position)
+    );
+    CREATE INDEX session_usage_tool_time_idx ON session_usage_tool (time_created);
+    CREATE INDEX session_usage_tool_session_idx ON session_usage_tool (session_id);
+    INSERT INTO session_usage (message_id, session_id, type, time_created, agent, provider, model, failed, input,
+            output, reasoning, cache_read, cache_write, cost)
+        SELECT id, session_id, type, time_created,
+            CASE WHEN type = 'assistant' THEN j ->> 'agent' END,
+            CASE WHEN type = 'assistant' THEN j #>> '{model,providerID}' END,
+            CASE WHEN type = 'assistant' THEN j #>> '{model,id}' END,
+            CASE WHEN type = 'assistant' AND j ->> 'error' IS NOT NULL THEN 1 ELSE 0 END,
+            CASE WHEN type = 'assistant' THEN coalesce((j #>> '{tokens,input}')::numeric::bigint, 0) ELSE 0 END,
+            CASE WHEN type = 'assistant' THEN coalesce((j #>> '{tokens,output}')::numeric::bigint, 0) ELSE 0 END,
+            CASE WHEN type = 'assistant' THEN coalesce((j #>> '{tokens,reasoning}')::numeric::bigint, 0) ELSE 0 END,
+            CASE WHEN type = 'assistant' THEN coalesce((j #>> '{tokens,cache,read}')::numeric::bigint, 0) ELSE 0 END,
+            CASE WHEN type = 'assistant' THEN coalesce((j #>> '{tokens,cache,write}')::numeric::bigint, 0) ELSE 0 END,
+            CASE WHEN type = 'assistant' THEN coalesce((j ->> 'cost')::double precision, 0) ELSE 0 END
+        FROM (SELECT id, session_id, type, time_created, data::json AS j FROM session_message
+              WHERE type IN ('user', 'assistant')) AS m;
+    INSERT INTO session_usage_tool (message_id, position, session_id, time_created, tool, failed)
+        SELECT m.id, c.n - 1, m.session_id, m.time_created, c.part ->> 'name',
+            CASE WHEN c.part #>> '{state,status}' = 'error' THEN 1 ELSE 0 END
+        FROM session_message m, json_array_elements(m.data::json -> 'content') WITH ORDINALITY AS c (part, n)
+        WHERE m.type = 'assistant' AND c.part ->> 'type' = 'tool' AND c.part #>> '{state,status}' IN ('completed', 'error');
+    """,
 ]
 
 

@@ -1,5 +1,6 @@
 """Usage statistics in SQL: prompts, Steps, tokens and cost in all, per model, per agent and per local day (one
-statement), tool calls and failures per tool, and sessions created, over a time range (both backends)."""
+statement), tool calls and failures per tool, and sessions created, over a time range (both backends), counted from
+the usage projection (`usage.py`)."""
 
 from __future__ import annotations
 
@@ -10,20 +11,10 @@ from .connection import Connection
 
 _DAY_MS = 86_400_000
 
-# Each counted message's numbers, read from its JSON once (the CTE is materialized), then grouped four ways in one
+# Each counted prompt's and Step's row of the usage projection (the CTE is materialized), grouped four ways in one
 # statement: the total, per model and per agent (Steps only: a prompt has neither), per local day.
-_COLUMNS = (
-    "session_id, type,"
-    " CASE WHEN type = 'assistant' AND json_extract(data, '$.error') IS NOT NULL THEN 1 ELSE 0 END AS failed,"
-    " CAST(json_extract(data, '$.tokens.input') AS BIGINT) AS input,"
-    " CAST(json_extract(data, '$.tokens.output') AS BIGINT) AS output,"
-    " CAST(json_extract(data, '$.tokens.reasoning') AS BIGINT) AS reasoning,"
-    " CAST(json_extract(data, '$.tokens.cache.read') AS BIGINT) AS cache_read,"
-    " CAST(json_extract(data, '$.tokens.cache.write') AS BIGINT) AS cache_write,"
-    " CAST(json_extract(data, '$.cost') AS DOUBLE PRECISION) AS cost,"
-    " json_extract(data, '$.model.providerID') AS provider, json_extract(data, '$.model.id') AS model,"
-    " json_extract(data, '$.agent') AS agent"
-)
+_COLUMNS = ("session_id, type, failed, input, output, reasoning, cache_read, cache_write, cost, provider, model,"
+            " agent")
 _SUMS = (
     "count(DISTINCT session_id),"
     " sum(CASE WHEN type = 'user' THEN 1 ELSE 0 END), sum(CASE WHEN type = 'assistant' THEN 1 ELSE 0 END),"
@@ -38,8 +29,8 @@ _GROUPED = " UNION ALL ".join((
 ))
 
 
-def _messages(where: StatsFilter, types: str, columns: str, day: bool) -> tuple[str, list[Any]]:
-    """The counted messages as a materialized CTE `m` (with the local `day` number when asked) and its
+def _counted(where: StatsFilter, table: str, columns: str, day: bool) -> tuple[str, list[Any]]:
+    """The counted rows of a usage table as a materialized CTE `m` (with the local `day` number when asked) and its
     parameters."""
     params: list[Any] = []
     if day:
@@ -52,8 +43,8 @@ def _messages(where: StatsFilter, types: str, columns: str, day: bool) -> tuple[
             shift = "CAST(? AS BIGINT)"
         params.append(where.offset)
         columns += f", (time_created + {shift}) / {_DAY_MS} AS day"
-    sql = (f"WITH m AS MATERIALIZED (SELECT {columns} FROM session_message"
-           f" WHERE type IN ({types}) AND time_created >= ? AND time_created < ?"
+    sql = (f"WITH m AS MATERIALIZED (SELECT {columns} FROM {table}"
+           " WHERE time_created >= ? AND time_created < ?"
            + (" AND session_id IN (SELECT id FROM session WHERE project_id = ?)" if where.project is not None else "")
            + ")")
     params += [where.start, where.end]
@@ -67,7 +58,7 @@ class SqlStats:
         self.conn = conn
 
     def usage(self, where: StatsFilter) -> dict[str, list[UsageRow]]:
-        cte, params = _messages(where, "'user', 'assistant'", _COLUMNS, True)
+        cte, params = _counted(where, "session_usage", _COLUMNS, True)
         out: dict[str, list[UsageRow]] = {"total": [], "model": [], "agent": [], "day": []}
         for row in self.conn.execute(f"{cte} {_GROUPED}", params).fetchall():
             kind, first, second, *values = list(row)
@@ -84,14 +75,10 @@ class SqlStats:
         return out
 
     def tools(self, where: StatsFilter) -> list[tuple[str, int, int]]:
-        cte, params = _messages(where, "'assistant'", "data", False)
+        cte, params = _counted(where, "session_usage_tool", "tool, failed", False)
         rows = self.conn.execute(
-            f"{cte} SELECT json_extract(part.value, '$.name') AS tool, count(*) AS calls,"
-            " sum(CASE WHEN json_extract(part.value, '$.state.status') = 'error' THEN 1 ELSE 0 END) AS failures"
-            " FROM m, json_each(m.data, '$.content') AS part"
-            " WHERE json_extract(part.value, '$.type') = 'tool'"
-            " AND json_extract(part.value, '$.state.status') IN ('completed', 'error')"
-            " GROUP BY json_extract(part.value, '$.name') ORDER BY calls DESC, tool", params).fetchall()
+            f"{cte} SELECT tool, count(*) AS calls, sum(failed) AS failures FROM m"
+            " GROUP BY tool ORDER BY calls DESC, tool", params).fetchall()
         return [(str(row[0]), int(row[1]), int(row[2])) for row in rows]
 
     def earliest(self) -> int | None:

@@ -173,6 +173,63 @@ MIGRATIONS: list[str] = [
             FROM session_message m WHERE m.type = 'assistant' AND json_extract(m.data, '$.time.completed') IS NOT NULL)
         WHERE coalesce(body, '') <> '';
     """,
+    # 11: the usage projection usage statistics count: a row per prompt and per Step (session_usage: time, agent,
+    # model, tokens, cost, failed) and per settled tool call (session_usage_tool: its place among the message's
+    # parts, tool, failed), each removed with its message; existing messages are back-filled
+    """
+    CREATE TABLE session_usage (
+        message_id TEXT PRIMARY KEY REFERENCES session_message (id) ON DELETE CASCADE,
+        session_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        time_created INTEGER NOT NULL,
+        agent TEXT,
+        provider TEXT,
+        model TEXT,
+        failed INTEGER NOT NULL,
+        input INTEGER NOT NULL,
+        output INTEGER NOT NULL,
+        reasoning INTEGER NOT NULL,
+        cache_read INTEGER NOT NULL,
+        cache_write INTEGER NOT NULL,
+        cost REAL NOT NULL
+    );
+    CREATE INDEX session_usage_time_idx ON session_usage (time_created);
+    CREATE INDEX session_usage_session_idx ON session_usage (session_id);
+    CREATE TABLE session_usage_tool (
+        message_id TEXT NOT NULL REFERENCES session_message (id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        session_id TEXT NOT NULL,
+        time_created INTEGER NOT NULL,
+        tool TEXT,
+        failed INTEGER NOT NULL,
+        PRIMARY KEY (message_id, position)
+    );
+    CREATE INDEX session_usage_tool_time_idx ON session_usage_tool (time_created);
+    CREATE INDEX session_usage_tool_session_idx ON session_usage_tool (session_id);
+    INSERT INTO session_usage (message_id, session_id, type, time_created, agent, provider, model, failed, input,
+            output, reasoning, cache_read, cache_write, cost)
+        SELECT id, session_id, type, time_created, a.agent, a.provider, a.model,
+            CASE WHEN type = 'assistant' AND json_extract(data, '$.error') IS NOT NULL THEN 1 ELSE 0 END,
+            coalesce(a.input, 0), coalesce(a.output, 0), coalesce(a.reasoning, 0), coalesce(a.cache_read, 0),
+            coalesce(a.cache_write, 0), coalesce(a.cost, 0.0)
+        FROM session_message LEFT JOIN (
+            SELECT id AS step, json_extract(data, '$.agent') AS agent,
+                json_extract(data, '$.model.providerID') AS provider, json_extract(data, '$.model.id') AS model,
+                CAST(json_extract(data, '$.tokens.input') AS INTEGER) AS input,
+                CAST(json_extract(data, '$.tokens.output') AS INTEGER) AS output,
+                CAST(json_extract(data, '$.tokens.reasoning') AS INTEGER) AS reasoning,
+                CAST(json_extract(data, '$.tokens.cache.read') AS INTEGER) AS cache_read,
+                CAST(json_extract(data, '$.tokens.cache.write') AS INTEGER) AS cache_write,
+                CAST(json_extract(data, '$.cost') AS REAL) AS cost
+            FROM session_message WHERE type = 'assistant') AS a ON a.step = id
+        WHERE type IN ('user', 'assistant');
+    INSERT INTO session_usage_tool (message_id, position, session_id, time_created, tool, failed)
+        SELECT m.id, CAST(c.key AS INTEGER), m.session_id, m.time_created, json_extract(c.value, '$.name'),
+            CASE WHEN json_extract(c.value, '$.state.status') = 'error' THEN 1 ELSE 0 END
+        FROM session_message m, json_each(m.data, '$.content') c
+        WHERE m.type = 'assistant' AND json_extract(c.value, '$.type') = 'tool'
+            AND json_extract(c.value, '$.state.status') IN ('completed', 'error');
+    """,
 ]
 
 
