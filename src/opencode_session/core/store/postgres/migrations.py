@@ -207,7 +207,8 @@ MIGRATIONS: list[str] = [
         SELECT m.id, c.n - 1, m.session_id, m.time_created, c.part ->> 'name',
             CASE WHEN c.part #>> '{state,status}' = 'error' THEN 1 ELSE 0 END
         FROM session_message m, json_array_elements(m.data::json -> 'content') WITH ORDINALITY AS c (part, n)
-        WHERE m.type = 'assistant' AND c.part ->> 'type' = 'tool' AND c.part #>> '{state,status}' IN ('completed', 'error');
+        WHERE m.type = 'assistant' AND c.part ->> 'type' = 'tool'
+            AND c.part #>> '{state,status}' IN ('completed', 'error');
     """,
 ]
 
