@@ -157,7 +157,9 @@ MIGRATIONS: list[str] = [
     """,
     # 4: the usage projection usage statistics count: a row per prompt and per Step (session_usage: time, agent,
     # model, tokens, cost, failed) and per settled tool call (session_usage_tool: its place among the message's
-    # parts, tool, failed), each removed with its message; existing messages are back-filled
+    # parts, tool, failed), each removed with its message, and their sums per 15 minutes (per session, type, agent and
+    # model: session_usage_period; per tool: session_usage_tool_period), kept by triggers, which statistics read for
+    # the whole quarter hours of a range; existing messages are back-filled
     """
     CREATE TABLE session_usage (
         message_id TEXT PRIMARY KEY REFERENCES session_message (id) ON DELETE CASCADE,
@@ -188,6 +190,79 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX session_usage_tool_time_idx ON session_usage_tool (time_created);
     CREATE INDEX session_usage_tool_session_idx ON session_usage_tool (session_id);
+    CREATE TABLE session_usage_period (
+        session_id TEXT NOT NULL,
+        time_created BIGINT NOT NULL,
+        type TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        n BIGINT NOT NULL,
+        failed BIGINT NOT NULL,
+        input BIGINT NOT NULL,
+        output BIGINT NOT NULL,
+        reasoning BIGINT NOT NULL,
+        cache_read BIGINT NOT NULL,
+        cache_write BIGINT NOT NULL,
+        cost DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (session_id, time_created, type, agent, provider, model)
+    );
+    CREATE INDEX session_usage_period_time_idx ON session_usage_period (time_created);
+    CREATE TABLE session_usage_tool_period (
+        time_created BIGINT NOT NULL,
+        tool TEXT NOT NULL,
+        calls BIGINT NOT NULL,
+        failed BIGINT NOT NULL,
+        PRIMARY KEY (time_created, tool)
+    );
+    CREATE FUNCTION session_usage_period_count() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP IN ('DELETE', 'UPDATE') THEN
+            UPDATE session_usage_period SET n = n - 1, failed = failed - OLD.failed, input = input - OLD.input,
+                output = output - OLD.output, reasoning = reasoning - OLD.reasoning, cache_read = cache_read -
+                OLD.cache_read, cache_write = cache_write - OLD.cache_write, cost = cost - OLD.cost WHERE session_id
+                = OLD.session_id AND time_created = OLD.time_created - OLD.time_created % 900000 AND type = OLD.type
+                AND agent = coalesce(OLD.agent, '') AND provider = coalesce(OLD.provider, '') AND model =
+                coalesce(OLD.model, '');
+            DELETE FROM session_usage_period WHERE session_id = OLD.session_id AND time_created = OLD.time_created -
+                OLD.time_created % 900000 AND type = OLD.type AND agent = coalesce(OLD.agent, '') AND provider =
+                coalesce(OLD.provider, '') AND model = coalesce(OLD.model, '') AND n = 0;
+        END IF;
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN
+            INSERT INTO session_usage_period (session_id, time_created, type, agent, provider, model, n, failed,
+                input, output, reasoning, cache_read, cache_write, cost) VALUES (NEW.session_id, NEW.time_created -
+                NEW.time_created % 900000, NEW.type, coalesce(NEW.agent, ''), coalesce(NEW.provider, ''),
+                coalesce(NEW.model, ''), 1, NEW.failed, NEW.input, NEW.output, NEW.reasoning, NEW.cache_read,
+                NEW.cache_write, NEW.cost) ON CONFLICT (session_id, time_created, type, agent, provider, model) DO
+                UPDATE SET n = session_usage_period.n + 1, failed = session_usage_period.failed + excluded.failed,
+                input = session_usage_period.input + excluded.input, output = session_usage_period.output +
+                excluded.output, reasoning = session_usage_period.reasoning + excluded.reasoning, cache_read =
+                session_usage_period.cache_read + excluded.cache_read, cache_write =
+                session_usage_period.cache_write + excluded.cache_write, cost = session_usage_period.cost +
+                excluded.cost;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER session_usage_period_count AFTER INSERT OR UPDATE OR DELETE ON session_usage
+        FOR EACH ROW EXECUTE FUNCTION session_usage_period_count();
+    CREATE FUNCTION session_usage_tool_period_count() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP IN ('DELETE', 'UPDATE') THEN
+            UPDATE session_usage_tool_period SET calls = calls - 1, failed = failed - OLD.failed WHERE time_created
+                = OLD.time_created - OLD.time_created % 900000 AND tool = coalesce(OLD.tool, '');
+            DELETE FROM session_usage_tool_period WHERE time_created = OLD.time_created - OLD.time_created % 900000
+                AND tool = coalesce(OLD.tool, '') AND calls = 0;
+        END IF;
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN
+            INSERT INTO session_usage_tool_period (time_created, tool, calls, failed) VALUES (NEW.time_created -
+                NEW.time_created % 900000, coalesce(NEW.tool, ''), 1, NEW.failed) ON CONFLICT (time_created, tool)
+                DO UPDATE SET calls = session_usage_tool_period.calls + 1, failed = session_usage_tool_period.failed
+                + excluded.failed;
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER session_usage_tool_period_count AFTER INSERT OR UPDATE OR DELETE ON session_usage_tool
+        FOR EACH ROW EXECUTE FUNCTION session_usage_tool_period_count();
     INSERT INTO session_usage (message_id, session_id, type, time_created, agent, provider, model, failed, input,
             output, reasoning, cache_read, cache_write, cost)
         SELECT id, session_id, type, time_created,
