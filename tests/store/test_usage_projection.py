@@ -26,22 +26,28 @@ USAGE = sqlite_migrations.MIGRATIONS[next(n for n, m in enumerate(sqlite_migrati
 BACK_FILL = [s for s in sqlite_migrations._statements(USAGE) if s.startswith("INSERT")]
 
 
-# the quarter hours' sums as the rows add up (what the triggers must keep)
-PERIODS = ("SELECT session_id, time_created - time_created % 900000, type, coalesce(agent, ''),"
-           " coalesce(provider, ''), coalesce(model, ''), count(*), sum(failed), sum(input), sum(output),"
-           " sum(reasoning), sum(cache_read), sum(cache_write), sum(cost) FROM session_usage GROUP BY 1, 2, 3, 4, 5, 6")
-TOOL_PERIODS = ("SELECT time_created - time_created % 900000, coalesce(tool, ''), count(*), sum(failed)"
-                " FROM session_usage_tool GROUP BY 1, 2")
+# the quarter hours' sessions and sums as the rows add up (what the triggers must keep)
+PERIODS = {
+    "session_usage_period": "SELECT session_id, time_created - time_created % 900000, type, coalesce(agent, ''),"
+                            " coalesce(provider, ''), coalesce(model, ''), count(*) FROM session_usage"
+                            " GROUP BY 1, 2, 3, 4, 5, 6",
+    "session_usage_sums": "SELECT time_created - time_created % 900000, project_id, type, coalesce(agent, ''),"
+                          " coalesce(provider, ''), coalesce(model, ''), count(*), sum(failed), sum(input),"
+                          " sum(output), sum(reasoning), sum(cache_read), sum(cache_write), sum(cost)"
+                          " FROM session_usage GROUP BY 1, 2, 3, 4, 5, 6",
+    "session_usage_tool_period": "SELECT time_created - time_created % 900000, project_id, coalesce(tool, ''),"
+                                 " count(*), sum(failed) FROM session_usage_tool GROUP BY 1, 2, 3",
+}
 
 
 def _usage(db: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """The usage rows, each table's sorted; the quarter hours' sums checked against them."""
     conn = sqlite3.connect(db)
     try:
-        assert sorted(conn.execute("SELECT * FROM session_usage_period").fetchall()) == sorted(
-            conn.execute(PERIODS).fetchall())
-        assert sorted(conn.execute("SELECT * FROM session_usage_tool_period").fetchall()) == sorted(
-            conn.execute(TOOL_PERIODS).fetchall())
+        for table, derived in PERIODS.items():
+            kept = sorted(conn.execute(f"SELECT * FROM {table}").fetchall())
+            assert [row[:-1] for row in kept] == [row[:-1] for row in sorted(conn.execute(derived).fetchall())]
+            assert [row[-1] for row in kept] == pytest.approx([row[-1] for row in sorted(conn.execute(derived))])
         return (sorted(conn.execute("SELECT * FROM session_usage").fetchall()),
                 sorted(conn.execute("SELECT * FROM session_usage_tool").fetchall()))
     finally:
@@ -70,11 +76,11 @@ async def test_the_runtime_keeps_usage_rows_equal_to_the_messages(tmp_path, loop
     assert (steps, tools) == _derived(db, tmp_path / "derived.sqlite")
     sessions = {row[1] for row in steps}
     assert {sid, fork} <= sessions
-    assert {(row[2], row[4]) for row in tools} == {(sid, "bash"), (fork, "bash")}  # the fork copied the call
+    assert {(row[2], row[5]) for row in tools} == {(sid, "bash"), (fork, "bash")}  # the fork copied the call
     async with Store(db) as store:
         before = await session_stats(store)
-    assert before.total.steps == sum(1 for row in steps if row[2] == "assistant")
-    assert before.total.prompts == sum(1 for row in steps if row[2] == "user")
+    assert before.total.steps == sum(1 for row in steps if row[3] == "assistant")
+    assert before.total.prompts == sum(1 for row in steps if row[3] == "user")
     # the first call and the fork's copy of it completed; the last was refused when the host shut down
     assert [(t.tool, t.calls, t.failures) for t in before.tools or ()] == [("bash", 3, 1)]
 
@@ -87,4 +93,4 @@ async def test_the_runtime_keeps_usage_rows_equal_to_the_messages(tmp_path, loop
     async with Store(db) as store:
         after = await session_stats(store)
     assert [(t.tool, t.calls, t.failures) for t in after.tools or ()] == [("bash", 2, 1)]
-    assert after.total.steps == sum(1 for row in steps if row[2] == "assistant")
+    assert after.total.steps == sum(1 for row in steps if row[3] == "assistant")

@@ -12,17 +12,19 @@ from .connection import Connection
 COUNTED = ("user", "assistant")
 _SETTLED = ("completed", "error")
 
+# (the session's project is read from its row: a move changes it there, and a trigger here)
 _UPSERT = (
     "INSERT INTO session_usage (message_id, session_id, type, time_created, agent, provider, model, failed, input,"
-    " output, reasoning, cache_read, cache_write, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " output, reasoning, cache_read, cache_write, cost, project_id) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+    " project_id FROM session WHERE id = ?"
     " ON CONFLICT (message_id) DO UPDATE SET agent = excluded.agent, provider = excluded.provider,"
     " model = excluded.model, failed = excluded.failed, input = excluded.input, output = excluded.output,"
     " reasoning = excluded.reasoning, cache_read = excluded.cache_read, cache_write = excluded.cache_write,"
     " cost = excluded.cost"
 )
 _UPSERT_TOOL = (
-    "INSERT INTO session_usage_tool (message_id, position, session_id, time_created, tool, failed)"
-    " VALUES (?, ?, ?, ?, ?, ?)"
+    "INSERT INTO session_usage_tool (message_id, position, session_id, time_created, tool, failed, project_id)"
+    " SELECT ?, ?, ?, ?, ?, ?, project_id FROM session WHERE id = ?"
     " ON CONFLICT (message_id, position) DO UPDATE SET tool = excluded.tool, failed = excluded.failed"
 )
 
@@ -63,7 +65,7 @@ class SqlUsage:
         parts); a tool call no longer settled leaves. Nothing for a message statistics do not count."""
         if message.get("type") not in COUNTED:
             return
-        self.conn.execute(_UPSERT, step_row(session_id, message))
+        self.conn.execute(_UPSERT, (*step_row(session_id, message), session_id))
         if message["type"] != "assistant":
             return
         created = message["time"]["created"]
@@ -75,7 +77,7 @@ class SqlUsage:
             status = (part.get("state") or {}).get("status")
             if status in _SETTLED:
                 settled.append((message["id"], position, session_id, created, _text(part.get("name")),
-                                1 if status == "error" else 0))
+                                1 if status == "error" else 0, session_id))
             else:
                 unsettled.append((message["id"], position))
         if settled:
