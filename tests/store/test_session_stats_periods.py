@@ -1,7 +1,7 @@
 """Usage statistics read from quarter-hour sums and the rows at a range's ends count exactly what the messages hold,
 on SQLite and PostgreSQL: Steps on and beside quarter-hour boundaries (around a daylight-saving change) over ranges
 that start and end on, just beside and inside quarter hours; and a zone whose offset is not whole quarter hours
-(Monrovia before 1972), which counts row by row."""
+(Monrovia before 1972), which counts row by row; a session moved to another project counts there."""
 
 from __future__ import annotations
 
@@ -50,8 +50,9 @@ def _seeded(plan: list[tuple[str, int, list[int]]]) -> Any:
     return write
 
 
-def _expected(plan: list[tuple[str, int, list[int]]], start: int, end: int, tz: dt.tzinfo) -> dict[str, Any]:
-    """What the statistics must say, counted here from the plan."""
+def _expected(plan: list[tuple[str, int, list[int]]], start: int, end: int, tz: dt.tzinfo,
+              only: set[str] | None = None) -> dict[str, Any]:
+    """What the statistics must say, counted here from the plan (`only`: of these sessions)."""
     def day(t: int) -> str:
         return dt.datetime.fromtimestamp(t / 1000, dt.UTC).astimezone(tz).date().isoformat()
 
@@ -59,6 +60,8 @@ def _expected(plan: list[tuple[str, int, list[int]]], start: int, end: int, tz: 
     prompts = steps = failed = tokens = calls = failures = 0
     days: dict[str, tuple[set[str], list[int]]] = {}
     for n, (sid, at, times) in enumerate(plan):
+        if only is not None and sid not in only:
+            continue
         if start <= at < end:
             sessions.add(sid)
             prompts += 1
@@ -117,3 +120,24 @@ async def test_a_zone_off_the_quarter_hours_counts_row_by_row(factory):
     async with Store(factory.backend(), project=project) as store:
         await store.write(_seeded(plan))
         await _check(store, plan, base, "Africa/Monrovia", RANGES)
+
+
+async def test_a_moved_session_counts_in_its_new_project(factory):
+    base = ms("2026-03-08T01:15:00-05:00")
+    plan = _plan(base)
+
+    def move(tx: Any) -> None:
+        info = tx.sessions.load_data("ses_03")
+        info["projectID"] = "elsewhere"
+        tx.sessions.save_data("ses_03", info)
+
+    async with Store(factory.backend(), project=project) as store:
+        await store.write(_seeded(plan))
+        await store.write(move)
+        tz = zoneinfo.ZoneInfo("UTC")
+        for start, end in RANGES:
+            moved = await session_stats(store, start=base + start, end=base + end, project="elsewhere")
+            assert _counted(moved) == _expected(plan, base + start, base + end, tz, {"ses_03"}), (start, end)
+            stayed = await session_stats(store, start=base + start, end=base + end, project="prj")
+            rest = {sid for sid, _, _ in plan} - {"ses_03"}
+            assert _counted(stayed) == _expected(plan, base + start, base + end, tz, rest), (start, end)
