@@ -28,9 +28,11 @@ BACK_FILL = [s for s in sqlite_migrations._statements(USAGE) if s.startswith("IN
 
 # the quarter hours' sessions and sums as the rows add up (what the triggers must keep)
 PERIODS = {
-    "session_usage_period": "SELECT session_id, time_created - time_created % 900000, type, coalesce(agent, ''),"
+    "session_usage_active": "SELECT session_id, time_created - time_created % 900000, count(*) FROM session_usage"
+                            " GROUP BY 1, 2",
+    "session_usage_period": "SELECT session_id, time_created - time_created % 900000, coalesce(agent, ''),"
                             " coalesce(provider, ''), coalesce(model, ''), count(*) FROM session_usage"
-                            " GROUP BY 1, 2, 3, 4, 5, 6",
+                            " WHERE type = 'assistant' GROUP BY 1, 2, 3, 4, 5",
     "session_usage_sums": "SELECT time_created - time_created % 900000, project_id, type, coalesce(agent, ''),"
                           " coalesce(provider, ''), coalesce(model, ''), count(*), sum(failed), sum(input),"
                           " sum(output), sum(reasoning), sum(cache_read), sum(cache_write), sum(cost)"

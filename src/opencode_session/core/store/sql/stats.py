@@ -22,9 +22,11 @@ _SUMS_OF_PERIOD = ("session_usage_sums", "type, n, failed, input, output, reason
                    f" {_KEYS_OF_PERIOD}, time_created")
 _SUMS_OF_ROWS = ("session_usage", "type, 1 AS n, failed, input, output, reasoning, cache_read, cache_write, cost,"
                  " provider, model, agent, time_created")
-# Which sessions were active, by type, model and agent, per quarter hour or per row.
-_ACTIVE_OF_PERIOD = ("session_usage_period", f"session_id, type, {_KEYS_OF_PERIOD}, time_created")
-_ACTIVE_OF_ROWS = ("session_usage", "session_id, type, provider, model, agent, time_created")
+# Which sessions were active (their Steps by model and agent), per quarter hour or per row.
+_ACTIVE_OF_PERIOD = ("session_usage_active", "session_id, time_created")
+_ACTIVE_OF_ROWS = ("session_usage", "session_id, time_created")
+_STEPS_OF_PERIOD = ("session_usage_period", f"session_id, {_KEYS_OF_PERIOD}")
+_STEPS_OF_ROWS = ("session_usage", "session_id, provider, model, agent")
 # Four groupings in one statement each: the total, per model and per agent (Steps only: a prompt has neither), per
 # local day; of the sums, and of the sessions.
 _SUMS = (
@@ -33,6 +35,12 @@ _SUMS = (
     " coalesce(sum(cache_read), 0), coalesce(sum(cache_write), 0), coalesce(sum(cost), 0)"
 )
 _SESSIONS = "count(DISTINCT session_id)"
+_SESSIONS_GROUPED = " UNION ALL ".join((
+    f"SELECT 'total', NULL, NULL, {_SESSIONS} FROM a",
+    f"SELECT 'day', CAST(day AS TEXT), NULL, {_SESSIONS} FROM a GROUP BY day",
+    f"SELECT 'model', provider, model, {_SESSIONS} FROM s GROUP BY provider, model",
+    f"SELECT 'agent', agent, NULL, {_SESSIONS} FROM s GROUP BY agent",
+))
 
 
 def _grouped(values: str) -> str:
@@ -77,9 +85,10 @@ def _day(where: StatsFilter) -> tuple[str, list[Any]]:
 
 
 def _union(where: StatsFilter, period: tuple[str, str] | None, rows: tuple[str, str],
-           project: tuple[str, str]) -> tuple[str, list[Any]]:
+           project: tuple[str, str], only: str = "") -> tuple[str, list[Any]]:
     """The range's whole quarter hours read from `period` (its table and columns; None: none) and its other parts
-    from `rows`, as one UNION ALL, and its parameters; `project`: how each of them keeps one project's."""
+    from `rows` (`only`: a further condition on them), as one UNION ALL, and its parameters; `project`: how each of
+    them keeps one project's."""
     whole, edges = _parts(where) if period is not None else ((where.end, where.end), ((where.start, where.end),))
     selects: list[str] = []
     params: list[Any] = []
@@ -88,7 +97,7 @@ def _union(where: StatsFilter, period: tuple[str, str] | None, rows: tuple[str, 
         selects.append(f"SELECT {period[1]} FROM {period[0]}{_RANGE}{project[0] if in_project else ''}")
         params += [*whole, *in_project]
     for edge in edges:
-        selects.append(f"SELECT {rows[1]} FROM {rows[0]}{_RANGE}{project[1] if in_project else ''}")
+        selects.append(f"SELECT {rows[1]} FROM {rows[0]}{_RANGE}{only}{project[1] if in_project else ''}")
         params += [*edge, *in_project]
     return " UNION ALL ".join(selects), params
 
@@ -108,9 +117,18 @@ class SqlStats:
         return list(self.conn.execute(f"WITH m AS MATERIALIZED (SELECT *, {day} FROM ({counted}) AS c)"
                                       f" {_grouped(values)}", params + more).fetchall())
 
+    def _sessions(self, where: StatsFilter) -> dict[tuple[Any, ...], int]:
+        """How many sessions were active in all and per local day, and had Steps per model and per agent."""
+        day, params = _day(where)
+        project = (_OF_PROJECT_SESSIONS, _OF_PROJECT)
+        active, more = _union(where, _ACTIVE_OF_PERIOD, _ACTIVE_OF_ROWS, project)
+        steps, most = _union(where, _STEPS_OF_PERIOD, _STEPS_OF_ROWS, project, " AND type = 'assistant'")
+        rows = self.conn.execute(f"WITH a AS MATERIALIZED (SELECT session_id, {day} FROM ({active}) AS c),"
+                                 f" s AS MATERIALIZED ({steps}) {_SESSIONS_GROUPED}", params + more + most).fetchall()
+        return {(row[0], row[1], row[2]): int(row[3] or 0) for row in rows}
+
     def usage(self, where: StatsFilter) -> dict[str, list[UsageRow]]:
-        sessions = {(row[0], row[1], row[2]): int(row[3] or 0) for row in self._groups(
-            where, _ACTIVE_OF_PERIOD, _ACTIVE_OF_ROWS, (_OF_PROJECT_SESSIONS, _OF_PROJECT), _SESSIONS)}
+        sessions = self._sessions(where)
         out: dict[str, list[UsageRow]] = {"total": [], "model": [], "agent": [], "day": []}
         for row in self._groups(where, _SUMS_OF_PERIOD, _SUMS_OF_ROWS, (_OF_PROJECT, _OF_PROJECT), _SUMS):
             kind, first, second, *values = list(row)

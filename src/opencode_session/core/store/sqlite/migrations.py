@@ -176,9 +176,10 @@ MIGRATIONS: list[str] = [
     # 11: the usage projection statistics count: a row per prompt and per Step (session_usage: session, project,
     # time, agent, model, tokens, cost, failed) and per settled tool call (session_usage_tool: its place among the
     # message's parts, tool, failed), each removed with its message; kept by triggers from them, per quarter hour:
-    # which sessions were active per type, agent and model (session_usage_period), the sums per project, type, agent
-    # and model (session_usage_sums) and per project and tool (session_usage_tool_period); a session's move takes
-    # its rows to the new project. Existing messages are back-filled.
+    # which sessions were active (session_usage_active) and had Steps per agent and model (session_usage_period),
+    # the sums per project, type, agent and model (session_usage_sums) and per project and tool
+    # (session_usage_tool_period); a session's move takes its rows to the new project. Existing messages are
+    # back-filled.
     """
     CREATE TABLE session_usage (
         message_id TEXT PRIMARY KEY REFERENCES session_message (id) ON DELETE CASCADE,
@@ -211,15 +212,21 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX session_usage_tool_time_idx ON session_usage_tool (time_created);
     CREATE INDEX session_usage_tool_session_idx ON session_usage_tool (session_id);
+    CREATE TABLE session_usage_active (
+        session_id TEXT NOT NULL,
+        time_created INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (session_id, time_created)
+    );
+    CREATE INDEX session_usage_active_time_idx ON session_usage_active (time_created);
     CREATE TABLE session_usage_period (
         session_id TEXT NOT NULL,
         time_created INTEGER NOT NULL,
-        type TEXT NOT NULL,
         agent TEXT NOT NULL,
         provider TEXT NOT NULL,
         model TEXT NOT NULL,
         n INTEGER NOT NULL,
-        PRIMARY KEY (session_id, time_created, type, agent, provider, model)
+        PRIMARY KEY (session_id, time_created, agent, provider, model)
     );
     CREATE INDEX session_usage_period_time_idx ON session_usage_period (time_created);
     CREATE TABLE session_usage_sums (
@@ -248,26 +255,31 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (time_created, project_id, tool)
     );
     CREATE TRIGGER session_usage_insert AFTER INSERT ON session_usage BEGIN
-        INSERT INTO session_usage_period (session_id, time_created, type, agent, provider, model, n) VALUES
-            (NEW.session_id, NEW.time_created - NEW.time_created % 900000, NEW.type, coalesce(NEW.agent, ''),
-            coalesce(NEW.provider, ''), coalesce(NEW.model, ''), 1) ON CONFLICT (session_id, time_created, type,
-            agent, provider, model) DO UPDATE SET n = session_usage_period.n + 1; INSERT INTO session_usage_sums
-            (time_created, project_id, type, agent, provider, model, n, failed, input, output, reasoning, cache_read,
-            cache_write, cost) VALUES (NEW.time_created - NEW.time_created % 900000, NEW.project_id, NEW.type,
-            coalesce(NEW.agent, ''), coalesce(NEW.provider, ''), coalesce(NEW.model, ''), 1, NEW.failed, NEW.input,
-            NEW.output, NEW.reasoning, NEW.cache_read, NEW.cache_write, NEW.cost) ON CONFLICT (time_created,
-            project_id, type, agent, provider, model) DO UPDATE SET n = session_usage_sums.n + 1, failed =
-            session_usage_sums.failed + excluded.failed, input = session_usage_sums.input + excluded.input, output =
-            session_usage_sums.output + excluded.output, reasoning = session_usage_sums.reasoning +
+        INSERT INTO session_usage_active (session_id, time_created, n) VALUES (NEW.session_id, NEW.time_created -
+            NEW.time_created % 900000, 1) ON CONFLICT (session_id, time_created) DO UPDATE SET n =
+            session_usage_active.n + 1; INSERT INTO session_usage_period (session_id, time_created, agent, provider,
+            model, n) SELECT NEW.session_id, NEW.time_created - NEW.time_created % 900000, coalesce(NEW.agent, ''),
+            coalesce(NEW.provider, ''), coalesce(NEW.model, ''), 1 WHERE NEW.type = 'assistant' ON CONFLICT
+            (session_id, time_created, agent, provider, model) DO UPDATE SET n = session_usage_period.n + 1; INSERT
+            INTO session_usage_sums (time_created, project_id, type, agent, provider, model, n, failed, input, output,
+            reasoning, cache_read, cache_write, cost) VALUES (NEW.time_created - NEW.time_created % 900000,
+            NEW.project_id, NEW.type, coalesce(NEW.agent, ''), coalesce(NEW.provider, ''), coalesce(NEW.model, ''), 1,
+            NEW.failed, NEW.input, NEW.output, NEW.reasoning, NEW.cache_read, NEW.cache_write, NEW.cost) ON CONFLICT
+            (time_created, project_id, type, agent, provider, model) DO UPDATE SET n = session_usage_sums.n + 1,
+            failed = session_usage_sums.failed + excluded.failed, input = session_usage_sums.input + excluded.input,
+            output = session_usage_sums.output + excluded.output, reasoning = session_usage_sums.reasoning +
             excluded.reasoning, cache_read = session_usage_sums.cache_read + excluded.cache_read, cache_write =
             session_usage_sums.cache_write + excluded.cache_write, cost = session_usage_sums.cost +
             excluded.cost; END;
     CREATE TRIGGER session_usage_delete AFTER DELETE ON session_usage BEGIN
-        UPDATE session_usage_period SET n = n - 1 WHERE session_id = OLD.session_id AND time_created =
-            OLD.time_created - OLD.time_created % 900000 AND type = OLD.type AND agent = coalesce(OLD.agent, '') AND
+        UPDATE session_usage_active SET n = n - 1 WHERE session_id = OLD.session_id AND time_created =
+            OLD.time_created - OLD.time_created % 900000; DELETE FROM session_usage_active WHERE session_id =
+            OLD.session_id AND time_created = OLD.time_created - OLD.time_created % 900000 AND n = 0; UPDATE
+            session_usage_period SET n = n - 1 WHERE OLD.type = 'assistant' AND session_id = OLD.session_id AND
+            time_created = OLD.time_created - OLD.time_created % 900000 AND agent = coalesce(OLD.agent, '') AND
             provider = coalesce(OLD.provider, '') AND model = coalesce(OLD.model, ''); DELETE FROM
-            session_usage_period WHERE session_id = OLD.session_id AND time_created = OLD.time_created -
-            OLD.time_created % 900000 AND type = OLD.type AND agent = coalesce(OLD.agent, '') AND provider =
+            session_usage_period WHERE OLD.type = 'assistant' AND session_id = OLD.session_id AND time_created =
+            OLD.time_created - OLD.time_created % 900000 AND agent = coalesce(OLD.agent, '') AND provider =
             coalesce(OLD.provider, '') AND model = coalesce(OLD.model, '') AND n = 0; UPDATE session_usage_sums SET n
             = n - 1, failed = failed - OLD.failed, input = input - OLD.input, output = output - OLD.output, reasoning
             = reasoning - OLD.reasoning, cache_read = cache_read - OLD.cache_read, cache_write = cache_write -
@@ -278,11 +290,14 @@ MIGRATIONS: list[str] = [
             OLD.type AND agent = coalesce(OLD.agent, '') AND provider = coalesce(OLD.provider, '') AND model =
             coalesce(OLD.model, '') AND n = 0; END;
     CREATE TRIGGER session_usage_update AFTER UPDATE ON session_usage BEGIN
-        UPDATE session_usage_period SET n = n - 1 WHERE session_id = OLD.session_id AND time_created =
-            OLD.time_created - OLD.time_created % 900000 AND type = OLD.type AND agent = coalesce(OLD.agent, '') AND
+        UPDATE session_usage_active SET n = n - 1 WHERE session_id = OLD.session_id AND time_created =
+            OLD.time_created - OLD.time_created % 900000; DELETE FROM session_usage_active WHERE session_id =
+            OLD.session_id AND time_created = OLD.time_created - OLD.time_created % 900000 AND n = 0; UPDATE
+            session_usage_period SET n = n - 1 WHERE OLD.type = 'assistant' AND session_id = OLD.session_id AND
+            time_created = OLD.time_created - OLD.time_created % 900000 AND agent = coalesce(OLD.agent, '') AND
             provider = coalesce(OLD.provider, '') AND model = coalesce(OLD.model, ''); DELETE FROM
-            session_usage_period WHERE session_id = OLD.session_id AND time_created = OLD.time_created -
-            OLD.time_created % 900000 AND type = OLD.type AND agent = coalesce(OLD.agent, '') AND provider =
+            session_usage_period WHERE OLD.type = 'assistant' AND session_id = OLD.session_id AND time_created =
+            OLD.time_created - OLD.time_created % 900000 AND agent = coalesce(OLD.agent, '') AND provider =
             coalesce(OLD.provider, '') AND model = coalesce(OLD.model, '') AND n = 0; UPDATE session_usage_sums SET n
             = n - 1, failed = failed - OLD.failed, input = input - OLD.input, output = output - OLD.output, reasoning
             = reasoning - OLD.reasoning, cache_read = cache_read - OLD.cache_read, cache_write = cache_write -
@@ -291,20 +306,22 @@ MIGRATIONS: list[str] = [
             coalesce(OLD.provider, '') AND model = coalesce(OLD.model, ''); DELETE FROM session_usage_sums WHERE
             time_created = OLD.time_created - OLD.time_created % 900000 AND project_id = OLD.project_id AND type =
             OLD.type AND agent = coalesce(OLD.agent, '') AND provider = coalesce(OLD.provider, '') AND model =
-            coalesce(OLD.model, '') AND n = 0; INSERT INTO session_usage_period (session_id, time_created, type,
-            agent, provider, model, n) VALUES (NEW.session_id, NEW.time_created - NEW.time_created % 900000, NEW.type,
-            coalesce(NEW.agent, ''), coalesce(NEW.provider, ''), coalesce(NEW.model, ''), 1) ON CONFLICT (session_id,
-            time_created, type, agent, provider, model) DO UPDATE SET n = session_usage_period.n + 1; INSERT INTO
-            session_usage_sums (time_created, project_id, type, agent, provider, model, n, failed, input, output,
-            reasoning, cache_read, cache_write, cost) VALUES (NEW.time_created - NEW.time_created % 900000,
-            NEW.project_id, NEW.type, coalesce(NEW.agent, ''), coalesce(NEW.provider, ''), coalesce(NEW.model, ''), 1,
-            NEW.failed, NEW.input, NEW.output, NEW.reasoning, NEW.cache_read, NEW.cache_write, NEW.cost) ON CONFLICT
-            (time_created, project_id, type, agent, provider, model) DO UPDATE SET n = session_usage_sums.n + 1,
-            failed = session_usage_sums.failed + excluded.failed, input = session_usage_sums.input + excluded.input,
-            output = session_usage_sums.output + excluded.output, reasoning = session_usage_sums.reasoning +
-            excluded.reasoning, cache_read = session_usage_sums.cache_read + excluded.cache_read, cache_write =
-            session_usage_sums.cache_write + excluded.cache_write, cost = session_usage_sums.cost +
-            excluded.cost; END;
+            coalesce(OLD.model, '') AND n = 0; INSERT INTO session_usage_active (session_id, time_created, n) VALUES
+            (NEW.session_id, NEW.time_created - NEW.time_created % 900000, 1) ON CONFLICT (session_id, time_created)
+            DO UPDATE SET n = session_usage_active.n + 1; INSERT INTO session_usage_period (session_id, time_created,
+            agent, provider, model, n) SELECT NEW.session_id, NEW.time_created - NEW.time_created % 900000,
+            coalesce(NEW.agent, ''), coalesce(NEW.provider, ''), coalesce(NEW.model, ''), 1 WHERE NEW.type =
+            'assistant' ON CONFLICT (session_id, time_created, agent, provider, model) DO UPDATE SET n =
+            session_usage_period.n + 1; INSERT INTO session_usage_sums (time_created, project_id, type, agent,
+            provider, model, n, failed, input, output, reasoning, cache_read, cache_write, cost) VALUES
+            (NEW.time_created - NEW.time_created % 900000, NEW.project_id, NEW.type, coalesce(NEW.agent, ''),
+            coalesce(NEW.provider, ''), coalesce(NEW.model, ''), 1, NEW.failed, NEW.input, NEW.output, NEW.reasoning,
+            NEW.cache_read, NEW.cache_write, NEW.cost) ON CONFLICT (time_created, project_id, type, agent, provider,
+            model) DO UPDATE SET n = session_usage_sums.n + 1, failed = session_usage_sums.failed + excluded.failed,
+            input = session_usage_sums.input + excluded.input, output = session_usage_sums.output + excluded.output,
+            reasoning = session_usage_sums.reasoning + excluded.reasoning, cache_read = session_usage_sums.cache_read
+            + excluded.cache_read, cache_write = session_usage_sums.cache_write + excluded.cache_write, cost =
+            session_usage_sums.cost + excluded.cost; END;
     CREATE TRIGGER session_usage_tool_insert AFTER INSERT ON session_usage_tool BEGIN
         INSERT INTO session_usage_tool_period (time_created, project_id, tool, calls, failed) VALUES (NEW.time_created
             - NEW.time_created % 900000, NEW.project_id, coalesce(NEW.tool, ''), 1, NEW.failed) ON CONFLICT
