@@ -1,7 +1,8 @@
 """What `experimental.session.stats` costs on a big store: 10,000 sessions (each 2 turns of 2 Steps, one tool call a
-Step, 3 models, 2 agents, spread over 30 days) seeded as projection rows through the store directly, then the stats
-operation's reads (totals, per model, per agent, per New York day, tool reliability) over everything and over the
-last 7 days; median ms per call on SQLite, and on PostgreSQL when BENCH_PG_URL names a database (its own schema).
+Step, 3 models, 2 agents, spread over 30 days) seeded as projection rows through the store directly (its message
+inserts write the usage projection, as the projector's do), then the stats operation's reads (totals, per model, per
+agent, per New York day, tool reliability) over everything and over the last 7 days; median ms per call on SQLite,
+and on PostgreSQL when BENCH_PG_URL names a database (its own schema).
 """
 
 from __future__ import annotations

@@ -300,7 +300,7 @@ def _step_started(tx: Tx, record: EventRecord, data: ev.StepStarted) -> None:
         existing["snapshot"] = {"start": data.snapshot}
     else:
         existing.pop("snapshot", None)
-    tx.messages.save(existing, record.created)
+    tx.messages.save(existing, record.created, usage=True)
 
 
 @handles(ev.StepEnded)
@@ -312,7 +312,7 @@ def _step_ended(tx: Tx, record: EventRecord, data: ev.StepEnded) -> None:
     message["time"]["completed"] = record.created
     _step_snapshot(message, data)
     message.pop("retry", None)
-    tx.messages.save(message, record.created)
+    tx.messages.save(message, record.created, usage=True)
     _add_usage(tx, data.sessionID, data.cost, data.tokens)
 
 
@@ -341,7 +341,7 @@ def _step_failed(tx: Tx, record: EventRecord, data: ev.StepFailed) -> None:
         message["cost"] = data.cost
     if data.tokens is not None:
         message["tokens"] = _tokens(data.tokens)
-    tx.messages.save(message, record.created)
+    tx.messages.save(message, record.created, usage=True)
     _add_usage(tx, data.sessionID, data.cost, data.tokens)
 
 
@@ -435,6 +435,7 @@ def _tool_called(tx: Tx, record: EventRecord, data: ev.ToolCalled) -> None:
     message = _assistant(tx, data)
     running: md.ToolStateRunningData = {"status": "running", "input": data.input, "structured": {}, "content": []}
     part = _tool_part(message, data.callID)
+    settled = part is not None and part["state"]["status"] in ("completed", "error")
     if part is None:
         part = {"type": "tool", "id": data.callID, "name": data.name, "state": running,
                 "time": {"created": record.created}}
@@ -446,7 +447,7 @@ def _tool_called(tx: Tx, record: EventRecord, data: ev.ToolCalled) -> None:
         provider["metadata"] = data.state
     part["provider"] = provider
     part["time"]["ran"] = record.created
-    tx.messages.save(message, record.created)
+    tx.messages.save(message, record.created, usage=settled)  # a settled call running again is not counted
 
 
 def _settle_tool(tx: Tx, record: EventRecord, data: ev.ToolSuccess | ev.ToolFailed,
@@ -459,7 +460,7 @@ def _settle_tool(tx: Tx, record: EventRecord, data: ev.ToolSuccess | ev.ToolFail
     if data.resultState is not None:
         part.setdefault("provider", {"executed": data.executed})["resultMetadata"] = data.resultState
     part["time"]["completed"] = record.created
-    tx.messages.save(message, record.created)
+    tx.messages.save(message, record.created, usage=True)  # the call counts for tool statistics once settled
 
 
 @handles(ev.ToolSuccess)

@@ -392,8 +392,9 @@ class MessageWrites(MessageReads, Protocol):
         """A new message at `seq` (the sequence of the event that created it)."""
         ...
 
-    def save(self, message: SessionMessageData, updated: int) -> None:
-        """Store a changed message: a new revision, updated at `updated`."""
+    def save(self, message: SessionMessageData, updated: int, *, usage: bool = False) -> None:
+        """Store a changed message: a new revision, updated at `updated`; `usage`: the change is to what usage
+        statistics count (a Step's tokens, cost, failure, model, or a tool call settling), which is written too."""
         ...
 
     def remove_from(self, session_id: str, seq: int) -> int:

@@ -9,10 +9,10 @@ from ..rows import PendingInput
 from .connection import Connection
 from .pending import _pending
 
-# What a session holds beside its projection, removed with it (its messages first: their removal trigger counts
-# into session_message_removal, which goes after them).
-_SESSION_TABLES = ("session_message", "session_message_removal", "session_pending", "instruction_checkpoint",
-                   "instruction_entry", "session_lease")
+# What a session holds beside its projection, removed with it (its usage rows before the messages they belong to; its
+# messages before session_message_removal: their removal trigger counts into it).
+_SESSION_TABLES = ("session_usage_tool", "session_usage", "session_message", "session_message_removal",
+                   "session_pending", "instruction_checkpoint", "instruction_entry", "session_lease")
 
 
 class SqlLifecycle:

@@ -19,6 +19,7 @@ from ..rows import HistoryRow, Placement
 from .connection import Connection
 from .keyset import Keyset, keyset_page
 from .search import SqlSearch
+from .usage import SqlUsage
 
 _WINDOW = " FROM session_message WHERE session_id = ? AND seq > ? AND NOT (type = 'system' AND seq <= ?)"
 _COLUMNS = "SELECT id, seq, rev, type, data, time_updated"
@@ -28,6 +29,7 @@ class SqlMessages:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
         self.search = SqlSearch(conn)
+        self.usage = SqlUsage(conn)
 
     def insert(self, session_id: str, seq: int, message: SessionMessageData) -> None:
         created = message["time"]["created"]
@@ -37,16 +39,19 @@ class SqlMessages:
             (message["id"], session_id, message["type"], seq, created, created, dump(message)),
         )
         self.search.index_message(session_id, cast(dict[str, Any], message))
+        self.usage.record(session_id, cast(dict[str, Any], message))
 
     def load(self, message_id: str) -> SessionMessageData | None:
         row = self.conn.execute("SELECT data FROM session_message WHERE id = ?", (message_id,)).fetchone()
         return None if row is None else as_data(row[0])
 
-    def save(self, message: SessionMessageData, updated: int) -> None:
+    def save(self, message: SessionMessageData, updated: int, *, usage: bool = False) -> None:
         row = self.conn.execute(
             "UPDATE session_message SET data = ?, time_updated = ?, rev = rev + 1 WHERE id = ? RETURNING session_id",
             (dump(message), updated, message["id"]),
         ).fetchone()
+        if row is not None and usage:
+            self.usage.record(row[0], cast(dict[str, Any], message))
         # search indexes an assistant's text once it has completed, not at each delta
         if row is not None and (message["type"] != "assistant" or "completed" in message["time"]):
             self.search.index_message(row[0], cast(dict[str, Any], message))

@@ -19,7 +19,9 @@ from .suspension import SqlSuspension
 # The log, which replay reads and never changes.
 LOG_TABLES = ("event_sequence", "event")
 # The tables the projector writes: cleared and rebuilt from the event log by replay.
-PROJECTION_TABLES = ("session", "session_message", "session_pending", "session_search_doc")
+PROJECTION_TABLES = ("session", "session_message", "session_usage", "session_usage_tool", "session_usage_active",
+                     "session_usage_period", "session_usage_sums", "session_usage_tool_period", "session_pending",
+                     "session_search_doc")
 # State kept beside the projections but not derived from events, which a rebuild leaves as it was: the instruction
 # checkpoint and entries (the files and values a baseline was read from are not in the log), the "always"
 # permissions, the count of removed messages the history cache watches, the session leases, and the suspension mark,

@@ -173,6 +173,204 @@ MIGRATIONS: list[str] = [
             FROM session_message m WHERE m.type = 'assistant' AND json_extract(m.data, '$.time.completed') IS NOT NULL)
         WHERE coalesce(body, '') <> '';
     """,
+    # 11: the usage projection statistics count: a row per prompt and per Step (session_usage: session, project,
+    # time, agent, model, tokens, cost, failed) and per settled tool call (session_usage_tool: its place among the
+    # message's parts, tool, failed), each removed with its message; kept by triggers from them, per quarter hour:
+    # which sessions were active (session_usage_active) and had Steps per agent and model (session_usage_period),
+    # the sums per project, type, agent and model (session_usage_sums) and per project and tool
+    # (session_usage_tool_period); a session's move takes its rows to the new project. Existing messages are
+    # back-filled.
+    """
+    CREATE TABLE session_usage (
+        message_id TEXT PRIMARY KEY REFERENCES session_message (id) ON DELETE CASCADE,
+        session_id TEXT NOT NULL,
+        project_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        time_created INTEGER NOT NULL,
+        agent TEXT,
+        provider TEXT,
+        model TEXT,
+        failed INTEGER NOT NULL,
+        input INTEGER NOT NULL,
+        output INTEGER NOT NULL,
+        reasoning INTEGER NOT NULL,
+        cache_read INTEGER NOT NULL,
+        cache_write INTEGER NOT NULL,
+        cost REAL NOT NULL
+    );
+    CREATE INDEX session_usage_time_idx ON session_usage (time_created);
+    CREATE INDEX session_usage_session_idx ON session_usage (session_id);
+    CREATE TABLE session_usage_tool (
+        message_id TEXT NOT NULL REFERENCES session_message (id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        session_id TEXT NOT NULL,
+        project_id TEXT NOT NULL,
+        time_created INTEGER NOT NULL,
+        tool TEXT,
+        failed INTEGER NOT NULL,
+        PRIMARY KEY (message_id, position)
+    );
+    CREATE INDEX session_usage_tool_time_idx ON session_usage_tool (time_created);
+    CREATE INDEX session_usage_tool_session_idx ON session_usage_tool (session_id);
+    CREATE TABLE session_usage_active (
+        session_id TEXT NOT NULL,
+        time_created INTEGER NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (session_id, time_created)
+    );
+    CREATE INDEX session_usage_active_time_idx ON session_usage_active (time_created);
+    CREATE TABLE session_usage_period (
+        session_id TEXT NOT NULL,
+        time_created INTEGER NOT NULL,
+        agent TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        PRIMARY KEY (session_id, time_created, agent, provider, model)
+    );
+    CREATE INDEX session_usage_period_time_idx ON session_usage_period (time_created);
+    CREATE TABLE session_usage_sums (
+        time_created INTEGER NOT NULL,
+        project_id TEXT NOT NULL,
+        type TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        failed INTEGER NOT NULL,
+        input INTEGER NOT NULL,
+        output INTEGER NOT NULL,
+        reasoning INTEGER NOT NULL,
+        cache_read INTEGER NOT NULL,
+        cache_write INTEGER NOT NULL,
+        cost REAL NOT NULL,
+        PRIMARY KEY (time_created, project_id, type, agent, provider, model)
+    );
+    CREATE TABLE session_usage_tool_period (
+        time_created INTEGER NOT NULL,
+        project_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        calls INTEGER NOT NULL,
+        failed INTEGER NOT NULL,
+        PRIMARY KEY (time_created, project_id, tool)
+    );
+    CREATE TRIGGER session_usage_insert AFTER INSERT ON session_usage BEGIN
+        INSERT INTO session_usage_active (session_id, time_created, n) VALUES (NEW.session_id, NEW.time_created -
+            NEW.time_created % 900000, 1) ON CONFLICT (session_id, time_created) DO UPDATE SET n =
+            session_usage_active.n + 1; INSERT INTO session_usage_period (session_id, time_created, agent, provider,
+            model, n) SELECT NEW.session_id, NEW.time_created - NEW.time_created % 900000, coalesce(NEW.agent, ''),
+            coalesce(NEW.provider, ''), coalesce(NEW.model, ''), 1 WHERE NEW.type = 'assistant' ON CONFLICT
+            (session_id, time_created, agent, provider, model) DO UPDATE SET n = session_usage_period.n + 1; INSERT
+            INTO session_usage_sums (time_created, project_id, type, agent, provider, model, n, failed, input, output,
+            reasoning, cache_read, cache_write, cost) VALUES (NEW.time_created - NEW.time_created % 900000,
+            NEW.project_id, NEW.type, coalesce(NEW.agent, ''), coalesce(NEW.provider, ''), coalesce(NEW.model, ''), 1,
+            NEW.failed, NEW.input, NEW.output, NEW.reasoning, NEW.cache_read, NEW.cache_write, NEW.cost) ON CONFLICT
+            (time_created, project_id, type, agent, provider, model) DO UPDATE SET n = session_usage_sums.n + 1,
+            failed = session_usage_sums.failed + excluded.failed, input = session_usage_sums.input + excluded.input,
+            output = session_usage_sums.output + excluded.output, reasoning = session_usage_sums.reasoning +
+            excluded.reasoning, cache_read = session_usage_sums.cache_read + excluded.cache_read, cache_write =
+            session_usage_sums.cache_write + excluded.cache_write, cost = session_usage_sums.cost +
+            excluded.cost; END;
+    CREATE TRIGGER session_usage_delete AFTER DELETE ON session_usage BEGIN
+        UPDATE session_usage_active SET n = n - 1 WHERE session_id = OLD.session_id AND time_created =
+            OLD.time_created - OLD.time_created % 900000; DELETE FROM session_usage_active WHERE session_id =
+            OLD.session_id AND time_created = OLD.time_created - OLD.time_created % 900000 AND n = 0; UPDATE
+            session_usage_period SET n = n - 1 WHERE OLD.type = 'assistant' AND session_id = OLD.session_id AND
+            time_created = OLD.time_created - OLD.time_created % 900000 AND agent = coalesce(OLD.agent, '') AND
+            provider = coalesce(OLD.provider, '') AND model = coalesce(OLD.model, ''); DELETE FROM
+            session_usage_period WHERE OLD.type = 'assistant' AND session_id = OLD.session_id AND time_created =
+            OLD.time_created - OLD.time_created % 900000 AND agent = coalesce(OLD.agent, '') AND provider =
+            coalesce(OLD.provider, '') AND model = coalesce(OLD.model, '') AND n = 0; UPDATE session_usage_sums SET n
+            = n - 1, failed = failed - OLD.failed, input = input - OLD.input, output = output - OLD.output, reasoning
+            = reasoning - OLD.reasoning, cache_read = cache_read - OLD.cache_read, cache_write = cache_write -
+            OLD.cache_write, cost = cost - OLD.cost WHERE time_created = OLD.time_created - OLD.time_created % 900000
+            AND project_id = OLD.project_id AND type = OLD.type AND agent = coalesce(OLD.agent, '') AND provider =
+            coalesce(OLD.provider, '') AND model = coalesce(OLD.model, ''); DELETE FROM session_usage_sums WHERE
+            time_created = OLD.time_created - OLD.time_created % 900000 AND project_id = OLD.project_id AND type =
+            OLD.type AND agent = coalesce(OLD.agent, '') AND provider = coalesce(OLD.provider, '') AND model =
+            coalesce(OLD.model, '') AND n = 0; END;
+    CREATE TRIGGER session_usage_update AFTER UPDATE ON session_usage BEGIN
+        UPDATE session_usage_active SET n = n - 1 WHERE session_id = OLD.session_id AND time_created =
+            OLD.time_created - OLD.time_created % 900000; DELETE FROM session_usage_active WHERE session_id =
+            OLD.session_id AND time_created = OLD.time_created - OLD.time_created % 900000 AND n = 0; UPDATE
+            session_usage_period SET n = n - 1 WHERE OLD.type = 'assistant' AND session_id = OLD.session_id AND
+            time_created = OLD.time_created - OLD.time_created % 900000 AND agent = coalesce(OLD.agent, '') AND
+            provider = coalesce(OLD.provider, '') AND model = coalesce(OLD.model, ''); DELETE FROM
+            session_usage_period WHERE OLD.type = 'assistant' AND session_id = OLD.session_id AND time_created =
+            OLD.time_created - OLD.time_created % 900000 AND agent = coalesce(OLD.agent, '') AND provider =
+            coalesce(OLD.provider, '') AND model = coalesce(OLD.model, '') AND n = 0; UPDATE session_usage_sums SET n
+            = n - 1, failed = failed - OLD.failed, input = input - OLD.input, output = output - OLD.output, reasoning
+            = reasoning - OLD.reasoning, cache_read = cache_read - OLD.cache_read, cache_write = cache_write -
+            OLD.cache_write, cost = cost - OLD.cost WHERE time_created = OLD.time_created - OLD.time_created % 900000
+            AND project_id = OLD.project_id AND type = OLD.type AND agent = coalesce(OLD.agent, '') AND provider =
+            coalesce(OLD.provider, '') AND model = coalesce(OLD.model, ''); DELETE FROM session_usage_sums WHERE
+            time_created = OLD.time_created - OLD.time_created % 900000 AND project_id = OLD.project_id AND type =
+            OLD.type AND agent = coalesce(OLD.agent, '') AND provider = coalesce(OLD.provider, '') AND model =
+            coalesce(OLD.model, '') AND n = 0; INSERT INTO session_usage_active (session_id, time_created, n) VALUES
+            (NEW.session_id, NEW.time_created - NEW.time_created % 900000, 1) ON CONFLICT (session_id, time_created)
+            DO UPDATE SET n = session_usage_active.n + 1; INSERT INTO session_usage_period (session_id, time_created,
+            agent, provider, model, n) SELECT NEW.session_id, NEW.time_created - NEW.time_created % 900000,
+            coalesce(NEW.agent, ''), coalesce(NEW.provider, ''), coalesce(NEW.model, ''), 1 WHERE NEW.type =
+            'assistant' ON CONFLICT (session_id, time_created, agent, provider, model) DO UPDATE SET n =
+            session_usage_period.n + 1; INSERT INTO session_usage_sums (time_created, project_id, type, agent,
+            provider, model, n, failed, input, output, reasoning, cache_read, cache_write, cost) VALUES
+            (NEW.time_created - NEW.time_created % 900000, NEW.project_id, NEW.type, coalesce(NEW.agent, ''),
+            coalesce(NEW.provider, ''), coalesce(NEW.model, ''), 1, NEW.failed, NEW.input, NEW.output, NEW.reasoning,
+            NEW.cache_read, NEW.cache_write, NEW.cost) ON CONFLICT (time_created, project_id, type, agent, provider,
+            model) DO UPDATE SET n = session_usage_sums.n + 1, failed = session_usage_sums.failed + excluded.failed,
+            input = session_usage_sums.input + excluded.input, output = session_usage_sums.output + excluded.output,
+            reasoning = session_usage_sums.reasoning + excluded.reasoning, cache_read = session_usage_sums.cache_read
+            + excluded.cache_read, cache_write = session_usage_sums.cache_write + excluded.cache_write, cost =
+            session_usage_sums.cost + excluded.cost; END;
+    CREATE TRIGGER session_usage_tool_insert AFTER INSERT ON session_usage_tool BEGIN
+        INSERT INTO session_usage_tool_period (time_created, project_id, tool, calls, failed) VALUES (NEW.time_created
+            - NEW.time_created % 900000, NEW.project_id, coalesce(NEW.tool, ''), 1, NEW.failed) ON CONFLICT
+            (time_created, project_id, tool) DO UPDATE SET calls = session_usage_tool_period.calls + 1, failed =
+            session_usage_tool_period.failed + excluded.failed; END;
+    CREATE TRIGGER session_usage_tool_delete AFTER DELETE ON session_usage_tool BEGIN
+        UPDATE session_usage_tool_period SET calls = calls - 1, failed = failed - OLD.failed WHERE time_created =
+            OLD.time_created - OLD.time_created % 900000 AND project_id = OLD.project_id AND tool = coalesce(OLD.tool,
+            ''); DELETE FROM session_usage_tool_period WHERE time_created = OLD.time_created - OLD.time_created %
+            900000 AND project_id = OLD.project_id AND tool = coalesce(OLD.tool, '') AND calls = 0; END;
+    CREATE TRIGGER session_usage_tool_update AFTER UPDATE ON session_usage_tool BEGIN
+        UPDATE session_usage_tool_period SET calls = calls - 1, failed = failed - OLD.failed WHERE time_created =
+            OLD.time_created - OLD.time_created % 900000 AND project_id = OLD.project_id AND tool = coalesce(OLD.tool,
+            ''); DELETE FROM session_usage_tool_period WHERE time_created = OLD.time_created - OLD.time_created %
+            900000 AND project_id = OLD.project_id AND tool = coalesce(OLD.tool, '') AND calls = 0; INSERT INTO
+            session_usage_tool_period (time_created, project_id, tool, calls, failed) VALUES (NEW.time_created -
+            NEW.time_created % 900000, NEW.project_id, coalesce(NEW.tool, ''), 1, NEW.failed) ON CONFLICT
+            (time_created, project_id, tool) DO UPDATE SET calls = session_usage_tool_period.calls + 1, failed =
+            session_usage_tool_period.failed + excluded.failed; END;
+    CREATE TRIGGER session_usage_moved AFTER UPDATE OF project_id ON session
+        WHEN NEW.project_id IS NOT OLD.project_id BEGIN
+        UPDATE session_usage SET project_id = NEW.project_id WHERE session_id = NEW.id; UPDATE session_usage_tool SET
+            project_id = NEW.project_id WHERE session_id = NEW.id; END;
+    INSERT INTO session_usage (message_id, session_id, project_id, type, time_created, agent, provider, model, failed,
+            input, output, reasoning, cache_read, cache_write, cost)
+        SELECT id, session_id, (SELECT project_id FROM session WHERE session.id = session_message.session_id), type,
+            time_created, a.agent, a.provider, a.model,
+            CASE WHEN type = 'assistant' AND json_extract(data, '$.error') IS NOT NULL THEN 1 ELSE 0 END,
+            coalesce(a.input, 0), coalesce(a.output, 0), coalesce(a.reasoning, 0), coalesce(a.cache_read, 0),
+            coalesce(a.cache_write, 0), coalesce(a.cost, 0.0)
+        FROM session_message LEFT JOIN (
+            SELECT id AS step, json_extract(data, '$.agent') AS agent,
+                json_extract(data, '$.model.providerID') AS provider, json_extract(data, '$.model.id') AS model,
+                CAST(json_extract(data, '$.tokens.input') AS INTEGER) AS input,
+                CAST(json_extract(data, '$.tokens.output') AS INTEGER) AS output,
+                CAST(json_extract(data, '$.tokens.reasoning') AS INTEGER) AS reasoning,
+                CAST(json_extract(data, '$.tokens.cache.read') AS INTEGER) AS cache_read,
+                CAST(json_extract(data, '$.tokens.cache.write') AS INTEGER) AS cache_write,
+                CAST(json_extract(data, '$.cost') AS REAL) AS cost
+            FROM session_message WHERE type = 'assistant') AS a ON a.step = id
+        WHERE type IN ('user', 'assistant');
+    INSERT INTO session_usage_tool (message_id, position, session_id, project_id, time_created, tool, failed)
+        SELECT m.id, CAST(c.key AS INTEGER), m.session_id, s.project_id, m.time_created,
+            json_extract(c.value, '$.name'),
+            CASE WHEN json_extract(c.value, '$.state.status') = 'error' THEN 1 ELSE 0 END
+        FROM session_message m JOIN session s ON s.id = m.session_id, json_each(m.data, '$.content') c
+        WHERE m.type = 'assistant' AND json_extract(c.value, '$.type') = 'tool'
+            AND json_extract(c.value, '$.state.status') IN ('completed', 'error');
+    """,
 ]
 
 

@@ -1,0 +1,86 @@
+"""The usage projection: a row per prompt and per Step (session_usage: its time, agent, model, tokens, cost, whether
+it failed) and per settled tool call (session_usage_tool), written beside the messages they are read from, which
+usage statistics count instead of parsing each message's JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .connection import Connection
+
+# The messages usage statistics count: a user's prompt, and an assistant's Step.
+COUNTED = ("user", "assistant")
+_SETTLED = ("completed", "error")
+
+# (the session's project is read from its row: a move changes it there, and a trigger here)
+_UPSERT = (
+    "INSERT INTO session_usage (message_id, session_id, type, time_created, agent, provider, model, failed, input,"
+    " output, reasoning, cache_read, cache_write, cost, project_id) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+    " project_id FROM session WHERE id = ?"
+    " ON CONFLICT (message_id) DO UPDATE SET agent = excluded.agent, provider = excluded.provider,"
+    " model = excluded.model, failed = excluded.failed, input = excluded.input, output = excluded.output,"
+    " reasoning = excluded.reasoning, cache_read = excluded.cache_read, cache_write = excluded.cache_write,"
+    " cost = excluded.cost"
+)
+_UPSERT_TOOL = (
+    "INSERT INTO session_usage_tool (message_id, position, session_id, time_created, tool, failed, project_id)"
+    " SELECT ?, ?, ?, ?, ?, ?, project_id FROM session WHERE id = ?"
+    " ON CONFLICT (message_id, position) DO UPDATE SET tool = excluded.tool, failed = excluded.failed"
+)
+
+
+def _count(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def step_row(session_id: str, message: dict[str, Any]) -> tuple[Any, ...]:
+    """A counted message's usage row: a prompt has only its time; a Step its agent, model, tokens, cost and failure."""
+    kind = message["type"]
+    created = message["time"]["created"]
+    if kind != "assistant":
+        return (message["id"], session_id, kind, created, None, None, None, 0, 0, 0, 0, 0, 0, 0.0)
+    tokens = message.get("tokens") or {}
+    cache = tokens.get("cache") or {}
+    model = message.get("model") or {}
+    cost = message.get("cost")
+    return (message["id"], session_id, kind, created, _text(message.get("agent")), _text(model.get("providerID")),
+            _text(model.get("id")), 0 if message.get("error") is None else 1, _count(tokens.get("input")),
+            _count(tokens.get("output")), _count(tokens.get("reasoning")), _count(cache.get("read")),
+            _count(cache.get("write")),
+            float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else 0.0)
+
+
+class SqlUsage:
+    """Writes the usage projection of one message (its numbers are read back by `SqlStats`)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def record(self, session_id: str, message: dict[str, Any]) -> None:
+        """Write a counted message's usage row and its settled tool calls (each by its place among the message's
+        parts); a tool call no longer settled leaves. Nothing for a message statistics do not count."""
+        if message.get("type") not in COUNTED:
+            return
+        self.conn.execute(_UPSERT, (*step_row(session_id, message), session_id))
+        if message["type"] != "assistant":
+            return
+        created = message["time"]["created"]
+        settled: list[tuple[Any, ...]] = []
+        unsettled: list[tuple[Any, ...]] = []
+        for position, part in enumerate(message.get("content") or ()):
+            if not isinstance(part, dict) or part.get("type") != "tool":
+                continue
+            status = (part.get("state") or {}).get("status")
+            if status in _SETTLED:
+                settled.append((message["id"], position, session_id, created, _text(part.get("name")),
+                                1 if status == "error" else 0, session_id))
+            else:
+                unsettled.append((message["id"], position))
+        if settled:
+            self.conn.executemany(_UPSERT_TOOL, settled)
+        if unsettled:  # a call started again after it settled (nothing is there the first time)
+            self.conn.executemany("DELETE FROM session_usage_tool WHERE message_id = ? AND position = ?", unsettled)
