@@ -13,7 +13,7 @@ from ..rows import Lease
 from ..sql.events import INSERT, SqlEvents, row_of
 from ..sql.leases import SqlLeases
 from ..sql.rows import PROJECTION_TABLES, SESSION_STATE_COLUMNS, STATE_TABLES, SqlRows
-from ..sql.search import RANK_SCALE, SqlSearch, prefixed
+from ..sql.search import TITLE, SqlSearch, message_text, prefixed
 from ..sql.sessions import SqlSessions
 from .dialect import PgConnection
 
@@ -65,19 +65,53 @@ class PgLeases(SqlLeases):
 
 
 class PgSearch(SqlSearch):
-    """Sessions ranked by PostgreSQL's full-text search: the documents' tsvector (the title weighted A, messages D)
-    under its GIN index, matched by a tsquery of the words, scored by ts_rank."""
+    """Session search on PostgreSQL: the documents' tsvector under its GIN index, matched by a tsquery of the words;
+    a document carries its session's created_order (session_order), so the matching sessions are read in list order,
+    the planner choosing between the GIN index (a rare word) and the order's index (a frequent one)."""
 
-    def ranked(self, words: list[str]) -> tuple[str, tuple[Any, ...]]:
-        # the words are letters and digits only, so none is a tsquery operator
-        query = " & ".join(words) + (":*" if prefixed(words) else "")
-        return (
-            "(SELECT s.*, r.rank AS rank FROM session s JOIN ("
-            "SELECT d.session_id AS sid, CAST(max(CAST(ts_rank(d.tsv, q.query) AS DOUBLE PRECISION))"
-            f" * {RANK_SCALE} AS BIGINT) AS rank FROM session_search_doc d, to_tsquery('simple', ?) AS q (query)"
-            " WHERE d.tsv @@ q.query GROUP BY d.session_id) r ON r.sid = s.id) AS ranked",
-            (query,),
-        )
+    def add_title(self, session_id: str, title: str) -> None:
+        self.conn.execute("INSERT INTO session_search_doc (session_id, session_order, title)"
+                          " SELECT id, created_order, ? FROM session WHERE id = ?", (title, session_id))
+
+    def index_message(self, session_id: str, seq: int, message: dict[str, Any]) -> None:
+        text = message_text(message)
+        if not text:
+            self.conn.execute("DELETE FROM session_search_doc WHERE message_id = ?", (message["id"],))
+            return
+        self.conn.execute(
+            "INSERT INTO session_search_doc (session_id, session_order, message_id, body)"
+            " SELECT id, created_order, ?, ? FROM session WHERE id = ?"
+            " ON CONFLICT (message_id) DO UPDATE SET body = excluded.body"
+            " WHERE session_search_doc.body <> excluded.body",
+            (message["id"], text, session_id))
+
+    def candidates(self, tier: int, words: list[str], bound: int | None, ascending: bool,
+                   size: int) -> tuple[list[tuple[int, str]], int | None, bool]:
+        clauses = ["tsv @@ to_tsquery('simple', ?)", "message_id IS NULL" if tier == TITLE else
+                   "message_id IS NOT NULL"]
+        params: list[Any] = [_tsquery(words)]
+        if bound is not None:
+            clauses.append("session_order > ?" if ascending else "session_order < ?")
+            params.append(bound)
+        sort = "ASC" if ascending else "DESC"
+        rows = self.conn.execute(
+            f"SELECT session_order, session_id FROM session_search_doc WHERE {' AND '.join(clauses)}"
+            f" GROUP BY session_order, session_id ORDER BY session_order {sort}, session_id {sort} LIMIT ?",
+            (*params, size)).fetchall()
+        found = [(int(row[0]), row[1]) for row in rows]
+        return found, found[-1][0] if found else bound, len(found) < size
+
+    def titled(self, words: list[str], candidates: list[tuple[int, str]]) -> set[str]:
+        marks = ", ".join("?" * len(candidates))
+        rows = self.conn.execute(
+            f"SELECT session_id FROM session_search_doc WHERE message_id IS NULL AND session_id IN ({marks})"
+            " AND tsv @@ to_tsquery('simple', ?)", (*[sid for _, sid in candidates], _tsquery(words))).fetchall()
+        return {row[0] for row in rows}
+
+
+def _tsquery(words: list[str]) -> str:
+    # the words are letters and digits only, so none is a tsquery operator
+    return " & ".join(words) + (":*" if prefixed(words) else "")
 
 
 class PgRows(SqlRows):
@@ -87,6 +121,7 @@ class PgRows(SqlRows):
         self.events: PgEvents = PgEvents(adapted)
         self.leases: PgLeases = PgLeases(adapted)
         self.sessions = SqlSessions(adapted, PgSearch(adapted))
+        self.messages.search = self.sessions.search
         self.pg = conn
 
     def replace_projections(self, replay: Callable[[], None]) -> None:

@@ -139,8 +139,10 @@ MIGRATIONS: list[str] = [
     ALTER TABLE session_pending ADD COLUMN trace TEXT;
     """,
     # 10: session search: a document per session title and per message's text (session_search_doc, written with the
-    # projections), indexed by the FTS5 table session_search (external content, kept in step by triggers); existing
-    # titles and messages are back-filled (an assistant's text once it completed, as the store writes it)
+    # projections), indexed by the FTS5 table session_search (external content, kept in step by triggers); a
+    # document's id is its session's created_order << 24, plus the message's seq + 1 for a message's, so the index
+    # lists a session's documents together in list order; existing titles and messages are back-filled (an
+    # assistant's text once it completed, as the store writes it)
     """
     CREATE TABLE session_search_doc (
         id INTEGER PRIMARY KEY,
@@ -161,16 +163,20 @@ MIGRATIONS: list[str] = [
         BEGIN INSERT INTO session_search (session_search, rowid, title, body)
             VALUES ('delete', OLD.id, OLD.title, OLD.body); INSERT INTO session_search (rowid, title, body)
             VALUES (NEW.id, NEW.title, NEW.body); END;
-    INSERT INTO session_search_doc (session_id, title) SELECT id, title FROM session;
-    INSERT INTO session_search_doc (session_id, message_id, body)
-        SELECT session_id, id, substr(json_extract(data, '$.text'), 1, 100000) FROM session_message
-        WHERE type = 'user' AND coalesce(json_extract(data, '$.text'), '') <> '';
-    INSERT INTO session_search_doc (session_id, message_id, body)
-        SELECT session_id, id, body FROM (
-            SELECT m.session_id, m.id, substr((SELECT group_concat(json_extract(c.value, '$.text'), char(10))
+    INSERT INTO session_search_doc (id, session_id, title) SELECT created_order << 24, id, title FROM session;
+    INSERT INTO session_search_doc (id, session_id, message_id, body)
+        SELECT (s.created_order << 24) + m.seq + 1, m.session_id, m.id,
+            substr(json_extract(m.data, '$.text'), 1, 100000)
+        FROM session_message m JOIN session s ON s.id = m.session_id
+        WHERE m.type = 'user' AND coalesce(json_extract(m.data, '$.text'), '') <> '';
+    INSERT INTO session_search_doc (id, session_id, message_id, body)
+        SELECT id, session_id, message_id, body FROM (
+            SELECT (s.created_order << 24) + m.seq + 1 AS id, m.session_id, m.id AS message_id,
+                substr((SELECT group_concat(json_extract(c.value, '$.text'), char(10))
                 FROM json_each(m.data, '$.content') c WHERE json_extract(c.value, '$.type') = 'text'), 1, 100000)
                 AS body
-            FROM session_message m WHERE m.type = 'assistant' AND json_extract(m.data, '$.time.completed') IS NOT NULL)
+            FROM session_message m JOIN session s ON s.id = m.session_id
+            WHERE m.type = 'assistant' AND json_extract(m.data, '$.time.completed') IS NOT NULL)
         WHERE coalesce(body, '') <> '';
     """,
 ]
