@@ -65,7 +65,8 @@ async def _all(store: Store, text: str, *, limit: int = 3, order: Order = "desc"
     anchor = None
     while True:
         request = PageRequest(order, limit, anchor)
-        page = await store.read(lambda r: r.sessions.page(SessionFilter(search=text, **where), request))
+        page = await store.read(lambda r, request=request: r.sessions.page(SessionFilter(search=text, **where),
+                                                                          request))
         found += [s.id for s in page.items]
         if len(page.items) < limit:
             return found
@@ -103,7 +104,7 @@ async def test_pages_go_back_by_their_first_key(factory: BackendFactory):
             pages.append(page)
             request = PageRequest("desc", 4, page.last, "next")
         assert [s.id for p in pages for s in p.items] == _expected()
-        for before, after in zip(pages, pages[1:]):
+        for before, after in zip(pages, pages[1:], strict=False):
             back = PageRequest("desc", 4, after.first, "previous")
             previous = await store.read(lambda r, back=back: r.sessions.page(where, back))
             assert [s.id for s in previous.items] == [s.id for s in before.items]
