@@ -148,14 +148,14 @@ class SqlSearch:
         """The distinct sessions (created_order, id) of the next `size` documents of the tier matching the words,
         beyond `bound` (a created_order) in traversal order; the bound to go on from (past every document of the
         last session found); and whether the index has no more."""
-        column = "title" if tier == TITLE else "body"
-        clauses = ["session_search MATCH ?"]
-        params: list[Any] = [f"{{{column}}} : ({fts5_query(words)})"]
+        index = "session_title_search" if tier == TITLE else "session_search"
+        clauses = [f"{index} MATCH ?"]
+        params: list[Any] = [fts5_query(words)]
         if bound is not None:
             clauses.append("rowid >= ?" if ascending else "rowid < ?")
             params.append((bound + 1) << SHIFT if ascending else bound << SHIFT)
         rows = self.conn.execute(
-            f"SELECT rowid FROM session_search WHERE {' AND '.join(clauses)}"
+            f"SELECT rowid FROM {index} WHERE {' AND '.join(clauses)}"
             f" ORDER BY rowid {'ASC' if ascending else 'DESC'} LIMIT ?", (*params, size)).fetchall()
         orders = list(dict.fromkeys(row[0] >> SHIFT for row in rows))
         if not orders:
@@ -167,12 +167,12 @@ class SqlSearch:
         return [(order, ids[order]) for order in orders if order in ids], orders[-1], len(rows) < size
 
     def titled(self, words: list[str], candidates: list[tuple[int, str]]) -> set[str]:
-        """The candidates (by session id) whose title matches every word: one range of the index (its titles
-        between the candidates' first and last), rather than a lookup per candidate."""
+        """The candidates (by session id) whose title matches every word: one range of the titles' index (between
+        the candidates' first and last), rather than a lookup per candidate."""
         orders = [order for order, _ in candidates]
         rows = self.conn.execute(
-            "SELECT rowid FROM session_search WHERE session_search MATCH ? AND rowid >= ? AND rowid <= ?",
-            (f"{{title}} : ({fts5_query(words)})", min(orders) << SHIFT, max(orders) << SHIFT)).fetchall()
+            "SELECT rowid FROM session_title_search WHERE session_title_search MATCH ? AND rowid >= ? AND rowid <= ?",
+            (fts5_query(words), min(orders) << SHIFT, max(orders) << SHIFT)).fetchall()
         ids = dict(candidates)
         return {ids[row[0] >> SHIFT] for row in rows if row[0] >> SHIFT in ids}
 
