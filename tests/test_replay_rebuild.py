@@ -119,7 +119,7 @@ async def test_rebuilding_projections_reproduces_every_table(tmp_path, loop_prov
     # each table is the log, a projection of it, or state beside them that a rebuild keeps
     assert sorted(before) == sorted(LOG_TABLES + PROJECTION_TABLES + STATE_TABLES
                                   + ("session_search", "session_title_search"))
-    assert any(before["session_search"])  # the history's words are found
+    assert any(before["session_search"]) and any(before["session_title_search"])  # the history's words are found
     # the history holds everything this test is about
     assert {row[1] for row in before["instruction_entry"]} == {sid, *(row[1] for row in before["session"])}
     texts = {session: [json.loads(row[7]).get("text") for row in before["session_message"]

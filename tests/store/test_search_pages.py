@@ -104,6 +104,12 @@ async def test_pages_go_back_by_their_first_key(factory: BackendFactory):
             pages.append(page)
             request = PageRequest("desc", 4, page.last, "next")
         assert [s.id for p in pages for s in p.items] == _expected()
+        # any key a cursor may carry pages without error: beyond every session of a tier, or before every one
+        body = _expected()[3:7]
+        for key, found in (((2, 2**63 - 1), _expected()[:4]), ((2, -(2**63)), body), ((1, 2**62), body),
+                           ((1, -(2**63)), []), ((3, 0), _expected()[:4])):
+            page = await store.read(lambda r, key=key: r.sessions.page(where, PageRequest("desc", 4, key)))
+            assert [s.id for s in page.items] == found, key
         for before, after in zip(pages, pages[1:], strict=False):
             back = PageRequest("desc", 4, after.first, "previous")
             previous = await store.read(lambda r, back=back: r.sessions.page(where, back))

@@ -63,8 +63,8 @@ def message_text(message: dict[str, Any]) -> str:
 class SqlSearch:
     """The documents of session search, and pages of the sessions matching a search: each tier (title, then text)
     read from the index in list order (newest first) a batch of documents at a time, so a frequent word costs a page
-    of its matches rather than all of them. This class is SQLite's (FTS5 rowids in list order); PostgreSQL's
-    overrides the documents' keys and the candidates' queries."""
+    of its matches rather than all of them. This class is SQLite's (an FTS5 index of the titles and one of the text,
+    rowids in list order); PostgreSQL's overrides the documents' keys and the candidates' queries."""
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
@@ -153,7 +153,7 @@ class SqlSearch:
         params: list[Any] = [fts5_query(words)]
         if bound is not None:
             clauses.append("rowid >= ?" if ascending else "rowid < ?")
-            params.append((bound + 1) << SHIFT if ascending else bound << SHIFT)
+            params.append(_rowid(bound + 1) if ascending else _rowid(bound))
         rows = self.conn.execute(
             f"SELECT rowid FROM {index} WHERE {' AND '.join(clauses)}"
             f" ORDER BY rowid {'ASC' if ascending else 'DESC'} LIMIT ?", (*params, size)).fetchall()
@@ -179,3 +179,8 @@ class SqlSearch:
 
 def _key(rank: int, row: Row) -> Key:
     return rank, int(row["created_order"])
+
+
+def _rowid(order: int) -> int:
+    """The first rowid of a session's documents, kept within SQLite's integers (a cursor's key may be any int64)."""
+    return max(min(order << SHIFT, 2**63 - 1), -(2**63))
