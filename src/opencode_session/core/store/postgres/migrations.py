@@ -145,7 +145,8 @@ MIGRATIONS: list[str] = [
     CREATE INDEX session_search_doc_session_idx ON session_search_doc (session_id);
     CREATE INDEX session_search_doc_tsv_idx ON session_search_doc USING GIN (tsv);
     CREATE INDEX session_search_doc_order_idx ON session_search_doc (session_order, session_id);
-    CREATE INDEX session_search_doc_title_order_idx ON session_search_doc (session_order) WHERE message_id IS NULL;
+    CREATE INDEX session_search_doc_title_order_idx ON session_search_doc (session_order, session_id)
+        WHERE message_id IS NULL;
     INSERT INTO session_search_doc (session_id, session_order, title) SELECT id, created_order, title FROM session;
     INSERT INTO session_search_doc (session_id, session_order, message_id, body)
         SELECT m.session_id, s.created_order, m.id, left(m.data::json ->> 'text', 100000)

@@ -87,17 +87,24 @@ class PgSearch(SqlSearch):
 
     def candidates(self, tier: int, words: list[str], bound: int | None, ascending: bool,
                    size: int) -> tuple[list[tuple[int, str]], int | None, bool]:
-        clauses = ["tsv @@ to_tsquery('simple', ?)", "message_id IS NULL" if tier == TITLE else
-                   "message_id IS NOT NULL"]
-        params: list[Any] = [_tsquery(words)]
-        if bound is not None:
-            clauses.append("session_order > ?" if ascending else "session_order < ?")
-            params.append(bound)
+        kind = "message_id IS NULL" if tier == TITLE else "message_id IS NOT NULL"
+        beyond, params = ("", ()) if bound is None else (
+            " AND session_order > ?" if ascending else " AND session_order < ?", (bound,))
+        query = _tsquery(words)
+        # a word in few documents: all of them from the GIN index, ordered here
+        rows = self.conn.execute(
+            f"SELECT session_order, session_id FROM session_search_doc WHERE tsv @@ to_tsquery('simple', ?) AND {kind}"
+            f"{beyond} LIMIT ?", (query, *params, _FEW + 1)).fetchall()
+        if len(rows) <= _FEW:
+            found = sorted({(int(row[0]), row[1]) for row in rows}, reverse=not ascending)
+            return found[:size], found[min(size, len(found)) - 1][0] if found else bound, len(found) <= size
+        # a frequent one: the documents in list order, each tested (ts_match_vq is @@ the GIN index cannot serve),
+        # until the batch is full
         sort = "ASC" if ascending else "DESC"
         rows = self.conn.execute(
-            f"SELECT session_order, session_id FROM session_search_doc WHERE {' AND '.join(clauses)}"
-            f" GROUP BY session_order, session_id ORDER BY session_order {sort}, session_id {sort} LIMIT ?",
-            (*params, size)).fetchall()
+            f"SELECT session_order, session_id FROM session_search_doc WHERE ts_match_vq(tsv, to_tsquery('simple', ?))"
+            f" AND {kind}{beyond} GROUP BY session_order, session_id ORDER BY session_order {sort}, session_id {sort}"
+            " LIMIT ?", (query, *params, size)).fetchall()
         found = [(int(row[0]), row[1]) for row in rows]
         return found, found[-1][0] if found else bound, len(found) < size
 
@@ -107,6 +114,10 @@ class PgSearch(SqlSearch):
             f"SELECT session_id FROM session_search_doc WHERE message_id IS NULL AND session_id IN ({marks})"
             " AND tsv @@ to_tsquery('simple', ?)", (*[sid for _, sid in candidates], _tsquery(words))).fetchall()
         return {row[0] for row in rows}
+
+
+# The most documents a search reads from the GIN index; a word in more is read in list order instead.
+_FEW = 2000
 
 
 def _tsquery(words: list[str]) -> str:
