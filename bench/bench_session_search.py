@@ -137,23 +137,32 @@ async def _measure(store: Store) -> list[tuple[str, float, str, int]]:
 
 
 @contextlib.contextmanager
-def _database(backend: str, ws: dict[str, Any]) -> Iterator[Any]:
+def _database(backend: str, ws: dict[str, Any]) -> Iterator[tuple[Any, Any]]:
+    """The database, and what to do once it is seeded: on PostgreSQL, ANALYZE (as autovacuum soon would on a live
+    database), so the planner knows how rare a word is."""
     if backend == "postgres":
+        import psycopg
+
         from opencode_session.core.store.postgres import PostgresBackend
         from tests.support.postgres import fresh_schema
 
+        def analyze(url: str) -> None:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("ANALYZE")
+
         with fresh_schema() as url:
-            yield PostgresBackend(url)
+            yield PostgresBackend(url), lambda: analyze(url)
     else:
-        yield KEPT or ws["db"]
+        yield KEPT or ws["db"], lambda: None
 
 
 async def _run(backend: str) -> dict[str, Any]:
-    with workspace("ocs-bench-search-") as ws, _database(backend, ws) as database:
+    with workspace("ocs-bench-search-") as ws, _database(backend, ws) as (database, seeded_hook):
         async with Store(database) as store:
             kept = backend == "sqlite" and KEPT and await store.read(
                 lambda r: r.sessions.page(SessionFilter(), PageRequest("desc", 1)).items)
             seeded = 0.0 if kept else await _seed(store)
+            seeded_hook()
             what = "kept" if kept else f"seeded in {seeded:.1f} s:"
             print(f"{backend}: {what} {SESSIONS:,} sessions x {MESSAGES} messages", flush=True)
             rows = await _measure(store)

@@ -144,6 +144,8 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX session_search_doc_session_idx ON session_search_doc (session_id);
     CREATE INDEX session_search_doc_tsv_idx ON session_search_doc USING GIN (tsv);
+    CREATE INDEX session_search_doc_title_tsv_idx ON session_search_doc USING GIN (tsv) WHERE message_id IS NULL;
+    CREATE UNIQUE INDEX session_search_doc_title_idx ON session_search_doc (session_id) WHERE message_id IS NULL;
     CREATE INDEX session_search_doc_order_idx ON session_search_doc (session_order, session_id);
     CREATE INDEX session_search_doc_title_order_idx ON session_search_doc (session_order, session_id)
         WHERE message_id IS NULL;

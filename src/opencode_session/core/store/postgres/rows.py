@@ -87,14 +87,15 @@ class PgSearch(SqlSearch):
 
     def candidates(self, tier: int, words: list[str], bound: int | None, ascending: bool,
                    size: int) -> tuple[list[tuple[int, str]], int | None, bool]:
+        # The query and the bound are written into the SQL (as literals: see _tsquery), not passed as parameters:
+        # a prepared statement's generic plan would not know how rare the words are.
         kind = "message_id IS NULL" if tier == TITLE else "message_id IS NOT NULL"
-        beyond, params = ("", ()) if bound is None else (
-            " AND session_order > ?" if ascending else " AND session_order < ?", (bound,))
+        beyond = "" if bound is None else f" AND session_order {'>' if ascending else '<'} {int(bound)}"
         query = _tsquery(words)
         # a word in few documents: all of them from the GIN index, ordered here
         rows = self.conn.execute(
-            f"SELECT session_order, session_id FROM session_search_doc WHERE tsv @@ to_tsquery('simple', ?) AND {kind}"
-            f"{beyond} LIMIT ?", (query, *params, _FEW + 1)).fetchall()
+            f"SELECT session_order, session_id FROM session_search_doc WHERE tsv @@ {query} AND {kind}{beyond}"
+            f" LIMIT {_FEW + 1}").fetchall()
         if len(rows) <= _FEW:
             found = sorted({(int(row[0]), row[1]) for row in rows}, reverse=not ascending)
             return found[:size], found[min(size, len(found)) - 1][0] if found else bound, len(found) <= size
@@ -102,9 +103,9 @@ class PgSearch(SqlSearch):
         # until the batch is full
         sort = "ASC" if ascending else "DESC"
         rows = self.conn.execute(
-            f"SELECT session_order, session_id FROM session_search_doc WHERE ts_match_vq(tsv, to_tsquery('simple', ?))"
-            f" AND {kind}{beyond} GROUP BY session_order, session_id ORDER BY session_order {sort}, session_id {sort}"
-            " LIMIT ?", (query, *params, size)).fetchall()
+            f"SELECT session_order, session_id FROM session_search_doc WHERE ts_match_vq(tsv, {query}) AND {kind}"
+            f"{beyond} GROUP BY session_order, session_id ORDER BY session_order {sort}, session_id {sort}"
+            f" LIMIT {int(size)}").fetchall()
         found = [(int(row[0]), row[1]) for row in rows]
         return found, found[-1][0] if found else bound, len(found) < size
 
@@ -112,7 +113,7 @@ class PgSearch(SqlSearch):
         marks = ", ".join("?" * len(candidates))
         rows = self.conn.execute(
             f"SELECT session_id FROM session_search_doc WHERE message_id IS NULL AND session_id IN ({marks})"
-            " AND tsv @@ to_tsquery('simple', ?)", (*[sid for _, sid in candidates], _tsquery(words))).fetchall()
+            f" AND tsv @@ {_tsquery(words)}", [sid for _, sid in candidates]).fetchall()
         return {row[0] for row in rows}
 
 
@@ -121,8 +122,12 @@ _FEW = 2000
 
 
 def _tsquery(words: list[str]) -> str:
-    # the words are letters and digits only, so none is a tsquery operator
-    return " & ".join(words) + (":*" if prefixed(words) else "")
+    """The tsquery of every word (the last a prefix) as an SQL expression. The words are letters and digits only, so
+    none is a tsquery operator; the literal spells each character as a Unicode escape, so no word is SQL to the
+    dialect's rewriting (a search for "rowid") and nothing ends the literal."""
+    text = " & ".join(words) + (":*" if prefixed(words) else "")
+    escaped = "".join(f"\\{ord(c):04x}" if ord(c) < 0x10000 else f"\\+{ord(c):06x}" for c in text)
+    return f"to_tsquery('simple', U&'{escaped}')"
 
 
 class PgRows(SqlRows):
