@@ -35,11 +35,13 @@ def dump(path: Path) -> dict[str, list[tuple[Any, ...]]]:
         tables = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
                   if row[0] not in SEARCH_INDEX_TABLES]
         result = {table: conn.execute(f'SELECT rowid, * FROM "{table}" ORDER BY rowid').fetchall() for table in tables}
-        conn.execute("INSERT INTO session_search (session_search) VALUES ('integrity-check')")
-        found = [tuple(conn.execute("SELECT rowid FROM session_search WHERE session_search MATCH ? ORDER BY rowid",
-                                    (f'"{word}"',)).fetchall())
-                 for word in ("one", "two", "again", "three", "answer", "done")]
-        return {**result, "session_search": found}
+        found = {}
+        for index in ("session_search", "session_title_search"):
+            conn.execute(f"INSERT INTO {index} ({index}) VALUES ('integrity-check')")
+            found[index] = [tuple(conn.execute(f"SELECT rowid FROM {index} WHERE {index} MATCH ? ORDER BY rowid",
+                                               (f'"{word}"',)).fetchall())
+                            for word in ("one", "two", "again", "three", "answer", "done", "fork", "session")]
+        return {**result, **found}
     finally:
         conn.close()
 
@@ -115,8 +117,9 @@ async def test_rebuilding_projections_reproduces_every_table(tmp_path, loop_prov
     sid, fork = await write_history(tmp_path, db, loop_provider)
     before = dump(db)
     # each table is the log, a projection of it, or state beside them that a rebuild keeps
-    assert sorted(before) == sorted(LOG_TABLES + PROJECTION_TABLES + STATE_TABLES + ("session_search",))
-    assert any(before["session_search"])  # the history's words are found
+    assert sorted(before) == sorted(LOG_TABLES + PROJECTION_TABLES + STATE_TABLES
+                                  + ("session_search", "session_title_search"))
+    assert any(before["session_search"]) and any(before["session_title_search"])  # the history's words are found
     # the history holds everything this test is about
     assert {row[1] for row in before["instruction_entry"]} == {sid, *(row[1] for row in before["session"])}
     texts = {session: [json.loads(row[7]).get("text") for row in before["session_message"]

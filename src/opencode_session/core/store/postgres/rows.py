@@ -13,7 +13,7 @@ from ..rows import Lease
 from ..sql.events import INSERT, SqlEvents, row_of
 from ..sql.leases import SqlLeases
 from ..sql.rows import PROJECTION_TABLES, SESSION_STATE_COLUMNS, STATE_TABLES, SqlRows
-from ..sql.search import RANK_SCALE, SqlSearch, prefixed
+from ..sql.search import TITLE, SqlSearch, message_text, prefixed
 from ..sql.sessions import SqlSessions
 from .dialect import PgConnection
 
@@ -65,19 +65,69 @@ class PgLeases(SqlLeases):
 
 
 class PgSearch(SqlSearch):
-    """Sessions ranked by PostgreSQL's full-text search: the documents' tsvector (the title weighted A, messages D)
-    under its GIN index, matched by a tsquery of the words, scored by ts_rank."""
+    """Session search on PostgreSQL: the documents' tsvector under its GIN index, matched by a tsquery of the words;
+    a document carries its session's created_order (session_order), so the matching sessions are read in list order,
+    the planner choosing between the GIN index (a rare word) and the order's index (a frequent one)."""
 
-    def ranked(self, words: list[str]) -> tuple[str, tuple[Any, ...]]:
-        # the words are letters and digits only, so none is a tsquery operator
-        query = " & ".join(words) + (":*" if prefixed(words) else "")
-        return (
-            "(SELECT s.*, r.rank AS rank FROM session s JOIN ("
-            "SELECT d.session_id AS sid, CAST(max(CAST(ts_rank(d.tsv, q.query) AS DOUBLE PRECISION))"
-            f" * {RANK_SCALE} AS BIGINT) AS rank FROM session_search_doc d, to_tsquery('simple', ?) AS q (query)"
-            " WHERE d.tsv @@ q.query GROUP BY d.session_id) r ON r.sid = s.id) AS ranked",
-            (query,),
-        )
+    def add_title(self, session_id: str, title: str) -> None:
+        self.conn.execute("INSERT INTO session_search_doc (session_id, session_order, title)"
+                          " SELECT id, created_order, ? FROM session WHERE id = ?", (title, session_id))
+
+    def index_message(self, session_id: str, seq: int, message: dict[str, Any]) -> None:
+        text = message_text(message)
+        if not text:
+            self.conn.execute("DELETE FROM session_search_doc WHERE message_id = ?", (message["id"],))
+            return
+        self.conn.execute(
+            "INSERT INTO session_search_doc (session_id, session_order, message_id, body)"
+            " SELECT id, created_order, ?, ? FROM session WHERE id = ?"
+            " ON CONFLICT (message_id) DO UPDATE SET body = excluded.body"
+            " WHERE session_search_doc.body <> excluded.body",
+            (message["id"], text, session_id))
+
+    def candidates(self, tier: int, words: list[str], bound: int | None, ascending: bool,
+                   size: int) -> tuple[list[tuple[int, str]], int | None, bool]:
+        # The query and the bound are written into the SQL (as literals: see _tsquery), not passed as parameters:
+        # a prepared statement's generic plan would not know how rare the words are.
+        kind = "message_id IS NULL" if tier == TITLE else "message_id IS NOT NULL"
+        beyond = "" if bound is None else f" AND session_order {'>' if ascending else '<'} {int(bound)}"
+        query = _tsquery(words)
+        # a word in few documents: all of them from the GIN index, ordered here
+        rows = self.conn.execute(
+            f"SELECT session_order, session_id FROM session_search_doc WHERE tsv @@ {query} AND {kind}{beyond}"
+            f" LIMIT {_FEW + 1}").fetchall()
+        if len(rows) <= _FEW:
+            found = sorted({(int(row[0]), row[1]) for row in rows}, reverse=not ascending)
+            return found[:size], found[min(size, len(found)) - 1][0] if found else bound, len(found) <= size
+        # a frequent one: the documents in list order, each tested (ts_match_vq is @@ the GIN index cannot serve),
+        # until the batch is full
+        sort = "ASC" if ascending else "DESC"
+        rows = self.conn.execute(
+            f"SELECT session_order, session_id FROM session_search_doc WHERE ts_match_vq(tsv, {query}) AND {kind}"
+            f"{beyond} GROUP BY session_order, session_id ORDER BY session_order {sort}, session_id {sort}"
+            f" LIMIT {int(size)}").fetchall()
+        found = [(int(row[0]), row[1]) for row in rows]
+        return found, found[-1][0] if found else bound, len(found) < size
+
+    def titled(self, words: list[str], candidates: list[tuple[int, str]]) -> set[str]:
+        marks = ", ".join("?" * len(candidates))
+        rows = self.conn.execute(
+            f"SELECT session_id FROM session_search_doc WHERE message_id IS NULL AND session_id IN ({marks})"
+            f" AND tsv @@ {_tsquery(words)}", [sid for _, sid in candidates]).fetchall()
+        return {row[0] for row in rows}
+
+
+# The most documents a search reads from the GIN index; a word in more is read in list order instead.
+_FEW = 2000
+
+
+def _tsquery(words: list[str]) -> str:
+    """The tsquery of every word (the last a prefix) as an SQL expression. The words are letters and digits only, so
+    none is a tsquery operator; the literal spells each character as a Unicode escape, so no word is SQL to the
+    dialect's rewriting (a search for "rowid") and nothing ends the literal."""
+    text = " & ".join(words) + (":*" if prefixed(words) else "")
+    escaped = "".join(f"\\{ord(c):04x}" if ord(c) < 0x10000 else f"\\+{ord(c):06x}" for c in text)
+    return f"to_tsquery('simple', U&'{escaped}')"
 
 
 class PgRows(SqlRows):
@@ -87,6 +137,7 @@ class PgRows(SqlRows):
         self.events: PgEvents = PgEvents(adapted)
         self.leases: PgLeases = PgLeases(adapted)
         self.sessions = SqlSessions(adapted, PgSearch(adapted))
+        self.messages.search = self.sessions.search
         self.pg = conn
 
     def replace_projections(self, replay: Callable[[], None]) -> None:

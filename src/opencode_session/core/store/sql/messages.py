@@ -38,7 +38,7 @@ class SqlMessages:
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
             (message["id"], session_id, message["type"], seq, created, created, dump(message)),
         )
-        self.search.index_message(session_id, cast(dict[str, Any], message))
+        self.search.index_message(session_id, seq, cast(dict[str, Any], message))
         self.usage.record(session_id, cast(dict[str, Any], message))
 
     def load(self, message_id: str) -> SessionMessageData | None:
@@ -47,14 +47,15 @@ class SqlMessages:
 
     def save(self, message: SessionMessageData, updated: int, *, usage: bool = False) -> None:
         row = self.conn.execute(
-            "UPDATE session_message SET data = ?, time_updated = ?, rev = rev + 1 WHERE id = ? RETURNING session_id",
+            "UPDATE session_message SET data = ?, time_updated = ?, rev = rev + 1 WHERE id = ?"
+            " RETURNING session_id, seq",
             (dump(message), updated, message["id"]),
         ).fetchone()
         if row is not None and usage:
             self.usage.record(row[0], cast(dict[str, Any], message))
         # search indexes an assistant's text once it has completed, not at each delta
         if row is not None and (message["type"] != "assistant" or "completed" in message["time"]):
-            self.search.index_message(row[0], cast(dict[str, Any], message))
+            self.search.index_message(row[0], row[1], cast(dict[str, Any], message))
 
     def remove_from(self, session_id: str, seq: int) -> int:
         # the removal trigger counts them, so the history cache sees the window shrink

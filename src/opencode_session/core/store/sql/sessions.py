@@ -63,15 +63,6 @@ class SqlSessions:
     def page(self, where: SessionFilter, request: PageRequest) -> KeysetPage[SessionV2Info]:
         clauses: list[str] = []
         params: list[Any] = []
-        table, key = "session", ("time_created", "created_order")
-        if where.search is not None and where.search.strip():
-            # ranked: the best match first (in "desc" order), sessions ranked alike newest first
-            words = terms(where.search)
-            if not words:
-                return KeysetPage([])  # nothing in it a session's words could match
-            table, ranked_params = self.search.ranked(words)
-            key = ("rank", "created_order")
-            params.extend(ranked_params)
         for column, value in (("directory", where.directory), ("project_id", where.project),
                               ("workspace_id", where.workspace), ("json_extract(data, '$.subpath')", where.subpath)):
             if value:
@@ -82,7 +73,13 @@ class SqlSessions:
         elif where.parent:
             clauses.append("parent_id = ?")
             params.append(where.parent)
-        keyset = Keyset(table, key, tuple(clauses), tuple(params))
+        if where.search is not None and where.search.strip():
+            # ranked: title matches before text matches (in "desc" order), each newest first
+            words = terms(where.search)
+            if not words:
+                return KeysetPage([])  # nothing in it a session's words could match
+            return self.search.page(words, clauses, params, request, _info)
+        keyset = Keyset("session", ("time_created", "created_order"), tuple(clauses), tuple(params))
         return keyset_page(self.conn, keyset, request, _info)
 
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 import sqlite3
 
-# The FTS5 index of session search and its shadow tables: derived from session_search_doc by its triggers.
-SEARCH_INDEX_TABLES = ("session_search", "session_search_config", "session_search_data", "session_search_docsize",
-                       "session_search_idx")
+# The FTS5 indexes of session search (messages' text, titles) and their shadow tables: derived from
+# session_search_doc by its triggers.
+SEARCH_INDEX_TABLES = tuple(f"{index}{shadow}" for index in ("session_search", "session_title_search")
+                            for shadow in ("", "_config", "_data", "_docsize", "_idx"))
 
 MIGRATIONS: list[str] = [
     # 1: the event log and the session read model
@@ -139,7 +140,9 @@ MIGRATIONS: list[str] = [
     ALTER TABLE session_pending ADD COLUMN trace TEXT;
     """,
     # 10: session search: a document per session title and per message's text (session_search_doc, written with the
-    # projections), indexed by the FTS5 table session_search (external content, kept in step by triggers); existing
+    # projections), indexed by two FTS5 tables, session_title_search of the titles and session_search of the text
+    # (external content, kept in step by triggers); a document's id is its session's created_order << 24, plus the
+    # message's seq + 1 for a message's, so an index lists a session's documents together in list order; existing
     # titles and messages are back-filled (an assistant's text once it completed, as the store writes it)
     """
     CREATE TABLE session_search_doc (
@@ -150,27 +153,37 @@ MIGRATIONS: list[str] = [
         body TEXT NOT NULL DEFAULT ''
     );
     CREATE INDEX session_search_doc_session_idx ON session_search_doc (session_id);
-    CREATE VIRTUAL TABLE session_search USING fts5 (title, body, content = 'session_search_doc', content_rowid = 'id',
+    CREATE VIRTUAL TABLE session_title_search USING fts5 (title, content = 'session_search_doc', content_rowid = 'id',
         tokenize = 'unicode61 remove_diacritics 2');
-    CREATE TRIGGER session_search_doc_insert AFTER INSERT ON session_search_doc
-        BEGIN INSERT INTO session_search (rowid, title, body) VALUES (NEW.id, NEW.title, NEW.body); END;
-    CREATE TRIGGER session_search_doc_delete AFTER DELETE ON session_search_doc
-        BEGIN INSERT INTO session_search (session_search, rowid, title, body)
-            VALUES ('delete', OLD.id, OLD.title, OLD.body); END;
-    CREATE TRIGGER session_search_doc_update AFTER UPDATE ON session_search_doc
-        BEGIN INSERT INTO session_search (session_search, rowid, title, body)
-            VALUES ('delete', OLD.id, OLD.title, OLD.body); INSERT INTO session_search (rowid, title, body)
-            VALUES (NEW.id, NEW.title, NEW.body); END;
-    INSERT INTO session_search_doc (session_id, title) SELECT id, title FROM session;
-    INSERT INTO session_search_doc (session_id, message_id, body)
-        SELECT session_id, id, substr(json_extract(data, '$.text'), 1, 100000) FROM session_message
-        WHERE type = 'user' AND coalesce(json_extract(data, '$.text'), '') <> '';
-    INSERT INTO session_search_doc (session_id, message_id, body)
-        SELECT session_id, id, body FROM (
-            SELECT m.session_id, m.id, substr((SELECT group_concat(json_extract(c.value, '$.text'), char(10))
+    CREATE VIRTUAL TABLE session_search USING fts5 (body, content = 'session_search_doc', content_rowid = 'id',
+        tokenize = 'unicode61 remove_diacritics 2');
+    CREATE TRIGGER session_search_doc_insert AFTER INSERT ON session_search_doc BEGIN
+        INSERT INTO session_title_search (rowid, title) SELECT NEW.id, NEW.title WHERE NEW.message_id IS NULL; INSERT
+        INTO session_search (rowid, body) SELECT NEW.id, NEW.body WHERE NEW.message_id IS NOT NULL; END;
+    CREATE TRIGGER session_search_doc_delete AFTER DELETE ON session_search_doc BEGIN
+        INSERT INTO session_title_search (session_title_search, rowid, title)
+            SELECT 'delete', OLD.id, OLD.title WHERE OLD.message_id IS NULL; INSERT INTO session_search
+            (session_search, rowid, body) SELECT 'delete', OLD.id, OLD.body WHERE OLD.message_id IS NOT NULL; END;
+    CREATE TRIGGER session_search_doc_update AFTER UPDATE ON session_search_doc BEGIN
+        INSERT INTO session_title_search (session_title_search, rowid, title)
+            SELECT 'delete', OLD.id, OLD.title WHERE OLD.message_id IS NULL; INSERT INTO session_search
+            (session_search, rowid, body) SELECT 'delete', OLD.id, OLD.body WHERE OLD.message_id IS NOT NULL; INSERT
+        INTO session_title_search (rowid, title) SELECT NEW.id, NEW.title WHERE NEW.message_id IS NULL; INSERT
+        INTO session_search (rowid, body) SELECT NEW.id, NEW.body WHERE NEW.message_id IS NOT NULL; END;
+    INSERT INTO session_search_doc (id, session_id, title) SELECT created_order << 24, id, title FROM session;
+    INSERT INTO session_search_doc (id, session_id, message_id, body)
+        SELECT (s.created_order << 24) + m.seq + 1, m.session_id, m.id,
+            substr(json_extract(m.data, '$.text'), 1, 100000)
+        FROM session_message m JOIN session s ON s.id = m.session_id
+        WHERE m.type = 'user' AND coalesce(json_extract(m.data, '$.text'), '') <> '';
+    INSERT INTO session_search_doc (id, session_id, message_id, body)
+        SELECT id, session_id, message_id, body FROM (
+            SELECT (s.created_order << 24) + m.seq + 1 AS id, m.session_id, m.id AS message_id,
+                substr((SELECT group_concat(json_extract(c.value, '$.text'), char(10))
                 FROM json_each(m.data, '$.content') c WHERE json_extract(c.value, '$.type') = 'text'), 1, 100000)
                 AS body
-            FROM session_message m WHERE m.type = 'assistant' AND json_extract(m.data, '$.time.completed') IS NOT NULL)
+            FROM session_message m JOIN session s ON s.id = m.session_id
+            WHERE m.type = 'assistant' AND json_extract(m.data, '$.time.completed') IS NOT NULL)
         WHERE coalesce(body, '') <> '';
     """,
     # 11: the usage projection statistics count: a row per prompt and per Step (session_usage: session, project,
