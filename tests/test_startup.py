@@ -32,8 +32,14 @@ LAZY = ("httpx2", "openai", "anthropic", "rich", "jsonschema", "opentelemetry.sd
 # neither at start nor once the runner has loaded in the background
 FEATURES = ("mcp", "psycopg", "psycopg_pool", "jsonschema", "rapidfuzz", "pathspec", "tree_sitter", "tree_sitter_bash",
             "html2text", "opentelemetry", "prometheus_client", "opencode_session.core.store.postgres")
-# ours, not loaded until the runner loads (or a revert, or an MCP request, asks for them)
-DEFERRED = ("opencode_session.core.mcp", "opencode_session.core.snapshot")
+# ours, not loaded at start: until the runner loads (or a revert, or an MCP request, asks for them), or until the
+# first request that uses them (a shell command, a terminal, an integration, a find, an export or import, stats, the
+# references, a generate)
+DEFERRED = ("opencode_session.core.mcp", "opencode_session.core.snapshot", "opencode_session.core.pty",
+            "opencode_session.core.integrations", "opencode_session.core.session.shell",
+            "opencode_session.core.fs.finder", "opencode_session.core.session.transcript",
+            "opencode_session.core.session.stats", "opencode_session.core.references",
+            "opencode_session.core.execution.generate", "opencode_session.core.plugins")
 
 
 def test_serving_imports_leave_provider_sdks_rich_and_the_runner_unloaded() -> None:

@@ -111,7 +111,7 @@ async def test_find_ranks_like_a_fuzzy_finder_and_honours_gitignore(api, tree):
 
 
 def test_the_finder_lists_again_only_what_changed(tmp_path):
-    from opencode_session.core.fs import Finder
+    from opencode_session.core.fs.finder import Finder
 
     root = tmp_path / "tree"
     (root / "a" / "deep").mkdir(parents=True)

@@ -19,10 +19,14 @@ import platformdirs
 if TYPE_CHECKING:
     import httpx2
 
+    from .fs.finder import Finder
+    from .integrations import Integrations
     from .mcp import McpServers
     from .plugins import Plugin, Plugins
     from .plugins.hooks import EventFeed
+    from .pty import Terminals
     from .session.diff import Diffs
+    from .session.shell import SessionShell
     from .snapshot import Snapshots
 
 from ..schema.errors import PermissionNotFoundError, QuestionNotFoundError
@@ -35,20 +39,16 @@ from .execution import continuation, suspension
 from .execution.continuation import Continuations, ResumeBudget
 from .execution.coordinator import Drain, SessionExecution
 from .execution.ownership import Ownership, host_name, lease_ttl_ms
-from .fs import Finder, max_indexed
 from .instructions.entries import InstructionEntries
-from .integrations import Integrations
 from .llm.providers import Providers
 from .location import Location, resolve_location
 from .permission import PermissionRequests
-from .pty import Terminals
 from .questions import QuestionRequests
 from .redaction import Redactor, redact_logs
 from .session import Sessions
 from .session.lifecycle import SessionLifecycle
 from .session.projector import project
 from .session.revert import Reverts
-from .session.shell import SessionShell
 from .store import DatabaseNotFoundError, Lease, Store, Tx, database_files, is_postgres, now_ms, set_fence
 from .telemetry import telemetry, tracing_settings
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
@@ -116,11 +116,7 @@ class Runtime:
         self.lifecycle = SessionLifecycle(self.store, self.sessions, self.outputs.root)
         self.lifecycle.released = self.session_deleted
         self.reverts = Reverts(self.store, lambda: self.snapshots, self.config)
-        self.shell = SessionShell(self.sessions)
-        self.lifecycle.removed = self.shell.forget
-        self.terminals = Terminals(options.env)  # pseudo-terminals by Location, killed when the runtime closes
-        self.finder = Finder(max_indexed=max_indexed(options.env))  # fs.find's indexes of the Locations searched lately
-        self.integrations = Integrations(self.credentials)
+        self.lifecycle.removed = self._forget_shell
         self._sweepers: list[asyncio.Task[None]] = []
         self.execution: SessionExecution | None = None
         # InvalidResumeBudget here, before anything opens, when $OCS_RESUME_BUDGET is malformed
@@ -135,6 +131,41 @@ class Runtime:
         self.plugins: Plugins | None = None  # loaded by `open`, before the drain factory runs (None: none asked for)
         self._event_hooks: EventFeed | None = None  # what shows durable events to the plugins' event hooks
         self._unwatch: list[Callable[[], None]] = []  # this runtime's gauges, removed when it closes
+
+    # made (and their modules imported) by the first request that uses them: a server that never runs a shell
+    # command, opens a terminal, finds a file or connects an integration never loads them
+
+    @functools.cached_property
+    def shell(self) -> SessionShell:
+        """The sessions' shell commands and their environments."""
+        from .session.shell import SessionShell
+
+        return SessionShell(self.sessions)
+
+    def _forget_shell(self, session_id: str) -> None:
+        if "shell" in self.__dict__:  # no environment was set if no shell command was asked for
+            self.shell.forget(session_id)
+
+    @functools.cached_property
+    def terminals(self) -> Terminals:
+        """Pseudo-terminals by Location, killed when the runtime closes."""
+        from .pty import Terminals
+
+        return Terminals(self.options.env)
+
+    @functools.cached_property
+    def finder(self) -> Finder:
+        """fs.find's indexes of the Locations searched lately."""
+        from .fs.finder import Finder, max_indexed
+
+        return Finder(max_indexed=max_indexed(self.options.env))
+
+    @functools.cached_property
+    def integrations(self) -> Integrations:
+        """The integrations (provider connections) and their connection attempts."""
+        from .integrations import Integrations
+
+        return Integrations(self.credentials)
 
     @functools.cached_property
     def diffs(self) -> Diffs:
@@ -351,7 +382,8 @@ class Runtime:
         if page:
             return
         location = resolve_location(directory)
-        await self.terminals.release(location.directory)
+        if "terminals" in self.__dict__:  # none open if no terminal was ever asked for
+            await self.terminals.release(location.directory)
         if "mcp" in self.__dict__:  # none started if the MCP servers were never asked for
             await self.mcp.release(location.directory)
         if location.is_git:
@@ -361,7 +393,8 @@ class Runtime:
         await asyncio.to_thread(self.snapshots.release, location)
 
     async def close(self) -> None:
-        await self.terminals.close()
+        if "terminals" in self.__dict__:
+            await self.terminals.close()
         if self.ownership is not None:
             await self.ownership.stop()  # take nothing over while stopping
         if self.execution is not None:

@@ -15,14 +15,11 @@ import anyio
 from ..core.agents import agent_info
 from ..core.commands import discover_commands
 from ..core.config import Config, ConfigError
-from ..core.execution.generate import generate
-from ..core.fs import DEFAULT_LIMIT, list_directory, read_file
+from ..core.fs import list_directory, read_file
 from ..core.llm import listing
 from ..core.location import Location, require_usable_directory, select_location
 from ..core.permission import Authority, PermissionAsk
-from ..core.references import discover_references
 from ..core.runtime import Runtime
-from ..core.session import stats, transcript
 from ..core.session.lifecycle import inbox_item
 from ..core.session.requests import file_permission, in_location
 from ..core.store import now_ms
@@ -339,6 +336,8 @@ async def session_resume(rt: Runtime, call: Call[SessionPath, None, None]) -> No
 
 @op("v2.session.generate")
 async def session_generate(rt: Runtime, call: Call[SessionPath, None, SessionGenerateBody]) -> SessionGenerated:
+    from ..core.execution.generate import generate  # imported by the first generate
+
     text = await generate(rt.store, rt.config, rt.options.env, rt.providers.for_model, call.path.sessionID,
                           call.body.prompt)
     return SessionGenerated(text=text)
@@ -439,6 +438,8 @@ async def session_inbox_update(rt: Runtime, call: Call[InboxPath, None, InboxUpd
 
 @op("v2.experimental.session.export")
 async def session_export(rt: Runtime, call: Call[SessionPath, SessionExportQuery, None]) -> SessionTranscript:
+    from ..core.session import transcript  # imported by the first export or import
+
     return await transcript.export(rt.store, call.path.sessionID, sanitize=call.query.sanitize is True,
                                    env=rt.options.env)
 
@@ -448,6 +449,8 @@ async def session_import(rt: Runtime, call: Call[None, None, SessionImportBody])
     b = call.body
     if b.location is not None:
         require_usable_directory(b.location.directory, "body", "location.directory")
+    from ..core.session import transcript
+
     return await transcript.import_transcript(rt.store, SessionTranscript(info=b.info, messages=b.messages),
                                               b.location, rt.location)
 
@@ -460,6 +463,8 @@ async def session_diff(rt: Runtime, call: Call[SessionPath, SessionDiffQuery, No
 
 @op("v2.experimental.session.stats")
 async def session_stats(rt: Runtime, call: Call[None, SessionStatsQuery, None]) -> SessionStats:
+    from ..core.session import stats  # imported by the first stats request
+
     q = call.query
     return await stats.session_stats(rt.store, start=q.from_, end=q.to, project=q.project, timezone=q.timezone,
                                      tools=q.tools is not False)
@@ -691,6 +696,8 @@ async def fs_list(rt: Runtime, call: Call[None, FsListQuery, None]) -> FsEntries
 
 @op("v2.fs.find")
 async def fs_find(rt: Runtime, call: Call[None, FsFindQuery, None]) -> FsEntries:
+    from ..core.fs.finder import DEFAULT_LIMIT  # imported with Runtime.finder by the first find
+
     loc = _location(rt, call.query)
     q = call.query
     authority = await _authority(rt, loc, call.endpoint)
@@ -809,6 +816,8 @@ async def mcp_connect(rt: Runtime, call: Call[None, LocationQuery, None]) -> Mcp
 
 @op("v2.reference.list")
 async def reference_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> ReferenceList:
+    from ..core.references import discover_references  # imported by the first listing
+
     loc = _location(rt, call.query)
     try:
         references = await anyio.to_thread.run_sync(discover_references, loc, rt.options.env)

@@ -10,10 +10,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.location import Location
-from ..core.plugins.hooks import PluginHooks
 from ..schema.pty import PtyTicketConnectToken
+
+if TYPE_CHECKING:
+    from ..core.plugins.hooks import PluginHooks
 
 # The host's additions to a new terminal's environment, observed for the request's Location and the terminal's
 # resolved working directory. A standalone server adds nothing.

@@ -5,13 +5,12 @@ output out and input and resizes in until the process exits, the client leaves o
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from ..core.pty import Terminal
 from ..core.runtime import Runtime
 from ..protocol import decode_query, endpoint
 from ..protocol.pty_wire import CONTROL, REPLAY_CHUNK, decode_control, meta_frame
@@ -19,6 +18,9 @@ from ..schema.errors import ForbiddenError, TaggedError
 from .guard import refuse
 from .handlers import connect_location
 from .host import Host
+
+if TYPE_CHECKING:
+    from ..core.pty import Terminal
 
 ENDPOINT = endpoint("v2.pty.connect")
 NORMAL, GOING_AWAY = 1000, 1001
