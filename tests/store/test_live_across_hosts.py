@@ -5,8 +5,6 @@ another schema hears nothing, and an overloaded outbox drops and counts instead 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import anyio
 import psycopg
 import pytest
@@ -17,9 +15,9 @@ from opencode_session.core.store.feed import LiveSubscription
 from opencode_session.core.store.postgres import PostgresBackend
 from opencode_session.core.store.postgres.live import PAYLOAD_LIMIT, Reassembly, decode, encode, pieces
 from opencode_session.schema import events as ev
-from opencode_session.schema.common import LocationRef
 from opencode_session.schema.events import EventRecord
-from opencode_session.schema.session import SessionTime, SessionV2Info
+from tests.store.test_shared_backend import _agent, _created
+from tests.store.test_shared_backend import url as url_fixture
 from tests.support.postgres import base_url, fresh_schema
 
 pytestmark = [pytest.mark.timeout(60)]
@@ -88,20 +86,8 @@ def test_a_live_event_survives_encoding_with_its_origin_position():
 # --- two stores on one database -----------------------------------------------------------------------
 
 
-@pytest.fixture
-def url() -> Iterator[str]:
-    with fresh_schema() as made:
-        yield made
-
-
-def _created(sid: str):
-    info = SessionV2Info(id=sid, projectID="prj", title="t", location=LocationRef(directory="/w"),
-                         time=SessionTime(created=1, updated=1), agent="build")
-    return lambda tx: tx.append(ev.SessionCreated(sessionID=sid, info=info))
-
-
-def _agent(sid: str, name: str):
-    return lambda tx: tx.append(ev.AgentSelected(sessionID=sid, agent=name))
+# the fresh schema each test gets, and the writes it makes, are the shared-backend tests' own
+url = url_fixture
 
 
 def _delta(sid: str, text: str) -> ev.TextDelta:
