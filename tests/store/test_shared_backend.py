@@ -16,6 +16,7 @@ from opencode_session.core.store import Store
 from opencode_session.core.store.postgres import PostgresBackend
 from opencode_session.schema import events as ev
 from opencode_session.schema.common import LocationRef
+from opencode_session.schema.prompt import Prompt
 from opencode_session.schema.session import SessionTime, SessionV2Info
 from tests.support.postgres import base_url, fresh_schema
 
@@ -111,3 +112,26 @@ async def test_two_hosts_writing_the_same_sessions_in_opposite_orders_lose_no_wr
             records = await asyncio.gather(*writes)
         for sid in ("ses_p", "ses_q"):
             assert sorted(r.seq for r in records if r.aggregate_id == sid) == list(range(1, 81))
+
+
+async def _prompted(store: Store, sid: str) -> None:
+    await store.append(ev.InputAdmitted(sessionID=sid, inputID=f"msg_{sid}",
+                                        input=ev.UserInput(data=Prompt(text="hi"), delivery="steer")))
+    await store.append(ev.InputPromoted(sessionID=sid, inputID=f"msg_{sid}"))
+
+
+async def test_a_host_counting_usage_never_waits_on_another_hosts_open_transaction_of_the_same_project(url):
+    # the usage sums are kept per project and quarter hour: every host's Steps of one project add to them. A host
+    # whose transaction has counted a prompt (and not yet committed) must not hold up the prompts of another host
+    async with Store(PostgresBackend(url), project=project) as a, Store(PostgresBackend(url), project=project) as b:
+        await a.write(_created("ses_p"))
+        await a.write(_created("ses_q"))
+        await _prompted(a, "ses_p")
+        with psycopg.connect(url) as other:  # another host's writer, in the middle of its transaction
+            changed = other.execute("UPDATE session_usage SET input = input + 7 WHERE session_id = 'ses_p'").rowcount
+            assert changed == 1
+            with anyio.fail_after(10):
+                await _prompted(b, "ses_q")  # before: waited for `other` to commit (the same sums row)
+            other.commit()
+            sums = other.execute("SELECT sum(n), sum(input) FROM session_usage_sums WHERE type = 'user'").fetchone()
+        assert sums == (2, 7)  # both prompts counted, and the other host's change, over the shards

@@ -343,6 +343,85 @@ MIGRATIONS: list[str] = [
         WHERE m.type = 'assistant' AND c.part ->> 'type' = 'tool'
             AND c.part #>> '{state,status}' IN ('completed', 'error');
     """,
+    # 5: the per-project sums (session_usage_sums, session_usage_tool_period) get a shard, the writing backend's
+    # process ID: each host's writer adds (and, for a message that changed or left, subtracts) into rows of its own,
+    # so two hosts' Steps of one project in one quarter hour never wait on (nor deadlock over) the same row. The
+    # readers sum over shards as they sum over quarter hours.
+    """
+    ALTER TABLE session_usage_sums ADD COLUMN shard INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE session_usage_sums DROP CONSTRAINT session_usage_sums_pkey;
+    ALTER TABLE session_usage_sums ADD PRIMARY KEY (time_created, project_id, type, agent, provider, model, shard);
+    ALTER TABLE session_usage_tool_period ADD COLUMN shard INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE session_usage_tool_period DROP CONSTRAINT session_usage_tool_period_pkey;
+    ALTER TABLE session_usage_tool_period ADD PRIMARY KEY (time_created, project_id, tool, shard);
+    CREATE FUNCTION session_usage_add(r session_usage, sign INTEGER) RETURNS void LANGUAGE sql AS $$
+        INSERT INTO session_usage_sums (time_created, project_id, type, agent, provider, model, shard, n, failed,
+            input, output, reasoning, cache_read, cache_write, cost) VALUES (r.time_created - r.time_created % 900000,
+            r.project_id, r.type, coalesce(r.agent, ''), coalesce(r.provider, ''), coalesce(r.model, ''),
+            pg_backend_pid(), sign, sign * r.failed, sign * r.input, sign * r.output, sign * r.reasoning,
+            sign * r.cache_read, sign * r.cache_write, sign * r.cost)
+        ON CONFLICT (time_created, project_id, type, agent, provider, model, shard) DO UPDATE SET
+            n = session_usage_sums.n + excluded.n, failed = session_usage_sums.failed + excluded.failed,
+            input = session_usage_sums.input + excluded.input, output = session_usage_sums.output + excluded.output,
+            reasoning = session_usage_sums.reasoning + excluded.reasoning,
+            cache_read = session_usage_sums.cache_read + excluded.cache_read,
+            cache_write = session_usage_sums.cache_write + excluded.cache_write,
+            cost = session_usage_sums.cost + excluded.cost;
+        DELETE FROM session_usage_sums WHERE sign < 0 AND time_created = r.time_created - r.time_created % 900000
+            AND project_id = r.project_id AND type = r.type AND agent = coalesce(r.agent, '')
+            AND provider = coalesce(r.provider, '') AND model = coalesce(r.model, '') AND shard = pg_backend_pid()
+            AND n = 0 AND failed = 0 AND input = 0 AND output = 0 AND reasoning = 0 AND cache_read = 0
+            AND cache_write = 0 AND cost = 0;
+    $$;
+    CREATE OR REPLACE FUNCTION session_usage_count() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP IN ('DELETE', 'UPDATE') THEN
+            UPDATE session_usage_active SET n = n - 1 WHERE session_id = OLD.session_id AND time_created =
+                OLD.time_created - OLD.time_created % 900000;
+            DELETE FROM session_usage_active WHERE session_id = OLD.session_id AND time_created = OLD.time_created -
+                OLD.time_created % 900000 AND n = 0;
+            UPDATE session_usage_period SET n = n - 1 WHERE OLD.type = 'assistant' AND session_id = OLD.session_id AND
+                time_created = OLD.time_created - OLD.time_created % 900000 AND agent = coalesce(OLD.agent, '') AND
+                provider = coalesce(OLD.provider, '') AND model = coalesce(OLD.model, '');
+            DELETE FROM session_usage_period WHERE OLD.type = 'assistant' AND session_id = OLD.session_id AND
+                time_created = OLD.time_created - OLD.time_created % 900000 AND agent = coalesce(OLD.agent, '') AND
+                provider = coalesce(OLD.provider, '') AND model = coalesce(OLD.model, '') AND n = 0;
+            PERFORM session_usage_add(OLD, -1);
+        END IF;
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN
+            INSERT INTO session_usage_active (session_id, time_created, n) VALUES (NEW.session_id, NEW.time_created -
+                NEW.time_created % 900000, 1) ON CONFLICT (session_id, time_created) DO UPDATE SET n =
+                session_usage_active.n + 1;
+            INSERT INTO session_usage_period (session_id, time_created, agent, provider, model, n) SELECT
+                NEW.session_id, NEW.time_created - NEW.time_created % 900000, coalesce(NEW.agent, ''),
+                coalesce(NEW.provider, ''), coalesce(NEW.model, ''), 1 WHERE NEW.type = 'assistant' ON CONFLICT
+                (session_id, time_created, agent, provider, model) DO UPDATE SET n = session_usage_period.n + 1;
+            PERFORM session_usage_add(NEW, 1);
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE OR REPLACE FUNCTION session_usage_tool_count() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP IN ('DELETE', 'UPDATE') THEN
+            INSERT INTO session_usage_tool_period (time_created, project_id, tool, shard, calls, failed) VALUES
+                (OLD.time_created - OLD.time_created % 900000, OLD.project_id, coalesce(OLD.tool, ''),
+                pg_backend_pid(), -1, -OLD.failed) ON CONFLICT (time_created, project_id, tool, shard) DO UPDATE SET
+                calls = session_usage_tool_period.calls + excluded.calls,
+                failed = session_usage_tool_period.failed + excluded.failed;
+            DELETE FROM session_usage_tool_period WHERE time_created = OLD.time_created - OLD.time_created % 900000
+                AND project_id = OLD.project_id AND tool = coalesce(OLD.tool, '') AND shard = pg_backend_pid()
+                AND calls = 0 AND failed = 0;
+        END IF;
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN
+            INSERT INTO session_usage_tool_period (time_created, project_id, tool, shard, calls, failed) VALUES
+                (NEW.time_created - NEW.time_created % 900000, NEW.project_id, coalesce(NEW.tool, ''),
+                pg_backend_pid(), 1, NEW.failed) ON CONFLICT (time_created, project_id, tool, shard) DO UPDATE SET
+                calls = session_usage_tool_period.calls + 1,
+                failed = session_usage_tool_period.failed + excluded.failed;
+        END IF;
+        RETURN NULL;
+    END $$;
+    """,
 ]
 
 

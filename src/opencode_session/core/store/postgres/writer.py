@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import queue
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ _CATCH_UP_PAGE = 1000
 # Times a batch runs again after PostgreSQL broke a deadlock by rolling it back (two hosts' batches writing the same
 # sessions in opposite orders), before its writes fail.
 _DEADLOCK_RETRIES = 5
+_DEADLOCK_BACKOFF_S = 0.002  # the first retry's pause is up to this, each next one up to twice the one before
 
 
 @dataclass
@@ -152,11 +154,18 @@ class PgWriter:
             catch_up = item is _CATCH_UP or self._catching_up.is_set()
             if catch_up:
                 self._catching_up.clear()
-            for _attempt in range(_DEADLOCK_RETRIES):
-                foreign, error = self._transaction(batch, catch_up)
+            foreign: list[tuple[int, EventRecord]] = []  # (what a rolled-back attempt read of others' stays read)
+            for attempt in range(1, _DEADLOCK_RETRIES + 1):
+                read, error = self._transaction(batch, catch_up)
+                foreign += read
                 if not _rolled_back(error):
                     break
+                if attempt == _DEADLOCK_RETRIES:
+                    log.warning("a PostgreSQL write transaction failed %d times in a row: %s", attempt, error)
+                    break
                 log.info("a write batch was rolled back to break a deadlock; running it again")
+                # the other side runs first: a random, growing pause keeps two hosts from colliding again in step
+                time.sleep(random.uniform(0, _DEADLOCK_BACKOFF_S * 2 ** attempt))
             assert self._loop is not None
             self._loop.call_soon_threadsafe(self._settled, batch, foreign, error)
         if self._conn is not None:
@@ -226,11 +235,13 @@ class PgWriter:
             self.seen = max(self.seen, last + count)
             return foreign, None
         except Exception as error:  # noqa: BLE001 - every write of the batch fails with it
-            log.warning("a PostgreSQL write transaction failed: %s", error)
+            failure = _neutral(error)
+            if not _rolled_back(failure):  # (a deadlock is run again, and logged once if it gives up)
+                log.warning("a PostgreSQL write transaction failed: %s", error)
             self._rollback()
             for job in batch:
                 job.positions.clear()
-            return foreign, _neutral(error)
+            return foreign, failure
 
     def _rollback(self) -> None:
         conn = self._conn

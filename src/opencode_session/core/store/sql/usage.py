@@ -21,11 +21,21 @@ _UPSERT = (
     " model = excluded.model, failed = excluded.failed, input = excluded.input, output = excluded.output,"
     " reasoning = excluded.reasoning, cache_read = excluded.cache_read, cache_write = excluded.cache_write,"
     " cost = excluded.cost"
+    # a message written again with the same numbers (most of a Step's writes) leaves its row, and the sums the
+    # triggers keep from it, untouched
+    " WHERE coalesce(session_usage.agent, '') <> coalesce(excluded.agent, '')"
+    " OR coalesce(session_usage.provider, '') <> coalesce(excluded.provider, '')"
+    " OR coalesce(session_usage.model, '') <> coalesce(excluded.model, '') OR session_usage.failed <> excluded.failed"
+    " OR session_usage.input <> excluded.input OR session_usage.output <> excluded.output"
+    " OR session_usage.reasoning <> excluded.reasoning OR session_usage.cache_read <> excluded.cache_read"
+    " OR session_usage.cache_write <> excluded.cache_write OR session_usage.cost <> excluded.cost"
 )
 _UPSERT_TOOL = (
     "INSERT INTO session_usage_tool (message_id, position, session_id, time_created, tool, failed, project_id)"
     " SELECT ?, ?, ?, ?, ?, ?, project_id FROM session WHERE id = ?"
     " ON CONFLICT (message_id, position) DO UPDATE SET tool = excluded.tool, failed = excluded.failed"
+    " WHERE coalesce(session_usage_tool.tool, '') <> coalesce(excluded.tool, '')"
+    " OR session_usage_tool.failed <> excluded.failed"
 )
 
 
