@@ -34,7 +34,8 @@ class OpenCode(OpenCodeClient):
     """`async with OpenCode(db=...) as oc: await oc.session.create()`.
 
     Shares the networked client's methods, routing, middleware, codecs and errors; only the transport differs.
-    Embedded-only: `tools` (register Python tools the runner may call), `runtime` (the core objects), `transport`
+    Embedded-only: `tools` (register Python tools the runner may call; read when the host opens), `runtime`
+    (the core objects), `transport`
     and `websockets` (the in-memory HTTP transport and WebSocket connector, for another client of the same host) and
     `pty_environment` (the host's additions to a new terminal's environment), `plugins` (Python plugins given in code)
     and `discover_plugins` (also load the installed ones and opencode.json's `python:` entries, as `ocs` does).
