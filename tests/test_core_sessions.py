@@ -133,9 +133,8 @@ async def test_admission_exact_retry_and_conflicts(tmp_path):
 
 
 async def test_resume_false_only_admits(tmp_path):
-    async with open_sessions(tmp_path) as s:
-        woken: list[str] = []
-        s.wake = woken.append
+    woken: list[str] = []
+    async with open_sessions(tmp_path, wake=woken.append) as s:
         sid = (await s.create()).id
         await s.admit(sid, PromptInput(text="a"), resume=False)
         assert woken == []

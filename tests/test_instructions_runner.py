@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,6 +33,19 @@ class _Clock:
 
     async def sleep_ms(self, ms: float) -> None:
         return None
+
+
+@dataclass
+class _Harness:
+    """The runtime under test, the scripted provider it calls, the project it runs in and the test's clock state."""
+
+    runtime: Runtime
+    provider: ScriptedProvider
+    project: Path
+    state: dict[str, Any]
+
+    def __getattr__(self, name: str) -> Any:  # the runtime's parts: `rt.sessions`, `rt.execution`, ...
+        return getattr(self.runtime, name)
 
 
 @asynccontextmanager
@@ -58,8 +73,7 @@ async def harness(tmp_path: Path, today=lambda: date(2026, 11, 30), sources: Ins
 
     async with Runtime(RuntimeOptions(db_path=tmp_path / "db.sqlite", directory=project, env=env,
                                       drain_factory=factory)) as rt:
-        rt.provider, rt.project, rt.state = provider, project, state
-        yield rt
+        yield _Harness(rt, provider, project, state)
 
 
 async def _prompt(rt, sid: str, words: str) -> None:

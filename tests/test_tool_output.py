@@ -162,9 +162,9 @@ async def test_an_interrupt_cannot_tear_bounding_and_publishing_apart(tmp_path, 
     write_provider_config(tmp_path, loop_provider, tool_output={"max_lines": 5})
     call = fake.tool_call_deltas(0, "call_1", "big", "{}")
     loop_provider.enqueue(fake.completion(call, finish_reason="tool_calls"))
-    async with OpenCode(db=tmp_path / "db.sqlite", directory=tmp_path / "work", env=isolated_env(tmp_path),
-                        tools=[Big()]) as oc:
-        outputs = oc.tools.outputs = InterruptingOutputs(tmp_path / "tool-output")
+    oc = OpenCode(db=tmp_path / "db.sqlite", directory=tmp_path / "work", env=isolated_env(tmp_path), tools=[Big()])
+    outputs = oc.tools.outputs = InterruptingOutputs(tmp_path / "tool-output")  # read as the host opens
+    async with oc:
         sid = (await oc.session.create()).id
         interrupts: list[asyncio.Task[Any]] = []
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -14,13 +15,14 @@ from tests.support.config import write_global_config
 
 
 @asynccontextmanager
-async def open_sessions(tmp_path: Path, live_capacity: int = 4096):
-    """Sessions over a fresh store; the global config declares the models of `tests.support.config.DECLARED`."""
+async def open_sessions(tmp_path: Path, live_capacity: int = 4096, wake: Callable[[str], None] | None = None):
+    """Sessions over a fresh store (ringing `wake`); the global config declares the models of
+    `tests.support.config.DECLARED`."""
     workdir = tmp_path / "work"
     workdir.mkdir(exist_ok=True)
     write_global_config()
     async with Store(tmp_path / "db.sqlite", project=project, live_capacity=live_capacity) as store:
-        yield Sessions(store, resolve_location(workdir))
+        yield Sessions(store, resolve_location(workdir), wake=wake)
 
 
 async def projected_state(sessions: Sessions) -> dict[str, Any]:

@@ -61,6 +61,14 @@ EVENT_HOOKS_GRACE_S = 2.0  # how long closing waits for the plugins' event hooks
 
 FIRST_SNAPSHOT_SWEEP_S = 60  # as core.snapshot's FIRST_SWEEP_SECONDS, without importing it before the first sweep
 
+# The host's additions to a new terminal's environment (and a local MCP server's), observed for the request's
+# Location and the terminal's resolved working directory. A standalone server adds nothing.
+PtyEnvironment = Callable[[Location, Path], Mapping[str, str]]
+
+
+def no_overlay(_location: Location, _cwd: Path) -> Mapping[str, str]:
+    return {}
+
 
 @dataclass
 class RuntimeOptions:
@@ -86,13 +94,29 @@ class RuntimeOptions:
     resume_budget: ResumeBudget | None = None
     # False: open the database only if it exists (DatabaseNotFoundError otherwise): what read-only commands want
     create_database: bool = True
+    # the host's overlay on a new terminal's and a local MCP server's environment (over the plugins' additions)
+    pty_environment: PtyEnvironment = no_overlay
 
 
 class Runtime:
-    """Opened with `async with Runtime(options)`; closing stops every drain and releases the database."""
+    """Opened with `async with Runtime(options)`; closing stops every drain and releases the database.
+
+    The constructor builds every part, in dependency order, each given its collaborators as it is made; `open` only
+    opens the store and starts the background work. No part is replaced afterwards (assigning a public attribute
+    raises AttributeError); the parts a request may never need are made on first use (the cached properties)."""
 
     def __init__(self, options: RuntimeOptions) -> None:
         self.options = options
+        # what closing releases and what runs beside the drains: ready before a drain factory sees the runtime
+        self._background: set[asyncio.Task[None]] = set()
+        self._sweepers: list[asyncio.Task[None]] = []
+        self._closers: list[Callable[[], Awaitable[None]]] = []
+        self._event_hooks: EventFeed | None = None  # what shows durable events to the plugins' event hooks
+        self._unwatch: list[Callable[[], None]] = []  # this runtime's gauges, removed when it closes
+        # before anything opens: InvalidResumeBudget and InvalidLeaseTtl when their variables are malformed
+        self.resume_budget = options.resume_budget or ResumeBudget.of(options.env)
+        self.lease_ttl_ms = lease_ttl_ms(options.env)
+        self.host = host_name()  # this process as a lease owner (and as `GET /api/session/{id}/owner` names it)
         self.location: Location = resolve_location(options.directory)
         # the server's password and every provider key: cut from events, answers and log lines wherever echoed
         self.redactor = Redactor(withheld(options.env))
@@ -105,32 +129,45 @@ class Runtime:
         # the configuration in effect at any Location, cached, with the connected keys applied
         self.config: ConfigSource = ConnectedConfig(options.env, self.credentials, self.redactor)
         self.user_hooks = UserHooks(self.store)  # runs the config's `hooks` around prompts, Steps and tool calls
-        self.sessions = Sessions(self.store, self.location, env=options.env, config=self.config,
-                                 hooks=self.user_hooks)
+        # the plugins given or found (None: none asked for), loaded before the drain factory reads their tools
+        self.plugins: Plugins | None = (self._load_plugins() if options.plugins or options.discover_plugins
+                                        else None)
+        # the host's additions to a new terminal's (and a local MCP server's) environment, over the plugins'
+        self.pty_environment: PtyEnvironment = _with_plugins(options.pty_environment, self.plugins)
         self.entries = InstructionEntries(self.store)
         self.providers = Providers(options.provider_transport)  # the provider HTTP clients: closed with the runtime
         self.permissions = PermissionRequests(self.store)
         self.questions = QuestionRequests(self.store)
         self.outputs = ManagedOutputs(_data_dir(options) / MANAGED_DIRECTORY)
+        # Sessions ring the execution's doorbell and take its idle hold; the execution's drain (the runner) uses
+        # Sessions in turn, so these two reach the execution through the runtime once it exists, a line below
+        wake = (lambda sid: self.execution.wake(sid)) if options.drain_factory else None
+        self.sessions = Sessions(self.store, self.location, wake=wake, env=options.env, config=self.config,
+                                 hooks=self.user_hooks, hold=lambda sid: self.execution.idle_hold(sid))
+        # several hosts on one database: session leases say which executes a session, and carry what one host
+        # forwards to another
+        self.ownership: Ownership | None = Ownership(self.store, self.host, self.lease_ttl_ms, heard={
+            "wake": lambda sid, note: self.execution.wake(sid, force=bool(note.get("force"))),
+            "interrupt": lambda sid, _note: self.spawn(_logged(self.execution.interrupt(sid, "user"),
+                                                               "a forwarded interrupt")),
+            "permission": self._heard_permission, "question": self._heard_question,
+        }) if self.store.backend.shared else None
+        drain = options.drain_factory(self) if options.drain_factory else _idle_drain
+        self.execution: SessionExecution = SessionExecution(self.store, drain, on_started=_on_started,
+                                                            on_settled=_on_settled, ownership=self.ownership)
+        self.continuations = Continuations(self.store, self.execution, self.resume_budget)
+        self.reverts = Reverts(self.store, lambda: self.snapshots, self.config, hold=self.execution.idle_hold)
         # update, remove (interrupting first, releasing what a session held), the inbox's own changes
-        self.lifecycle = SessionLifecycle(self.store, self.sessions, self.outputs.root)
-        self.lifecycle.released = self.session_deleted
-        self.reverts = Reverts(self.store, lambda: self.snapshots, self.config)
-        self.lifecycle.removed = self._forget_shell
-        self._sweepers: list[asyncio.Task[None]] = []
-        self.execution: SessionExecution | None = None
-        # InvalidResumeBudget here, before anything opens, when $OCS_RESUME_BUDGET is malformed
-        self.resume_budget = options.resume_budget or ResumeBudget.of(options.env)
-        self.continuations: Continuations | None = None
-        # several hosts on one database: session leases say which executes a session
-        self.ownership: Ownership | None = None
-        self.lease_ttl_ms = lease_ttl_ms(options.env)  # InvalidLeaseTtl here, before anything opens
-        self.host = host_name()  # this process as a lease owner (and as `GET /api/session/{id}/owner` names it)
-        self._background: set[asyncio.Task[None]] = set()
-        self._closers: list[Callable[[], Awaitable[None]]] = []
-        self.plugins: Plugins | None = None  # loaded by `open`, before the drain factory runs (None: none asked for)
-        self._event_hooks: EventFeed | None = None  # what shows durable events to the plugins' event hooks
-        self._unwatch: list[Callable[[], None]] = []  # this runtime's gauges, removed when it closes
+        execution = self.execution
+        self.lifecycle = SessionLifecycle(self.store, self.sessions, self.outputs.root,
+                                          interrupt=lambda sid: execution.interrupt(sid, "user"),
+                                          released=self.session_deleted, removed=self._forget_shell)
+        self._built = True
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if not name.startswith("_") and "_built" in self.__dict__:
+            raise AttributeError(f"Runtime.{name} is one of the parts the runtime was built with; it stays")
+        super().__setattr__(name, value)
 
     # made (and their modules imported) by the first request that uses them: a server that never runs a shell
     # command, opens a terminal, finds a file or connects an integration never loads them
@@ -191,7 +228,10 @@ class Runtime:
         first use."""
         from .mcp import McpServers
 
-        return McpServers(self.options.env)
+        overlay = self.pty_environment
+        if overlay is no_overlay:
+            return McpServers(self.options.env)
+        return McpServers(self.options.env, overlay=lambda directory: overlay(resolve_location(directory), directory))
 
     async def _sweep_snapshots(self) -> None:
         await asyncio.sleep(FIRST_SNAPSHOT_SWEEP_S)  # a short-lived `ocs run` never sweeps (nor imports the snapshots)
@@ -216,6 +256,7 @@ class Runtime:
             await asyncio.wait(set(self._background), timeout=timeout)
 
     async def open(self) -> Runtime:
+        """Open the store and start the background work: the sweeps, the plugins' event hooks, the lease sweep."""
         path = self.options.db_path
         if not self.options.create_database and database_files(path) and not Path(path).exists():
             raise DatabaseNotFoundError(str(path))  # before anything is created beside it
@@ -223,24 +264,12 @@ class Runtime:
         await self.store.open()
         self._sweepers = [asyncio.create_task(self.outputs.sweep_forever(), name="tool-output-sweep"),
                           asyncio.create_task(self._sweep_snapshots(), name="snapshot-sweep")]
-        if self.options.plugins or self.options.discover_plugins:
-            self.plugins = self._load_plugins()
+        if self.plugins is not None:
             self._event_hooks = self.plugins.hooks.watch(self.store.live)
-        drain = self.options.drain_factory(self) if self.options.drain_factory else _idle_drain
-        if self.store.backend.shared:
-            self.ownership = Ownership(self.store, self.host, self.lease_ttl_ms)
-        self.execution = SessionExecution(self.store, drain, on_started=_on_started, on_settled=_on_settled,
-                                          ownership=self.ownership)
-        self.continuations = Continuations(self.store, self.execution, self.resume_budget)
-        if self.ownership is not None:
-            self.ownership.heard.update(permission=self._heard_permission, question=self._heard_question)
-            if self.options.drain_factory:
-                self.ownership.sweep(self._taken_over)
-        self.sessions.wake = self.execution.wake if self.options.drain_factory else (lambda _sid: None)
+        if self.ownership is not None and self.options.drain_factory:
+            self.ownership.sweep(self._taken_over)
         execution = self.execution
         self._unwatch.append(telemetry.watch("ocs_active_executions", lambda: len(execution.active())))
-        self.sessions.hold = self.reverts.hold = self.execution.idle_hold
-        self.lifecycle.interrupt = lambda sid: execution.interrupt(sid, "user")
         return self
 
     async def start_anywhere(self, session_id: str) -> None:
@@ -305,7 +334,7 @@ class Runtime:
     async def owner(self, session_id: str) -> SessionOwner:
         """Which host executes the session now (on a database one process holds: this one, while it drains)."""
         if self.ownership is None:
-            active = self.execution is not None and session_id in self.execution.active()
+            active = session_id in self.execution.active()
             return SessionOwner(host=self.host, local=True) if active else SessionOwner()
         lease = await self.ownership.holding(session_id)
         if lease is None or lease.expires < now_ms():
@@ -335,35 +364,28 @@ class Runtime:
 
     async def suspend_active(self) -> list[str]:
         """Mark every active session suspended (graceful shutdown, before interrupting them)."""
-        ids = self.execution.active() if self.execution is not None else []
+        ids = self.execution.active()
         await suspension.suspend(self.store, ids)
         return ids
 
     async def resume_suspended(self) -> list[str]:
         """Atomically consume each suspension and resume that session at most once."""
-        if self.execution is None:
-            raise RuntimeError("the runtime is not open")
         return await suspension.resume(self.store, self.execution)
 
     async def lost_sessions(self) -> list[str]:
         """The sessions whose execution's host was lost (a hard crash): before this runtime runs anything, every
         execution claim left in a single-host store is one. On a shared database none is known this way (another
         host's claim is no sign of loss): the lease sweep finds them as their leases expire."""
-        if self.continuations is None:
-            raise RuntimeError("the runtime is not open")
         return [] if self.ownership is not None else await self.continuations.lost()
 
     def _taken_over(self, lease: Lease, lost: bool) -> None:
         """A session the lease sweep took for this host: continued within the resume budget when its execution was
         lost, run when only its admitted input waited."""
-        if self.execution is None:
-            return
         if not lost:
             self.execution.take_over(lease)
             return
 
         async def _continue() -> None:
-            assert self.continuations is not None
             if await self.continuations.continue_after_loss(lease.session_id) == "over-budget":
                 await self.store.write(lambda tx: tx.leases.release(lease))  # it stays idle: nobody executes it
 
@@ -371,8 +393,6 @@ class Runtime:
 
     async def continue_lost(self, session_ids: list[str]) -> dict[str, continuation.Outcome]:
         """Continue each session `lost_sessions` found, within the resume budget."""
-        if self.continuations is None:
-            raise RuntimeError("the runtime is not open")
         return await self.continuations.continue_lost(session_ids)
 
     async def session_deleted(self, directory: str | Path) -> None:
@@ -435,7 +455,19 @@ def _data_dir(options: RuntimeOptions) -> Path:
     return Path(options.db_path).resolve().parent
 
 
-async def _logged(work: Awaitable[None], what: str) -> None:
+def _with_plugins(overlay: PtyEnvironment, plugins: Plugins | None) -> PtyEnvironment:
+    """The host's overlay over what the plugins' PTY Environment hooks add (the host's own word wins)."""
+    if plugins is None or not plugins.hooks.pty_environment_hooks:
+        return overlay
+    hooks = plugins.hooks
+
+    def merged(location: Location, cwd: Path) -> Mapping[str, str]:
+        return {**hooks.pty_environment(location, cwd), **overlay(location, cwd)}
+
+    return merged
+
+
+async def _logged(work: Awaitable[object], what: str) -> None:
     try:
         await work
     except Exception as failed:

@@ -5,7 +5,7 @@ loads that runner in a worker thread on the first drain, so a server answers bef
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import anyio
@@ -29,8 +29,10 @@ def make_drain_factory(
     instruction_sources: InstructionSources | None = None,
 ) -> Callable[[Runtime], Drain]:
     """A `RuntimeOptions.drain_factory` running the runner over the runtime's services; defaults are the real
-    providers, the built-in tools and instruction sources, the wall clock and background session titles. The
-    runtime's MCP servers are added to the tools and (as MCP guidance) to the instruction sources either way."""
+    providers, the built-in tools and instruction sources, the wall clock and background session titles. The runner's
+    tools are a registry of its own, read from `tools` when the runtime is built (`tools` itself is left as given):
+    its sources, then the runtime's MCP servers and subagents (unless `tools` has them), then the plugins' tools. The
+    MCP servers are added (as MCP guidance) to the instruction sources as well."""
 
     def factory(runtime: Runtime) -> Drain:
         # imported here, not above: importing this module (a server does at start) loads none of the runner
@@ -39,10 +41,11 @@ def make_drain_factory(
         from .instructions.checkpoint import CheckpointPreparer
         from .instructions.composition import InstructionSources
         from .instructions.nearby import NearbyInstructions
-        from .llm.retry import base_delay_ms
+        from .llm.retry import Clock, base_delay_ms
         from .mcp.guidance import McpGuidance
         from .mcp.source import McpToolSource
         from .subagents import Delegation, SubagentTools
+        from .tools.registry import ToolRegistry, default_registry
 
         options = runtime.options
         retry_base = options.retry_base_delay_ms
@@ -51,34 +54,32 @@ def make_drain_factory(
         with_mcp = (instruction_sources or InstructionSources()).extended([("mcp", McpGuidance(runtime.mcp,
                                                                                                options.env))])
         sources = with_mcp if plugins is None else plugins.instruction_sources(with_mcp)
-        deps = RunnerDeps(store=runtime.store, env=options.env, provider_for=provider or runtime.providers.for_model,
+        given = tools if tools is not None else default_registry()
+        tool_sources = list(given.sources)
+        if not any(isinstance(source, McpToolSource) for source in tool_sources):
+            tool_sources.append(McpToolSource(runtime.mcp))  # the MCP servers configured at each Step's Location
+        if not any(isinstance(source, SubagentTools) for source in tool_sources):
+            def interrupt(child: str) -> Awaitable[object]:
+                return runtime.execution.interrupt(child, "user")
+
+            tool_sources.append(SubagentTools(Delegation(runtime.sessions, interrupt, options.env,
+                                                         runtime.start_anywhere)))
+        if plugins is not None:  # the plugins' tools come after the registry's own
+            tool_sources += plugins.tool_sources()
+        registry = ToolRegistry(tool_sources, max_lines=given.max_lines, max_bytes=given.max_bytes,
+                                outputs=runtime.outputs if given.outputs is None else given.outputs)
+        runtime.on_close(registry.stop)
+        provider_for = provider or runtime.providers.for_model
+        deps = RunnerDeps(store=runtime.store, env=options.env, provider_for=provider_for, tools=registry,
+                          clock=clock or Clock(),
                           instructions=CheckpointPreparer(runtime.store, options.env, sources=sources),
                           on_read=NearbyInstructions(runtime.store).hook,
+                          titles=SessionTitles(runtime.store, options.env, provider_for, runtime.spawn) if titles
+                          else None,
                           retry_base_delay_ms=base_delay_ms(options.env) if retry_base is None else retry_base,
                           permissions=runtime.permissions, questions=runtime.questions, config=runtime.config,
-                          snapshots=runtime.snapshots, host=runtime.host, user_hooks=runtime.user_hooks)
-        if tools is not None:
-            deps.tools = tools
-        if not any(isinstance(source, McpToolSource) for source in deps.tools.sources):
-            deps.tools.add_source(McpToolSource(runtime.mcp))  # the MCP servers configured at each Step's Location
-        if not any(isinstance(source, SubagentTools) for source in deps.tools.sources):
-            async def interrupt(child: str) -> None:  # the runtime's execution exists once it opened
-                if runtime.execution is not None:
-                    await runtime.execution.interrupt(child, "user")
-
-            deps.tools.add_source(SubagentTools(Delegation(runtime.sessions, interrupt, options.env,
-                                                                    runtime.start_anywhere)))
-        if deps.tools.outputs is None:
-            deps.tools.outputs = runtime.outputs
-        if plugins is not None:  # the plugins' tools come after the registry's own
-            for source in plugins.tool_sources():
-                deps.tools.add_source(source)
-            deps.hooks = plugins.hooks
-        runtime.on_close(deps.tools.stop)
-        if clock is not None:
-            deps.clock = clock
-        if titles:
-            deps.titles = SessionTitles(runtime.store, options.env, deps.provider_for, runtime.spawn)
+                          snapshots=runtime.snapshots, hooks=plugins.hooks if plugins is not None else None,
+                          user_hooks=runtime.user_hooks, host=runtime.host)
         return Runner(deps).drain
 
     return factory

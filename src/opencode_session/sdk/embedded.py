@@ -16,14 +16,13 @@ from ..client.websocket import WebSocketConnector
 from ..core.llm.model import Provider, ResolvedModel
 from ..core.llm.retry import Clock
 from ..core.plugins import Plugin
-from ..core.runtime import Runtime, RuntimeOptions
+from ..core.runtime import PtyEnvironment, Runtime, RuntimeOptions, no_overlay
 from ..core.store import require_backend
 from ..core.tools.registry import ToolRegistry, default_registry
 from ..core.tools.tool import Tool
 from ..core.wiring import make_drain_factory
 from ..server.app import create_app
 from ..server.guard import GuardOptions
-from ..server.host import PtyEnvironment, no_overlay
 from .transport import ASGIStreamingTransport
 from .websocket import InMemoryWebSockets
 
@@ -35,7 +34,8 @@ class OpenCode(OpenCodeClient):
     """`async with OpenCode(db=...) as oc: await oc.session.create()`.
 
     Shares the networked client's methods, routing, middleware, codecs and errors; only the transport differs.
-    Embedded-only: `tools` (register Python tools the runner may call), `runtime` (the core objects), `transport`
+    Embedded-only: `tools` (register Python tools the runner may call; read when the host opens), `runtime`
+    (the core objects), `transport`
     and `websockets` (the in-memory HTTP transport and WebSocket connector, for another client of the same host) and
     `pty_environment` (the host's additions to a new terminal's environment), `plugins` (Python plugins given in code)
     and `discover_plugins` (also load the installed ones and opencode.json's `python:` entries, as `ocs` does).
@@ -72,10 +72,10 @@ class OpenCode(OpenCodeClient):
             db_path=db, directory=directory or os.getcwd(), env=dict(os.environ if env is None else env),
             drain_factory=make_drain_factory(tools=self.tools, provider=provider, clock=clock),
             plugins=tuple(plugins), discover_plugins=discover_plugins, create_database=create,
+            pty_environment=pty_environment,
         )
         self._heartbeat = heartbeat
         self._stall_timeout = stall_timeout
-        self._pty_environment = pty_environment
         self._runtime: Runtime | None = None
         self._app: Any = None
         self._in_memory = ASGIStreamingTransport(self._serve)
@@ -119,7 +119,7 @@ class OpenCode(OpenCodeClient):
         # The in-memory transport's requests name EMBEDDED_BASE_URL's host; nothing else can reach this app.
         guard = GuardOptions(allowed_hosts=(EMBEDDED_HOST,))
         self._app = create_app(runtime, env=self._options.env, heartbeat=self._heartbeat, guard=guard,
-                               stall_timeout=self._stall_timeout, pty_environment=self._pty_environment)
+                               stall_timeout=self._stall_timeout)
         return self
 
     async def aclose(self) -> None:

@@ -18,7 +18,6 @@ from starlette.routing import BaseRoute, Match, Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
 from ..core.fs import is_binary
-from ..core.location import resolve_location
 from ..core.runtime import Runtime
 from ..core.telemetry import hooks, telemetry
 from ..protocol import ENDPOINTS, Endpoint, decode_query
@@ -28,7 +27,7 @@ from .auth import BasicAuthMiddleware
 from .body import JSONAnswer, read_json_body
 from .guard import BodyGuard, GuardOptions, OriginGuard
 from .handlers import HANDLERS, Call
-from .host import Host, PtyEnvironment, no_overlay, with_plugins
+from .host import Host
 from .scope import scope
 from .sse import SSEResponse
 from .terminal_socket import serve_terminal
@@ -146,22 +145,15 @@ class AppState:
 
 
 def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartbeat: float = 15.0,
-               guard: GuardOptions | None = None, stall_timeout: float = 15.0,
-               pty_environment: PtyEnvironment = no_overlay) -> Starlette:
+               guard: GuardOptions | None = None, stall_timeout: float = 15.0) -> Starlette:
     """The V2 API app over `runtime`. `app.state.ocs.shutdown` ends every stream when set; an event stream whose
-    reader accepts nothing for `stall_timeout` seconds is cut off. `pty_environment` is the host's overlay on a new
-    terminal's environment, and of a local MCP server's."""
+    reader accepts nothing for `stall_timeout` seconds is cut off. New terminals get the runtime's PTY Environment."""
     guard = guard or GuardOptions()
     env = os.environ if env is None else env
     missing = [e.operation_id for e in ENDPOINTS if e.operation_id not in HANDLERS]
     if missing:
         raise RuntimeError(f"operations without a handler: {missing}")
-    plugins = runtime.plugins
-    if plugins is not None and plugins.hooks.pty_environment_hooks:
-        pty_environment = with_plugins(pty_environment, plugins.hooks)
-    state = AppState(heartbeat, stall_timeout, Host(pty_environment=pty_environment))
-    if pty_environment is not no_overlay:  # local MCP servers get the host's additions too (the PTY Environment)
-        runtime.mcp.overlay = lambda directory: pty_environment(resolve_location(directory), directory)
+    state = AppState(heartbeat, stall_timeout, Host(pty_environment=runtime.pty_environment))
     doc: list[dict[str, Any]] = []  # rendered on first request: it costs a third of start-up and few ask for it
 
     async def openapi_doc(_request: Request) -> Response:

@@ -1,40 +1,17 @@
-"""What the server adds around core for terminals: the PTY Environment adapter (the host's overlay on a new
-terminal's environment, over the plugins' additions) and the single-use tickets that open a terminal's WebSocket
-without the password."""
+"""What the server adds around core for terminals: the runtime's PTY Environment (the host's overlay on a new
+terminal's environment, over the plugins' additions) where handlers reach it, and the single-use tickets that open a
+terminal's WebSocket without the password."""
 
 from __future__ import annotations
 
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from ..core.location import Location
+from ..core.runtime import PtyEnvironment, no_overlay
 from ..schema.pty import PtyTicketConnectToken
-
-if TYPE_CHECKING:
-    from ..core.plugins.hooks import PluginHooks
-
-# The host's additions to a new terminal's environment, observed for the request's Location and the terminal's
-# resolved working directory. A standalone server adds nothing.
-PtyEnvironment = Callable[[Location, Path], Mapping[str, str]]
-
-
-def no_overlay(_location: Location, _cwd: Path) -> Mapping[str, str]:
-    return {}
-
-
-def with_plugins(overlay: PtyEnvironment, hooks: PluginHooks) -> PtyEnvironment:
-    """The host's overlay over what the plugins' PTY Environment hooks add (the host's own word wins)."""
-
-    def merged(location: Location, cwd: Path) -> Mapping[str, str]:
-        return {**hooks.pty_environment(location, cwd), **overlay(location, cwd)}
-
-    return merged
-
 
 TICKET_TTL_S = 60
 TICKET_CAPACITY = 10_000  # outstanding tickets; the oldest are dropped beyond this

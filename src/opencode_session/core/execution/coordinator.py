@@ -74,10 +74,6 @@ class SessionExecution:
         self._held: dict[str, bool] = {}  # sessions held idle -> whether a wake (a forced one: True) waits
         self._closed = False
         self.ownership = ownership
-        self._chores: set[asyncio.Task[None]] = set()
-        if ownership is not None:
-            ownership.heard["wake"] = lambda sid, note: self.wake(sid, force=bool(note.get("force")))
-            ownership.heard["interrupt"] = lambda sid, note: self._chore(self.interrupt(sid, "user"))
 
     # --- queries ----------------------------------------------------------------------------------
 
@@ -151,17 +147,6 @@ class SessionExecution:
             return
         self._start(lease.session_id, force=True).lease = lease
 
-    def _chore(self, work: Awaitable[object]) -> None:
-        async def _run() -> None:
-            try:
-                await work
-            except Exception:
-                log.exception("a forwarded request failed")
-
-        task = asyncio.create_task(_run())
-        self._chores.add(task)
-        task.add_done_callback(self._chores.discard)
-
     @contextlib.asynccontextmanager
     async def idle_hold(self, session_id: str) -> AsyncIterator[None]:
         """Keep the session idle while changing what a drain reads (its files, its history): SessionBusyError while
@@ -182,8 +167,6 @@ class SessionExecution:
         self._closed = True
         self._successor.clear()
         await asyncio.gather(*(self.interrupt(sid, reason) for sid in list(self._running)))
-        for chore in list(self._chores):
-            chore.cancel()
 
     # --- the busy period ----------------------------------------------------------------------------------
 

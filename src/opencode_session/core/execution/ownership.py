@@ -124,13 +124,13 @@ class Ownership:
     """This host's side of session leases on a shared database."""
 
     def __init__(self, store: Store, host: str, ttl_ms: int = DEFAULT_TTL_MS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, heard: Mapping[str, Heard] | None = None) -> None:
         self.store = store
         self.host = host
         self.ttl_ms = ttl_ms
         self.clock = clock
         self.trusted_s = ttl_ms * (1 - MARGIN_SHARE) / 1000  # how long a renewal is trusted, by `clock`
-        self.heard: dict[str, Heard] = {}  # what to do with a forwarded action, by its name ("wake", ...)
+        self.heard = dict(heard or {})  # what to do with a forwarded action, by its name ("wake", ...)
         self._sweeper: asyncio.Task[None] | None = None
         self._taken: dict[tuple[str, int], float] = {}  # when the write that took a lease was sent, until its tenure
         store.signals.append(self._signalled)

@@ -38,16 +38,18 @@ def inbox_item(item: PendingInput) -> InboxItem:
 
 class SessionLifecycle:
     """Update, remove and inbox operations over the store. `interrupt` stops a session's execution and waits for
-    it (the runtime installs it), `released` is told each removed session's directory once it is gone, and
+    it (the runtime's execution), `released` is told each removed session's directory once it is gone, and
     `outputs` is the directory of Managed Tool Output Files (a removed session's are deleted there)."""
 
-    def __init__(self, store: Store, sessions: Sessions, outputs: Path | None = None) -> None:
+    def __init__(self, store: Store, sessions: Sessions, outputs: Path | None = None, *,
+                 interrupt: Interrupt | None = None, released: Callable[[str], Awaitable[None]] | None = None,
+                 removed: Callable[[str], None] | None = None) -> None:
         self.store = store
         self.sessions = sessions
         self.outputs = outputs
-        self.interrupt: Interrupt | None = None
-        self.released: Callable[[str], Awaitable[None]] | None = None
-        self.removed: Callable[[str], None] | None = None  # told each removed session's ID
+        self.interrupt = interrupt
+        self.released = released
+        self.removed = removed  # told each removed session's ID
         self._viewed: dict[str, int] = {}  # the newest idle transition each session was seen at, by this process
 
     # --- update ------------------------------------------------------------------------------------------

@@ -71,19 +71,19 @@ def require_session(reader: Reader, session_id: str) -> SessionV2Info:
 
 class Sessions:  # its `list` method shadows the builtin in annotations below it: those say `builtins.list`
     """Core operations on durable Sessions. `wake` is the advisory execution doorbell and `hold` keeps a session
-    idle while it moves (the runtime installs both); `env` is what permission rules see and `config` the
+    idle while it moves (the runtime's execution gives both); `env` is what permission rules see and `config` the
     configuration source (the model a session selects must be declared there; None: one of its own over `env`)."""
 
     def __init__(self, store: Store, default_location: Location, wake: Callable[[str], None] | None = None,
                  env: Mapping[str, str] | None = None, config: ConfigSource | None = None,
-                 hooks: UserHooks | None = None) -> None:
+                 hooks: UserHooks | None = None, hold: Hold = no_hold) -> None:
         self.store = store
         self.hooks = hooks  # the config's SessionStart and UserPromptSubmit hooks run here
         self.default_location = default_location
         self.env = os.environ if env is None else env
         self.config = ConfigSource(self.env) if config is None else config
         self.wake: Callable[[str], None] = wake or (lambda _sid: None)
-        self.hold: Hold = no_hold
+        self.hold = hold
 
     async def _require_declared(self, location: Location, model: ModelRef) -> None:
         """A model the configuration at `location` does not declare is a bad request, not a later provider call."""
