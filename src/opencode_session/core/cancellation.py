@@ -52,22 +52,24 @@ class TaskScope:
         self.name = name
         self._group: TaskGroup | None = None
         self._host: asyncio.Task[None] | None = None
-        self._waiting: list[tuple[contextvars.Context, Callable[[], Awaitable[object]], str]] = []
+        self._waiting: list[tuple[contextvars.Context, Callable[[], Awaitable[object]], str, bool]] = []
         self._running = 0
         self._idle: anyio.Event | None = None
         self._closed = False
 
     def start_soon(self, work: Callable[[], Awaitable[object]], name: str,
-                   context: contextvars.Context | None = None) -> bool:
-        """Run `work()` in this scope (in `context`, by default a copy of the caller's); False once it is closed."""
+                   context: contextvars.Context | None = None, *, lasting: bool = False) -> bool:
+        """Run `work()` in this scope (in `context`, by default a copy of the caller's); False once it is closed. A
+        `lasting` task (a sweep) runs until the scope closes: `settle` does not wait for it."""
         if self._closed:
             return False
         context = context if context is not None else contextvars.copy_context()
-        self._running += 1
+        if not lasting:
+            self._running += 1
         if self._group is not None:
-            context.run(self._group.start_soon, self._run, work, name, name=name)
+            context.run(self._start, self._group, work, name, lasting)
         else:
-            self._waiting.append((context, work, name))
+            self._waiting.append((context, work, name, lasting))
             if self._host is None:
                 # the one task no group starts: the scope lives from its owner's first call to its `aclose`, across
                 # calls from several tasks, which no `async with` block in one of them can span
@@ -78,12 +80,15 @@ class TaskScope:
     async def _hosting(self) -> None:
         async with anyio.create_task_group() as group:
             self._group = group
-            for context, work, name in self._waiting:
-                context.run(group.start_soon, self._run, work, name, name=name)
+            for context, work, name, lasting in self._waiting:
+                context.run(self._start, group, work, name, lasting)
             self._waiting.clear()
             await anyio.sleep_forever()
 
-    async def _run(self, work: Callable[[], Awaitable[object]], name: str) -> None:
+    def _start(self, group: TaskGroup, work: Callable[[], Awaitable[object]], name: str, lasting: bool) -> None:
+        group.start_soon(self._run, work, name, lasting, name=name)  # (in the context it is called in)
+
+    async def _run(self, work: Callable[[], Awaitable[object]], name: str, lasting: bool) -> None:
         try:
             await work()
         except Exception:
@@ -94,9 +99,10 @@ class TaskScope:
             # a cancellation of this task alone (not this scope's) ends it, not its siblings
             log.warning("%s: %s was cancelled", self.name, name)
         finally:
-            self._running -= 1
-            if self._running == 0 and self._idle is not None:
-                self._idle.set()
+            if not lasting:
+                self._running -= 1
+                if self._running == 0 and self._idle is not None:
+                    self._idle.set()
 
     async def settle(self, timeout: float) -> None:
         """Give the running tasks up to `timeout` seconds to finish."""
