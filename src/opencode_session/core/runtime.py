@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import functools
 import getpass
@@ -14,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import platformdirs
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 from ..schema.errors import PermissionNotFoundError, QuestionNotFoundError
 from ..schema.permission import PermissionV2Reply
 from ..schema.session import SessionOwner
+from .cancellation import TaskScope
 from .child_env import withheld
 from .config import ConfigSource
 from .credentials import CREDENTIALS_FILE, ConnectedConfig, CredentialStore
@@ -108,8 +109,7 @@ class Runtime:
     def __init__(self, options: RuntimeOptions) -> None:
         self.options = options
         # what closing releases and what runs beside the drains: ready before a drain factory sees the runtime
-        self._background: set[asyncio.Task[None]] = set()
-        self._sweepers: list[asyncio.Task[None]] = []
+        self.chores = TaskScope("runtime")  # each failure of what runs beside the drains logged there, once
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self._event_hooks: EventFeed | None = None  # what shows durable events to the plugins' event hooks
         self._unwatch: list[Callable[[], None]] = []  # this runtime's gauges, removed when it closes
@@ -148,8 +148,8 @@ class Runtime:
         # forwards to another
         self.ownership: Ownership | None = Ownership(self.store, self.host, self.lease_ttl_ms, heard={
             "wake": lambda sid, note: self.execution.wake(sid, force=bool(note.get("force"))),
-            "interrupt": lambda sid, _note: self.spawn(_logged(self.execution.interrupt(sid, "user"),
-                                                               "a forwarded interrupt")),
+            "interrupt": lambda sid, _note: self.spawn(self.execution.interrupt(sid, "user"),
+                                                       "a forwarded interrupt"),
             "permission": self._heard_permission, "question": self._heard_question,
         }) if self.store.backend.shared else None
         drain = options.drain_factory(self) if options.drain_factory else _idle_drain
@@ -234,17 +234,17 @@ class Runtime:
         return McpServers(self.options.env, overlay=lambda directory: overlay(resolve_location(directory), directory))
 
     async def _sweep_snapshots(self) -> None:
-        await asyncio.sleep(FIRST_SNAPSHOT_SWEEP_S)  # a short-lived `ocs run` never sweeps (nor imports the snapshots)
+        await anyio.sleep(FIRST_SNAPSHOT_SWEEP_S)  # a short-lived `ocs run` never sweeps (nor imports the snapshots)
         await self.snapshots.sweep_forever(first=0)
 
-    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        """Run `work` (a session title, say) beside the drains; closing the runtime cancels what is left of it. It
-        is not part of the execution that started it: its writes are not fenced by that execution's lease."""
+    def spawn(self, work: Coroutine[Any, Any, object], name: str = "background work") -> None:
+        """Run `work` (a session title, say) beside the drains; closing the runtime cancels what is left of it, and
+        its failure is logged by the runtime's chores. It is not part of the execution that started it: its writes
+        are not fenced by that execution's lease."""
         context = contextvars.copy_context()
         context.run(set_fence, None)
-        task = asyncio.create_task(work, name="runtime-background", context=context)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        if not self.chores.start_soon(lambda: work, name, context):
+            work.close()  # the runtime is closing: it never starts
 
     def on_close(self, close: Callable[[], Awaitable[None]]) -> None:
         """Have `close` awaited when the runtime closes, after every drain stopped (e.g. the tool sources' stop)."""
@@ -252,8 +252,7 @@ class Runtime:
 
     async def settle_background(self, timeout: float) -> None:
         """Give background work up to `timeout` seconds to finish (before a short-lived host closes)."""
-        if self._background:
-            await asyncio.wait(set(self._background), timeout=timeout)
+        await self.chores.settle(timeout)
 
     async def open(self) -> Runtime:
         """Open the store and start the background work: the sweeps, the plugins' event hooks, the lease sweep."""
@@ -262,8 +261,8 @@ class Runtime:
             raise DatabaseNotFoundError(str(path))  # before anything is created beside it
         self._configure_telemetry()
         await self.store.open()
-        self._sweepers = [asyncio.create_task(self.outputs.sweep_forever(), name="tool-output-sweep"),
-                          asyncio.create_task(self._sweep_snapshots(), name="snapshot-sweep")]
+        self.chores.start_soon(self.outputs.sweep_forever, "the tool output sweep", lasting=True)
+        self.chores.start_soon(self._sweep_snapshots, "the snapshot sweep", lasting=True)
         if self.plugins is not None:
             self._event_hooks = self.plugins.hooks.watch(self.store.live)
         if self.ownership is not None and self.options.drain_factory:
@@ -317,9 +316,9 @@ class Runtime:
         if reply not in ("once", "always", "reject"):
             return
         message = note.get("message")
-        self.spawn(_logged(self.permissions.reply(session_id, str(note.get("request")), reply,
-                                                  message if isinstance(message, str) else None),
-                           "a forwarded permission reply"))
+        self.spawn(self.permissions.reply(session_id, str(note.get("request")), reply,
+                                          message if isinstance(message, str) else None),
+                   "a forwarded permission reply")
 
     def _heard_question(self, session_id: str, note: dict[str, Any]) -> None:
         try:
@@ -389,7 +388,7 @@ class Runtime:
             if await self.continuations.continue_after_loss(lease.session_id) == "over-budget":
                 await self.store.write(lambda tx: tx.leases.release(lease))  # it stays idle: nobody executes it
 
-        self.spawn(_logged(_continue(), f"continuing session {lease.session_id}"))
+        self.spawn(_continue(), f"continuing session {lease.session_id}")
 
     async def continue_lost(self, session_ids: list[str]) -> dict[str, continuation.Outcome]:
         """Continue each session `lost_sessions` found, within the resume budget."""
@@ -410,7 +409,7 @@ class Runtime:
             page, _ = await self.sessions.list(project=location.project_id, limit=1)
             if page:
                 return
-        await asyncio.to_thread(self.snapshots.release, location)
+        await anyio.to_thread.run_sync(self.snapshots.release, location)
 
     async def close(self) -> None:
         if "terminals" in self.__dict__:
@@ -422,10 +421,7 @@ class Runtime:
         if self._event_hooks is not None:  # the event hooks see what the sessions committed, then stop
             await self._event_hooks.flush(EVENT_HOOKS_GRACE_S)
             await self._event_hooks.cancel()
-        background = list(self._background) + self._sweepers
-        for task in background:
-            task.cancel()
-        await asyncio.gather(*background, return_exceptions=True)
+        await self.chores.aclose()
         for close in reversed(self._closers):
             try:
                 await close()
@@ -467,11 +463,6 @@ def _with_plugins(overlay: PtyEnvironment, plugins: Plugins | None) -> PtyEnviro
     return merged
 
 
-async def _logged(work: Awaitable[object], what: str) -> None:
-    try:
-        await work
-    except Exception as failed:
-        log.warning("%s failed: %s", what, failed)
 def _on_started(tx: Tx, session_id: str) -> None:
     suspension.on_started(tx, session_id)
     continuation.on_started(tx, session_id)

@@ -16,10 +16,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+import anyio
+
 from ...schema import events as ev
 from ...schema import session_errors
 from ...schema.common import SessionErrorInfo
 from ...schema.errors import SessionBusyError
+from ..cancellation import TaskScope, owned_tasks
 from ..store import Lease, SessionFencedError, Store, Tx, set_fence
 from .ownership import LeaseTenure, Ownership
 
@@ -49,7 +52,8 @@ class DrainInterrupted(Exception):
 @dataclass
 class _Execution:
     session_id: str
-    task: asyncio.Task | None = None
+    task: asyncio.Task | None = None  # the task running the busy period (in the coordinator's scope), once started
+    cancelled: bool = False  # its interrupt's one cancellation was sent
     pending_wake: bool = False
     force: bool = False
     stopping: InterruptReason | None = None
@@ -58,6 +62,20 @@ class _Execution:
     lease: Lease | None = None  # on a shared database: the lease this busy period executes (and writes) under
     lost: bool = False  # the lease changed hands meanwhile: this host may no longer write for the session
     tenure: LeaseTenure | None = None  # how long this host can be sure it still holds `lease`
+
+    def cancel(self) -> None:
+        """Interrupt the busy period: one cancellation of its task (or none ever starts, when it has not yet)."""
+        if self.task is not None and not self.cancelled:
+            self.task.cancel()
+        self.cancelled = True
+
+    def consumed(self) -> bool:
+        """Whether the cancellation being handled is only this busy period's interrupt: it is consumed (the task no
+        longer counts it); one from outside (the coordinator's scope closing) is still pending and must propagate."""
+        task = asyncio.current_task()
+        if not self.cancelled or task is None or task is not self.task:
+            return False
+        return task.uncancel() == 0
 
 
 class SessionExecution:
@@ -74,12 +92,14 @@ class SessionExecution:
         self._held: dict[str, bool] = {}  # sessions held idle -> whether a wake (a forced one: True) waits
         self._closed = False
         self.ownership = ownership
+        # the busy periods' tasks, each failure logged there once
+        self._tasks = TaskScope("session execution")
 
     # --- queries ----------------------------------------------------------------------------------
 
     def active(self) -> list[str]:
         """Sessions with a foreground drain owned by this process right now."""
-        return [sid for sid, ex in self._running.items() if ex.task is not None and not ex.task.done()]
+        return [sid for sid, ex in self._running.items() if not ex.done.is_set()]
 
     # --- doorbells --------------------------------------------------------------------------------------
 
@@ -106,7 +126,7 @@ class SessionExecution:
         """Stop the session's execution (asking the host that holds it, on a shared database, and waiting for it
         to stop); pending input stays pending. Idle is a no-op returning False."""
         ex = self._running.get(session_id)
-        if ex is None or ex.task is None or ex.task.done():
+        if ex is None or ex.done.is_set():
             if self.ownership is None or (lease := await self.ownership.holder(session_id)) is None:
                 return False
             await self.ownership.forward(lease, "interrupt")
@@ -116,7 +136,7 @@ class SessionExecution:
             ex.stopping = reason
             ex.pending_wake = False  # wakes so far belonged to the interrupted intent
             self._successor.discard(session_id)
-            ex.task.cancel()
+            ex.cancel()
         await ex.done.wait()
         return True
 
@@ -166,7 +186,10 @@ class SessionExecution:
     async def shutdown(self, reason: InterruptReason = "shutdown") -> None:
         self._closed = True
         self._successor.clear()
-        await asyncio.gather(*(self.interrupt(sid, reason) for sid in list(self._running)))
+        async with anyio.create_task_group() as stopping:
+            for sid in list(self._running):
+                stopping.start_soon(self.interrupt, sid, reason)
+        await self._tasks.aclose()  # what is left: the forwarded chores (every busy period ended above)
 
     # --- the busy period ----------------------------------------------------------------------------------
 
@@ -174,10 +197,9 @@ class SessionExecution:
         ex = _Execution(session_id, force=force)
         self._running[session_id] = ex
         # a context of its own: a drain started from inside another's (a subagent) writes under its own lease
-        ex.task = asyncio.create_task(self._run(ex), name=f"session-execution:{session_id}",
-                                      context=contextvars.Context())
-        # a task cancelled before its first step never runs `_run` (nor its finally): release it here then
-        ex.task.add_done_callback(lambda _task: self._release(ex))
+        if not self._tasks.start_soon(lambda: self._run(ex), f"session-execution:{session_id}",
+                                      contextvars.Context()):
+            self._release(ex)
         return ex
 
     def _release(self, ex: _Execution) -> None:
@@ -226,9 +248,9 @@ class SessionExecution:
 
         return _write
 
-    async def _own(self, ex: _Execution) -> asyncio.Task[None] | None:
-        """Take the session's lease for this busy period and keep it renewed (the returned task); when another
-        host holds it, forward the wake there instead and return None."""
+    async def _own(self, ex: _Execution) -> LeaseTenure | None:
+        """Take the session's lease for this busy period (its tenure, to keep renewed); when another host holds it,
+        forward the wake there instead and return None."""
         assert self.ownership is not None
         sid = ex.session_id
         lease = ex.lease or await self.ownership.take(sid)
@@ -241,7 +263,7 @@ class SessionExecution:
         ex.lease = lease
         ex.tenure = tenure = self.ownership.tenure(lease, lambda: self._lost(ex))
         set_fence(lease, tenure)
-        return asyncio.create_task(self.ownership.keep(tenure), name=f"lease:{sid}")
+        return tenure
 
     def _lost(self, ex: _Execution) -> None:
         """The lease changed hands under a running drain: stop it; the new owner continues the session."""
@@ -249,22 +271,47 @@ class SessionExecution:
         ex.pending_wake = False
         if ex.stopping is None:
             ex.stopping = "superseded"
-        if ex.task is not None:
-            ex.task.cancel()
+        ex.cancel()
 
     async def _run(self, ex: _Execution) -> None:
-        keeper = None
-        if self.ownership is not None:
-            keeper = await self._own(ex)
-            if keeper is None:
-                return
+        ex.task = asyncio.current_task()
         try:
-            await self._busy(ex)
+            if ex.cancelled:
+                return  # interrupted before it began
+            if self.ownership is None:
+                await self._busy(ex)
+                return
+            try:
+                tenure = await self._own(ex)
+            except asyncio.CancelledError:
+                if ex.consumed():
+                    return  # interrupted while taking the lease: nothing began, nothing to record
+                raise
+            if tenure is None:
+                return
+            try:
+                # the busy period owns its lease's renewal: it ends with it
+                async with owned_tasks() as keeping:
+                    keeping.start_soon(self._keep, ex, tenure, name=f"lease:{ex.session_id}")
+                    try:
+                        await self._busy(ex)
+                    finally:
+                        keeping.cancel_scope.cancel()
+            finally:
+                tenure.end(lost=ex.lost)
+        except asyncio.CancelledError:
+            if not ex.consumed():
+                raise
+            # the interrupt arrived after the busy period's end was recorded: nothing is left to stop
         finally:
-            if keeper is not None:
-                keeper.cancel()
-            if ex.tenure is not None:
-                ex.tenure.end(lost=ex.lost)
+            self._release(ex)  # (idempotent: `_busy` released it already)
+
+    async def _keep(self, ex: _Execution, tenure: LeaseTenure) -> None:
+        assert self.ownership is not None
+        try:
+            await self.ownership.keep(tenure)
+        except Exception:  # the drain runs on; the lease lapses (and fences it) if it cannot be renewed
+            log.exception("renewing session %s's lease failed", ex.session_id)
 
     async def _busy(self, ex: _Execution) -> None:
         sid = ex.session_id
@@ -283,6 +330,8 @@ class SessionExecution:
                         break
                 terminal = ev.ExecutionSucceeded(sessionID=sid)
             except asyncio.CancelledError:
+                if not ex.consumed():
+                    raise  # not this busy period's interrupt: the coordinator's scope is closing
                 outcome = "interrupted"
                 terminal = ev.ExecutionInterrupted(sessionID=sid, reason=ex.stopping or "shutdown")
             except DrainInterrupted as stop:

@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import anyio
+from anyio.abc import TaskGroup
 
 from ...schema import events as ev
 from ...schema import session_errors
 from ...schema.base import Struct
 from ...schema.common import ModelRef, SessionErrorInfo, TokenCache, Tokens
 from ...schema.message import ToolContent, ToolTextContent
-from ..cancellation import shielded
+from ..cancellation import owned_tasks, shielded
 from ..config import Config
 from ..llm import model as llm
 from ..llm.catalog import step_cost
@@ -108,7 +109,7 @@ class _Call:
     call_id: str
     name: str
     settled: bool = False
-    task: asyncio.Task | None = None
+    running: bool = False  # a local call's task is running in the Step's group
 
 
 @dataclass
@@ -153,6 +154,8 @@ def local_settlement(session_id: str, assistant_id: str, call_id: str,
 
 
 class Step:
+    _tools: TaskGroup  # the tasks of the Step's local calls, while `run` streams and joins them
+
     def __init__(self, ctx: StepContext) -> None:
         self.ctx = ctx
         self.outcome = StepOutcome()
@@ -225,17 +228,19 @@ class Step:
         r = self.ctx.resolved
         self.attempt = hooks.attempt(r.provider_id, r.model_id, r.wire_model, self.ctx.request)
         try:
-            try:
-                async for event in self.stream:
-                    await self._on_event(event)
-            except ProviderError as error:
-                self.outcome.error = error.redacted(self.ctx.secrets)
-            if self.attempt is not None:
-                self._attempt_ended()
-            await self._close_open_blocks()
-            if any(c.task is not None and not c.task.done() for c in self.calls.values()):
-                await self._close()  # tools may run for minutes: give the connection back meanwhile
-            await self._join_tools()
+            # the Step owns its local calls' tasks: the block ends once every one settled; an interrupt or a defect
+            # here cancels those still running, and the block ends once they stopped
+            async with owned_tasks() as self._tools:
+                try:
+                    async for event in self.stream:
+                        await self._on_event(event)
+                except ProviderError as error:
+                    self.outcome.error = error.redacted(self.ctx.secrets)
+                if self.attempt is not None:
+                    self._attempt_ended()
+                await self._close_open_blocks()
+                if any(c.running for c in self.calls.values()):
+                    await self._close()  # tools may run for minutes: give the connection back meanwhile
             # no wait since the stream's last events: the terminal joins their transaction (one commit, not two)
             await self._settle()
             await self._flush()  # a Step left for retry ends on a queued step start
@@ -360,7 +365,8 @@ class Step:
                 type=self.refusal.type, message=self.refusal.message)))
         else:
             await confirm_lease()  # no tool starts for a session whose lease may have lapsed
-            record.task = asyncio.create_task(self._run_tool(record, call.input))
+            record.running = True
+            self._tools.start_soon(self._run_tool, record, call.input, name=f"tool:{call.name}:{call.call_id}")
 
     async def _on_tool_result(self, result: llm.ToolResult) -> None:
         """A hosted call's result, as the provider reported it; one for a call never made has nothing to settle."""
@@ -372,12 +378,15 @@ class Step:
 
     async def _run_tool(self, record: _Call, tool_input: dict[str, Any]) -> None:
         """Run one call to its one settlement: a failure around the tool's own run (bounding or recording its output
-        on a full disk, say) settles the call as `tool.execution` with the cause, and is logged."""
+        on a full disk, say) settles the call as `tool.execution` with the cause, and is logged (once, here). Should
+        even that settlement fail, the failure leaves the task and fails the Step that owns it."""
         ran: list[bool] = []
         try:
             await self._execute(record, tool_input, ran)
         except Exception as failed:
             self._settle_failed(record, failed, ran=bool(ran))
+        finally:
+            record.running = False
 
     def _settle_failed(self, record: _Call, failed: Exception, *, ran: bool) -> None:
         what = "its output could not be recorded" if ran else "it could not be run"
@@ -555,17 +564,6 @@ class Step:
         self._defer(data, lazy=False)
         record.settled = True
 
-    async def _join_tools(self) -> None:
-        """Wait for the local calls; one whose task failed anyway (its failure could not even be settled) is logged
-        and settled now, and a failure to settle it fails the Step (never a silent "no result")."""
-        records = [c for c in self.calls.values() if c.task is not None]
-        if not records:
-            return
-        results = await asyncio.gather(*(c.task for c in records if c.task is not None), return_exceptions=True)
-        for record, result in zip(records, results, strict=True):
-            if isinstance(result, Exception) and not record.settled:
-                self._settle_failed(record, result, ran=True)
-
     def _fail_unsettled(self, error: SessionErrorInfo) -> None:
         for record in self.calls.values():
             if not record.settled:
@@ -611,10 +609,7 @@ class Step:
         await self._append(data)
 
     async def _abort(self, step_error: SessionErrorInfo | None = None) -> None:
-        for record in self.calls.values():
-            if record.task is not None and not record.task.done():
-                record.task.cancel()
-        await self._join_tools()
+        """End an interrupted (or broken) Step: its local calls' tasks have stopped already (their group ended)."""
         await self._close_open_blocks()
         self._fail_unsettled(SessionErrorInfo(type=session_errors.ABORTED, message=INTERRUPTED_TOOL))
         if step_error is not None:

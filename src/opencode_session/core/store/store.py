@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
+
+import anyio
 
 from ...schema import jsontext
 from ...schema.base import Struct
@@ -210,10 +213,10 @@ class Store:
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
-            try:
+            # shielded from a cancel scope too: its cancellation is delivered again and again, and would cancel the
+            # write's future itself
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
                 await future
-            except Exception:
-                pass
             raise
 
     async def append(self, data: Struct) -> EventRecord:
