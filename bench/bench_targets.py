@@ -189,8 +189,8 @@ class Side:
                     pass
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"{self.name} exited with {self.proc.returncode}")
-                if time.perf_counter() - t0 > 60:
-                    raise RuntimeError(f"{self.name} not healthy within 60 s")
+                if time.perf_counter() - t0 > 180:  # a first start under load (migrations) can take a minute
+                    raise RuntimeError(f"{self.name} not healthy within 180 s")
                 time.sleep(0.002)
 
     def stop(self) -> None:
