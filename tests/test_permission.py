@@ -27,7 +27,8 @@ from opencode_session.core.permission import (
     ("src/a.env", "*.env", True), ("/abs/x/.env", "*.env", True), (".env.example", "*.env.*", True),
     ("a.txt", "?.txt", True), ("ab.txt", "?.txt", False), ("git push", "git push *", True),
     ("git push origin", "git push *", True), ("git pushx", "git push *", False), ("", "*", True), ("a", "", False),
-    ("/etc/*", "/etc/*", True), ("/home/u/p/a/b/*", "/home/u/p/*", True),
+    ("/etc/*", "/etc/*", True), ("/home/u/p/a/b/*", "/home/u/p/*", True), ("bash", "bash", True),
+    ("bash", "bas", False), ("bas", "bash", False),
 ])
 def test_wildcards(text, pattern, expected):
     assert wildcard_match(text, pattern) is expected

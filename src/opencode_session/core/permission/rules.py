@@ -46,6 +46,10 @@ DEFAULT_RULES: Ruleset = (
 def wildcard_match(text: str, pattern: str) -> bool:
     """`*` matches any run of characters (`/` included), `?` one character, the rest literally; a trailing ` *` is
     optional, so `git push *` also matches `git push`. Linear-time: never backtracks over earlier stars."""
+    if pattern == "*":
+        return True
+    if "*" not in pattern and "?" not in pattern:  # most rules name one tool or one file: no scan needed
+        return text == pattern
     if _match(text, pattern):
         return True
     return pattern.endswith(" *") and _match(text, pattern[:-2])
