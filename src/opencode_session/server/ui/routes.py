@@ -26,12 +26,17 @@ from ...schema.events import (
     ExecutionSucceeded,
     PermissionAsked,
     PermissionReplied,
+    QuestionAsked,
+    QuestionRejected,
+    QuestionReplied,
     TextDelta,
 )
+from . import parts
 
 DIFF_CONTEXT = 3  # unchanged lines around each hunk, as `git diff` shows them
 EXECUTION_ENDED = (ExecutionSucceeded, ExecutionFailed, ExecutionInterrupted)
-ASKING = (PermissionAsked, PermissionReplied)  # live-only, yet they change what the page shows: the tray
+# live-only, yet they change what the page shows: the tray
+ASKING = (PermissionAsked, PermissionReplied, QuestionAsked, QuestionReplied, QuestionRejected)
 STATIC = Path(__file__).parent / "static"
 _templates = Environment(loader=PackageLoader(__package__, "templates"), autoescape=select_autoescape(),
                          trim_blocks=True, lstrip_blocks=True)
@@ -82,12 +87,14 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
         return _html(_render("session_rows.html", rows=await _rows(request.query_params.get("search") or None)))
 
     async def _transcript(session_id: str, busy: bool | None = None) -> str:
-        messages, _ = await runtime.sessions.messages(session_id, limit=MESSAGE_PAGE_MAX, order="desc")
+        newest, links = await runtime.sessions.messages(session_id, limit=MESSAGE_PAGE_MAX, order="desc")
         info = await runtime.sessions.get(session_id)
-        asks = [r.model_dump(mode="json") for r in runtime.permissions.pending(session_id)]
-        return _render("transcript.html", messages=[m.model_dump(mode="json") for m in reversed(messages)],
-                       session=info.model_dump(mode="json"), asks=asks,
-                       busy=session_id in _active() if busy is None else busy)
+        messages = [m.model_dump(mode="json") for m in reversed(newest)]
+        limit = (await parts.choices(runtime, info))["context_limit"]
+        return _render("transcript.html", messages=messages, session=info.model_dump(mode="json"),
+                       busy=session_id in _active() if busy is None else busy, **parts.needs_you(runtime, session_id),
+                       inbox=await parts.inbox(runtime, session_id), context_used=parts.context_used(messages),
+                       context_limit=limit, earlier=links.next if len(newest) == MESSAGE_PAGE_MAX else None)
 
     async def session_page(request: Request) -> Response:
         session_id = request.path_params["sessionID"]
@@ -98,7 +105,8 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
             if err.status != 404:
                 raise
             return _html(_render("missing.html", session_id=session_id), status=404)
-        return _html(_render("session.html", session=info.model_dump(mode="json"), transcript=transcript))
+        return _html(_render("session.html", session=info.model_dump(mode="json"), transcript=transcript,
+                             **await parts.choices(runtime, info)))
 
     async def session_live(request: Request) -> Response:
         """Each change of the session's log re-renders the transcript (`transcript`); the answer's text arrives as
@@ -147,5 +155,6 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
         Route("/ui/session/{sessionID}", session_page, methods=["GET"], name="ui.session"),
         Route("/ui/session/{sessionID}/diff", session_diff, methods=["GET"], name="ui.session.diff"),
         Route("/ui/session/{sessionID}/live", session_live, methods=["GET"], name="ui.session.live"),
+        *parts.part_routes(runtime, _render, _html, lambda ms: [m.model_dump(mode="json") for m in ms]),
         Mount("/ui/static", StaticFiles(directory=STATIC), name="ui.static"),
     ]
