@@ -5,7 +5,8 @@ the durable log. Each is a value for a template or a route; routes.py puts them 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,21 +17,44 @@ from starlette.routing import BaseRoute, Route
 
 from ...core.agents import agent_info
 from ...core.commands import discover_commands, expand
-from ...core.config import ConfigError
+from ...core.config import Config, ConfigError
 from ...core.llm import listing
+from ...core.llm.catalog import model_ref_from_string
 from ...core.location import Location, select_location
 from ...core.runtime import Runtime
-from ...core.session.cursor import MESSAGE_PAGE_MAX
 from ...schema import events as ev
+from ...schema.catalog import ModelV2Info
 from ...schema.errors import InvalidRequestError, TaggedError
 from ...schema.events import EventRecord
 from ...schema.session import SessionV2Info
 
+# messages per transcript page: the live window (rendered again at every durable event) and each older page; under
+# MESSAGE_PAGE_MAX, so first paint and every re-render stay cheap
+TRANSCRIPT_PAGE = 100
+CATALOGS_KEPT = 8  # model catalogs kept, one per configuration (Location) lately shown
 LOG_SHOWN = 1000  # the newest events of the raw log the page lists (a filter narrows them first)
 
 
 def _location(runtime: Runtime, info: SessionV2Info) -> Location:
     return select_location(runtime.location, info.location.directory, info.location.workspaceID)
+
+
+_CATALOGS: OrderedDict[int, tuple[Config, list[ModelV2Info]]] = OrderedDict()  # by the identity of a Config
+
+
+def _models(config: Config, env: Mapping[str, str]) -> list[ModelV2Info]:
+    """The model catalog of `config`, listed once per configuration the source hands out (listing it costs tens of
+    milliseconds, and the transcript is rendered again at every durable event); the entry holds the Config, so its
+    identity is not reused while the entry lives."""
+    held = _CATALOGS.get(id(config))
+    if held is not None and held[0] is config:
+        _CATALOGS.move_to_end(id(config))
+        return held[1]
+    models = listing.models(config, env)
+    _CATALOGS[id(config)] = (config, models)
+    while len(_CATALOGS) > CATALOGS_KEPT:
+        _CATALOGS.popitem(last=False)
+    return models
 
 
 async def choices(runtime: Runtime, info: SessionV2Info) -> dict[str, Any]:
@@ -39,13 +63,14 @@ async def choices(runtime: Runtime, info: SessionV2Info) -> dict[str, Any]:
     try:
         config = await runtime.config.at(_location(runtime, info))
     except ConfigError:
-        return {"agents": [], "models": [], "context_limit": None}
+        return {"agents": [], "models": [], "context_limit": None, "current": ""}
     agents = [a.id for a in agent_info(config, runtime.options.env) if not a.hidden and a.mode != "subagent"]
-    models = listing.models(config, runtime.options.env)
-    limit = next((m.limit.context for m in models if info.model is not None and m.id == info.model.id
-                  and m.providerID == info.model.providerID), None)
+    models = _models(config, runtime.options.env)
+    current = info.model or (model_ref_from_string(config.model) if config.model else None)  # what Steps use
+    limit = next((m.limit.context for m in models if current is not None and m.id == current.id
+                  and m.providerID == current.providerID), None)
     return {"agents": agents, "models": [{"id": m.id, "providerID": m.providerID, "name": m.name} for m in models],
-            "context_limit": limit}
+            "context_limit": limit, "current": f"{current.providerID}/{current.id}" if current else ""}
 
 
 def context_used(messages: list[dict[str, Any]]) -> int | None:
@@ -170,7 +195,7 @@ def part_routes(runtime: Runtime, render: Callable[..., str], html: Callable[...
             return html(render("problem.html", problem=err.message), status=err.status)
         return html(render("earlier.html", messages=message_values(list(reversed(older))),
                            session=info.model_dump(mode="json"),
-                           cursor=links.next if len(older) == MESSAGE_PAGE_MAX else None))
+                           cursor=links.next if len(older) == TRANSCRIPT_PAGE else None))
 
     async def details(request: Request) -> Response:
         session_id = request.path_params["sessionID"]
