@@ -81,7 +81,9 @@ def context_used(messages: list[dict[str, Any]]) -> int | None:
         tokens = m.get("tokens") if m["type"] == "assistant" else None
         if tokens:
             cache = tokens.get("cache") or {}
-            return int(tokens["input"] + tokens["output"] + cache.get("read", 0) + cache.get("write", 0))
+            used = int(tokens["input"] + tokens["output"] + cache.get("read", 0) + cache.get("write", 0))
+            if used:  # a Step that failed before the provider counted anything tells nothing
+                return used
     return None
 
 
