@@ -4,6 +4,7 @@ over SSE and the vendored static files. Reads go through core as the API handler
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,6 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ...core.runtime import Runtime
-from ...core.session.cursor import MESSAGE_PAGE_MAX
 from ...schema.errors import TaggedError
 from ...schema.events import (
     EventRecord,
@@ -26,17 +26,30 @@ from ...schema.events import (
     ExecutionSucceeded,
     PermissionAsked,
     PermissionReplied,
+    QuestionAsked,
+    QuestionRejected,
+    QuestionReplied,
     TextDelta,
 )
+from . import parts
 
 DIFF_CONTEXT = 3  # unchanged lines around each hunk, as `git diff` shows them
 EXECUTION_ENDED = (ExecutionSucceeded, ExecutionFailed, ExecutionInterrupted)
-ASKING = (PermissionAsked, PermissionReplied)  # live-only, yet they change what the page shows: the tray
+# live-only, yet they change what the page shows: the tray
+ASKING = (PermissionAsked, PermissionReplied, QuestionAsked, QuestionReplied, QuestionRejected)
 STATIC = Path(__file__).parent / "static"
 _templates = Environment(loader=PackageLoader(__package__, "templates"), autoescape=select_autoescape(),
                          trim_blocks=True, lstrip_blocks=True)
 _markdown = MarkdownIt("js-default")  # CommonMark with tables; raw HTML is escaped, javascript: links refused
-_templates.filters["markdown"] = lambda text: Markup(_markdown.render(text))
+MARKDOWN_KEPT = 4096  # rendered answers kept: a settled answer's text never changes, and every re-render shows it
+
+
+@lru_cache(maxsize=MARKDOWN_KEPT)
+def _markdown_html(text: str) -> Markup:
+    return Markup(_markdown.render(text))
+
+
+_templates.filters["markdown"] = _markdown_html
 
 
 def _render(name: str, **values: Any) -> str:
@@ -81,24 +94,28 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
     async def sessions_fragment(request: Request) -> Response:
         return _html(_render("session_rows.html", rows=await _rows(request.query_params.get("search") or None)))
 
-    async def _transcript(session_id: str, busy: bool | None = None) -> str:
-        messages, _ = await runtime.sessions.messages(session_id, limit=MESSAGE_PAGE_MAX, order="desc")
+    async def _transcript(session_id: str, busy: bool | None = None, limit: int | None = None) -> str:
+        newest, links = await runtime.sessions.messages(session_id, limit=parts.TRANSCRIPT_PAGE, order="desc")
         info = await runtime.sessions.get(session_id)
-        asks = [r.model_dump(mode="json") for r in runtime.permissions.pending(session_id)]
-        return _render("transcript.html", messages=[m.model_dump(mode="json") for m in reversed(messages)],
-                       session=info.model_dump(mode="json"), asks=asks,
-                       busy=session_id in _active() if busy is None else busy)
+        messages = [m.model_dump(mode="json") for m in reversed(newest)]
+        if limit is None:
+            limit = (await parts.choices(runtime, info))["context_limit"]
+        return _render("transcript.html", messages=messages, session=info.model_dump(mode="json"),
+                       busy=session_id in _active() if busy is None else busy, **parts.needs_you(runtime, session_id),
+                       inbox=await parts.inbox(runtime, session_id), context_used=parts.context_used(messages),
+                       context_limit=limit, earlier=links.next if len(newest) == parts.TRANSCRIPT_PAGE else None)
 
     async def session_page(request: Request) -> Response:
         session_id = request.path_params["sessionID"]
         try:
             info = await runtime.sessions.get(session_id)
-            transcript = await _transcript(session_id)
+            header = await parts.choices(runtime, info)
+            transcript = await _transcript(session_id, limit=header["context_limit"])
         except TaggedError as err:
             if err.status != 404:
                 raise
             return _html(_render("missing.html", session_id=session_id), status=404)
-        return _html(_render("session.html", session=info.model_dump(mode="json"), transcript=transcript))
+        return _html(_render("session.html", session=info.model_dump(mode="json"), transcript=transcript, **header))
 
     async def session_live(request: Request) -> Response:
         """Each change of the session's log re-renders the transcript (`transcript`); the answer's text arrives as
@@ -147,5 +164,6 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
         Route("/ui/session/{sessionID}", session_page, methods=["GET"], name="ui.session"),
         Route("/ui/session/{sessionID}/diff", session_diff, methods=["GET"], name="ui.session.diff"),
         Route("/ui/session/{sessionID}/live", session_live, methods=["GET"], name="ui.session.live"),
+        *parts.part_routes(runtime, _render, _html, lambda ms: [m.model_dump(mode="json") for m in ms]),
         Mount("/ui/static", StaticFiles(directory=STATIC), name="ui.static"),
     ]

@@ -11,13 +11,50 @@ async function api(method, path, body) {
   const answer = await fetch(path, init);
   if (!answer.ok) {
     let message = answer.status + " " + answer.statusText;
-    try { message = (await answer.json()).message || message; } catch (_) { /* not JSON */ }
+    try {
+      const body = await answer.json();
+      message = body._tag ? `${body._tag}: ${body.message}` : (body.message || message);
+    } catch (_) { /* not JSON */ }
     throw new Error(message);
   }
   return answer;
 }
 
 function session(el) { return encodeURIComponent(el.dataset.session); }
+
+// `/compact` compacts; `/name arguments` runs the command `name` (its template expanded by the server); any other
+// text is a prompt, delivered as the box says
+async function send(form, slash, text) {
+  const delivery = form.elements.delivery.value;
+  if (slash === "/compact") {
+    await api("POST", `/api/session/${session(form)}/compact`);
+    return "compaction asked for";
+  }
+  if (slash !== null) {
+    const [, name, args] = slash.match(/^\/(\S+)\s*([\s\S]*)$/) || [];
+    if (name) {
+      const query = new URLSearchParams({ name, arguments: args || "" });
+      const command = await (await api("GET", `/ui/session/${session(form)}/command?${query}`)).json();
+      if (command.agent) await api("POST", `/api/session/${session(form)}/agent`, { agent: command.agent });
+      if (command.model) await api("POST", `/api/session/${session(form)}/model`, { model: command.model });
+      await api("POST", `/api/session/${session(form)}/prompt`, { prompt: { text: command.text }, delivery });
+      return `/${name} sent (${delivery})`;
+    }
+  }
+  await api("POST", `/api/session/${session(form)}/prompt`, { prompt: { text }, delivery });
+  return `sent (${delivery})`;
+}
+
+// one list of labels per question: the options ticked, then the person's own answer if typed
+function answers(form) {
+  return Array.from(form.querySelectorAll("fieldset"), (set) => {
+    const n = set.dataset.index;
+    const chosen = Array.from(set.querySelectorAll(`input[name="q${n}"]:checked`), (input) => input.value);
+    const own = set.querySelector(`input[name="q${n}-own"]`);
+    if (own && own.value.trim()) chosen.push(own.value.trim());
+    return chosen;
+  });
+}
 
 function say(text) {
   const status = document.getElementById("prompt-status");
@@ -31,10 +68,20 @@ document.addEventListener("submit", async (event) => {
     const text = form.elements.text.value;
     if (!text.trim()) return;
     try {
-      await api("POST", `/api/session/${session(form)}/prompt`,
-                { prompt: { text }, delivery: form.elements.delivery.value });
+      say(await send(form, text.trim().startsWith("/") ? text.trim() : null, text));
       form.elements.text.value = "";
-      say("sent");
+    } catch (err) { say(err.message); }
+  } else if (form.classList.contains("question")) {
+    event.preventDefault();
+    const path = `/api/session/${session(form)}/question/${encodeURIComponent(form.dataset.request)}`;
+    try {
+      if (event.submitter && event.submitter.value === "reject") {
+        await api("POST", `${path}/reject`);
+        say("question dismissed");
+      } else {
+        await api("POST", `${path}/reply`, { answers: answers(form) });
+        say("answered");
+      }
     } catch (err) { say(err.message); }
   } else if (form.classList.contains("ask")) {
     event.preventDefault();
@@ -58,7 +105,12 @@ document.addEventListener("submit", async (event) => {
 document.addEventListener("click", async (event) => {
   const button = event.target.closest("button");
   if (!button) return;
-  if (button.id === "interrupt") {
+  if (button.classList.contains("cancel") && button.dataset.inbox) {
+    try {
+      await api("DELETE", `/api/session/${session(button)}/inbox/${encodeURIComponent(button.dataset.inbox)}`);
+      say("cancelled");
+    } catch (err) { say(err.message); }
+  } else if (button.id === "interrupt") {
     try {
       const answer = await api("POST", `/api/session/${session(button)}/interrupt`);
       say((await answer.json()).interrupted ? "interrupted" : "nothing to interrupt");
@@ -69,6 +121,26 @@ document.addEventListener("click", async (event) => {
       await api("DELETE", `/api/session/${session(button)}`);
       window.location.assign("/");
     } catch (err) { say(err.message); }
+  }
+});
+
+document.addEventListener("change", async (event) => {
+  const select = event.target;
+  const form = select.form;
+  if (!form || form.id !== "switches") return;
+  const status = document.getElementById("switch-status");
+  try {
+    if (select.name === "agent") {
+      await api("POST", `/api/session/${session(form)}/agent`, { agent: select.value });
+    } else {
+      const [providerID, ...rest] = select.value.split("/");
+      await api("POST", `/api/session/${session(form)}/model`, { model: { providerID, id: rest.join("/") } });
+    }
+    status.textContent = `${select.name}: ${select.value}`;
+    status.classList.remove("error");
+  } catch (err) {
+    status.textContent = err.message;
+    status.classList.add("error");
   }
 });
 
@@ -85,7 +157,19 @@ function localTimes(root) {
     el.textContent = new Date(Number(el.dataset.ms)).toLocaleString();
   }
 }
-document.addEventListener("DOMContentLoaded", () => localTimes(document));
+document.addEventListener("DOMContentLoaded", () => {
+  localTimes(document);
+  if (document.getElementById("transcript")) window.scrollTo(0, document.body.scrollHeight);  // the newest first
+});
+// scrolled up to the top: the page before the oldest shown loads by itself (the button does the same by hand)
+let lastY = window.scrollY;
+window.addEventListener("scroll", () => {
+  const up = window.scrollY < lastY;
+  lastY = window.scrollY;
+  if (!up || window.scrollY > 300) return;
+  const earlier = Array.from(document.querySelectorAll("button.earlier")).find((b) => b.offsetParent !== null);
+  if (earlier && !earlier.classList.contains("htmx-request")) earlier.click();
+}, { passive: true });
 document.addEventListener("htmx:afterSwap", (event) => localTimes(event.target));
 document.addEventListener("htmx:sseBeforeMessage", (event) => {
   // a fresh transcript holds the text streamed so far: what streams after it starts again below it

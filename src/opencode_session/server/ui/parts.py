@@ -1,0 +1,258 @@
+"""The session page's inspecting parts: the header's agent/model choices and context limit, the "needs you" requests,
+the queued inbox, older transcript pages, a command's expansion, and the Step details and raw event log read from
+the durable log. Each is a value for a template or a route; routes.py puts them on the page."""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ...core.agents import agent_info
+from ...core.commands import discover_commands, expand
+from ...core.config import Config, ConfigError
+from ...core.llm import listing
+from ...core.llm.catalog import model_ref_from_string
+from ...core.location import Location, select_location
+from ...core.runtime import Runtime
+from ...schema import events as ev
+from ...schema.catalog import ModelV2Info
+from ...schema.errors import InvalidRequestError, TaggedError
+from ...schema.events import EventRecord
+from ...schema.session import SessionV2Info
+
+# messages per transcript page: the live window (rendered again at every durable event) and each older page; under
+# MESSAGE_PAGE_MAX, so first paint and every re-render stay cheap
+TRANSCRIPT_PAGE = 100
+CATALOGS_KEPT = 8  # model catalogs kept, one per configuration (Location) lately shown
+LOG_SHOWN = 1000  # the newest events of the raw log the page lists (a filter narrows them first)
+
+
+def _location(runtime: Runtime, info: SessionV2Info) -> Location:
+    return select_location(runtime.location, info.location.directory, info.location.workspaceID)
+
+
+_CATALOGS: OrderedDict[int, tuple[Config, list[ModelV2Info]]] = OrderedDict()  # by the identity of a Config
+
+
+def _models(config: Config, env: Mapping[str, str]) -> list[ModelV2Info]:
+    """The model catalog of `config`, listed once per configuration the source hands out (listing it costs tens of
+    milliseconds, and the transcript is rendered again at every durable event); the entry holds the Config, so its
+    identity is not reused while the entry lives."""
+    held = _CATALOGS.get(id(config))
+    if held is not None and held[0] is config:
+        _CATALOGS.move_to_end(id(config))
+        return held[1]
+    models = listing.models(config, env)
+    _CATALOGS[id(config)] = (config, models)
+    while len(_CATALOGS) > CATALOGS_KEPT:
+        _CATALOGS.popitem(last=False)
+    return models
+
+
+async def choices(runtime: Runtime, info: SessionV2Info) -> dict[str, Any]:
+    """What the header offers: the agents and models at the session's Location, and its model's context limit
+    (None where the configuration cannot be read or the model is not in the catalog)."""
+    try:
+        config = await runtime.config.at(_location(runtime, info))
+    except ConfigError:
+        return {"agents": [], "models": [], "context_limit": None, "current": ""}
+    agents = [a.id for a in agent_info(config, runtime.options.env) if not a.hidden and a.mode != "subagent"]
+    models = _models(config, runtime.options.env)
+    current = info.model or (model_ref_from_string(config.model) if config.model else None)  # what Steps use
+    limit = next((m.limit.context for m in models if current is not None and m.id == current.id
+                  and m.providerID == current.providerID), None)
+    return {"agents": agents, "models": [{"id": m.id, "providerID": m.providerID, "name": m.name} for m in models],
+            "context_limit": limit, "current": f"{current.providerID}/{current.id}" if current else ""}
+
+
+def context_used(messages: list[dict[str, Any]]) -> int | None:
+    """Tokens the newest finished Step held in its context window (its input, cache and output), if any did."""
+    for m in reversed(messages):
+        if m["type"] == "compaction" and m.get("status") == "completed":
+            return None  # the window was summarised since: the next Step tells
+        tokens = m.get("tokens") if m["type"] == "assistant" else None
+        if tokens:
+            cache = tokens.get("cache") or {}
+            used = int(tokens["input"] + tokens["output"] + cache.get("read", 0) + cache.get("write", 0))
+            if used:  # a Step that failed before the provider counted anything tells nothing
+                return used
+    return None
+
+
+def needs_you(runtime: Runtime, session_id: str) -> dict[str, Any]:
+    return {"asks": [r.model_dump(mode="json") for r in runtime.permissions.pending(session_id)],
+            "questions": [q.model_dump(mode="json") for q in runtime.questions.pending(session_id)]}
+
+
+async def inbox(runtime: Runtime, session_id: str) -> list[dict[str, Any]]:
+    return [i.model_dump(mode="json") for i in await runtime.lifecycle.inbox(session_id)]
+
+
+# --- Step details from the durable log ------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    """One Step as its durable events tell it: who ran it, what it used and cost, and where its time went."""
+
+    message_id: str
+    agent: str
+    model: str
+    started: int
+    ended: int | None = None
+    first_output: int | None = None  # the first text, reasoning or tool input: the first token's arrival
+    tools_ms: int = 0
+    backoff_ms: int = 0
+    retries: int = 0
+    finish: str | None = None
+    cost: float | None = None
+    tokens: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    _calls: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def duration_ms(self) -> int | None:
+        return None if self.ended is None else self.ended - self.started
+
+    @property
+    def first_token_ms(self) -> int | None:
+        return None if self.first_output is None else self.first_output - self.started
+
+    @property
+    def streaming_ms(self) -> int | None:
+        if self.ended is None:
+            return None
+        begun = self.first_output if self.first_output is not None else self.ended
+        return max(0, self.ended - begun - self.tools_ms - self.backoff_ms)
+
+
+_FIRST_OUTPUT = (ev.TextStarted, ev.ReasoningStarted, ev.ToolInputStarted, ev.ToolCalled)
+
+
+def steps(records: list[EventRecord]) -> list[Step]:
+    """The Steps of a session's log, oldest first."""
+    found: dict[str, Step] = {}
+    for r in records:
+        d = r.data
+        if isinstance(d, ev.StepStarted):
+            found[d.assistantMessageID] = Step(d.assistantMessageID, d.agent, f"{d.model.providerID}/{d.model.id}",
+                                               r.created)
+            continue
+        step = found.get(d.assistantMessageID) if isinstance(d, ev.StepEvent) else None
+        if step is None:
+            continue
+        if isinstance(d, _FIRST_OUTPUT) and step.first_output is None:
+            step.first_output = r.created
+        if isinstance(d, ev.ToolCalled):
+            step._calls[d.callID] = r.created
+        elif isinstance(d, ev.ToolSuccess | ev.ToolFailed) and d.callID in step._calls:
+            step.tools_ms += r.created - step._calls.pop(d.callID)
+        elif isinstance(d, ev.RetryScheduled):
+            step.retries += 1
+            step.backoff_ms += max(0, d.at - r.created)
+            step.first_output = None  # the attempt that failed streamed nothing kept
+        elif isinstance(d, ev.StepEnded):
+            step.ended, step.finish, step.cost = r.created, d.finish, d.cost
+            step.tokens = d.tokens.model_dump(mode="json")
+        elif isinstance(d, ev.StepFailed):
+            step.ended, step.cost = r.created, d.cost
+            step.tokens = d.tokens.model_dump(mode="json") if d.tokens else None
+            step.error = d.error.model_dump(mode="json")
+    return list(found.values())
+
+
+async def read_log(runtime: Runtime, session_id: str) -> list[EventRecord]:
+    """Every public durable event of the session, oldest first."""
+    out: list[EventRecord] = []
+    async for batch in await runtime.sessions.log_batches(session_id, follow=False):
+        out.extend(r for r in batch if isinstance(r, EventRecord))
+    return out
+
+
+def log_rows(records: list[EventRecord], kind: str) -> list[dict[str, Any]]:
+    """The newest LOG_SHOWN events whose type starts with `kind` (all of them for ""), newest first."""
+    chosen = [r for r in records if r.type.startswith(kind)][-LOG_SHOWN:]
+    return [{"seq": r.seq, "type": r.type, "created": r.created,
+             "data": json.dumps(r.data.wire(), indent=2, ensure_ascii=False)} for r in reversed(chosen)]
+
+
+def part_routes(runtime: Runtime, render: Callable[..., str], html: Callable[..., Response],
+                message_values: Callable[[list[Any]], list[dict[str, Any]]]) -> list[BaseRoute]:
+    """The parts' own routes: older transcript pages, Step details with the raw log, and a command's expansion."""
+
+    async def earlier(request: Request) -> Response:
+        session_id = request.path_params["sessionID"]
+        try:
+            older, links = await runtime.sessions.messages(session_id, cursor=request.query_params.get("cursor"))
+            info = await runtime.sessions.get(session_id)
+        except TaggedError as err:
+            return html(render("problem.html", problem=err.message), status=err.status)
+        return html(render("earlier.html", messages=message_values(list(reversed(older))),
+                           session=info.model_dump(mode="json"),
+                           cursor=links.next if len(older) == TRANSCRIPT_PAGE else None))
+
+    async def details(request: Request) -> Response:
+        session_id = request.path_params["sessionID"]
+        kind = request.query_params.get("type") or ""
+        try:
+            records = await read_log(runtime, session_id)
+        except TaggedError as err:
+            return html(render("problem.html", problem=err.message), status=err.status)
+        types = sorted({r.type for r in records})
+        return html(render("details.html", session_id=session_id, steps=steps(records),
+                           events=log_rows(records, kind), kind=kind, types=types, total=len(records)))
+
+    async def command(request: Request) -> Response:
+        """`/name arguments` as the prompt it stands for, with the command's agent and model if it names them."""
+        session_id = request.path_params["sessionID"]
+        name = request.query_params.get("name", "")
+        try:
+            info = await runtime.sessions.get(session_id)
+            config = await runtime.config.at(_location(runtime, info))
+            found = {c.name: c for c in discover_commands(_location(runtime, info), config, runtime.options.env)}
+            if name not in found:
+                raise InvalidRequestError(f"No command /{name} here (known: "
+                                          f"{', '.join('/' + n for n in sorted(found)) or 'none'})", field="name")
+        except ConfigError as bad:
+            return JSONResponse({"_tag": "InvalidRequestError", "message": str(bad)}, status_code=400)
+        except TaggedError as err:
+            return JSONResponse(err.body(), status_code=err.status)
+        chosen = found[name]
+        return JSONResponse({"text": expand(chosen.template, request.query_params.get("arguments", "")),
+                             "agent": chosen.agent,
+                             "model": chosen.model.model_dump(mode="json") if chosen.model else None})
+
+    async def output(request: Request) -> Response:
+        """The whole output file of one settled tool call: only a path the session itself recorded, and only one
+        inside the managed output directory."""
+        p = request.path_params
+        try:
+            message = (await runtime.sessions.message(p["sessionID"], p["messageID"])).model_dump(mode="json")
+        except TaggedError as err:
+            return Response(err.message, status_code=err.status, media_type="text/plain")
+        paths = [path for c in message.get("content") or () if c.get("type") == "tool" and c["id"] == p["callID"]
+                 for path in c["state"].get("outputPaths") or ()]
+        root = runtime.outputs.root.resolve()
+        found = [Path(x).resolve() for x in paths]
+        found = [x for x in found if x.is_relative_to(root) and x.is_file()]
+        if not found:
+            return Response("No output file for this call (or it has been swept).", status_code=404,
+                            media_type="text/plain")
+        return FileResponse(found[0], media_type="text/plain; charset=utf-8",
+                            headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"})
+
+    return [
+        Route("/ui/session/{sessionID}/output/{messageID}/{callID}", output, methods=["GET"],
+              name="ui.session.output"),
+        Route("/ui/session/{sessionID}/earlier", earlier, methods=["GET"], name="ui.session.earlier"),
+        Route("/ui/session/{sessionID}/details", details, methods=["GET"], name="ui.session.details"),
+        Route("/ui/session/{sessionID}/command", command, methods=["GET"], name="ui.session.command"),
+    ]
