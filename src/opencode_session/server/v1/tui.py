@@ -17,6 +17,7 @@ from ...core.location import Location
 from ...core.runtime import Runtime
 from ...schema.errors import InvalidRequestError, TaggedError
 from ..sse import SSEResponse, frame
+from . import shapes
 from .events import Streams, v1_events
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -102,8 +103,20 @@ def tui_routes(rt: Runtime, streams: Streams, location: Callable[[Request], Loca
         await rt.sessions.require(request.path_params["sessionID"])
         return _json([])
 
+    async def session_children(request: Request) -> Response:
+        sid = request.path_params["sessionID"]
+        await rt.sessions.require(sid)
+        children, _links = await rt.sessions.list(parent=sid, limit=100)
+        return _json([shapes.session_info(c) for c in children])
+
+    async def question_list(request: Request) -> Response:
+        # minimal: the pending questions in V2's shape, which V1's `QuestionRequest` shares
+        return _json([q.wire() for q in rt.questions.pending()])
+
     return [
         ("GET", "/command", command_list),
+        ("GET", "/question", question_list),
+        ("GET", "/session/{sessionID}/children", session_children),
         ("GET", "/global/event", global_event),
         ("GET", "/session/{sessionID}/todo", session_todo),
         ("GET", "/session/{sessionID}/diff", session_diff),
