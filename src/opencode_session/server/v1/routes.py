@@ -34,6 +34,7 @@ from ..body import read_json_body
 from ..sse import SSEResponse
 from . import shapes
 from .events import Streams, v1_events
+from .tui import tui_routes
 
 log = logging.getLogger(__name__)
 
@@ -317,6 +318,8 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
         ("GET", "/permission", permission_list),
         ("POST", "/permission/{requestID}/reply", permission_reply),
     ]
+    table += tui_routes(rt, streams, lambda request: _location(rt, request), heartbeat=heartbeat, shutdown=shutdown,
+                        stall_timeout=stall_timeout)
     return [Route(path, _guarded(fn), methods=[method], name=f"v1.{method.lower()}.{path}")
             for method, path, fn in table]
 
