@@ -20,6 +20,7 @@ from ...core.config import ConfigError
 from ...core.llm import listing
 from ...core.location import Location, require_usable_directory, select_location
 from ...core.runtime import Runtime
+from ...core.session.requests import in_location
 from ...schema.common import LocationRef, ModelRef
 from ...schema.errors import (
     InvalidRequestError,
@@ -33,11 +34,14 @@ from ...schema.prompt import PromptInput
 from ..body import read_json_body
 from ..sse import SSEResponse
 from . import shapes
-from .events import Streams, v1_events
+from .bus import bus_events
+from .events import Streams
+from .questions import question_routes
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Request], Awaitable[Response]]
+V1_HEARTBEAT = 10.0  # OpenCode's bus says `server.heartbeat` after this many quiet seconds
 IDLE_TOLD_TIMEOUT = 5.0  # how long a blocking prompt waits for the event streams to have said `session.idle`
 
 
@@ -197,9 +201,17 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
     async def health(request: Request) -> Response:
         return _json({"healthy": True, "version": shapes.V1_VERSION})
 
-    async def event(request: Request) -> Response:
-        return SSEResponse(v1_events(rt, streams), heartbeat=heartbeat, shutdown=shutdown,  # type: ignore[return-value]
+    def _bus(directory: str | None) -> Response:
+        source = bus_events(rt, streams, directory=directory, heartbeat=min(heartbeat, V1_HEARTBEAT))
+        # the bus sends its own `server.heartbeat` when quiet, so the comment heartbeat seldom has to
+        return SSEResponse(source, heartbeat=heartbeat * 2, shutdown=shutdown,  # type: ignore[return-value]
                            stall_timeout=stall_timeout)
+
+    async def event(request: Request) -> Response:
+        return _bus(_location(rt, request).info().directory)
+
+    async def global_event(request: Request) -> Response:
+        return _bus(None)
 
     async def config_get(request: Request) -> Response:
         loc = _location(rt, request)
@@ -277,7 +289,8 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
                 "always": r.save or r.resources, "metadata": r.metadata or {}}
 
     async def permission_list(request: Request) -> Response:
-        return _json([_v1_permission(r) for r in rt.permissions.pending()])
+        pending = await in_location(rt.sessions, _location(rt, request), rt.permissions.pending())
+        return _json([_v1_permission(r) for r in pending])
 
     async def permission_reply(request: Request) -> Response:
         request_id = request.path_params["requestID"]
@@ -307,6 +320,8 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
         ("POST", "/session/{sessionID}/prompt_async", prompt_async),
         ("POST", "/session/{sessionID}/abort", abort),
         ("GET", "/event", event),
+        ("GET", "/global/event", global_event),
+        *question_routes(rt, lambda request: _location(rt, request)),
         ("GET", "/global/health", health),
         ("GET", "/config", config_get),
         ("GET", "/config/providers", config_providers),
