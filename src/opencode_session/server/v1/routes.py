@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ...core.agents import agent_info
-from ...core.config import ConfigError
+from ...core.config import Config, ConfigError
 from ...core.llm import listing
 from ...core.location import Location, require_usable_directory, select_location
 from ...core.runtime import Runtime
@@ -37,6 +37,7 @@ from . import shapes
 from .bus import bus_events
 from .events import Streams
 from .questions import question_routes
+from .webapp import webapp_routes
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,16 @@ def _rules(value: Any) -> list[PermissionV2Rule] | None:
             raise InvalidRequestError("Invalid body: permission: each rule has a permission, a pattern and an"
                                       " action (allow, deny or ask)", kind="body", field="permission") from None
     return rules
+
+
+def _config_view(config: Config) -> dict[str, Any]:
+    """A V1 `Config`: the providers by name only (their options hold credentials, which never leave the server)."""
+    out: dict[str, Any] = {"agent": {}, "command": {}, "mode": {}, "plugin": [],
+                           "provider": {pid: {"name": p.name or pid} for pid, p in config.provider.items()}}
+    for key in ("model", "small_model", "default_agent"):
+        if getattr(config, key):
+            out[key] = getattr(config, key)
+    return out
 
 
 def _guarded(fn: Handler) -> Handler:
@@ -151,7 +162,10 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
         if isinstance(agent, str) and agent:
             await rt.sessions.require_agent(sid, agent)
             await rt.sessions.switch_agent(sid, agent)
-        await rt.sessions.admit(sid, PromptInput(text=text), delivery="steer", resume=True)
+        # the client's own message ID (the web app shows its message at once under it), or a new one
+        given = body.get("messageID")
+        await rt.sessions.admit(sid, PromptInput(text=text), id=given if isinstance(given, str) and
+                                given.startswith("msg_") else None, delivery="steer", resume=True)
 
     async def prompt(request: Request) -> Response:
         """Blocking: the answer is the assistant message, once each open event stream has said the turn ended."""
@@ -219,12 +233,7 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
             config = await rt.config.at(loc)
         except ConfigError as bad:
             raise InvalidRequestError(str(bad), kind="config") from None
-        out: dict[str, Any] = {"agent": {}, "command": {}, "mode": {}, "plugin": [],
-                               "provider": {pid: {"name": p.name or pid} for pid, p in config.provider.items()}}
-        for key in ("model", "small_model", "default_agent"):
-            if getattr(config, key):
-                out[key] = getattr(config, key)
-        return _json(out)
+        return _json(_config_view(config))
 
     async def path_get(request: Request) -> Response:
         loc = _location(rt, request)
@@ -322,6 +331,7 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
         ("GET", "/event", event),
         ("GET", "/global/event", global_event),
         *question_routes(rt, lambda request: _location(rt, request)),
+        *webapp_routes(rt, lambda request: _location(rt, request), _config_view, _history),
         ("GET", "/global/health", health),
         ("GET", "/config", config_get),
         ("GET", "/config/providers", config_providers),
