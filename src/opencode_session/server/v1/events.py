@@ -1,9 +1,8 @@
-"""The V1 bus (`GET /event`): V1 events (`message.updated`, `message.part.delta`, `session.idle`, ...) from our live
-bus, by reading each touched session's projections again after a batch and sending what changed."""
+"""V1 bus events (`message.updated`, `message.part.delta`, `session.idle`, ...) from our live bus, by reading each
+touched session's projections again after a batch and telling what changed; `bus.py` streams them."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -13,14 +12,17 @@ from ...core.store import now_ms
 from ...schema.errors import TaggedError
 from ...schema.events import EventRecord
 from ...schema.ids import event_id
-from ..sse import frame
 from . import shapes
+from .questions import question_event
 
-_SETTLED = frozenset({"session.execution.succeeded", "session.execution.failed", "session.execution.interrupted"})
+SETTLED = frozenset({"session.execution.succeeded", "session.execution.failed", "session.execution.interrupted"})
 
 
-def _event(kind: str, properties: dict[str, Any]) -> bytes:
-    return frame({"id": event_id(), "type": kind, "properties": properties})
+Event = dict[str, Any]  # a V1 bus event: `{id, type, properties}`
+
+
+def _event(kind: str, properties: dict[str, Any]) -> Event:
+    return {"id": event_id(), "type": kind, "properties": properties}
 
 
 class Streams:
@@ -65,9 +67,9 @@ class V1Stream:
         for told in self.waiting.pop(session_id, []):
             told.set()
 
-    async def changes(self, session_id: str) -> list[bytes]:
+    async def changes(self, session_id: str) -> list[Event]:
         """What changed in the session's V1 view since this reader was last told."""
-        out: list[bytes] = []
+        out: list[Event] = []
         try:
             info = await self.rt.sessions.get(session_id)
             history, _links = await self.rt.sessions.messages(session_id, limit=50, order="desc")
@@ -88,7 +90,7 @@ class V1Stream:
                 out.extend(self._part(session_id, part))
         return out
 
-    def _part(self, session_id: str, part: dict[str, Any]) -> list[bytes]:
+    def _part(self, session_id: str, part: dict[str, Any]) -> list[Event]:
         before = self.parts.get(part["id"])
         if before == part:
             return []
@@ -101,7 +103,7 @@ class V1Stream:
                                                   "delta": text[len(old):]})]
         return [_event("message.part.updated", {"sessionID": session_id, "part": part, "time": now_ms()})]
 
-    def _delta(self, data: dict[str, Any], kind: str) -> list[bytes]:
+    def _delta(self, data: dict[str, Any], kind: str) -> list[Event]:
         """A live text or reasoning delta, once its part was sent and while the projection has not overtaken it
         (the projection holds a text whole only once it ended)."""
         pid = shapes.part_id(data["assistantMessageID"], f"{kind}-{data['ordinal']}")
@@ -113,8 +115,8 @@ class V1Stream:
         return [_event("message.part.delta", {"sessionID": data["sessionID"], "messageID": data["assistantMessageID"],
                                               "partID": pid, "field": "text", "delta": data["delta"]})]
 
-    async def translate(self, batch: list[EventRecord]) -> list[bytes]:
-        out: list[bytes] = []
+    async def translate(self, batch: list[EventRecord]) -> list[Event]:
+        out: list[Event] = []
         touched: list[str] = []
         for item in batch:
             data = item.data.wire()
@@ -131,6 +133,10 @@ class V1Stream:
                     touched.remove(sid)
                     out.extend(await self.changes(sid))
                 out.extend(self._delta(data, item.type.split(".")[1]))
+                continue
+            asked = question_event(item.type, data)
+            if asked is not None:
+                out.append(_event(*asked))
                 continue
             if item.type == "permission.v2.replied":
                 out.append(_event("permission.replied", {"sessionID": data["sessionID"],
@@ -152,7 +158,7 @@ class V1Stream:
             elif item.type == "session.execution.started":
                 out.extend(await self.changes(sid))
                 out.append(_event("session.status", {"sessionID": sid, "status": {"type": "busy"}}))
-            elif item.type in _SETTLED:
+            elif item.type in SETTLED:
                 out.extend(await self.changes(sid))
                 if item.type == "session.execution.failed":
                     message = (data.get("error") or {}).get("message", "Session execution failed")
@@ -163,22 +169,3 @@ class V1Stream:
         for sid in touched:
             out.extend(await self.changes(sid))
         return out
-
-
-async def v1_events(rt: Runtime, streams: Streams) -> AsyncIterator[bytes]:
-    """`server.connected`, then the V1 translation of every batch of the instance's live bus."""
-    subscription = rt.store.live.subscribe()
-    stream = V1Stream(rt)
-    streams.open.add(stream)
-    try:
-        yield _event("server.connected", {})
-        while True:
-            batch = await subscription.next()
-            settled = [item.aggregate_id for item in batch if item.type in _SETTLED]
-            frames = await stream.translate(batch)
-            if frames:
-                yield b"".join(frames)
-            for sid in settled:  # resumed: the frames above were handed to the reader's connection
-                stream.told_idle(sid)
-    finally:
-        streams.open.discard(stream)

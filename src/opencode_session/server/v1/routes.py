@@ -16,10 +16,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from ...core.agents import agent_info
-from ...core.config import ConfigError
+from ...core.config import Config, ConfigError
 from ...core.llm import listing
 from ...core.location import Location, require_usable_directory, select_location
 from ...core.runtime import Runtime
+from ...core.session.requests import in_location
 from ...schema.common import LocationRef, ModelRef
 from ...schema.errors import (
     InvalidRequestError,
@@ -33,12 +34,16 @@ from ...schema.prompt import PromptInput
 from ..body import read_json_body
 from ..sse import SSEResponse
 from . import shapes
-from .events import Streams, v1_events
+from .bus import bus_events
+from .events import Streams
+from .questions import question_routes
 from .tui import tui_routes
+from .webapp import webapp_routes
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Request], Awaitable[Response]]
+V1_HEARTBEAT = 10.0  # OpenCode's bus says `server.heartbeat` after this many quiet seconds
 IDLE_TOLD_TIMEOUT = 5.0  # how long a blocking prompt waits for the event streams to have said `session.idle`
 
 
@@ -83,6 +88,16 @@ def _rules(value: Any) -> list[PermissionV2Rule] | None:
             raise InvalidRequestError("Invalid body: permission: each rule has a permission, a pattern and an"
                                       " action (allow, deny or ask)", kind="body", field="permission") from None
     return rules
+
+
+def _config_view(config: Config) -> dict[str, Any]:
+    """A V1 `Config`: the providers by name only (their options hold credentials, which never leave the server)."""
+    out: dict[str, Any] = {"agent": {}, "command": {}, "mode": {}, "plugin": [],
+                           "provider": {pid: {"name": p.name or pid} for pid, p in config.provider.items()}}
+    for key in ("model", "small_model", "default_agent"):
+        if getattr(config, key):
+            out[key] = getattr(config, key)
+    return out
 
 
 def _guarded(fn: Handler) -> Handler:
@@ -148,7 +163,10 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
         if isinstance(agent, str) and agent:
             await rt.sessions.require_agent(sid, agent)
             await rt.sessions.switch_agent(sid, agent)
-        await rt.sessions.admit(sid, PromptInput(text=text), delivery="steer", resume=True)
+        # the client's own message ID (the web app shows its message at once under it), or a new one
+        given = body.get("messageID")
+        await rt.sessions.admit(sid, PromptInput(text=text), id=given if isinstance(given, str) and
+                                given.startswith("msg_") else None, delivery="steer", resume=True)
 
     async def prompt(request: Request) -> Response:
         """Blocking: the answer is the assistant message, once each open event stream has said the turn ended."""
@@ -198,9 +216,17 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
     async def health(request: Request) -> Response:
         return _json({"healthy": True, "version": shapes.V1_VERSION})
 
-    async def event(request: Request) -> Response:
-        return SSEResponse(v1_events(rt, streams), heartbeat=heartbeat, shutdown=shutdown,  # type: ignore[return-value]
+    def _bus(directory: str | None) -> Response:
+        source = bus_events(rt, streams, directory=directory, heartbeat=min(heartbeat, V1_HEARTBEAT))
+        # the bus sends its own `server.heartbeat` when quiet, so the comment heartbeat seldom has to
+        return SSEResponse(source, heartbeat=heartbeat * 2, shutdown=shutdown,  # type: ignore[return-value]
                            stall_timeout=stall_timeout)
+
+    async def event(request: Request) -> Response:
+        return _bus(_location(rt, request).info().directory)
+
+    async def global_event(request: Request) -> Response:
+        return _bus(None)
 
     async def config_get(request: Request) -> Response:
         loc = _location(rt, request)
@@ -208,12 +234,7 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
             config = await rt.config.at(loc)
         except ConfigError as bad:
             raise InvalidRequestError(str(bad), kind="config") from None
-        out: dict[str, Any] = {"agent": {}, "command": {}, "mode": {}, "plugin": [],
-                               "provider": {pid: {"name": p.name or pid} for pid, p in config.provider.items()}}
-        for key in ("model", "small_model", "default_agent"):
-            if getattr(config, key):
-                out[key] = getattr(config, key)
-        return _json(out)
+        return _json(_config_view(config))
 
     async def path_get(request: Request) -> Response:
         loc = _location(rt, request)
@@ -278,7 +299,8 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
                 "always": r.save or r.resources, "metadata": r.metadata or {}}
 
     async def permission_list(request: Request) -> Response:
-        return _json([_v1_permission(r) for r in rt.permissions.pending()])
+        pending = await in_location(rt.sessions, _location(rt, request), rt.permissions.pending())
+        return _json([_v1_permission(r) for r in pending])
 
     async def permission_reply(request: Request) -> Response:
         request_id = request.path_params["requestID"]
@@ -308,6 +330,9 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
         ("POST", "/session/{sessionID}/prompt_async", prompt_async),
         ("POST", "/session/{sessionID}/abort", abort),
         ("GET", "/event", event),
+        ("GET", "/global/event", global_event),
+        *question_routes(rt, lambda request: _location(rt, request)),
+        *webapp_routes(rt, lambda request: _location(rt, request), _config_view, _history),
         ("GET", "/global/health", health),
         ("GET", "/config", config_get),
         ("GET", "/config/providers", config_providers),
@@ -318,8 +343,7 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
         ("GET", "/permission", permission_list),
         ("POST", "/permission/{requestID}/reply", permission_reply),
     ]
-    table += tui_routes(rt, streams, lambda request: _location(rt, request), heartbeat=heartbeat, shutdown=shutdown,
-                        stall_timeout=stall_timeout)
+    table += tui_routes(rt)
     return [Route(path, _guarded(fn), methods=[method], name=f"v1.{method.lower()}.{path}")
             for method, path, fn in table]
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from ...schema.catalog import ModelApiAISDK, ModelV2Info, ProviderV2Info
@@ -29,11 +28,12 @@ def _tokens(tokens: Any) -> dict[str, Any]:
 
 
 def session_info(info: SessionV2Info) -> dict[str, Any]:
-    """A V1 `Session`: its directory is the Location's; the slug is derived from the ID (we keep none)."""
+    """A V1 `Session`: its directory is the Location's, its path that directory within the project (the web app
+    files the session under the project's worktree joined with it); the slug is derived from the ID (we keep none)."""
     directory = info.location.directory
     out: dict[str, Any] = {
         "id": info.id, "slug": info.id.removeprefix("ses_").lower()[:16], "projectID": info.projectID,
-        "directory": directory, "path": os.path.relpath(directory, "/"), "title": info.title,
+        "directory": directory, "path": info.subpath or "", "title": info.title,
         "version": V1_VERSION, "cost": info.cost, "tokens": _tokens(info.tokens),
         "time": {"created": info.time.created, "updated": info.time.updated},
     }
