@@ -81,7 +81,7 @@ def test_a_fork_before_a_prompt_opens_the_new_session(page, api, ui_provider, tm
     forked = page.url.rsplit("/", 1)[-1]
     page.locator("#transcript").get_by_text("First answer.").wait_for()
     assert page.locator("#transcript").get_by_text("Second question").count() == 0
-    assert api.get(f"/api/session/{forked}").json()["data"]["parentID"] == sid
+    assert [c["id"] for c in api.get(f"/api/session?parentID={sid}").json()["data"]] == [forked]  # one click, one fork
     shoot(page, tmp_path, "forked")
     page.goto(f"/ui/session/{forked}")
     page.get_by_role("button", name="Fork session").click()  # the whole of it, from the header
