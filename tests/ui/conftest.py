@@ -62,11 +62,19 @@ def ocs(tmp_path_factory, ui_provider) -> Iterator[ServerProcess]:
     assert srv.stop() == 0, "".join(srv.stderr_lines)
 
 
+def log_in(tab: Any, password: str = PASSWORD) -> None:
+    """Through the login form, as a person would: the page's own requests then carry its cookie."""
+    tab.goto("/ui/login")
+    tab.get_by_label("Password").fill(password)
+    tab.get_by_role("button", name="Log in").click()
+    tab.wait_for_url("**/")
+
+
 @pytest.fixture
 def page(browser, ocs) -> Iterator[Any]:
-    context = browser.new_context(base_url=ocs.url, viewport={"width": 1100, "height": 800},
-                                  http_credentials={"username": "opencode", "password": PASSWORD})
+    context = browser.new_context(base_url=ocs.url, viewport={"width": 1100, "height": 800})
     context.set_default_timeout(15_000)
     tab = context.new_page()
+    log_in(tab)
     yield tab
     context.close()

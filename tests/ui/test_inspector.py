@@ -187,21 +187,6 @@ def test_the_page_and_its_files_need_the_password(ocs):
     assert "default-src 'self'" in answer.headers["content-security-policy"]
 
 
-def test_the_browser_without_credentials_gets_no_page(browser, ocs):
-    from playwright.sync_api import Error as PlaywrightError
-
-    context = browser.new_context(base_url=ocs.url)
-    try:
-        tab = context.new_page()
-        statuses: list[int] = []
-        tab.on("response", lambda response: statuses.append(response.status))
-        with pytest.raises(PlaywrightError, match="AUTH"):  # the browser's own answer to a 401 it cannot meet
-            tab.goto("/")
-        assert statuses == [401]
-    finally:
-        context.close()
-
-
 def test_a_foreign_origin_is_refused(ocs, api):
     sid = create(api, title="Guarded")
     foreign = {"Origin": "http://evil.example"}

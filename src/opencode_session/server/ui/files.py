@@ -1,0 +1,37 @@
+"""The inspector's Files views beyond a turn's diff: the preview of a revert from a prompt (the files staging it
+would put back), as a fragment. Staging, clearing, committing and forking go from the page to the V2 API."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from ...core.runtime import Runtime
+from ...schema.errors import TaggedError
+from .routes import DIFF_CONTEXT, _html, _render
+
+
+def files_routes(runtime: Runtime) -> list[BaseRoute]:
+    async def revert_preview(request: Request) -> Response:
+        """What the prompts from `from` through `to` (the newest) changed: a revert from `from` puts it back."""
+        session_id, q = request.path_params["sessionID"], request.query_params
+        first = q.get("from") or None
+        values = {"session_id": session_id, "message_id": first or ""}
+        if first is None:
+            return _html(_render("revert_preview.html", files=[], problem="Which prompt? (from)", **values), 400)
+        try:
+            files = await runtime.diffs.diff(session_id, first, q.get("to") or None, context=DIFF_CONTEXT)
+        except TaggedError as err:
+            return _html(_render("revert_preview.html", files=[], problem=err.message, **values), err.status)
+        return _html(_render("revert_preview.html", files=[f.model_dump(mode="json") for f in files], problem=None,
+                             **values))
+
+    async def login_page(_request: Request) -> Response:
+        # with a password the auth middleware answers this path; without one there is nothing to log in to
+        return RedirectResponse("/", status_code=303)
+
+    return [
+        Route("/ui/session/{sessionID}/revert-preview", revert_preview, methods=["GET"], name="ui.session.revert"),
+        Route("/ui/login", login_page, methods=["GET"], name="ui.login"),
+    ]

@@ -1,0 +1,69 @@
+"""The inspector's login form: its page, the cookie it sets (signed with the password for one Host, expiring) and
+the check of that cookie, which the auth middleware accepts beside HTTP basic auth."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import time
+from urllib.parse import parse_qsl, quote
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+COOKIE = "ocs_login"
+LIFETIME_S = 12 * 3600
+LOGIN_PATH = "/ui/login"
+FORM_MAX_BYTES = 4096  # a user name and a password; anything longer is refused unread
+_templates = Environment(loader=PackageLoader(__package__, "templates"), autoescape=select_autoescape())
+CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
+
+
+def _signature(secret: bytes, expires: int, host: str) -> str:
+    return hmac.new(secret, f"ocs-login|{expires}|{host.lower()}".encode(), hashlib.sha256).hexdigest()
+
+
+def issue(secret: bytes, host: str, now: float | None = None) -> str:
+    """A cookie value good for `host` until LIFETIME_S from now; `secret` is the user and password."""
+    expires = int(now if now is not None else time.time()) + LIFETIME_S
+    return f"{expires}.{_signature(secret, expires, host)}"
+
+
+def valid(secret: bytes, value: str, host: str, now: float | None = None) -> bool:
+    expires_text, _, signature = value.partition(".")
+    if not expires_text.isdigit() or int(expires_text) < (now if now is not None else time.time()):
+        return False
+    return hmac.compare_digest(signature, _signature(secret, int(expires_text), host))
+
+
+def cookie_value(header: bytes) -> str | None:
+    """Our cookie's value in a Cookie header, if it holds one."""
+    for part in header.decode("latin-1").split(";"):
+        name, _, value = part.strip().partition("=")
+        if name == COOKIE:
+            return value
+    return None
+
+
+def set_cookie(value: str, secure: bool) -> str:
+    # HttpOnly: no script reads it; SameSite=Strict: no other site's page makes the browser send it
+    return (f"{COOKIE}={value}; Path=/; Max-Age={LIFETIME_S}; HttpOnly; SameSite=Strict"
+            + ("; Secure" if secure else ""))
+
+
+def local_path(target: str | None) -> str:
+    """Where to go after logging in: a path on this server only (never `//other.host` nor a scheme)."""
+    if not target or not target.startswith("/") or target.startswith(("//", "/\\")) or LOGIN_PATH in target:
+        return "/"
+    return target
+
+
+def login_url(target: str) -> str:
+    return f"{LOGIN_PATH}?next={quote(local_path(target), safe='')}"
+
+
+def form_fields(body: bytes) -> dict[str, str]:
+    return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+
+
+def page(target: str, problem: str | None = None) -> bytes:
+    return _templates.get_template("login.html").render(next=local_path(target), problem=problem).encode()
