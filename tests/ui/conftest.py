@@ -8,6 +8,7 @@ import subprocess
 from collections.abc import Iterator
 from typing import Any
 
+import httpx2
 import pytest
 
 from tests.support import fake_openai as fake
@@ -78,3 +79,27 @@ def page(browser, ocs) -> Iterator[Any]:
     log_in(tab)
     yield tab
     context.close()
+
+
+@pytest.fixture
+def api(ocs) -> Iterator[httpx2.Client]:
+    """The API of the page's server, as the page's user (with the password)."""
+    with httpx2.Client(base_url=ocs.url, auth=("opencode", PASSWORD), timeout=30) as client:
+        yield client
+
+
+def create(api: httpx2.Client, **body) -> str:
+    answer = api.post("/api/session", json=body)
+    assert answer.status_code == 200, answer.text
+    return answer.json()["data"]["id"]
+
+
+def prompt_and_wait(api: httpx2.Client, sid: str, text: str) -> None:
+    assert api.post(f"/api/session/{sid}/prompt", json={"prompt": {"text": text}}).status_code == 200
+    assert api.post(f"/api/session/{sid}/wait", timeout=40).status_code == 204
+
+
+def shoot(page, tmp_path, name: str) -> None:
+    path = tmp_path / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    print(f"screenshot: {path}")

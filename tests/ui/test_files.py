@@ -4,7 +4,6 @@ page (the files on disk follow), and a fork from a prompt that opens the new ses
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
@@ -12,16 +11,10 @@ import pytest
 
 from tests.support import fake_openai as fake
 
-from .conftest import PASSWORD
-from .test_inspector import create, prompt_and_wait, shoot
+from .conftest import create, prompt_and_wait, shoot
 
 pytestmark = pytest.mark.timeout(90)
 
-
-@pytest.fixture
-def api(ocs) -> Iterator[httpx2.Client]:
-    with httpx2.Client(base_url=ocs.url, auth=("opencode", PASSWORD), timeout=30) as client:
-        yield client
 
 
 def write_turn(api: httpx2.Client, provider: fake.FakeOpenAI, sid: str, name: str, content: str) -> None:

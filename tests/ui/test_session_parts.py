@@ -6,40 +6,16 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 
-import httpx2
 import pytest
 
 from opencode_session.schema.ids import message_id, session_id
 from tests.support import fake_openai as fake
 
-from .conftest import PASSWORD
+from .conftest import create, prompt_and_wait, shoot
 
 pytestmark = pytest.mark.timeout(120)
 
-
-@pytest.fixture
-def api(ocs) -> Iterator[httpx2.Client]:
-    with httpx2.Client(base_url=ocs.url, auth=("opencode", PASSWORD), timeout=30) as client:
-        yield client
-
-
-def create(api: httpx2.Client, **body) -> str:
-    answer = api.post("/api/session", json=body)
-    assert answer.status_code == 200, answer.text
-    return answer.json()["data"]["id"]
-
-
-def prompt_and_wait(api: httpx2.Client, sid: str, text: str) -> None:
-    assert api.post(f"/api/session/{sid}/prompt", json={"prompt": {"text": text}}).status_code == 200
-    assert api.post(f"/api/session/{sid}/wait", timeout=40).status_code == 204
-
-
-def shoot(page, tmp_path, name: str) -> None:
-    path = tmp_path / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    print(f"screenshot: {path}")
 
 
 def test_the_header_switches_agent_and_model_and_shows_the_context_used(page, api, ui_provider, tmp_path):

@@ -4,21 +4,13 @@ WebSocket, drawn by the vendored xterm.js under the page's own Content-Security-
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 
-import httpx2
 import pytest
 
-from .conftest import PASSWORD
-from .test_inspector import create, shoot
+from .conftest import create, shoot
 
 pytestmark = [pytest.mark.timeout(90), pytest.mark.skipif(shutil.which("sh") is None, reason="needs sh on PATH")]
 
-
-@pytest.fixture
-def api(ocs) -> Iterator[httpx2.Client]:
-    with httpx2.Client(base_url=ocs.url, auth=("opencode", PASSWORD), timeout=30) as client:
-        yield client
 
 
 def test_a_terminal_opens_at_the_sessions_location(page, api, tmp_path):
