@@ -5,6 +5,7 @@ package missing altogether is refused, at start-up in one line. Importing the mo
 
 from __future__ import annotations
 
+import asyncio
 import importlib.metadata
 import logging
 import re
@@ -13,7 +14,12 @@ import sys
 import tomllib
 from pathlib import Path
 
+import httpx2
 import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
 
 from opencode_session import compat
 from opencode_session.core.llm import LLMRequest, ResolvedModel, TextDelta, TextPart, UserMessage
@@ -23,7 +29,8 @@ from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_wire import m_text, messages, r_text, responses
 
 ROOT = Path(__file__).resolve().parents[1]
-NEXT_RELEASES = {"openai": "3.52.0", "anthropic": "2.11.0", "httpx2": "2.17.0", "httpcore2": "2.17.0"}
+NEXT_RELEASES = {"openai": "3.52.0", "anthropic": "2.11.0", "httpx2": "2.17.0", "httpcore2": "2.17.0",
+                 "uvicorn": "0.55.0"}
 
 
 def test_the_locked_versions_are_the_ones_the_patches_were_written_for():
@@ -97,6 +104,37 @@ async def test_with_untested_releases_steps_take_the_public_path_and_succeed(nex
     assert any(m.startswith(f"{package} {NEXT_RELEASES[package]} is not the release") and "SDK's own post" in m
                for m in logged), logged
     assert any(m.startswith("httpx2 2.17.0") and "httpcore's own network backend" in m for m in logged), logged
+
+
+async def _serve_once(caplog: pytest.LogCaptureFixture) -> tuple[str, list[str]]:
+    app = Starlette(routes=[Route("/", lambda request: PlainTextResponse("up"))])
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="off", log_level="warning",
+                            http=compat.read_deadline_protocol(5.0))
+    ready = asyncio.Event()
+    server = compat.ready_server(config, ready)
+    serving = asyncio.create_task(server.serve())
+    await ready.wait()
+    try:
+        port = server.servers[0].sockets[0].getsockname()[1]
+        async with httpx2.AsyncClient() as client:
+            text = (await client.get(f"http://127.0.0.1:{port}/")).text
+    finally:
+        server.should_exit = True
+        await serving
+    return text, [r.getMessage() for r in caplog.records if r.name == "opencode_session.compat"]
+
+
+@pytest.mark.anyio
+@pytest.mark.timeout(30)
+async def test_the_server_serves_with_the_tested_uvicorn_and_with_another_release(caplog, request):
+    caplog.set_level(logging.WARNING, logger="opencode_session.compat")
+    assert compat.read_deadline_protocol(5.0) != "h11"
+    assert await _serve_once(caplog) == ("up", [])
+    request.getfixturevalue("next_releases")
+    assert compat.read_deadline_protocol(5.0) == "h11"
+    text, logged = await _serve_once(caplog)
+    assert text == "up"
+    assert any(m.startswith("uvicorn 0.55.0") and "without a deadline" in m for m in logged), logged
 
 
 def test_importing_reads_no_version_and_a_patch_of_another_release_never_raises():

@@ -9,8 +9,13 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Generator, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
+
+    import uvicorn
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +26,7 @@ WRITTEN_FOR: Mapping[str, str] = {
     "httpcore2": "2.16.2",  # AsyncConnectionPool._network_backend
     "openai": "3.51.0",  # the client's _client, _make_status_error_from_response, _custom_headers; AsyncStream(...)
     "anthropic": "2.10.0",  # the same, _credential_headers, and the auth_headers its client subclass overrides
+    "uvicorn": "0.54.0",  # H11Protocol's conn, transport, loop and on_response_complete; Server.capture_signals
 }
 _said: set[str] = set()
 
@@ -149,6 +155,111 @@ def pin_sdk_headers(client: Any, headers: Mapping[str, str], *, drop_credential_
         client._credential_headers = {}
 
 
+# --- uvicorn --------------------------------------------------------------------------------------------------
+
+
+def ready_server(config: uvicorn.Config, ready: asyncio.Event) -> uvicorn.Server:
+    """A uvicorn server that leaves signals to its owner and sets `ready` when its startup is over (also when it
+    failed). uvicorn has no hook for either: this overrides Server.capture_signals and Server.startup, which it
+    calls on itself. Another release keeps the overrides (their names are unchanged), and a line is logged once."""
+    if not patched("uvicorn"):
+        _degraded("uvicorn", "its server's signal capture and startup are still overridden")
+    return _ready_server_class()(config, ready)
+
+
+@functools.cache
+def _ready_server_class() -> Callable[[uvicorn.Config, asyncio.Event], uvicorn.Server]:
+    import contextlib
+    import socket
+
+    import uvicorn
+
+    class ReadyServer(uvicorn.Server):
+        def __init__(self, config: uvicorn.Config, ready: asyncio.Event) -> None:
+            super().__init__(config)
+            self.ready = ready
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Generator[None, None, None]:
+            yield  # signals are the owner's: uvicorn must not re-raise them after its own shutdown
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            try:
+                await super().startup(sockets=sockets)
+            finally:
+                self.ready.set()  # also on failure, so the owner stops waiting and sees the error
+
+    return ReadyServer
+
+
+def read_deadline_protocol(read_timeout: float) -> type[asyncio.Protocol] | str:
+    """uvicorn's h11 protocol (`Config(http=...)`) with a deadline of `read_timeout` seconds on every request read:
+    from the connection (or the first byte of the next request) until the request, body included, has arrived; a
+    client that misses it is disconnected. uvicorn only times out idle keep-alive connections, so a client that
+    sends nothing, or trickles its headers or body (slowloris), would otherwise hold a connection forever. It
+    subclasses uvicorn's H11Protocol, using its private state; another release gets plain "h11" (no deadline)."""
+    if not patched("uvicorn"):
+        _degraded("uvicorn", "requests are read without a deadline (plain h11)")
+        return "h11"
+    return type("ReadDeadlineH11Protocol", (_read_deadline_class(),), {"read_timeout": read_timeout})
+
+
+@functools.cache
+def _read_deadline_class() -> type[asyncio.Protocol]:
+
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class ReadDeadlineH11Protocol(H11Protocol):
+        read_timeout: float = 30.0
+        _deadline: asyncio.TimerHandle | None = None
+
+        # uvicorn's own signature, narrower than asyncio's BaseTransport
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            self._track()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._track()  # a pipelined request may already be half-read
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def _reading_a_request(self) -> bool:
+            state = self.conn.their_state
+            return state is h11.SEND_BODY or (state is h11.IDLE and bool(self.conn.trailing_data[0]))
+
+        def _track(self) -> None:
+            if self._reading_a_request():
+                if self._deadline is None:
+                    self._arm()
+            else:
+                self._disarm()
+
+        def _arm(self) -> None:
+            self._deadline = self.loop.call_later(self.read_timeout, self._expired)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _expired(self) -> None:
+            self._deadline = None
+            state = self.conn.their_state
+            if state in (h11.IDLE, h11.SEND_BODY) and not self.transport.is_closing():
+                # A request handler waiting for the rest of the body sees the disconnect and stops.
+                self.transport.close()
+
+    return ReadDeadlineH11Protocol
+
+
 __all__ = ["WRITTEN_FOR", "IncompatibleDependencyError", "can_resend", "check_versions", "installed_version",
-           "patched", "pin_sdk_headers", "sdk_custom_headers", "sdk_http_client", "sdk_status_error", "sdk_stream",
-           "set_network_backend", "untested"]
+           "patched", "pin_sdk_headers", "read_deadline_protocol", "ready_server", "sdk_custom_headers",
+           "sdk_http_client", "sdk_status_error", "sdk_stream", "set_network_backend", "untested"]

@@ -17,8 +17,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
+from ..compat import ready_server
 from ..core.execution.title import TITLE_SYSTEM
-from ..server.serve import ReadyServer
 
 MODEL_ID = "scripted"
 DEMO_PROMPT = "What is this project, and what is left to do in it?"
@@ -99,16 +99,17 @@ class DemoModel:
     pace: float = 0.0  # seconds between streamed pieces, so a person can watch the text arrive
     script: tuple[DemoStep, ...] = DEMO_SCRIPT
     base_url: str = ""
-    _server: ReadyServer | None = field(default=None, repr=False)
+    _server: uvicorn.Server | None = field(default=None, repr=False)
     _task: asyncio.Task[None] | None = field(default=None, repr=False)
 
     async def __aenter__(self) -> DemoModel:
         app = Starlette(routes=[Route("/v1/chat/completions", self._complete, methods=["POST"])])
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.bind(("127.0.0.1", 0))
-        self._server = ReadyServer(uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False))
+        ready = asyncio.Event()
+        self._server = ready_server(uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False), ready)
         self._task = asyncio.create_task(self._server.serve(sockets=[sock]))
-        await self._server.ready.wait()
+        await ready.wait()
         self.base_url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
         return self
 

@@ -9,41 +9,24 @@ import errno
 import logging
 import signal
 import socket
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import uvicorn
 
+from ..compat import read_deadline_protocol, ready_server
 from ..core import own_address
 from ..core.execution.continuation import InvalidResumeBudget
 from ..core.execution.ownership import InvalidLeaseTtl
 from ..core.runtime import Runtime, RuntimeOptions
 from ..core.store import BackendNotInstalledError, StoreError, describe_database, require_backend
 from .app import create_app
-from .connections import ResourceExhaustionLog, read_deadline_protocol
+from .connections import ResourceExhaustionLog
 from .guard import GuardOptions, is_loopback
 from .sse import STREAM_CUT
 
 log = logging.getLogger(__name__)
-
-
-class ReadyServer(uvicorn.Server):
-    """A uvicorn server that leaves signals to its owner and says (`ready`) when its startup is over."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = asyncio.Event()
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield  # signals are ours: uvicorn must not re-raise them after its own shutdown
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        try:
-            await super().startup(sockets=sockets)
-        finally:
-            self.ready.set()  # also on failure, so the caller stops waiting and sees the error
 
 
 @dataclass(frozen=True)
@@ -147,9 +130,10 @@ async def serve(
                                 timeout_keep_alive=limits.keep_alive,
                                 limit_concurrency=limits.max_concurrency)
         logging.getLogger("uvicorn.error").addFilter(STREAM_CUT)  # after Config: it (re)configures uvicorn's logging
-        server = ReadyServer(config)
+        started = asyncio.Event()
+        server = ready_server(config, started)
         serving = asyncio.create_task(server.serve(sockets=[sock]))
-        ready = asyncio.create_task(server.ready.wait())
+        ready = asyncio.create_task(started.wait())
         await asyncio.wait({serving, ready}, return_when=asyncio.FIRST_COMPLETED)
         ready.cancel()
         if serving.done():
