@@ -1,6 +1,6 @@
 """Several real `ocs serve` processes on one PostgreSQL database: sessions prompted through any host run once, on
 one host, with every host serving the same log; a killed owner's busy sessions are continued by another host
-within the lease's expiry plus a second; a paused former owner that wakes up writes nothing."""
+soon after each lease's expiry; a paused former owner that wakes up writes nothing."""
 
 from __future__ import annotations
 
@@ -145,6 +145,8 @@ async def test_a_killed_owners_busy_sessions_continue_on_another_host_within_the
     assert len(owners) == 1 and None not in owners  # every one of them executing on the first host
     first.stop(signal.SIGKILL)
     killed = time.time() * 1000
+    expiry = {sid: (await b.session.owner(sid)).expires for sid in sids}  # as the dead host last renewed them
+    assert all(expires is not None and expires <= killed + TTL_MS for expires in expiry.values())
     with anyio.fail_after(120):
         for sid in sids:
             await b.session.wait(sid)  # returns once b took the session over and ran it to idle
@@ -159,8 +161,10 @@ async def test_a_killed_owners_busy_sessions_continue_on_another_host_within_the
         assert types.count("session.step.started") == 2 + types.count("session.step.failed")
         assert types.count("session.input.promoted") == 1  # the admitted prompt, promoted once
         resumed = [e.created for e in events if e.type == "session.execution.started" and e.created > killed]
-        delays.append((resumed[0] - killed) / 1000)
-    assert max(delays) <= TTL_MS / 1000 + 1, delays  # taken over within the lease's expiry plus a second
+        delays.append((resumed[0] - expiry[sid]) / 1000)
+    # each continued soon after its lease expired: the sweep looks just after the expiry, and 20 continuations share
+    # one host (on a quiet 2-core machine within 0.4 s, with two more busy processes within 1.2 s)
+    assert max(delays) <= 1.5, sorted(delays)
     await a.aclose()
     await b.aclose()
 

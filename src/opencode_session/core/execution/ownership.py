@@ -16,6 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
+from ..cancellation import TaskScope
 from ..store import Lease, LeaseLapsedError, Reader, SessionFencedError, Store, StoreError, Tx, now_ms
 from ..telemetry import hooks
 
@@ -27,6 +28,7 @@ DEFAULT_TTL_MS = 10_000
 # A renewal is trusted for the lifetime less this share of it (by the renewing host's monotonic clock, from the moment
 # the renewal was sent): what is left covers clock drift between hosts and the time a request takes to leave.
 MARGIN_SHARE = 1 / 3
+SWEEP_LATE_S = 0.002  # how long after a lease's expiry the sweep looks (`expired` is strictly past)
 _SIGNAL = "session"  # the signal kind: {"kind": "session", "to": host, "session": id, "do": ..., ...}
 _ANY = "*"  # `to` of a signal every host but its sender (`from`) hears
 
@@ -131,7 +133,7 @@ class Ownership:
         self.clock = clock
         self.trusted_s = ttl_ms * (1 - MARGIN_SHARE) / 1000  # how long a renewal is trusted, by `clock`
         self.heard = dict(heard or {})  # what to do with a forwarded action, by its name ("wake", ...)
-        self._sweeper: asyncio.Task[None] | None = None
+        self._sweeper = TaskScope("the lease ownership")
         self._taken: dict[tuple[str, int], float] = {}  # when the write that took a lease was sent, until its tenure
         store.signals.append(self._signalled)
 
@@ -226,11 +228,12 @@ class Ownership:
     # --- takeover -----------------------------------------------------------------------------------------
 
     def sweep(self, take_over: Callable[[Lease, bool], None]) -> None:
-        """Start looking (ten times per lease lifetime) for sessions whose owner stopped renewing, and for sessions
-        whose admitted input waited a lease lifetime with no owner (the admitting host died before it woke them):
-        they are taken over together, each with a fresh lease (a newer epoch fences an old owner), and handed to
-        `take_over` with whether an execution was lost (True) or only input waited (False)."""
-        self._sweeper = asyncio.create_task(self._sweep(take_over), name="lease-sweeper")
+        """Start looking (ten times per lease lifetime, and just after another host's lease is due to expire) for
+        sessions whose owner stopped renewing, and for sessions whose admitted input waited a lease lifetime with no
+        owner (the admitting host died before it woke them): they are taken over together, each with a fresh lease
+        (a newer epoch fences an old owner), and handed to `take_over` with whether an execution was lost (True) or
+        only input waited (False)."""
+        self._sweeper.start_soon(lambda: self._sweep(take_over), "the lease sweep", lasting=True)
 
     def _claim(self, tx: Tx) -> list[tuple[Lease, Lease]]:
         now = now_ms()  # (the sweep records when it sent this write: the leases' tenures count from then)
@@ -244,15 +247,20 @@ class Ownership:
                 claimed.append((stale, lease))
         return claimed
 
-    def _anything_to_claim(self, reader: Reader) -> bool:
+    def _look(self, reader: Reader) -> tuple[bool, float | None]:
+        """Whether anything is to be claimed now, and in how many seconds the next lease of another host expires."""
         now = now_ms()
-        return bool(reader.leases.expired(now, limit=1) or reader.pending.unowned(now - self.ttl_ms, limit=1))
+        due = bool(reader.leases.expired(now, limit=1) or reader.pending.unowned(now - self.ttl_ms, limit=1))
+        upcoming = reader.leases.next_expiry(now, self.host)
+        return due, None if upcoming is None else (upcoming - now) / 1000
 
     async def _sweep(self, take_over: Callable[[Lease, bool], None]) -> None:
         period = max(self.ttl_ms / 10_000, 0.1)
         while True:
+            wait = period
             try:
-                if await self.store.read(self._anything_to_claim):
+                due, upcoming = await self.store.read(self._look)
+                if due:
                     sent = self.clock()
                     for stale, lease in await self.store.write(self._claim):
                         self._taken[(lease.session_id, lease.epoch)] = sent
@@ -260,13 +268,11 @@ class Ownership:
                                     stale.owner or "nobody (its input waited unowned)")
                         hooks.lease_taken_over()
                         take_over(lease, bool(stale.owner))
+                if upcoming is not None:  # look again just after it expires (unless it was renewed by then)
+                    wait = min(period, upcoming + SWEEP_LATE_S)
             except StoreError as failed:
                 log.warning("the lease sweep failed: %s", failed)
-            await asyncio.sleep(period)  # a timer: the sweep period
+            await asyncio.sleep(wait)  # a timer: the sweep period, or the next expiry when sooner
 
     async def stop(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
-            self._sweeper = None
+        await self._sweeper.aclose()

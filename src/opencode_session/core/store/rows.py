@@ -285,6 +285,11 @@ class LeaseReads(Protocol):
         """Leases still held whose expiry has passed (their owner stopped renewing), oldest expiry first."""
         ...
 
+    def next_expiry(self, now: int, other_than: str) -> int | None:
+        """The earliest expiry (epoch ms) not yet passed of a lease another host than `other_than` holds; None when
+        there is none."""
+        ...
+
 
 class LifecycleReads(Protocol):
     def children(self, session_id: str) -> list[str]:

@@ -50,6 +50,11 @@ class SqlLeases:
                                 (lease.session_id,)).fetchone()
         return row is not None and row[0] == lease.owner and int(row[1]) == lease.epoch
 
+    def next_expiry(self, now: int, other_than: str) -> int | None:
+        row = self.conn.execute("SELECT MIN(expires) FROM session_lease WHERE owner IS NOT NULL AND expires >= ?"
+                                " AND owner <> ?", (now, other_than)).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
     def expired(self, now: int, limit: int = 100) -> list[Lease]:
         """Leases still held whose expiry has passed: their owner stopped renewing (it died or lost the database)."""
         rows = self.conn.execute(
