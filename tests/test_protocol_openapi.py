@@ -151,9 +151,10 @@ def _statuses(op: dict[str, Any]) -> tuple[set[str], set[str]]:
     return success, responses - success
 
 
-# Our request guard answers these on every route (a foreign Host or Origin, a body that is not JSON or too large);
-# the reference server has no such guard, so its document does not declare them.
-GUARD_STATUSES = {"403", "413", "415"}
+# Our request guard answers these on every route (a foreign Host or Origin, a body that is not JSON or too large, a
+# client locked out after many wrong passwords); the reference server has no such guard, so its document does not
+# declare them.
+GUARD_STATUSES = {"403", "413", "415", "429"}
 
 
 def _all_refs(node: Any) -> Iterator[str]:

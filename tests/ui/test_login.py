@@ -1,13 +1,18 @@
 """The login form of a server with a password: a browser without credentials is shown it, a wrong password gets no
 cookie, the right one a same-site, HTTP-only cookie that the page (and its API calls) then use; basic auth still works
-for the API, and the Host/Origin guard refuses a foreign page whatever it carries."""
+for the API, and the Host/Origin guard refuses a foreign page whatever it carries. Logging out ends the cookie; many
+wrong passwords in a row make the client wait."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import httpx2
 import pytest
+
+from opencode_session.server.auth import FREE_FAILURES, LOCK_FIRST_S, LOCK_MAX_S, Attempts
+from tests.support.server import ServerProcess, start_configured
 
 from .conftest import PASSWORD
 from .test_inspector import create, shoot
@@ -113,3 +118,67 @@ def test_the_form_refuses_what_is_not_a_small_form(ocs):
     assert big.status_code == 400 and "set-cookie" not in big.headers
     as_json = httpx2.post(ocs.url + "/ui/login", json={"username": "opencode", "password": PASSWORD})
     assert as_json.status_code == 400 and "set-cookie" not in as_json.headers
+
+
+def test_logging_out_ends_the_cookie_here_and_for_whoever_copied_it(page, ocs, tmp_path):
+    page.goto("/")
+    [cookie] = page.context.cookies()
+    copied = f"{cookie['name']}={cookie['value']}"
+    assert httpx2.get(ocs.url + "/api/session", headers={"Cookie": copied}).status_code == 200
+    page.get_by_role("button", name="Log out").click()
+    page.wait_for_url("**/ui/login")
+    assert page.context.cookies() == []
+    page.goto("/")
+    assert urlsplit(page.url).path == "/ui/login"  # the page is behind the form again
+    # the value itself is done: a copy of it opens nothing, though it has not expired
+    assert httpx2.get(ocs.url + "/api/session", headers={"Cookie": copied}).status_code == 401
+    assert httpx2.get(ocs.url + "/ui/logout").status_code == 405  # a link cannot log anyone out
+    log_in_again = log_in(ocs, PASSWORD)
+    assert log_in_again.status_code == 303  # and the password opens a new one
+    fresh = log_in_again.headers["set-cookie"].split(";")[0]
+    assert httpx2.get(ocs.url + "/api/session", headers={"Cookie": fresh}).status_code == 200
+    shoot(page, tmp_path, "logged-out")
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory) -> Iterator[ServerProcess]:
+    """A server of its own: the test makes it lock its one client (loopback) out."""
+    srv, _ = start_configured(tmp_path_factory.mktemp("throttled"), {}, OPENCODE_SERVER_PASSWORD=PASSWORD)
+    yield srv
+    assert srv.stop() == 0, "".join(srv.stderr_lines)
+
+
+def test_many_wrong_passwords_make_the_client_wait(guarded):
+    cookie = log_in(guarded, PASSWORD).headers["set-cookie"].split(";")[0]  # logged in before it starts
+    for _ in range(FREE_FAILURES):
+        assert log_in(guarded, "guess").status_code == 401
+    assert httpx2.get(guarded.url + "/api/session", auth=("opencode", "guess")).status_code == 401  # one too many
+    # now even the right password is not judged, on the form or the API, until the wait is over
+    form = log_in(guarded, PASSWORD)
+    assert form.status_code == 429 and "set-cookie" not in form.headers
+    assert int(form.headers["retry-after"]) > 1 and "Too many wrong passwords" in form.text
+    api = httpx2.get(guarded.url + "/api/session", auth=("opencode", PASSWORD))
+    assert api.status_code == 429 and api.json()["_tag"] == "TooManyAttemptsError"
+    assert api.json()["retryAfter"] == int(api.headers["retry-after"]) >= 1
+    # a browser already logged in is not locked out with the guesser
+    assert httpx2.get(guarded.url + "/api/session", headers={"Cookie": cookie}).status_code == 200
+
+
+def test_each_wrong_password_past_the_free_ones_doubles_the_wait():
+    now = [1000.0]
+    attempts = Attempts(clock=lambda: now[0])
+    for _ in range(FREE_FAILURES):
+        assert attempts.judge("10.0.0.1", False) == 0
+    waits = []
+    for _ in range(4):
+        assert attempts.judge("10.0.0.1", False) == 0  # counted; the wait starts now
+        waits.append(attempts.judge("10.0.0.1", True))  # the right one is not even looked at
+        now[0] += waits[-1]
+    assert waits == [LOCK_FIRST_S, 2 * LOCK_FIRST_S, 4 * LOCK_FIRST_S, 8 * LOCK_FIRST_S]
+    assert attempts.judge("10.0.0.2", False) == 0  # another address has its own count
+    assert attempts.judge("10.0.0.1", True) == 0  # once waited out, the right password clears the count
+    assert attempts.judge("10.0.0.1", False) == 0 and "10.0.0.1" in attempts.failures
+    for _ in range(60):
+        now[0] += LOCK_MAX_S
+        attempts.judge("10.0.0.3", False)
+    assert attempts.judge("10.0.0.3", True) == LOCK_MAX_S  # the wait stops growing

@@ -20,6 +20,7 @@ from ..schema.errors import (
     SessionBusyError,
     SessionNotFoundError,
     TaggedError,
+    TooManyAttemptsError,
     UnauthorizedError,
     UnknownError,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "SessionBusyError",
     "SessionNotFoundError",
     "TaggedError",
+    "TooManyAttemptsError",
     "UnauthorizedError",
     "UnknownError",
 ]

@@ -97,7 +97,7 @@ class AgentGroup:
 
         `GET /api/agent` (v2.agent.list). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
-        (415).
+        (415), TooManyAttemptsError (429).
         """
         return cast("AgentList", await self._client._call(
             "v2.agent.list",
@@ -125,7 +125,7 @@ class CommandGroup:
 
         `GET /api/command` (v2.command.list). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
-        (415).
+        (415), TooManyAttemptsError (429).
         """
         return cast("CommandList", await self._client._call(
             "v2.command.list",
@@ -154,7 +154,7 @@ class CredentialGroup:
 
         `DELETE /api/credential/{credentialID}` (v2.credential.remove). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
-        (413), InvalidRequestError (415).
+        (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.credential.remove",
@@ -177,7 +177,7 @@ class CredentialGroup:
 
         `PATCH /api/credential/{credentialID}` (v2.credential.update). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
-        (413), InvalidRequestError (415).
+        (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.credential.update",
@@ -201,7 +201,7 @@ class EventGroup:
 
         `GET /api/event` (v2.event.subscribe). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
-        (415).
+        (415), TooManyAttemptsError (429).
         """
         return self._client._stream("v2.event.subscribe", options=options)
 
@@ -227,7 +227,8 @@ class ExperimentalGroup:
 
         `GET /api/experimental/session/{sessionID}/export` (v2.experimental.session.export). Declared
         errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
-        SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415).
+        SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415),
+        TooManyAttemptsError (429).
         """
         return cast("SessionTranscript", await self._client._call(
             "v2.experimental.session.export",
@@ -251,7 +252,8 @@ class ExperimentalGroup:
 
         `POST /api/experimental/session/import` (v2.experimental.session.import). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), ConflictError (409), InvalidRequestError (413), InvalidRequestError (415).
+        (404), ConflictError (409), InvalidRequestError (413), InvalidRequestError (415),
+        TooManyAttemptsError (429).
         """
         return cast("SessionV2Info", await self._client._call(
             "v2.experimental.session.import",
@@ -276,7 +278,7 @@ class ExperimentalGroup:
 
         `GET /api/experimental/session/stats` (v2.experimental.session.stats). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
-        (413), InvalidRequestError (415).
+        (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("SessionStats", await self._client._call(
             "v2.experimental.session.stats",
@@ -307,7 +309,8 @@ class FsGroup:
         by default).
 
         `GET /api/fs/find` (v2.fs.find). Declared errors: InvalidRequestError (400), UnauthorizedError
-        (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError (415).
+        (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError (415),
+        TooManyAttemptsError (429).
         """
         return cast("FsEntries", await self._client._call(
             "v2.fs.find",
@@ -328,7 +331,8 @@ class FsGroup:
         itself by default), directories first, without the ones ignore files exclude.
 
         `GET /api/fs/list` (v2.fs.list). Declared errors: InvalidRequestError (400), UnauthorizedError
-        (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError (415).
+        (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError (415),
+        TooManyAttemptsError (429).
         """
         return cast("FsEntries", await self._client._call(
             "v2.fs.list",
@@ -351,7 +355,7 @@ class FsGroup:
 
         `GET /api/fs/read/*` (v2.fs.read). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
-        (415).
+        (415), TooManyAttemptsError (429).
         """
         return cast("bytes", await self._client._call(
             "v2.fs.read",
@@ -374,7 +378,7 @@ class HealthGroup:
 
         `GET /api/health` (v2.health.get). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
-        (415).
+        (415), TooManyAttemptsError (429).
         """
         return cast("HealthStatus", await self._client._call("v2.health.get", options=options))
 
@@ -399,7 +403,7 @@ class IntegrationGroup:
 
         `DELETE /api/integration/attempt/{attemptID}` (v2.integration.attempt.cancel). Declared
         errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
-        InvalidRequestError (413), InvalidRequestError (415).
+        InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.integration.attempt.cancel",
@@ -423,7 +427,7 @@ class IntegrationGroup:
 
         `POST /api/integration/attempt/{attemptID}/complete` (v2.integration.attempt.complete).
         Declared errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
-        InvalidRequestError (413), InvalidRequestError (415).
+        InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.integration.attempt.complete",
@@ -446,7 +450,7 @@ class IntegrationGroup:
 
         `GET /api/integration/attempt/{attemptID}` (v2.integration.attempt.status). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
-        (413), InvalidRequestError (415).
+        (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("IntegrationAttemptStatusAnswer", await self._client._call(
             "v2.integration.attempt.status",
@@ -471,7 +475,7 @@ class IntegrationGroup:
 
         `POST /api/integration/{integrationID}/connect/key` (v2.integration.connect.key). Declared
         errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
-        InvalidRequestError (413), InvalidRequestError (415).
+        InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.integration.connect.key",
@@ -499,7 +503,7 @@ class IntegrationGroup:
 
         `POST /api/integration/{integrationID}/connect/oauth` (v2.integration.connect.oauth). Declared
         errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
-        InvalidRequestError (413), InvalidRequestError (415).
+        InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("IntegrationAttemptAnswer", await self._client._call(
             "v2.integration.connect.oauth",
@@ -522,7 +526,7 @@ class IntegrationGroup:
 
         `GET /api/integration/{integrationID}` (v2.integration.get). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
-        (413), InvalidRequestError (415).
+        (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("IntegrationAnswer", await self._client._call(
             "v2.integration.get",
@@ -544,7 +548,7 @@ class IntegrationGroup:
 
         `GET /api/integration` (v2.integration.list). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
-        (415).
+        (415), TooManyAttemptsError (429).
         """
         return cast("IntegrationList", await self._client._call(
             "v2.integration.list",
@@ -571,7 +575,7 @@ class LocationGroup:
 
         `GET /api/location` (v2.location.get). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
-        (415).
+        (415), TooManyAttemptsError (429).
         """
         return cast("LocationInfo", await self._client._call(
             "v2.location.get",
@@ -600,7 +604,7 @@ class McpGroup:
 
         `POST /api/mcp/connect` (v2.mcp.connect). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
-        (415).
+        (415), TooManyAttemptsError (429).
         """
         return cast("McpStatusList", await self._client._call(
             "v2.mcp.connect",
@@ -622,7 +626,8 @@ class McpGroup:
         starts nothing (the next Step at the location starts them, or `POST /api/mcp/connect`).
 
         `GET /api/mcp` (v2.mcp.status). Declared errors: InvalidRequestError (400), UnauthorizedError
-        (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError (415).
+        (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError (415),
+        TooManyAttemptsError (429).
         """
         return cast("McpStatusList", await self._client._call(
             "v2.mcp.status",
@@ -649,7 +654,7 @@ class ModelGroup:
 
         `GET /api/model` (v2.model.list). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
-        (415), ServiceUnavailableError (503).
+        (415), TooManyAttemptsError (429), ServiceUnavailableError (503).
         """
         return cast("ModelList", await self._client._call(
             "v2.model.list",
@@ -676,7 +681,7 @@ class PermissionGroup:
 
         `GET /api/permission/request` (v2.permission.request.list). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
-        (413), InvalidRequestError (415).
+        (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("PermissionRequestList", await self._client._call(
             "v2.permission.request.list",
@@ -696,7 +701,7 @@ class PermissionGroup:
 
         `GET /api/permission/saved` (v2.permission.saved.list). Declared errors: InvalidRequestError
         (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413),
-        InvalidRequestError (415).
+        InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("list[PermissionSavedInfo]", await self._client._call(
             "v2.permission.saved.list",
@@ -711,7 +716,7 @@ class PermissionGroup:
 
         `DELETE /api/permission/saved/{id}` (v2.permission.saved.remove). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
-        (413), InvalidRequestError (415).
+        (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         await self._client._call("v2.permission.saved.remove", path={"id": id}, options=options)
 
@@ -735,7 +740,8 @@ class ProviderGroup:
 
         `GET /api/provider/{providerID}` (v2.provider.get). Declared errors: InvalidRequestError
         (400), UnauthorizedError (401), ForbiddenError (403), ProviderNotFoundError (404),
-        InvalidRequestError (413), InvalidRequestError (415), ServiceUnavailableError (503).
+        InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429),
+        ServiceUnavailableError (503).
         """
         return cast("ProviderAnswer", await self._client._call(
             "v2.provider.get",
@@ -756,7 +762,7 @@ class ProviderGroup:
 
         `GET /api/provider` (v2.provider.list). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
-        (415), ServiceUnavailableError (503).
+        (415), TooManyAttemptsError (429), ServiceUnavailableError (503).
         """
         return cast("ProviderList", await self._client._call(
             "v2.provider.list",
@@ -793,7 +799,7 @@ class PtyGroup:
 
         `GET /api/pty/{ptyID}/connect` (v2.pty.connect). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), PtyNotFoundError (404), InvalidRequestError
-        (413), InvalidRequestError (415).
+        (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return self._client._websocket(
             "v2.pty.connect",
@@ -821,7 +827,7 @@ class PtyGroup:
 
         `POST /api/pty/{ptyID}/connect-token` (v2.pty.connectToken). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), PtyNotFoundError
-        (404), InvalidRequestError (413), InvalidRequestError (415).
+        (404), InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("PtyTokenAnswer", await self._client._call(
             "v2.pty.connectToken",
@@ -848,7 +854,8 @@ class PtyGroup:
         additions, then TERM and OPENCODE_TERMINAL.
 
         `POST /api/pty` (v2.pty.create). Declared errors: InvalidRequestError (400), UnauthorizedError
-        (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError (415).
+        (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError (415),
+        TooManyAttemptsError (429).
         """
         return cast("PtyAnswer", await self._client._call(
             "v2.pty.create",
@@ -870,7 +877,7 @@ class PtyGroup:
 
         `GET /api/pty/{ptyID}` (v2.pty.get). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), PtyNotFoundError (404), InvalidRequestError
-        (413), InvalidRequestError (415).
+        (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("PtyAnswer", await self._client._call(
             "v2.pty.get",
@@ -891,7 +898,8 @@ class PtyGroup:
         removed.
 
         `GET /api/pty` (v2.pty.list). Declared errors: InvalidRequestError (400), UnauthorizedError
-        (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError (415).
+        (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError (415),
+        TooManyAttemptsError (429).
         """
         return cast("PtyList", await self._client._call(
             "v2.pty.list",
@@ -912,7 +920,7 @@ class PtyGroup:
 
         `DELETE /api/pty/{ptyID}` (v2.pty.remove). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), PtyNotFoundError (404), InvalidRequestError
-        (413), InvalidRequestError (415).
+        (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.pty.remove",
@@ -936,7 +944,7 @@ class PtyGroup:
 
         `PUT /api/pty/{ptyID}` (v2.pty.update). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), PtyNotFoundError (404), InvalidRequestError
-        (413), InvalidRequestError (415).
+        (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("PtyAnswer", await self._client._call(
             "v2.pty.update",
@@ -965,7 +973,7 @@ class QuestionGroup:
 
         `GET /api/question/request` (v2.question.request.list). Declared errors: InvalidRequestError
         (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413),
-        InvalidRequestError (415).
+        InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("QuestionRequestList", await self._client._call(
             "v2.question.request.list",
@@ -993,7 +1001,7 @@ class ReferenceGroup:
 
         `GET /api/reference` (v2.reference.list). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
-        (415).
+        (415), TooManyAttemptsError (429).
         """
         return cast("ReferenceList", await self._client._call(
             "v2.reference.list",
@@ -1016,7 +1024,7 @@ class SessionGroup:
 
         `GET /api/session/active` (v2.session.active). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
-        (415).
+        (415), TooManyAttemptsError (429).
         """
         return cast("dict[str, SessionActive]", await self._client._call(
             "v2.session.active",
@@ -1031,7 +1039,8 @@ class SessionGroup:
 
         `POST /api/session/{sessionID}/compact` (v2.session.compact). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), InvalidRequestError (413), InvalidRequestError (415), ServiceUnavailableError (503).
+        (404), InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429),
+        ServiceUnavailableError (503).
         """
         await self._client._call("v2.session.compact", path={"sessionID": session_id}, options=options)
 
@@ -1047,7 +1056,8 @@ class SessionGroup:
 
         `GET /api/session/{sessionID}/context` (v2.session.context). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), InvalidRequestError (413), InvalidRequestError (415), UnknownError (500).
+        (404), InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429),
+        UnknownError (500).
         """
         return cast("builtins.list[SessionMessage]", await self._client._call(
             "v2.session.context",
@@ -1067,7 +1077,7 @@ class SessionGroup:
 
         `GET /api/session/{sessionID}/context-entry` (v2.session.context.entry.list). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), InvalidRequestError (413), InvalidRequestError (415).
+        (404), InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("builtins.list[InstructionEntry]", await self._client._call(
             "v2.session.context.entry.list",
@@ -1090,7 +1100,8 @@ class SessionGroup:
 
         `PUT /api/session/{sessionID}/context-entry/{key}` (v2.session.context.entry.put). Declared
         errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
-        SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415).
+        SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415),
+        TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.session.context.entry.put",
@@ -1113,7 +1124,8 @@ class SessionGroup:
 
         `DELETE /api/session/{sessionID}/context-entry/{key}` (v2.session.context.entry.remove).
         Declared errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
-        SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415).
+        SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415),
+        TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.session.context.entry.remove",
@@ -1141,7 +1153,7 @@ class SessionGroup:
 
         `POST /api/session` (v2.session.create). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404), InvalidRequestError
-        (413), InvalidRequestError (415).
+        (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("SessionV2Info", await self._client._call(
             "v2.session.create",
@@ -1176,7 +1188,8 @@ class SessionGroup:
 
         `GET /api/session/{sessionID}/diff` (v2.session.diff). Declared errors: InvalidRequestError
         (400), UnauthorizedError (401), ForbiddenError (403), MessageNotFoundError (404),
-        SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415).
+        SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415),
+        TooManyAttemptsError (429).
         """
         return cast("builtins.list[FileDiff]", await self._client._call(
             "v2.session.diff",
@@ -1199,7 +1212,7 @@ class SessionGroup:
 
         `PUT /api/session/{sessionID}/environment` (v2.session.environment). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), InvalidRequestError (413), InvalidRequestError (415).
+        (404), InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.session.environment",
@@ -1221,7 +1234,7 @@ class SessionGroup:
 
         `GET /api/session/{sessionID}/event` (v2.session.events). Declared errors: InvalidRequestError
         (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
-        InvalidRequestError (413), InvalidRequestError (415).
+        InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return self._client._stream(
             "v2.session.events",
@@ -1245,7 +1258,8 @@ class SessionGroup:
 
         `POST /api/session/{sessionID}/fork` (v2.session.fork). Declared errors: InvalidRequestError
         (400), UnauthorizedError (401), ForbiddenError (403), MessageNotFoundError (404),
-        SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415).
+        SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415),
+        TooManyAttemptsError (429).
         """
         return cast("SessionV2Info", await self._client._call(
             "v2.session.fork",
@@ -1268,7 +1282,8 @@ class SessionGroup:
 
         `POST /api/session/{sessionID}/generate` (v2.session.generate). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), InvalidRequestError (413), InvalidRequestError (415), ServiceUnavailableError (503).
+        (404), InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429),
+        ServiceUnavailableError (503).
         """
         return cast("SessionGenerated", await self._client._call(
             "v2.session.generate",
@@ -1284,7 +1299,7 @@ class SessionGroup:
 
         `GET /api/session/{sessionID}` (v2.session.get). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404), InvalidRequestError
-        (413), InvalidRequestError (415).
+        (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("SessionV2Info", await self._client._call(
             "v2.session.get",
@@ -1306,7 +1321,7 @@ class SessionGroup:
 
         `DELETE /api/session/{sessionID}/inbox/{inboxID}` (v2.session.inbox.cancel). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), InvalidRequestError (413), InvalidRequestError (415).
+        (404), InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.session.inbox.cancel",
@@ -1326,7 +1341,7 @@ class SessionGroup:
 
         `GET /api/session/{sessionID}/inbox` (v2.session.inbox.list). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), InvalidRequestError (413), InvalidRequestError (415).
+        (404), InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("builtins.list[InboxItem]", await self._client._call(
             "v2.session.inbox.list",
@@ -1349,7 +1364,8 @@ class SessionGroup:
 
         `PATCH /api/session/{sessionID}/inbox/{inboxID}` (v2.session.inbox.update). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), ConflictError (409), InvalidRequestError (413), InvalidRequestError (415).
+        (404), ConflictError (409), InvalidRequestError (413), InvalidRequestError (415),
+        TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.session.inbox.update",
@@ -1373,7 +1389,7 @@ class SessionGroup:
 
         `POST /api/session/{sessionID}/interrupt` (v2.session.interrupt). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), InvalidRequestError (413), InvalidRequestError (415).
+        (404), InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("SessionInterrupted", await self._client._call(
             "v2.session.interrupt",
@@ -1403,7 +1419,7 @@ class SessionGroup:
 
         `GET /api/session` (v2.session.list). Declared errors: InvalidCursorError (400),
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
-        (413), InvalidRequestError (415).
+        (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("Page[SessionV2Info]", await self._client._call(
             "v2.session.list",
@@ -1437,7 +1453,7 @@ class SessionGroup:
 
         `GET /api/session/{sessionID}/log` (v2.session.log). Declared errors: InvalidRequestError
         (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
-        InvalidRequestError (413), InvalidRequestError (415).
+        InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return self._client._stream(
             "v2.session.log",
@@ -1459,7 +1475,8 @@ class SessionGroup:
 
         `GET /api/session/{sessionID}/message/{messageID}` (v2.session.message). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), MessageNotFoundError
-        (404), SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415).
+        (404), SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415),
+        TooManyAttemptsError (429).
         """
         return cast("SessionMessage", await self._client._call(
             "v2.session.message",
@@ -1484,7 +1501,7 @@ class SessionGroup:
         `GET /api/session/{sessionID}/message` (v2.session.messages). Declared errors:
         InvalidCursorError (400), InvalidRequestError (400), UnauthorizedError (401), ForbiddenError
         (403), SessionNotFoundError (404), InvalidRequestError (413), InvalidRequestError (415),
-        UnknownError (500).
+        TooManyAttemptsError (429), UnknownError (500).
         """
         return cast("Page[SessionMessage]", await self._client._call(
             "v2.session.messages",
@@ -1509,7 +1526,7 @@ class SessionGroup:
         `POST /api/session/{sessionID}/move` (v2.session.move). Declared errors: InvalidRequestError
         (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
         ConflictError (409), SessionBusyError (409), InvalidRequestError (413), InvalidRequestError
-        (415).
+        (415), TooManyAttemptsError (429).
         """
         return cast("SessionV2Info", await self._client._call(
             "v2.session.move",
@@ -1527,7 +1544,7 @@ class SessionGroup:
 
         `GET /api/session/{sessionID}/owner` (v2.session.owner). Declared errors: InvalidRequestError
         (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
-        InvalidRequestError (413), InvalidRequestError (415).
+        InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("SessionOwner", await self._client._call(
             "v2.session.owner",
@@ -1556,7 +1573,7 @@ class SessionGroup:
 
         `POST /api/session/{sessionID}/permission` (v2.session.permission.create). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), InvalidRequestError (413), InvalidRequestError (415).
+        (404), InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("PermissionCreated", await self._client._call(
             "v2.session.permission.create",
@@ -1587,7 +1604,7 @@ class SessionGroup:
         `GET /api/session/{sessionID}/permission/{requestID}` (v2.session.permission.get). Declared
         errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
         PermissionNotFoundError (404), SessionNotFoundError (404), InvalidRequestError (413),
-        InvalidRequestError (415).
+        InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("PermissionV2Request", await self._client._call(
             "v2.session.permission.get",
@@ -1607,7 +1624,7 @@ class SessionGroup:
 
         `GET /api/session/{sessionID}/permission` (v2.session.permission.list). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), InvalidRequestError (413), InvalidRequestError (415).
+        (404), InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("builtins.list[PermissionV2Request]", await self._client._call(
             "v2.session.permission.list",
@@ -1633,7 +1650,7 @@ class SessionGroup:
         `POST /api/session/{sessionID}/permission/{requestID}/reply` (v2.session.permission.reply).
         Declared errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
         PermissionNotFoundError (404), SessionNotFoundError (404), InvalidRequestError (413),
-        InvalidRequestError (415).
+        InvalidRequestError (415), TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.session.permission.reply",
@@ -1658,7 +1675,8 @@ class SessionGroup:
 
         `POST /api/session/{sessionID}/prompt` (v2.session.prompt). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), ConflictError (409), InvalidRequestError (413), InvalidRequestError (415).
+        (404), ConflictError (409), InvalidRequestError (413), InvalidRequestError (415),
+        TooManyAttemptsError (429).
         """
         return cast("SessionInputAdmitted", await self._client._call(
             "v2.session.prompt",
@@ -1679,7 +1697,7 @@ class SessionGroup:
 
         `GET /api/session/{sessionID}/question` (v2.session.question.list). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), InvalidRequestError (413), InvalidRequestError (415).
+        (404), InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         return cast("builtins.list[QuestionV2Request]", await self._client._call(
             "v2.session.question.list",
@@ -1701,7 +1719,7 @@ class SessionGroup:
         `POST /api/session/{sessionID}/question/{requestID}/reject` (v2.session.question.reject).
         Declared errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
         QuestionNotFoundError (404), SessionNotFoundError (404), InvalidRequestError (413),
-        InvalidRequestError (415).
+        InvalidRequestError (415), TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.session.question.reject",
@@ -1724,7 +1742,7 @@ class SessionGroup:
         `POST /api/session/{sessionID}/question/{requestID}/reply` (v2.session.question.reply).
         Declared errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
         QuestionNotFoundError (404), SessionNotFoundError (404), InvalidRequestError (413),
-        InvalidRequestError (415).
+        InvalidRequestError (415), TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.session.question.reply",
@@ -1743,7 +1761,7 @@ class SessionGroup:
 
         `DELETE /api/session/{sessionID}` (v2.session.remove). Declared errors: InvalidRequestError
         (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
-        InvalidRequestError (413), InvalidRequestError (415).
+        InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         await self._client._call("v2.session.remove", path={"sessionID": session_id}, options=options)
 
@@ -1755,7 +1773,8 @@ class SessionGroup:
 
         `POST /api/session/{sessionID}/resume` (v2.session.resume). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), InvalidRequestError (413), InvalidRequestError (415), ServiceUnavailableError (503).
+        (404), InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429),
+        ServiceUnavailableError (503).
         """
         await self._client._call("v2.session.resume", path={"sessionID": session_id}, options=options)
 
@@ -1768,7 +1787,7 @@ class SessionGroup:
         `POST /api/session/{sessionID}/revert/clear` (v2.session.revert.clear). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
         (404), SessionBusyError (409), InvalidRequestError (413), InvalidRequestError (415),
-        UnknownError (500).
+        TooManyAttemptsError (429), UnknownError (500).
         """
         await self._client._call("v2.session.revert.clear", path={"sessionID": session_id}, options=options)
 
@@ -1781,7 +1800,8 @@ class SessionGroup:
 
         `POST /api/session/{sessionID}/revert/commit` (v2.session.revert.commit). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), SessionBusyError (409), InvalidRequestError (413), InvalidRequestError (415).
+        (404), SessionBusyError (409), InvalidRequestError (413), InvalidRequestError (415),
+        TooManyAttemptsError (429).
         """
         await self._client._call("v2.session.revert.commit", path={"sessionID": session_id}, options=options)
 
@@ -1803,7 +1823,8 @@ class SessionGroup:
         `POST /api/session/{sessionID}/revert/stage` (v2.session.revert.stage). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), MessageNotFoundError
         (404), SessionNotFoundError (404), ConflictError (409), SessionBusyError (409),
-        InvalidRequestError (413), InvalidRequestError (415), UnknownError (500).
+        InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429), UnknownError
+        (500).
         """
         return cast("RevertState", await self._client._call(
             "v2.session.revert.stage",
@@ -1830,7 +1851,7 @@ class SessionGroup:
         `POST /api/session/{sessionID}/shell` (v2.session.shell). Declared errors: InvalidRequestError
         (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
         ConflictError (409), SessionBusyError (409), InvalidRequestError (413), InvalidRequestError
-        (415).
+        (415), TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.session.shell",
@@ -1846,7 +1867,7 @@ class SessionGroup:
 
         `POST /api/session/{sessionID}/agent` (v2.session.switchAgent). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), InvalidRequestError (413), InvalidRequestError (415).
+        (404), InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.session.switchAgent",
@@ -1868,7 +1889,7 @@ class SessionGroup:
 
         `POST /api/session/{sessionID}/model` (v2.session.switchModel). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), InvalidRequestError (413), InvalidRequestError (415).
+        (404), InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.session.switchModel",
@@ -1897,7 +1918,8 @@ class SessionGroup:
 
         `POST /api/session/{sessionID}/synthetic` (v2.session.synthetic). Declared errors:
         InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError
-        (404), ConflictError (409), InvalidRequestError (413), InvalidRequestError (415).
+        (404), ConflictError (409), InvalidRequestError (413), InvalidRequestError (415),
+        TooManyAttemptsError (429).
         """
         return cast("InboxSyntheticItem", await self._client._call(
             "v2.session.synthetic",
@@ -1929,7 +1951,7 @@ class SessionGroup:
 
         `PATCH /api/session/{sessionID}` (v2.session.update). Declared errors: InvalidRequestError
         (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
-        InvalidRequestError (413), InvalidRequestError (415).
+        InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.session.update",
@@ -1946,7 +1968,7 @@ class SessionGroup:
 
         `POST /api/session/{sessionID}/view` (v2.session.view). Declared errors: InvalidRequestError
         (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
-        InvalidRequestError (413), InvalidRequestError (415).
+        InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
         """
         await self._client._call(
             "v2.session.view",
@@ -1962,7 +1984,8 @@ class SessionGroup:
 
         `POST /api/session/{sessionID}/wait` (v2.session.wait). Declared errors: InvalidRequestError
         (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
-        InvalidRequestError (413), InvalidRequestError (415), ServiceUnavailableError (503).
+        InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429),
+        ServiceUnavailableError (503).
         """
         await self._client._call("v2.session.wait", path={"sessionID": session_id}, options=options)
 
@@ -1985,7 +2008,7 @@ class SkillGroup:
 
         `GET /api/skill` (v2.skill.list). Declared errors: InvalidRequestError (400),
         UnauthorizedError (401), ForbiddenError (403), InvalidRequestError (413), InvalidRequestError
-        (415).
+        (415), TooManyAttemptsError (429).
         """
         return cast("SkillList", await self._client._call(
             "v2.skill.list",

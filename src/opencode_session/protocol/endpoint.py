@@ -12,7 +12,13 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, create_model
 
 from opencode_session.schema.base import Struct
-from opencode_session.schema.errors import ForbiddenError, InvalidRequestError, TaggedError, UnauthorizedError
+from opencode_session.schema.errors import (
+    ForbiddenError,
+    InvalidRequestError,
+    TaggedError,
+    TooManyAttemptsError,
+    UnauthorizedError,
+)
 from opencode_session.schema.page import CursorLinks
 
 # How success values go on the wire: JSON types, absent optionals left out, and no value of another shape.
@@ -55,9 +61,10 @@ class Refusal:
 
 
 # Every route answers these, whatever it declares: request validation, the request guard (Host/Origin 403, body
-# media type 415 and size 413, for any request that carries a body) and auth run before the handler.
+# media type 415 and size 413, for any request that carries a body) and auth (401, 429 after many wrong passwords)
+# run before the handler.
 IMPLICIT_ERRORS: tuple[ErrorDeclaration, ...] = (
-    InvalidRequestError, UnauthorizedError, ForbiddenError,
+    InvalidRequestError, UnauthorizedError, ForbiddenError, TooManyAttemptsError,
     ErrorAt(InvalidRequestError, 413), ErrorAt(InvalidRequestError, 415),
 )
 

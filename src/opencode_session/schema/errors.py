@@ -172,6 +172,16 @@ class SessionBusyError(TaggedError):
         return f"Session is busy: {self.values['sessionID']}"
 
 
+class TooManyAttemptsError(TaggedError):
+    """A client that sent too many wrong passwords in a row: no password of it is judged for `retryAfter` seconds."""
+
+    status = 429
+    fields = ("retryAfter",)
+
+    def default_message(self) -> str:
+        return f"Too many wrong passwords: try again in {self.values['retryAfter']} s"
+
+
 class ServiceUnavailableError(TaggedError):
     status = 503
     optional = ("service",)

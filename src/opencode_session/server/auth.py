@@ -1,54 +1,114 @@
 """HTTP basic auth for every route (WebSocket upgrades too) when OPENCODE_SERVER_PASSWORD is set, as OpenCode's
 server does, or the inspector's login cookie; a WebSocket upgrade may instead carry a connection ticket, which its
-route checks. A browser asking for a page without either is sent to the login form, which this middleware answers."""
+route checks. A browser asking for a page without either is sent to the login form, which this middleware answers,
+as it answers logging out; a client that keeps sending wrong passwords is made to wait."""
 
 from __future__ import annotations
 
 import base64
 import hmac
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Callable
 from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..schema.errors import UnauthorizedError
+from ..schema.errors import TooManyAttemptsError, UnauthorizedError
 from .guard import refuse
 from .ui import login
+
+FREE_FAILURES = 10  # wrong passwords in a row a client may send before it has to wait
+LOCK_FIRST_S = 5.0  # the wait after the first wrong password past those
+LOCK_MAX_S = 300.0  # the longest a client is made to wait
+CLIENTS_KEPT = 4096  # clients whose failures are remembered (the oldest are forgotten first)
+REVOKED_KEPT = 4096  # logged-out cookies remembered until they expire
+
+
+class Attempts:
+    """Wrong passwords by client address: after FREE_FAILURES in a row, each further one locks the address out
+    twice as long as the one before (5 s, 10 s, 20 s, ... up to LOCK_MAX_S), during which no password of it is even
+    judged; a right one clears the count. One process's memory: each host of a cluster counts its own."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.failures: OrderedDict[str, tuple[int, float]] = OrderedDict()  # address -> (failures, locked until)
+
+    def judge(self, client: str, right: bool) -> float:
+        """Seconds `client` must still wait (its answer is not taken), else 0 with the answer counted."""
+        failures, until = self.failures.get(client, (0, 0.0))
+        now = self.clock()
+        if until > now:
+            return until - now
+        if right:
+            if failures:
+                del self.failures[client]
+            return 0.0
+        failures += 1
+        past = failures - FREE_FAILURES
+        lock = 0.0 if past <= 0 else min(LOCK_MAX_S, LOCK_FIRST_S * 2.0 ** (past - 1))
+        self.failures[client] = (failures, now + lock)
+        self.failures.move_to_end(client)
+        while len(self.failures) > CLIENTS_KEPT:
+            self.failures.popitem(last=False)
+        return 0.0
 
 
 class BasicAuthMiddleware:
     def __init__(self, app: ASGIApp, username: str, password: str) -> None:
         self.app = app
         self.expected = f"{username}:{password}".encode()
+        self.attempts = Attempts()
+        self.revoked: OrderedDict[str, int] = OrderedDict()  # logged-out cookie value -> when it expires anyway
 
-    def _authorized(self, scope: Scope) -> bool:
-        return self._basic(scope) or self._cookie(scope)
-
-    def _cookie(self, scope: Scope) -> bool:
+    def _cookie(self, scope: Scope) -> str | None:
+        """The request's login cookie, if it holds a valid one not logged out."""
         host = _header(scope, b"host")
         cookie = _header(scope, b"cookie")
         value = login.cookie_value(cookie) if cookie is not None else None
-        return value is not None and host is not None and login.valid(self.expected, value, host.decode("latin-1"))
+        if value is None or host is None or value in self.revoked:
+            return None
+        return value if login.valid(self.expected, value, host.decode("latin-1")) else None
 
-    def _basic(self, scope: Scope) -> bool:
+    def _basic(self, scope: Scope) -> bool | None:
+        """Whether the request's basic credentials are right; None when it sends none."""
         for name, value in scope.get("headers", ()):
             if name == b"authorization":
                 scheme, _, token = value.partition(b" ")
                 if scheme.lower() != b"basic":
-                    return False
+                    return None
                 try:
                     supplied = base64.b64decode(token.strip(), validate=True)
                 except Exception:
                     return False
                 return hmac.compare_digest(supplied, self.expected)
-        return False
+        return None
+
+    def _judge(self, scope: Scope, right: bool) -> float:
+        client = scope.get("client")
+        return self.attempts.judge(client[0] if client else "", right)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == login.LOGIN_PATH:
             await self._login(scope, receive, send)
             return
-        if scope["type"] not in ("http", "websocket") or self._authorized(scope):
+        if scope["type"] == "http" and scope["path"] == login.LOGOUT_PATH:
+            await self._logout(scope, send)
+            return
+        if scope["type"] not in ("http", "websocket") or self._cookie(scope) is not None:
             await self.app(scope, receive, send)
             return
+        basic = self._basic(scope)
+        if basic is not None:
+            wait = self._judge(scope, basic)
+            if wait:
+                await refuse(scope, send, TooManyAttemptsError(retryAfter=math.ceil(wait)),
+                             headers=((b"retry-after", str(math.ceil(wait)).encode()),))
+                return
+            if basic:
+                await self.app(scope, receive, send)
+                return
         if scope["type"] == "websocket" and _has_ticket(scope):
             # A browser cannot send the header on a WebSocket: the route checks the ticket (any ticket it is given)
             await self.app(scope, receive, send)
@@ -67,7 +127,7 @@ class BasicAuthMiddleware:
         the cookie and on to `next`; wrong, the form again with no cookie."""
         params = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         if scope["method"] == "GET":
-            if self._authorized(scope):
+            if self._cookie(scope) is not None:
                 await _answer(send, 303, b"", ((b"location", login.local_path(params.get("next")).encode()),))
             else:
                 await _page(send, 200, login.page(params.get("next") or "/"))
@@ -83,12 +143,37 @@ class BasicAuthMiddleware:
         fields = login.form_fields(body)
         supplied = f"{fields.get('username', '')}:{fields.get('password', '')}".encode()
         target = login.local_path(fields.get("next"))
-        if not hmac.compare_digest(supplied, self.expected):
+        right = hmac.compare_digest(supplied, self.expected)
+        wait = math.ceil(self._judge(scope, right))
+        if wait:
+            await _page(send, 429, login.page(target, f"Too many wrong passwords: try again in {wait} s."),
+                        ((b"retry-after", str(wait).encode()),))
+            return
+        if not right:
             await _page(send, 401, login.page(target, "Wrong user or password."))
             return
         host = (_header(scope, b"host") or b"").decode("latin-1")
         cookie = login.set_cookie(login.issue(self.expected, host), secure=scope.get("scheme") == "https")
         await _answer(send, 303, b"", ((b"location", target.encode()), (b"set-cookie", cookie.encode())))
+
+
+    async def _logout(self, scope: Scope, send: Send) -> None:
+        """POST: this browser's cookie opens nothing from now on (it is remembered as logged out until it would
+        have expired) and is cleared; on to the login form."""
+        if scope["method"] != "POST":
+            await _answer(send, 405, b"", ((b"allow", b"POST"),))
+            return
+        value = self._cookie(scope)
+        if value is not None:
+            now = time.time()
+            for old, expires in list(self.revoked.items()):
+                if expires < now:
+                    del self.revoked[old]
+            self.revoked[value] = login.expiry(value)
+            while len(self.revoked) > REVOKED_KEPT:
+                self.revoked.popitem(last=False)
+        await _answer(send, 303, b"", ((b"location", login.LOGIN_PATH.encode()),
+                                       (b"set-cookie", login.clear_cookie(scope.get("scheme") == "https").encode())))
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:
@@ -127,11 +212,11 @@ async def _answer(send: Send, status: int, body: bytes, headers: tuple[tuple[byt
     await send({"type": "http.response.body", "body": body})
 
 
-async def _page(send: Send, status: int, body: bytes) -> None:
+async def _page(send: Send, status: int, body: bytes, headers: tuple[tuple[bytes, bytes], ...] = ()) -> None:
     # no WWW-Authenticate on the form's own answers: the browser shows the form, not its prompt
     await _answer(send, status, body, ((b"content-type", b"text/html; charset=utf-8"),
                                        (b"content-security-policy", login.CSP.encode()),
-                                       (b"x-content-type-options", b"nosniff")))
+                                       (b"x-content-type-options", b"nosniff"), *headers))
 
 
 def _has_ticket(scope: Scope) -> bool:

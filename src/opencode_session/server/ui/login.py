@@ -1,10 +1,11 @@
-"""The inspector's login form: its page, the cookie it sets (signed with the password for one Host, expiring) and
-the check of that cookie, which the auth middleware accepts beside HTTP basic auth."""
+"""The inspector's login form: its page, the cookie it sets (signed with the password for one Host, expiring), the
+check of that cookie, which the auth middleware accepts beside HTTP basic auth, and the cookie's clearing at logout."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 import time
 from urllib.parse import parse_qsl, quote
 
@@ -13,26 +14,35 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 COOKIE = "ocs_login"
 LIFETIME_S = 12 * 3600
 LOGIN_PATH = "/ui/login"
+LOGOUT_PATH = "/ui/logout"
 FORM_MAX_BYTES = 4096  # a user name and a password; anything longer is refused unread
 _templates = Environment(loader=PackageLoader(__package__, "templates"), autoescape=select_autoescape())
 CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
 
 
-def _signature(secret: bytes, expires: int, host: str) -> str:
-    return hmac.new(secret, f"ocs-login|{expires}|{host.lower()}".encode(), hashlib.sha256).hexdigest()
+def _signature(secret: bytes, expires: int, nonce: str, host: str) -> str:
+    return hmac.new(secret, f"ocs-login|{expires}|{nonce}|{host.lower()}".encode(), hashlib.sha256).hexdigest()
 
 
 def issue(secret: bytes, host: str, now: float | None = None) -> str:
-    """A cookie value good for `host` until LIFETIME_S from now; `secret` is the user and password."""
+    """A cookie value good for `host` until LIFETIME_S from now; `secret` is the user and password. Each value is
+    new (a nonce), so logging one out ends that one only."""
     expires = int(now if now is not None else time.time()) + LIFETIME_S
-    return f"{expires}.{_signature(secret, expires, host)}"
+    nonce = secrets.token_hex(8)
+    return f"{expires}.{nonce}.{_signature(secret, expires, nonce, host)}"
+
+
+def expiry(value: str) -> int:
+    """When a cookie value from `issue` expires (epoch seconds)."""
+    head = value.partition(".")[0]
+    return int(head) if head.isdigit() else 0
 
 
 def valid(secret: bytes, value: str, host: str, now: float | None = None) -> bool:
-    expires_text, _, signature = value.partition(".")
+    expires_text, nonce, signature = (value.split(".", 2) + ["", ""])[:3]
     if not expires_text.isdigit() or int(expires_text) < (now if now is not None else time.time()):
         return False
-    return hmac.compare_digest(signature, _signature(secret, int(expires_text), host))
+    return hmac.compare_digest(signature, _signature(secret, int(expires_text), nonce, host))
 
 
 def cookie_value(header: bytes) -> str | None:
@@ -48,6 +58,10 @@ def set_cookie(value: str, secure: bool) -> str:
     # HttpOnly: no script reads it; SameSite=Strict: no other site's page makes the browser send it
     return (f"{COOKIE}={value}; Path=/; Max-Age={LIFETIME_S}; HttpOnly; SameSite=Strict"
             + ("; Secure" if secure else ""))
+
+
+def clear_cookie(secure: bool) -> str:
+    return f"{COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict" + ("; Secure" if secure else "")
 
 
 def local_path(target: str | None) -> str:
