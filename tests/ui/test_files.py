@@ -53,6 +53,9 @@ def test_a_revert_is_previewed_staged_cleared_and_committed_from_the_page(page, 
     page.get_by_role("region", name="Staged revert").get_by_role("button", name="Commit revert").click()
     transcript.get_by_text("Write drop.txt").wait_for(state="detached")  # the prompt left the history
     assert transcript.get_by_text("Wrote keep.txt.").is_visible()
+    mark = transcript.locator(".marker.revert")  # and the transcript says where history was cut
+    assert "Reverted here" in mark.inner_text()
+    assert "Wrote keep.txt." in mark.evaluate("m => m.previousElementSibling.innerText")
     assert page.get_by_role("region", name="Staged revert").count() == 0
     assert not (work / "drop.txt").exists() and (work / "keep.txt").exists()
     assert [m["type"] for m in api.get(f"/api/session/{sid}/message?order=asc").json()["data"]] == ["user", "assistant",

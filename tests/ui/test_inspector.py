@@ -32,6 +32,46 @@ def test_the_page_lists_sessions_with_children_and_searches_titles(page, api, tm
     sessions.get_by_text("Alpha refactor").wait_for()
 
 
+def test_the_list_shows_each_status_and_filters_by_it_and_by_location(page, api, ui_provider, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    calm = create(api, title="Status calm", location={"directory": str(elsewhere)})
+    ui_provider.enqueue(fake.completion(fake.text_deltas("Fine.")))
+    prompt_and_wait(api, calm, "Anything?")
+    broken = create(api, title="Status broken")
+    ui_provider.enqueue(fake.error(400, "the request was malformed", type="invalid_request_error"))
+    prompt_and_wait(api, broken, "Fail")
+    asking = create(api, title="Status asking")
+    ui_provider.enqueue(
+        fake.completion(fake.tool_call_deltas(0, "call_w", "bash", json.dumps({"command": "true", "description": "x"})),
+                        finish_reason="tool_calls"),
+        fake.completion(fake.text_deltas("Done asking.")))
+    assert api.post(f"/api/session/{asking}/prompt", json={"prompt": {"text": "Run it"}}).status_code == 200
+    page.goto(f"/ui/session/{asking}")
+    page.get_by_role("region", name="Needs you").wait_for()  # it waits on a permission now
+    page.goto("/")
+    sessions = page.locator("#sessions")
+
+    def badge(title: str) -> str:
+        return sessions.locator("a.session").filter(has_text=title).locator(".badge").text_content() or ""
+
+    assert (badge("Status calm"), badge("Status broken"), badge("Status asking")) == ("idle", "failed", "waiting")
+    shoot(page, tmp_path, "statuses")
+    page.get_by_label("Status").select_option("failed")
+    sessions.get_by_text("Status asking").wait_for(state="detached")
+    assert sessions.get_by_text("Status broken").is_visible() and sessions.get_by_text("Status calm").count() == 0
+    page.get_by_label("Status").select_option("")
+    page.get_by_label("Location").select_option(str(elsewhere))
+    sessions.get_by_text("Status broken").wait_for(state="detached")
+    assert [t.strip() for t in sessions.locator("a.session .title").all_text_contents()] == ["Status calm"]
+    page.get_by_label("Status").select_option("waiting")  # both at once: nothing here waits
+    sessions.get_by_text("No sessions match").wait_for()
+    [ask] = api.get(f"/api/session/{asking}/permission").json()["data"]
+    assert api.post(f"/api/session/{asking}/permission/{ask['id']}/reply",
+                    json={"reply": "once"}).status_code in (200, 204)
+    assert api.post(f"/api/session/{asking}/wait", timeout=40).status_code == 204
+
+
 def test_opening_a_session_shows_its_transcript_with_tool_calls(page, api, ui_provider, tmp_path):
     sid = create(api, title="Reading notes")
     ui_provider.enqueue(

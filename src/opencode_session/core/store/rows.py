@@ -135,6 +135,10 @@ class EventReads(Protocol):
         """At most `limit` events of `aggregate_id` after `seq` (exclusive), in sequence order."""
         ...
 
+    def of_types(self, aggregate_id: str, types: tuple[str, ...], after: int, through: int) -> list[EventRecord]:
+        """The aggregate's events of these stored types with `after` < seq <= `through`, in order."""
+        ...
+
     def from_position(self, position: int, limit: int) -> list[tuple[int, EventRecord]]:
         """At most `limit` events committed after store position `position`, oldest first, with their positions.
         Positions are commit-ordered: an event committed later has a larger position, whoever wrote it."""
@@ -161,6 +165,10 @@ class SessionReads(Protocol):
 
     def page(self, where: SessionFilter, request: PageRequest) -> KeysetPage[SessionV2Info]:
         """One page of sessions in creation order; the keys are (time created, creation order)."""
+        ...
+
+    def suspended(self, session_ids: list[str]) -> set[str]:
+        """Those of the sessions a graceful shutdown interrupted that no host has resumed yet."""
         ...
 
 

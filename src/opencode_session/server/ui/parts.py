@@ -22,11 +22,15 @@ from ...core.llm import listing
 from ...core.llm.catalog import model_ref_from_string
 from ...core.location import Location, select_location
 from ...core.runtime import Runtime
+from ...core.store import Reader, now_ms
+from ...core.store.keyset import PageRequest
 from ...schema import events as ev
+from ...schema import session_errors
 from ...schema.catalog import ModelV2Info
 from ...schema.errors import InvalidRequestError, TaggedError
 from ...schema.events import EventRecord
 from ...schema.session import SessionV2Info
+from . import marks
 
 # messages per transcript page: the live window (rendered again at every durable event) and each older page; under
 # MESSAGE_PAGE_MAX, so first paint and every re-render stay cheap
@@ -67,9 +71,15 @@ async def choices(runtime: Runtime, info: SessionV2Info) -> dict[str, Any]:
     agents = [a.id for a in agent_info(config, runtime.options.env) if not a.hidden and a.mode != "subagent"]
     models = _models(config, runtime.options.env)
     current = info.model or (model_ref_from_string(config.model) if config.model else None)  # what Steps use
-    limit = next((m.limit.context for m in models if current is not None and m.id == current.id
-                  and m.providerID == current.providerID), None)
-    return {"agents": agents, "models": [{"id": m.id, "providerID": m.providerID, "name": m.name} for m in models],
+
+    def is_current(m: ModelV2Info) -> bool:
+        return current is not None and m.id == current.id and m.providerID == current.providerID
+
+    limit = next((m.limit.context for m in models if is_current(m)), None)
+    # the models a switch can use: those of providers with what they need to be called (a key, a connection), and
+    # the one in use whatever its provider's state; not the whole bundled catalog
+    offered = [m for m in models if m.enabled or is_current(m)]
+    return {"agents": agents, "models": [{"id": m.id, "providerID": m.providerID, "name": m.name} for m in offered],
             "context_limit": limit, "current": f"{current.providerID}/{current.id}" if current else ""}
 
 
@@ -85,6 +95,43 @@ def context_used(messages: list[dict[str, Any]]) -> int | None:
             if used:  # a Step that failed before the provider counted anything tells nothing
                 return used
     return None
+
+
+STATUSES = ("waiting", "busy", "suspended", "failed", "idle")  # what the sessions list shows (and filters by)
+
+
+async def statuses(runtime: Runtime, sessions: list[SessionV2Info]) -> dict[str, dict[str, Any]]:
+    """Each session's status and the host that executes it: waiting (a permission or question is pending), busy (a
+    host executes it), suspended (a shutdown interrupted it and no host has resumed it), failed (its newest answer
+    ended in an error other than an interrupt), else idle. One read of the store for them all."""
+    ids = [s.id for s in sessions]
+    leased = runtime.ownership is not None
+    newest = PageRequest("desc", 1)
+
+    def read(r: Reader) -> tuple[dict[str, Any], set[str], set[str]]:
+        failed = set()
+        for i in ids:
+            last = r.messages.page(i, newest).items
+            if last and last[0].type == "assistant" and last[0].error is not None \
+                    and last[0].error.type != session_errors.ABORTED:
+                failed.add(i)
+        return ({i: r.leases.holder(i) for i in ids} if leased else {}), r.sessions.suspended(ids), failed
+
+    leases, suspended, failed = await runtime.store.read(read)
+    active = set(runtime.execution.active()) if runtime.execution is not None else set()
+    now = now_ms()
+    found = {}
+    for i in ids:
+        lease = leases.get(i)
+        host = lease.owner if lease is not None and lease.expires >= now else (runtime.host if i in active else None)
+        if runtime.permissions.pending(i) or runtime.questions.pending(i):
+            status = "waiting"
+        elif host is not None:
+            status = "busy"
+        else:
+            status = "suspended" if i in suspended else "failed" if i in failed else "idle"
+        found[i] = {"status": status, "host": host if leased else None}
+    return found
 
 
 def needs_you(runtime: Runtime, session_id: str) -> dict[str, Any]:
@@ -190,14 +237,19 @@ def part_routes(runtime: Runtime, render: Callable[..., str], html: Callable[...
 
     async def earlier(request: Request) -> Response:
         session_id = request.path_params["sessionID"]
+        until = request.query_params.get("until") or ""
         try:
             older, links = await runtime.sessions.messages(session_id, cursor=request.query_params.get("cursor"))
             info = await runtime.sessions.get(session_id)
+            found = await marks.marks(runtime, session_id)
         except TaggedError as err:
             return html(render("problem.html", problem=err.message), status=err.status)
-        return html(render("earlier.html", messages=message_values(list(reversed(older))),
-                           session=info.model_dump(mode="json"),
-                           cursor=links.next if len(older) == TRANSCRIPT_PAGE else None))
+        messages = message_values(list(reversed(older)))
+        cursor = links.next if len(older) == TRANSCRIPT_PAGE else None
+        head, after = marks.place(found.timed, messages, int(until) if until.isdigit() else None, cursor is None)
+        return html(render("earlier.html", messages=messages, session=info.model_dump(mode="json"), cursor=cursor,
+                           delivery=found.delivery, failed=found.failed, head=head, after=after,
+                           until=messages[0]["time"]["created"] if messages else ""))
 
     async def details(request: Request) -> Response:
         session_id = request.path_params["sessionID"]

@@ -3,7 +3,8 @@ over SSE and the vendored static files. Reads go through core as the API handler
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import json
+from collections.abc import AsyncIterator, Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,8 @@ from ...schema.events import (
     QuestionReplied,
     TextDelta,
 )
-from . import parts
+from ...schema.session import SessionV2Info
+from . import login, marks, parts
 
 DIFF_CONTEXT = 3  # unchanged lines around each hunk, as `git diff` shows them
 EXECUTION_ENDED = (ExecutionSucceeded, ExecutionFailed, ExecutionInterrupted)
@@ -50,6 +52,8 @@ def _markdown_html(text: str) -> Markup:
 
 
 _templates.filters["markdown"] = _markdown_html
+# JSON to read (a tool's input): as written, not with `'` and `<` as \u escapes; autoescape makes it safe in HTML
+_templates.filters["pretty_json"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def _render(name: str, **values: Any) -> str:
@@ -74,52 +78,85 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
     def _active() -> set[str]:
         return set(runtime.execution.active()) if runtime.execution is not None else set()
 
-    async def _rows(search: str | None) -> list[dict[str, Any]]:
-        active = _active()
+    async def _rows(q: Mapping[str, str]) -> list[dict[str, Any]]:
+        """The sessions list as `q` asks (`search`, `directory`, `status`): roots with their children under them, or
+        the sessions found; a root stays when one of its children has the status asked for."""
+        search, directory, wanted = q.get("search") or None, q.get("directory") or None, q.get("status") or None
         if search:
-            found, _ = await runtime.sessions.list(search=search, limit=100)
-            return [{"session": s.model_dump(mode="json"), "busy": s.id in active, "children": []} for s in found]
-        roots, _ = await runtime.sessions.list(parent="null", limit=100)
+            found, _ = await runtime.sessions.list(search=search, directory=directory, limit=100)
+            tree: list[tuple[SessionV2Info, list[SessionV2Info]]] = [(s, []) for s in found]
+        else:
+            roots, _ = await runtime.sessions.list(parent="null", directory=directory, limit=100)
+            tree = [(s, (await runtime.sessions.list(parent=s.id, limit=100))[0]) for s in roots]
+        states = await parts.statuses(runtime, [s for root, children in tree for s in (root, *children)])
+
+        def row(s: SessionV2Info) -> dict[str, Any]:
+            return {"session": s.model_dump(mode="json"), **states[s.id]}
+
         rows = []
-        for s in roots:
-            children, _ = await runtime.sessions.list(parent=s.id, limit=100)
-            rows.append({"session": s.model_dump(mode="json"), "busy": s.id in active, "children": [
-                {"session": c.model_dump(mode="json"), "busy": c.id in active} for c in children]})
+        for root, children in tree:
+            kids = [row(c) for c in children if wanted is None or states[c.id]["status"] == wanted]
+            if wanted is None or kids or states[root.id]["status"] == wanted:
+                rows.append({**row(root), "children": kids})
         return rows
 
+    def _filtered(q: Mapping[str, str]) -> bool:
+        return any(q.get(k) for k in ("search", "directory", "status"))
+
     async def sessions_page(request: Request) -> Response:
-        search = request.query_params.get("search") or None
-        return _html(_render("sessions.html", rows=await _rows(search), search=search or ""))
+        q = request.query_params
+        everywhere, _ = await runtime.sessions.list(parent="null", limit=100)
+        directories = sorted({s.location.directory for s in everywhere} | ({q["directory"]} if q.get("directory")
+                                                                            else set()))
+        return _html(_render("sessions.html", rows=await _rows(q), search=q.get("search", ""),
+                             directory=q.get("directory", ""), status=q.get("status", ""), directories=directories,
+                             statuses=parts.STATUSES, filtered=_filtered(q), signed_in=login.COOKIE in request.cookies))
 
     async def sessions_fragment(request: Request) -> Response:
-        return _html(_render("session_rows.html", rows=await _rows(request.query_params.get("search") or None)))
+        return _html(_render("session_rows.html", rows=await _rows(request.query_params),
+                             filtered=_filtered(request.query_params)))
 
-    async def _transcript(session_id: str, busy: bool | None = None, limit: int | None = None) -> str:
+    def _state(session_id: str, seq: int, busy: bool) -> str:
+        """What a render of the transcript shows beyond the log up to `seq`: the runner, and the live-only requests
+        of the tray. A page rendered at the same state needs no second render when it connects."""
+        asking = parts.needs_you(runtime, session_id)
+        return ".".join([str(seq), str(int(busy)), *(r["id"] for r in asking["asks"] + asking["questions"])])
+
+    async def _transcript(session_id: str, found: marks.Marks, busy: bool, limit: int | None = None) -> str:
+        """The live window of the transcript, with the marks read up to now."""
         newest, links = await runtime.sessions.messages(session_id, limit=parts.TRANSCRIPT_PAGE, order="desc")
         info = await runtime.sessions.get(session_id)
         messages = [m.model_dump(mode="json") for m in reversed(newest)]
         if limit is None:
             limit = (await parts.choices(runtime, info))["context_limit"]
-        return _render("transcript.html", messages=messages, session=info.model_dump(mode="json"),
-                       busy=session_id in _active() if busy is None else busy, **parts.needs_you(runtime, session_id),
-                       inbox=await parts.inbox(runtime, session_id), context_used=parts.context_used(messages),
-                       context_limit=limit, earlier=links.next if len(newest) == parts.TRANSCRIPT_PAGE else None)
+        earlier = links.next if len(newest) == parts.TRANSCRIPT_PAGE else None
+        head, after = marks.place(found.timed, messages, None, oldest=earlier is None)
+        return _render("transcript.html", messages=messages, session=info.model_dump(mode="json"), busy=busy,
+                       **parts.needs_you(runtime, session_id), inbox=await parts.inbox(runtime, session_id),
+                       context_used=parts.context_used(messages), context_limit=limit, earlier=earlier,
+                       delivery=found.delivery, failed=found.failed, head=head, after=after,
+                       until=messages[0]["time"]["created"] if messages else None)
 
     async def session_page(request: Request) -> Response:
         session_id = request.path_params["sessionID"]
         try:
             info = await runtime.sessions.get(session_id)
             header = await parts.choices(runtime, info)
-            transcript = await _transcript(session_id, limit=header["context_limit"])
+            found, busy = await marks.marks(runtime, session_id), session_id in _active()
+            transcript = await _transcript(session_id, found, busy, limit=header["context_limit"])
         except TaggedError as err:
             if err.status != 404:
                 raise
-            return _html(_render("missing.html", session_id=session_id), status=404)
-        return _html(_render("session.html", session=info.model_dump(mode="json"), transcript=transcript, **header))
+            return _html(_render("missing.html", session_id=session_id, signed_in=login.COOKIE in request.cookies),
+                         status=404)
+        return _html(_render("session.html", session=info.model_dump(mode="json"), transcript=transcript,
+                             state=_state(session_id, found.seq, busy), signed_in=login.COOKIE in request.cookies,
+                             **header))
 
     async def session_live(request: Request) -> Response:
         """Each change of the session's log re-renders the transcript (`transcript`); the answer's text arrives as
-        it streams (`delta`), appended below it until the next re-render settles it."""
+        it streams (`delta`), appended below it until the next re-render settles it. A page that says which state
+        it shows (`state`) is rendered again on connecting only if the session has moved on since."""
         session_id = request.path_params["sessionID"]
         try:
             await runtime.sessions.require(session_id)
@@ -129,7 +166,9 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
 
         async def frames() -> AsyncIterator[bytes]:
             busy = session_id in _active()  # then what the log says: the runner may not have let go of it yet
-            yield _sse("transcript", await _transcript(session_id, busy))
+            found = await marks.marks(runtime, session_id)
+            if _state(session_id, found.seq, busy) != request.query_params.get("state"):
+                yield _sse("transcript", await _transcript(session_id, found, busy))
             while True:  # SubscriptionLost ends the stream; the browser's EventSource reconnects to a fresh render
                 mine = [i for i in await subscription.next()
                         if isinstance(i, EventRecord) and i.aggregate_id == session_id]
@@ -140,7 +179,8 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
                             busy = True
                         elif isinstance(item.data, EXECUTION_ENDED):
                             busy = False
-                    yield _sse("transcript", await _transcript(session_id, busy))
+                    found = await marks.marks(runtime, session_id)
+                    yield _sse("transcript", await _transcript(session_id, found, busy))
                     mine = mine[durable[-1] + 1:]
                 text = "".join(i.data.delta for i in mine if isinstance(i.data, TextDelta))
                 if text:

@@ -60,6 +60,12 @@ class SqlEvents:
         ).fetchall()
         return [_decode(row) for row in rows]
 
+    def of_types(self, aggregate_id: str, types: tuple[str, ...], after: int, through: int) -> list[EventRecord]:
+        rows = self.conn.execute(
+            f"SELECT * FROM event WHERE aggregate_id = ? AND seq > ? AND seq <= ? AND type IN"
+            f" ({', '.join('?' * len(types))}) ORDER BY seq", (aggregate_id, after, through, *types)).fetchall()
+        return [_decode(row) for row in rows]
+
     def from_position(self, position: int, limit: int) -> list[tuple[int, EventRecord]]:
         rows = self.conn.execute(
             "SELECT rowid AS position, * FROM event WHERE rowid > ? ORDER BY rowid LIMIT ?", (position, limit)

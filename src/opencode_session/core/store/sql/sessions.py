@@ -60,6 +60,15 @@ class SqlSessions:
         row = self.conn.execute("SELECT data, time_updated FROM session WHERE id = ?", (session_id,)).fetchone()
         return None if row is None else _info(row)
 
+    def suspended(self, session_ids: list[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(session_ids), 500):  # under every backend's bound on parameters
+            chunk = session_ids[start:start + 500]
+            found.update(row[0] for row in self.conn.execute(
+                f"SELECT id FROM session WHERE time_suspended IS NOT NULL AND id IN ({', '.join('?' * len(chunk))})",
+                chunk))
+        return found
+
     def page(self, where: SessionFilter, request: PageRequest) -> KeysetPage[SessionV2Info]:
         clauses: list[str] = []
         params: list[Any] = []
