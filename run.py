@@ -1,20 +1,24 @@
 #!/usr/bin/env python3
 """Project bootstrap: creates .venv from requirements.lock, then runs the demo, the server, the tests or a benchmark.
 
-Usage: python3 run.py demo | serve [ocs serve options] | test [pytest args] | bench [name] | lock | ocs [args]
+Usage: python3 run.py demo | serve [ocs serve options] | test [--fast] [pytest args] | bench [name] | lock | ocs [args]
 
 `test` first runs the linter (ruff), the type checker (mypy) and the dependency checker (deptry), all configured in
-pyproject.toml; any failure stops it. The browser tests drive Debian's chromium: when it is absent, `test` installs it
-with apt-get if it runs as root (saying so), and otherwise those tests skip and say why.
+pyproject.toml; any failure stops it. Then the whole suite runs on several processes at once (pytest-xdist; `-n 1`
+runs it in one, `-n N` in N), and ends with its wall and CPU time and the 20 slowest tests. `test --fast` skips the
+tests marked `slow` (the inner loop while working). The browser tests drive Debian's chromium: when it is absent,
+`test` installs it with apt-get if it runs as root (saying so), and otherwise those tests skip and say why.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import resource
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -22,6 +26,8 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
 STAMP = VENV / ".lock-stamp"
+# pytest-xdist workers for `test`: measured on a 2-core machine (docs/testing.md); an `-n` given to `test` wins
+TEST_WORKERS = "3"
 
 
 def _lock_digest() -> str:
@@ -75,8 +81,42 @@ def become(argv: list[str]) -> int:
     return 127  # not reached
 
 
+def run_tests(args: list[str]) -> int:
+    """The checks, then pytest on TEST_WORKERS processes; prints the wall and CPU time it all took."""
+    fast = "--fast" in args
+    args = [a for a in args if a != "--fast"]
+    started = time.monotonic()
+    checks = ([str(BIN / "ruff"), "check", "src", "tests", "bench", "run.py"], [str(BIN / "mypy")],
+              [str(BIN / "deptry"), "src"])  # every import in src is a declared dependency (pyproject.toml)
+    for check in checks:
+        code = subprocess.call(check, cwd=ROOT)
+        if code != 0:
+            return code
+    if not fast:
+        ensure_chromium()
+    pytest = [str(PY), "-m", "pytest"]
+    if not any(a.startswith(("-n", "--numprocesses")) or a == "no:xdist" for a in args):
+        pytest += ["-n", TEST_WORKERS, "--dist", "loadscope"]
+    if not any(a.startswith("--durations") for a in args):
+        pytest.append("--durations=20")
+    if fast:
+        pytest += ["-m", "not slow"]
+    code = subprocess.call([*pytest, *args], cwd=ROOT)
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(f"run.py test{' --fast' if fast else ''}: {time.monotonic() - started:.0f} s of wall time, "
+          f"{used.ru_utime + used.ru_stime:.0f} s of CPU (checks and tests, every process they waited for)",
+          file=sys.stderr, flush=True)
+    return code
+
+
 def main(argv: list[str]) -> int:
-    cmd, rest = (argv[0], argv[1:]) if argv else ("test", [])
+    if not argv or argv[0] in ("-h", "--help", "help"):  # usage needs no venv
+        print(__doc__, file=sys.stderr if not argv else sys.stdout)
+        return 2 if not argv else 0
+    cmd, rest = argv[0], argv[1:]
+    if cmd not in ("lock", "demo", "serve", "ocs", "test", "bench"):
+        print(f"run.py: unknown command {cmd!r}\n\n{__doc__}", file=sys.stderr)
+        return 2
     if cmd == "lock":
         subprocess.check_call([sys.executable, "-m", "venv", "--clear", str(VENV)])
         subprocess.check_call([str(PY), "-m", "pip", "install", "-q", "-r", str(ROOT / "requirements.in")])
@@ -95,14 +135,7 @@ def main(argv: list[str]) -> int:
     if cmd == "ocs":
         return become([str(BIN / "ocs"), *rest])
     if cmd == "test":
-        checks = ([str(BIN / "ruff"), "check", "src", "tests", "bench", "run.py"], [str(BIN / "mypy")],
-                  [str(BIN / "deptry"), "src"])  # every import in src is a declared dependency (pyproject.toml)
-        for check in checks:
-            code = subprocess.call(check, cwd=ROOT)
-            if code != 0:
-                return code
-        ensure_chromium()
-        return subprocess.call([str(PY), "-m", "pytest", *rest], cwd=ROOT)
+        return run_tests(rest)
     if cmd == "bench":
         benches = sorted((ROOT / "bench").glob("bench_*.py"))
         wanted = [b for b in benches if not rest or any(r in b.stem for r in rest)]
@@ -111,8 +144,7 @@ def main(argv: list[str]) -> int:
             print(f"== {bench.stem}", flush=True)
             code |= subprocess.call([str(PY), str(bench)], cwd=ROOT)
         return code
-    print(__doc__, file=sys.stderr)
-    return 2
+    raise AssertionError(cmd)  # every command was handled above
 
 
 if __name__ == "__main__":

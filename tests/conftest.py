@@ -1,6 +1,9 @@
-"""Shared fixtures: the asyncio backend for anyio tests and an isolated environment per test."""
+"""Shared fixtures: the asyncio backend for anyio tests and an isolated environment per test; which tests are
+`slow` and the order the suite hands them to its workers."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -9,6 +12,34 @@ from opencode_session.sdk import OpenCode
 from tests.support import fake_openai as fake
 from tests.support.server import isolated_env as server_env
 from tests.support.server import start_server
+
+TESTS = Path(__file__).resolve().parent
+# Whole folders and modules whose tests start processes (`ocs`, several hosts, a browser, OpenCode's own clients, a
+# fresh venv, servers killed and restarted) or run a fuzzer for a minute: `python3 run.py test --fast` leaves them out.
+SLOW = ("cli", "cluster", "ui", "api/test_opencode_run_attach.py", "api/test_opencode_tui.py",
+        "api/test_opencode_v1_bus.py", "api/test_opencode_sdk_scope.py", "api/test_integrations.py",
+        "api/test_session_management.py", "test_packaging.py", "test_schemathesis.py", "test_mcp.py",
+        "test_mcp_lifetime.py", "test_continuation.py", "test_restart.py", "test_undo_restart.py", "test_startup.py",
+        "test_subagents.py", "security/test_terminal_socket.py",
+        "test_readme.py", "security/test_connections.py", "security/test_child_secrets.py",
+        "security/test_data_at_rest.py")
+
+
+def _slow(item: pytest.Item) -> bool:
+    where = item.path.relative_to(TESTS).as_posix()
+    return any(where == s or where.startswith(s + "/") for s in SLOW) or item.get_closest_marker("slow") is not None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks the tests of SLOW `slow`, and hands the modules holding slow tests to the workers first (a stable sort:
+    the order within a module is kept), so that the longest modules do not start last and leave one worker alone at
+    the end."""
+    slow_modules = set()
+    for item in items:
+        if _slow(item):
+            item.add_marker(pytest.mark.slow)
+            slow_modules.add(item.path)
+    items.sort(key=lambda item: item.path not in slow_modules)
 
 
 @pytest.fixture

@@ -157,10 +157,13 @@ def _schemathesis_env() -> dict[str, str]:
 @pytest.mark.slow
 @pytest.mark.timeout(330)
 def test_schemathesis_run_finds_nothing(server):
+    # One schemathesis worker: with two threads, hypothesis's generation raced in CPython 3.11's AST constructor
+    # ("SystemError: AST constructor recursion depth mismatch", a per-interpreter depth counter shared by threads) and
+    # failed the run by chance; the suite's own processes keep both cores busy meanwhile.
     started = time.monotonic()
     run = subprocess.run(
         [SCHEMATHESIS, "run", f"{server.url}/doc", "--url", server.url, "--checks", "all",
-         "--max-examples", str(MAX_EXAMPLES), "--seed", str(SEED), "--workers", "2", "--no-color"],
+         "--max-examples", str(MAX_EXAMPLES), "--seed", str(SEED), "--workers", "1", "--no-color"],
         cwd=ROOT, env=_schemathesis_env(), capture_output=True, text=True, timeout=300,
     )
     elapsed = time.monotonic() - started

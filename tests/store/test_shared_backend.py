@@ -86,7 +86,7 @@ async def test_commits_made_while_a_host_was_not_listening_still_reach_it(url):
         await b.write(_created("ses_w"))
         with psycopg.connect(base_url(), autocommit=True) as admin:  # cut every listening connection
             admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN%'"
-                          " AND pid <> pg_backend_pid()")
+                          " AND datname = current_database() AND pid <> pg_backend_pid()")
         for n in range(5):
             await b.write(_agent("ses_w", f"while deaf {n}"))
         seen: list = []

@@ -1,5 +1,7 @@
 """The PostgreSQL server the clustered tests use (`OCS_TEST_POSTGRES`, default the local server's `test` database):
-a fresh schema per test, dropped after. Without a server the tests skip saying why, unless CI requires them
+a fresh schema per test, dropped after. Under pytest-xdist each worker has a database of its own (`test_gw0`, …,
+made on first use), so what a test reads of the server's activity (`pg_stat_activity` of its database: lock waits,
+listening connections) is its worker's alone. Without a server the tests skip saying why, unless CI requires them
 (`OCS_REQUIRE_POSTGRES=1`, which `.ci/run` sets after starting the server)."""
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import functools
 import os
 import secrets
 from collections.abc import Iterator
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import psycopg
 import pytest
@@ -17,17 +19,34 @@ import pytest
 DEFAULT = "postgresql://postgres@127.0.0.1:5432/test"
 
 
-def base_url() -> str:
+def server_url() -> str:
+    """The configured database: the one this process connects to first, to make its worker's own."""
     return os.environ.get("OCS_TEST_POSTGRES", DEFAULT)
+
+
+def base_url() -> str:
+    """This test process's database: the configured one, or under xdist the worker's own beside it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return server_url()
+    parts = urlsplit(server_url())
+    return urlunsplit(parts._replace(path=f"{parts.path.rstrip('/') or '/test'}_{worker}"))
 
 
 @functools.cache
 def _unreachable() -> str | None:
     try:
-        with psycopg.connect(base_url(), connect_timeout=3) as conn:
+        with psycopg.connect(server_url(), connect_timeout=3, autocommit=True) as conn:
             conn.execute("SELECT 1")
+            if base_url() != server_url():  # a worker's database, made once and kept for later runs
+                name = urlsplit(base_url()).path.lstrip("/")
+                if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
+                    try:
+                        conn.execute(f'CREATE DATABASE "{name}"')
+                    except psycopg.errors.DuplicateDatabase:
+                        pass
     except psycopg.Error as failed:
-        return f"PostgreSQL at {base_url()} is not reachable ({str(failed).strip() or type(failed).__name__})"
+        return f"PostgreSQL at {server_url()} is not reachable ({str(failed).strip() or type(failed).__name__})"
     return None
 
 

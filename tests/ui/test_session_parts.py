@@ -269,8 +269,14 @@ def test_a_long_transcript_pages_in_and_paints_fast(page, api, tmp_path):
     page.evaluate("window.scrollTo(0, 0)")  # scrolled up to the top: the next page loads by itself
     page.locator("#earlier").get_by_text("message 1701", exact=True).wait_for()
     shoot(page, tmp_path, "long")
-    while page.get_by_text("The session begins here.").count() == 0:
-        page.locator("button.earlier:visible").click()
-        page.wait_for_function("() => !document.querySelector('.htmx-request')")
+    page.evaluate("window.scrollTo(0, 0)")  # at the very top, where the browser's scroll anchoring does not act
+    page.locator("#earlier").get_by_text("message 1601", exact=True).wait_for()
+    page.wait_for_function("() => !document.querySelector('.htmx-request')")
+    assert page.evaluate("window.scrollY") > 1000  # the reader stays at what they read, the new page above it
+    assert page.locator(".live article.msg").count() == 400  # one page per visit to the top
+    while page.get_by_text("The session begins here.").count() == 0:  # each return to the top loads one more
+        shown = page.locator(".live article.msg").count()
+        page.evaluate("window.scrollTo(0, 0)")
+        page.wait_for_function("n => document.querySelectorAll('.live article.msg').length > n", arg=shown)
     assert page.locator(".live article.msg").count() == 2000  # all of them, each once
     assert page.locator("#earlier").get_by_text("message 1", exact=True).count() == 1

@@ -161,15 +161,34 @@ document.addEventListener("DOMContentLoaded", () => {
   localTimes(document);
   if (document.getElementById("transcript")) window.scrollTo(0, document.body.scrollHeight);  // the newest first
 });
-// scrolled up to the top: the page before the oldest shown loads by itself (the button does the same by hand)
-let lastY = window.scrollY;
-window.addEventListener("scroll", () => {
-  const up = window.scrollY < lastY;
-  lastY = window.scrollY;
-  if (!up || window.scrollY > 300) return;
-  const earlier = Array.from(document.querySelectorAll("button.earlier")).find((b) => b.offsetParent !== null);
-  if (earlier && !earlier.classList.contains("htmx-request")) earlier.click();
-}, { passive: true });
+// An older page goes in above what the reader sees, which stays where it was on the screen: the browser's own scroll
+// anchoring does not act at the very top, where a reader who scrolled up to load it is. Measured from the bottom,
+// which the insertion does not move.
+let fromBottom = null;
+document.addEventListener("htmx:beforeSwap", (event) => {
+  const from = event.detail.requestConfig && event.detail.requestConfig.elt;
+  if (from && from.classList && from.classList.contains("earlier")) {
+    fromBottom = document.documentElement.scrollHeight - window.scrollY;
+  }
+});
+document.addEventListener("htmx:afterSwap", () => {
+  if (fromBottom === null) return;
+  window.scrollTo(0, document.documentElement.scrollHeight - fromBottom);
+  fromBottom = null;
+});
+// Near the top (300 px before it), the page before the oldest shown loads by itself, every time the reader gets
+// there, however they scrolled (the button does the same by hand; hx-sync drops a second press while one loads).
+const nearTop = new IntersectionObserver((seen) => {
+  for (const entry of seen) {
+    if (entry.isIntersecting && !entry.target.classList.contains("htmx-request")) entry.target.click();
+  }
+}, { rootMargin: "300px 0px 0px 0px" });
+function watchEarlier(root) {
+  if (root.matches && root.matches("button.earlier")) nearTop.observe(root);
+  if (root.querySelectorAll) for (const button of root.querySelectorAll("button.earlier")) nearTop.observe(button);
+}
+document.addEventListener("DOMContentLoaded", () => watchEarlier(document));
+document.addEventListener("htmx:load", (event) => watchEarlier(event.detail.elt));
 document.addEventListener("htmx:afterSwap", (event) => localTimes(event.target));
 document.addEventListener("htmx:sseBeforeMessage", (event) => {
   // a fresh transcript holds the text streamed so far: what streams after it starts again below it
