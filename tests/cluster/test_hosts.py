@@ -101,6 +101,11 @@ async def test_sessions_prompted_through_any_host_run_once_and_read_the_same_eve
     runs = cluster.runs()
     lost = set()  # the markers of sessions a host lost (its lease lapsed) while executing them
     for n, sid in enumerate(sids):
+        # what each session's Step ran is its own prompt's marker: were it another's, the runtime would have sent a
+        # Step another session's history (a runs.log count that is off with these right is the test's own doing)
+        commands = [e.data.input.get("command", "") async for e in clients[0].session.log(sid, follow=False)
+                    if e.type == "session.tool.called"]
+        assert all(f"echo m{n} >>" in c for c in commands), (n, sid, commands)
         logs = [await _log(client, sid) for client in clients]
         assert logs[0] == logs[1] == logs[2]  # the same log from every host
         types = [kind for _, _, kind in logs[0]]
