@@ -1,14 +1,14 @@
 """Schemathesis hooks (schemathesis.toml loads them): a well-formed request is refused only for a reason its operation
 documents, the refusals of protocol's endpoint table; a request schemathesis calls invalid but never sent is not held
-against the server; a message the body names (not the session the link gave) may be not found; and, on Python 3.11,
-its workers parse Python source one at a time."""
+against the server; a message the body names (not the session the link gave) may be not found.
+
+(No patch of `ast.parse` here: pytest loads this module into every test process, where a lock around it deadlocked a
+worker whose parse ran a finalizer that logged a traceback, which parses again. The thread race it guarded against,
+CPython 3.11's shared AST recursion depth, is avoided by running schemathesis with one worker.)"""
 
 from __future__ import annotations
 
-import ast
 import json
-import sys
-import threading
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -19,18 +19,6 @@ from schemathesis.openapi.checks import EnsureResourceAvailability
 from schemathesis.specs.openapi.checks import is_unexpected_http_status_case
 
 from opencode_session.protocol import endpoint
-
-if sys.version_info < (3, 12):
-    # CPython 3.11 keeps the AST converter's recursion depth in interpreter-wide state, so two threads parsing at once
-    # can fail with "SystemError: AST constructor recursion depth mismatch". Schemathesis' workers do: hypothesis
-    # parses the source of each filter lambda to describe it. One parse at a time keeps the run from tripping on it.
-    _parse, _parsing = ast.parse, threading.Lock()
-
-    def _one_parse_at_a_time(*args: Any, **kwargs: Any) -> Any:
-        with _parsing:
-            return _parse(*args, **kwargs)
-
-    ast.parse = _one_parse_at_a_time  # type: ignore[assignment]
 
 
 @schemathesis.check
