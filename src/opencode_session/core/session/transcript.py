@@ -71,6 +71,12 @@ class Sanitizer:
         return value
 
 
+def _without_task_link(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+    if metadata is None or "task" not in metadata:
+        return metadata
+    return {k: v for k, v in metadata.items() if k != "task"}
+
+
 async def export(store: Store, session_id: str, *, sanitize: bool = False,
                  env: Mapping[str, str] = os.environ) -> SessionTranscript:
     """The session's record and every projected message, oldest first (sanitized on request)."""
@@ -90,7 +96,8 @@ async def import_transcript(store: Store, transcript: SessionTranscript, locatio
                             default: Location) -> SessionV2Info:
     """Recreate an exported session at `location` (else where it was, when that directory exists here, else the
     default Location), in one transaction with one `session.imported` event: ConflictError when its ID (or one of
-    its messages' IDs) exists, SessionNotFoundError when its parent is not here (import parents first)."""
+    its messages' IDs) exists, SessionNotFoundError when its parent is not here (import parents first). The file's
+    own permission rules and its `task` link (`metadata.task`) are dropped: an import brings no authority."""
     info = transcript.info
     if location is not None:
         loc = resolve_location(location.directory, location.workspaceID)
@@ -112,6 +119,10 @@ async def import_transcript(store: Store, transcript: SessionTranscript, locatio
         "projectID": loc.project_id, "revert": None,
         "location": LocationRef(directory=str(loc.directory), workspaceID=loc.workspace_id),
         "subpath": None,
+        # a file carries content, never authority: the rules it grants itself are not this user's, and a child it
+        # says a `task` call made is not one a parent's model may continue (`subagents.Delegation`)
+        "permissions": None,
+        "metadata": _without_task_link(info.metadata),
     })
     wired = [m.wire() for m in transcript.messages]
 
