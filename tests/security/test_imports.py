@@ -128,3 +128,22 @@ async def test_an_imported_child_is_no_task_its_parent_can_continue(host, root, 
     failed = (await settlements(host, parent))["call_1"]
     assert failed.type == "session.tool.failed" and "No task" in json.dumps(failed.data.wire())
     assert (await host.session.messages(child.id, limit=10)).items == []
+
+
+# --- 5: an imported file's Location ----------------------------------------------------------------------------------
+
+
+async def test_an_imported_file_does_not_choose_its_location(host, root, loop_provider):
+    transcript = await exported(host, location={"directory": str(root / "outside")})
+    imported = await host.experimental.session_import(**transcript)
+    assert imported.location.directory == str((root / "work").resolve())  # the importing host's directory
+
+    # so a relative read of the file's directory is outside this session's Location: it asks
+    loop_provider.enqueue(call("read", {"path": "secret.txt"}), fake.completion(fake.text_deltas("done")))
+    await prompt_refusing_asks(host, imported.id)
+    assert not leaked(loop_provider)
+
+    # the importer moves it where they ask
+    again = await exported(host, location={"directory": "/"})
+    moved = await host.experimental.session_import(**again, location={"directory": str(root / "outside")})
+    assert moved.location.directory == str((root / "outside").resolve())

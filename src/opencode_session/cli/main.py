@@ -186,7 +186,8 @@ def _sessions_export_arguments(p: argparse.ArgumentParser) -> None:
 def _sessions_import_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="A file `ocs sessions export` wrote, or - for standard input.")
     p.add_argument("--here", action="store_true",
-                   help="Place the session in the current directory (default: where it was, when that exists).")
+                   help="Place the session in the current directory (default: the server's directory; without "
+                        "--attach that is the current directory too).")
     _reading(p)
 
 

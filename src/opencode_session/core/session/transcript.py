@@ -94,23 +94,18 @@ async def export(store: Store, session_id: str, *, sanitize: bool = False,
 
 async def import_transcript(store: Store, transcript: SessionTranscript, location: LocationRef | None,
                             default: Location) -> SessionV2Info:
-    """Recreate an exported session at `location` (else where it was, when that directory exists here, else the
-    default Location), in one transaction with one `session.imported` event: ConflictError when its ID (or one of
-    its messages' IDs) exists, SessionNotFoundError when its parent is not here (import parents first). The file's
-    own permission rules and its `task` link (`metadata.task`) are dropped: an import brings no authority."""
+    """Recreate an exported session at `location` (else at the default Location: the importing server's), in one
+    transaction with one `session.imported` event: ConflictError when its ID (or one of its messages' IDs) exists,
+    SessionNotFoundError when its parent is not here (import parents first). The file's own permission rules and
+    its `task` link (`metadata.task`) are dropped: an import brings no authority."""
     info = transcript.info
     if location is not None:
         loc = resolve_location(location.directory, location.workspaceID)
         if not loc.directory.is_dir():
             raise InvalidRequestError(f"Location directory does not exist: {location.directory}", kind="body",
                                       field="location.directory")
-    else:
-        try:
-            loc = resolve_location(info.location.directory, info.location.workspaceID)
-        except (ValueError, RuntimeError, OSError):
-            loc = default
-        if not loc.directory.is_dir():
-            loc = default
+    else:  # never where the file says it was: that directory is the file's choice, not the user's
+        loc = default
     ids = [m.id for m in transcript.messages]
     if len(set(ids)) != len(ids):
         raise InvalidRequestError("Invalid body: messages: two messages have the same ID", kind="body",
