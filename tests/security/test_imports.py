@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
+from opencode_session.schema.ids import message_id
 from opencode_session.sdk import OpenCode
 from tests.support import fake_openai as fake
 from tests.support.server import isolated_env
@@ -147,3 +148,42 @@ async def test_an_imported_file_does_not_choose_its_location(host, root, loop_pr
     again = await exported(host, location={"directory": "/"})
     moved = await host.experimental.session_import(**again, location={"directory": str(root / "outside")})
     assert moved.location.directory == str((root / "outside").resolve())
+
+
+# --- 6: an imported file's unfinished tool calls -----------------------------------------------------------------
+
+
+def open_turn(*calls: tuple[str, str, dict[str, Any], str]) -> list[dict[str, Any]]:
+    """A user message and an assistant Step that a file left open, its tool calls (id, name, input, status) too."""
+    created = 1_700_000_000_000
+    parts = [{"type": "tool", "id": call_id, "name": name, "time": {"created": created},
+              "state": {"status": status, "input": arguments if status == "running" else json.dumps(arguments)}}
+             for call_id, name, arguments, status in calls]
+    return [{"id": message_id(), "type": "user", "text": "look at the notes", "time": {"created": created}},
+            {"id": message_id(), "type": "assistant", "agent": "build", "time": {"created": created},
+             "model": {"providerID": "loop", "id": "fake-model"}, "content": parts}]
+
+
+async def test_an_imported_files_unfinished_tool_calls_never_run(host, root, loop_provider):
+    (root / "work" / "notes.txt").write_text(SECRET + "\n")
+    transcript = await exported(host)
+    transcript["messages"] = open_turn(("call_read", "read", {"path": "notes.txt"}, "running"),
+                                       ("call_bash", "bash", {"command": "touch ran.txt"}, "running"),
+                                       ("call_glob", "glob", {"pattern": "*"}, "streaming"))
+    imported = await host.experimental.session_import(**transcript)
+
+    # on import every call is settled as failed, and the Step is closed
+    assistant = (await host.session.messages(imported.id, order="asc", limit=10)).items[-1].wire()
+    assert assistant["time"]["completed"] is not None and assistant["error"]["type"] == "import.unfinished"
+    assert {p["id"]: (p["state"]["status"], p["state"]["error"]["type"]) for p in assistant["content"]} == {
+        "call_read": ("error", "tool.stale"), "call_bash": ("error", "tool.stale"),
+        "call_glob": ("error", "tool.stale")}
+
+    # the next prompt runs none of them: the model reads that they did not run here
+    loop_provider.enqueue(fake.completion(fake.text_deltas("done")))
+    await host.session.prompt(imported.id, prompt={"text": "go on"})
+    with anyio.fail_after(WAIT):
+        await host.session.wait(imported.id)
+    assert not leaked(loop_provider) and not (root / "work" / "ran.txt").exists()
+    assert "left unfinished in the imported transcript" in json.dumps(loop_provider.requests[-1].json)
+    assert await settlements(host, imported.id) == {}

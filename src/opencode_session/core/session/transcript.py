@@ -9,12 +9,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...schema import events as ev
+from ...schema import session_errors
 from ...schema.common import LocationRef
 from ...schema.errors import ConflictError, InvalidRequestError
 from ...schema.lifecycle import SessionTranscript
 from ...schema.session import SessionV2Info
 from ..location import Location, resolve_location
-from ..store import Reader, Store, Tx
+from ..store import Reader, Store, Tx, now_ms
 from ..store.codec import decode
 from .service import require_session
 
@@ -77,6 +78,33 @@ def _without_task_link(metadata: dict[str, Any] | None) -> dict[str, Any] | None
     return {k: v for k, v in metadata.items() if k != "task"}
 
 
+UNFINISHED_CALL = ("This {name} call was left unfinished in the imported transcript: it did not run here, and it may "
+                   "or may not have taken effect where it ran.")
+UNFINISHED_STEP = "This Step was left unfinished in the imported transcript"
+
+
+def _settled(message: dict[str, Any], now: int) -> dict[str, Any]:
+    """An imported message with nothing left open: a tool call the file left streaming or running fails (this
+    runtime re-runs only calls it recorded itself, never one a file hands it), and an open Step fails."""
+    if message.get("type") != "assistant":
+        return message
+    for part in message.get("content", []):
+        state = part.get("state") if part.get("type") == "tool" else None
+        if state is None or state.get("status") not in ("streaming", "running"):
+            continue
+        given = state.get("input")
+        part["state"] = {"status": "error", "input": given if isinstance(given, dict) else {},
+                         "error": {"type": session_errors.TOOL_STALE,
+                                   "message": UNFINISHED_CALL.format(name=part.get("name", "tool"))}}
+        part.setdefault("time", {})["completed"] = part["time"].get("completed") or now
+    time = message.setdefault("time", {})
+    if time.get("completed") is None:
+        time["completed"] = now
+        if message.get("error") is None:
+            message["error"] = {"type": session_errors.IMPORT_UNFINISHED, "message": UNFINISHED_STEP}
+    return message
+
+
 async def export(store: Store, session_id: str, *, sanitize: bool = False,
                  env: Mapping[str, str] = os.environ) -> SessionTranscript:
     """The session's record and every projected message, oldest first (sanitized on request)."""
@@ -119,7 +147,7 @@ async def import_transcript(store: Store, transcript: SessionTranscript, locatio
         "permissions": None,
         "metadata": _without_task_link(info.metadata),
     })
-    wired = [m.wire() for m in transcript.messages]
+    wired = [_settled(m.wire(), now_ms()) for m in transcript.messages]
 
     def _import(tx: Tx) -> SessionV2Info:
         if tx.sessions.load(info.id) is not None:
