@@ -16,6 +16,7 @@ import pytest
 
 from opencode_session.schema.ids import message_id
 from opencode_session.sdk import OpenCode
+from tests.api.conftest import raw_http
 from tests.support import fake_openai as fake
 from tests.support.server import isolated_env
 
@@ -187,3 +188,53 @@ async def test_an_imported_files_unfinished_tool_calls_never_run(host, root, loo
     assert not leaked(loop_provider) and not (root / "work" / "ran.txt").exists()
     assert "left unfinished in the imported transcript" in json.dumps(loop_provider.requests[-1].json)
     assert await settlements(host, imported.id) == {}
+
+
+# --- 12: IDs to their exact shape, wherever they enter -------------------------------------------------------------
+
+BAD_SESSION_IDS = ["ses_abc/../../ui/logout", "ses_a b", "ses_<b>x</b>", "ses_a\\b", "ses_%2e%2e", "ses_.", "ses_",
+                   "ses", "ses_" + "a" * 200, "sesX123"]
+
+
+@pytest.mark.parametrize("bad", BAD_SESSION_IDS)
+async def test_a_malformed_session_id_is_refused_where_it_enters(host, bad):
+    transcript = await exported(host)
+    parent = (await host.session.create()).id
+    async with raw_http(host) as http:
+        for body in ({**transcript, "info": {**transcript["info"], "id": bad}},
+                     {**transcript, "info": {**transcript["info"], "parentID": bad}}):
+            answer = await http.post("/api/experimental/session/import", json=body)
+            assert answer.status_code == 400 and answer.json()["_tag"] == "InvalidRequestError", answer.text
+            assert "info" in json.dumps(answer.json())
+        answer = await http.post("/api/session", json={"id": bad})
+        assert answer.status_code == 400 and answer.json()["_tag"] == "InvalidRequestError", answer.text
+        answer = await http.post("/api/session", json={"parentID": bad})
+        assert answer.status_code == 400 and answer.json()["_tag"] == "InvalidRequestError", answer.text
+    # nothing of it was recorded: the sessions are the one made here
+    assert [s.id for s in (await host.session.list(limit=50)).items] == [parent]
+
+
+@pytest.mark.parametrize("bad", ["msg_../../x", "msg_<img>", "msg_a b", "msg_"])
+async def test_a_malformed_message_id_is_refused_where_it_enters(host, bad):
+    transcript = await exported(host)
+    transcript["messages"] = [{"id": bad, "type": "user", "text": "hi", "time": {"created": 1}}]
+    sid = (await host.session.create()).id
+    async with raw_http(host) as http:
+        answer = await http.post("/api/experimental/session/import", json=transcript)
+        assert answer.status_code == 400 and answer.json()["_tag"] == "InvalidRequestError", answer.text
+        assert "messages" in json.dumps(answer.json())
+        answer = await http.post(f"/api/session/{sid}/prompt", json={"id": bad, "prompt": {"text": "hi"},
+                                                                    "resume": False})
+        assert answer.status_code == 400 and answer.json()["_tag"] == "InvalidRequestError", answer.text
+        answer = await http.post(f"/session/{sid}/prompt_async", json={"messageID": bad,
+                                                                      "parts": [{"type": "text", "text": "hi"}]})
+        assert answer.status_code == 400 and answer.json()["_tag"] == "InvalidRequestError", answer.text
+    assert await host.session.inbox_list(sid) == []
+
+
+async def test_well_formed_ids_of_either_runtime_are_accepted(host):
+    transcript = await exported(host)
+    # an OpenCode-made ID (12 hex digits and 14 base-62 characters) and one of this runtime's
+    for sid in ("ses_1a2b3c4d5e6fAbCdEfGhIjKlMn", (await host.session.create()).id + "x"):
+        imported = await host.experimental.session_import(**{**transcript, "info": {**transcript["info"], "id": sid}})
+        assert imported.id == sid
