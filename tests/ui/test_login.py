@@ -80,11 +80,10 @@ def test_the_cookie_is_http_only_same_site_and_opens_the_api(ocs):
 def test_a_forged_or_moved_cookie_opens_nothing(ocs):
     cookie = log_in(ocs, PASSWORD).headers["set-cookie"].split(";")[0]
     name, _, value = cookie.partition("=")
-    expires, _, signature = value.partition(".")
-    for forged in (f"{int(expires) + 3600}.{signature}", f"{expires}.{'0' * len(signature)}", "1.x", value + "0"):
+    for forged in (value[:-1] + ("A" if value[-1] != "A" else "B"), "0" * len(value), "1.x", value + "0"):
         assert httpx2.get(ocs.url + "/api/session", headers={"Cookie": f"{name}={forged}"}).status_code == 401
     port = urlsplit(ocs.url).port
-    # signed for the Host it was issued to: the same cookie sent to this server under another name opens nothing
+    # a login for the Host it was issued to: the same cookie sent to this server under another name opens nothing
     other = httpx2.get(f"http://localhost:{port}/api/session", headers={"Cookie": cookie})
     assert other.status_code == 401
 

@@ -23,7 +23,7 @@ FREE_FAILURES = 10  # wrong passwords in a row a client may send before it has t
 LOCK_FIRST_S = 5.0  # the wait after the first wrong password past those
 LOCK_MAX_S = 300.0  # the longest a client is made to wait
 CLIENTS_KEPT = 4096  # clients whose failures are remembered (the oldest are forgotten first)
-REVOKED_KEPT = 4096  # logged-out cookies remembered until they expire
+LOGINS_KEPT = 4096  # logins (cookies) remembered at once; past that the oldest one ends
 
 
 class Attempts:
@@ -60,16 +60,35 @@ class BasicAuthMiddleware:
         self.app = app
         self.expected = f"{username}:{password}".encode()
         self.attempts = Attempts()
-        self.revoked: OrderedDict[str, int] = OrderedDict()  # logged-out cookie value -> when it expires anyway
+        # each login's cookie value -> the Host it was issued to and when it expires (epoch seconds): the value is a
+        # random token, so a captured one tells nothing of the password and opens nothing elsewhere; one process's
+        # memory, so a login ends with the server (and holds on the host of a cluster that issued it)
+        self.logins: OrderedDict[str, tuple[str, float]] = OrderedDict()
 
     def _cookie(self, scope: Scope) -> str | None:
-        """The request's login cookie, if it holds a valid one not logged out."""
+        """The request's login cookie, if it holds a login of this server for this Host, not ended."""
         host = _header(scope, b"host")
         cookie = _header(scope, b"cookie")
         value = login.cookie_value(cookie) if cookie is not None else None
-        if value is None or host is None or value in self.revoked:
+        if value is None or host is None or value not in self.logins:
             return None
-        return value if login.valid(self.expected, value, host.decode("latin-1")) else None
+        issued_to, expires = self.logins[value]
+        if expires < time.time():
+            del self.logins[value]
+            return None
+        return value if hmac.compare_digest(issued_to.encode(), host.lower()) else None
+
+    def _issue(self, host: str) -> str:
+        """A new login for `host`: its cookie value."""
+        now = time.time()
+        for old, (_, expires) in list(self.logins.items()):
+            if expires < now:
+                del self.logins[old]
+        value = login.issue()
+        self.logins[value] = (host.lower(), now + login.LIFETIME_S)
+        while len(self.logins) > LOGINS_KEPT:
+            self.logins.popitem(last=False)
+        return value
 
     def _basic(self, scope: Scope) -> bool | None:
         """Whether the request's basic credentials are right; None when it sends none."""
@@ -153,25 +172,19 @@ class BasicAuthMiddleware:
             await _page(send, 401, login.page(target, "Wrong user or password."))
             return
         host = (_header(scope, b"host") or b"").decode("latin-1")
-        cookie = login.set_cookie(login.issue(self.expected, host), secure=scope.get("scheme") == "https")
+        cookie = login.set_cookie(self._issue(host), secure=scope.get("scheme") == "https")
         await _answer(send, 303, b"", ((b"location", target.encode()), (b"set-cookie", cookie.encode())))
 
 
     async def _logout(self, scope: Scope, send: Send) -> None:
-        """POST: this browser's cookie opens nothing from now on (it is remembered as logged out until it would
-        have expired) and is cleared; on to the login form."""
+        """POST: this browser's login ends (its cookie, and any copy of it, opens nothing from now on) and the
+        cookie is cleared; on to the login form."""
         if scope["method"] != "POST":
             await _answer(send, 405, b"", ((b"allow", b"POST"),))
             return
         value = self._cookie(scope)
         if value is not None:
-            now = time.time()
-            for old, expires in list(self.revoked.items()):
-                if expires < now:
-                    del self.revoked[old]
-            self.revoked[value] = login.expiry(value)
-            while len(self.revoked) > REVOKED_KEPT:
-                self.revoked.popitem(last=False)
+            del self.logins[value]
         await _answer(send, 303, b"", ((b"location", login.LOGIN_PATH.encode()),
                                        (b"set-cookie", login.clear_cookie(scope.get("scheme") == "https").encode())))
 
