@@ -1,7 +1,7 @@
 """The login form of a server with a password: a browser without credentials is shown it, a wrong password gets no
 cookie, the right one a same-site, HTTP-only cookie that the page (and its API calls) then use; basic auth still works
 for the API, and the Host/Origin guard refuses a foreign page whatever it carries. Logging out ends the cookie; many
-wrong passwords in a row make the client wait."""
+wrong passwords in a row make the client wait for each further wrong answer."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 import httpx2
 import pytest
 
-from opencode_session.server.auth import FREE_FAILURES, LOCK_FIRST_S, LOCK_MAX_S, Attempts
+from opencode_session.server.auth import FORGET_S, FREE_FAILURES, LOCK_FIRST_S, LOCK_MAX_S, Attempts
 from tests.support.server import ServerProcess, start_configured
 
 from .conftest import PASSWORD
@@ -80,11 +80,10 @@ def test_the_cookie_is_http_only_same_site_and_opens_the_api(ocs):
 def test_a_forged_or_moved_cookie_opens_nothing(ocs):
     cookie = log_in(ocs, PASSWORD).headers["set-cookie"].split(";")[0]
     name, _, value = cookie.partition("=")
-    expires, _, signature = value.partition(".")
-    for forged in (f"{int(expires) + 3600}.{signature}", f"{expires}.{'0' * len(signature)}", "1.x", value + "0"):
+    for forged in (value[:-1] + ("A" if value[-1] != "A" else "B"), "0" * len(value), "1.x", value + "0"):
         assert httpx2.get(ocs.url + "/api/session", headers={"Cookie": f"{name}={forged}"}).status_code == 401
     port = urlsplit(ocs.url).port
-    # signed for the Host it was issued to: the same cookie sent to this server under another name opens nothing
+    # a login for the Host it was issued to: the same cookie sent to this server under another name opens nothing
     other = httpx2.get(f"http://localhost:{port}/api/session", headers={"Cookie": cookie})
     assert other.status_code == 401
 
@@ -152,15 +151,15 @@ def test_many_wrong_passwords_make_the_client_wait(guarded):
     cookie = log_in(guarded, PASSWORD).headers["set-cookie"].split(";")[0]  # logged in before it starts
     for _ in range(FREE_FAILURES):
         assert log_in(guarded, "guess").status_code == 401
-    assert httpx2.get(guarded.url + "/api/session", auth=("opencode", "guess")).status_code == 401  # one too many
-    # now even the right password is not judged, on the form or the API, until the wait is over
+    # the next wrong one is answered only after a wait, on the form and on the API
+    with pytest.raises(httpx2.TimeoutException):
+        httpx2.post(guarded.url + "/ui/login", data={"username": "opencode", "password": "guess"}, timeout=1.5)
+    with pytest.raises(httpx2.TimeoutException):
+        httpx2.get(guarded.url + "/api/session", auth=("opencode", "guess"), timeout=1.5)
+    # the right password is never made to wait, nor is a browser already logged in
     form = log_in(guarded, PASSWORD)
-    assert form.status_code == 429 and "set-cookie" not in form.headers
-    assert int(form.headers["retry-after"]) > 1 and "Too many wrong passwords" in form.text
-    api = httpx2.get(guarded.url + "/api/session", auth=("opencode", PASSWORD))
-    assert api.status_code == 429 and api.json()["_tag"] == "TooManyAttemptsError"
-    assert api.json()["retryAfter"] == int(api.headers["retry-after"]) >= 1
-    # a browser already logged in is not locked out with the guesser
+    assert form.status_code == 303 and "set-cookie" in form.headers
+    assert httpx2.get(guarded.url + "/api/session", auth=("opencode", PASSWORD)).status_code == 200
     assert httpx2.get(guarded.url + "/api/session", headers={"Cookie": cookie}).status_code == 200
 
 
@@ -169,16 +168,13 @@ def test_each_wrong_password_past_the_free_ones_doubles_the_wait():
     attempts = Attempts(clock=lambda: now[0])
     for _ in range(FREE_FAILURES):
         assert attempts.judge("10.0.0.1", False) == 0
-    waits = []
-    for _ in range(4):
-        assert attempts.judge("10.0.0.1", False) == 0  # counted; the wait starts now
-        waits.append(attempts.judge("10.0.0.1", True))  # the right one is not even looked at
-        now[0] += waits[-1]
-    assert waits == [LOCK_FIRST_S, 2 * LOCK_FIRST_S, 4 * LOCK_FIRST_S, 8 * LOCK_FIRST_S]
+    assert [attempts.judge("10.0.0.1", False) for _ in range(4)] == [
+        LOCK_FIRST_S, 2 * LOCK_FIRST_S, 4 * LOCK_FIRST_S, 8 * LOCK_FIRST_S]
+    assert attempts.judge("10.0.0.1", True) == 0  # the right password is never held
+    assert attempts.judge("10.0.0.1", False) == 16 * LOCK_FIRST_S  # and clears nothing of a guesser's count
     assert attempts.judge("10.0.0.2", False) == 0  # another address has its own count
-    assert attempts.judge("10.0.0.1", True) == 0  # once waited out, the right password clears the count
-    assert attempts.judge("10.0.0.1", False) == 0 and "10.0.0.1" in attempts.failures
     for _ in range(60):
-        now[0] += LOCK_MAX_S
         attempts.judge("10.0.0.3", False)
-    assert attempts.judge("10.0.0.3", True) == LOCK_MAX_S  # the wait stops growing
+    assert attempts.judge("10.0.0.3", False) == LOCK_MAX_S  # the wait stops growing
+    now[0] += FORGET_S + 1  # after a quiet while, a client counts afresh
+    assert attempts.judge("10.0.0.3", False) == 0

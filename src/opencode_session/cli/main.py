@@ -49,7 +49,7 @@ def _finish_with(work: Callable[[], Coroutine[Any, Any, int]]) -> int:
 def serve(host: str, port: int, db: str | Path | None, directory: Path | None, allow_host: list[str],
           allow_origin: list[str], max_body_bytes: int | None, read_timeout: float | None,
           max_concurrency: int | None, insecure_no_password: bool, stall_timeout: float,
-          log_format: str = "text", open_browser: bool = False) -> int:
+          log_format: str = "text", open_browser: bool = False, trust_proxy: list[str] | None = None) -> int:
     """Serve the OpenCode V2 API over HTTP until SIGINT/SIGTERM."""
     from dataclasses import replace
 
@@ -67,6 +67,8 @@ def serve(host: str, port: int, db: str | Path | None, directory: Path | None, a
         limits = replace(limits, read_timeout=read_timeout)
     if max_concurrency is not None:
         limits = replace(limits, max_concurrency=max_concurrency)
+    if trust_proxy:
+        limits = replace(limits, trusted_proxies=tuple(trust_proxy))
     request = ServeRequest(host=host, port=port, db=db or default_db_path(), directory=directory or _cwd(),
                            guard=guard, limits=limits, insecure_no_password=insecure_no_password,
                            stall_timeout=stall_timeout, log_format=log_format, open_browser=open_browser)
@@ -186,7 +188,8 @@ def _sessions_export_arguments(p: argparse.ArgumentParser) -> None:
 def _sessions_import_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", help="A file `ocs sessions export` wrote, or - for standard input.")
     p.add_argument("--here", action="store_true",
-                   help="Place the session in the current directory (default: where it was, when that exists).")
+                   help="Place the session in the current directory (default: the server's directory; without "
+                        "--attach that is the current directory too).")
     _reading(p)
 
 
@@ -378,6 +381,9 @@ def _serve_arguments(p: argparse.ArgumentParser) -> None:
                    help="Seconds a client has to send each request, body included (default 30).")
     p.add_argument("--max-concurrency", type=_at_least(int, 1), metavar="N",
                    help="Open connections and requests before new requests get 503 (default 512).")
+    p.add_argument("--trust-proxy", action="append", default=[], metavar="ADDRESS",
+                   help="A reverse proxy (address or network) whose X-Forwarded-For names the client (repeatable; "
+                        "default: none, the client is the connection's peer).")
     p.add_argument("--insecure-no-password", action=argparse.BooleanOptionalAction, default=False,
                    help="Listen beyond loopback even without OPENCODE_SERVER_PASSWORD.")
     p.add_argument("--stall-timeout", type=float, default=15.0, metavar="SECONDS",

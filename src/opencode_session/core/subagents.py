@@ -74,11 +74,13 @@ class Delegation:
 
     async def _child(self, agent: Agent, description: str, task_id: str | None,
                      ctx: ToolContext) -> tuple[SessionV2Info, str]:
-        """The child to run in and the ID of the input to admit there: the one `task_id` names (a child of this
-        session), the one this call made already (a run again), or a new one."""
+        """The child to run in and the ID of the input to admit there: the one `task_id` names (a child a task of
+        this session made), the one this call made already (a run again), or a new one."""
         if task_id is not None:
             child = await self.store_read(lambda reader: reader.sessions.load(task_id))
-            if child is None or child.parentID != ctx.session_id:
+            # a child a `task` call of this runtime made (an imported one lost that link: it runs only when asked)
+            made_by_task = child is not None and isinstance((child.metadata or {}).get("task"), dict)
+            if child is None or child.parentID != ctx.session_id or not made_by_task:
                 raise ToolFailure(f"No task {task_id} of this session to continue")
             return child, message_id()
         made = await self.store_read(lambda reader: _made_by(reader, ctx.session_id, ctx.call_id))

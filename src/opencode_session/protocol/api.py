@@ -46,7 +46,18 @@ from opencode_session.schema.events import (
     public_durable_types,
 )
 from opencode_session.schema.fs import FileSystemEntry
-from opencode_session.schema.ids import MessageID, PermissionID, PtyID, QuestionID, SessionID, WorkspaceID
+from opencode_session.schema.ids import (
+    MessageID,
+    MessageIDIn,
+    PermissionID,
+    PermissionIDIn,
+    PtyID,
+    QuestionID,
+    SessionID,
+    SessionIDIn,
+    WorkspaceID,
+    well_formed,
+)
 from opencode_session.schema.input import SessionInputAdmitted
 from opencode_session.schema.instruction_entry import EntryKey, InstructionEntry, InstructionEntryPut
 from opencode_session.schema.integration import IntegrationAttempt, IntegrationAttemptStatus, IntegrationInfo
@@ -222,11 +233,11 @@ class SessionLogQuery(Struct):
 
 
 class SessionCreateBody(Struct):
-    id: SessionID | None = None
+    id: SessionIDIn | None = None
     agent: str | None = None
     model: ModelRef | None = None
     location: LocationRef | None = None
-    parentID: SessionID | None = Field(None, description="A child session of this one, at its Location.")
+    parentID: SessionIDIn | None = Field(None, description="A child session of this one, at its Location.")
     title: str | None = None
     metadata: dict[str, Any] | None = None
     permissions: list[PermissionV2Rule] | None = None
@@ -241,7 +252,7 @@ class SessionSwitchModelBody(Struct):
 
 
 class SessionPromptBody(Struct):
-    id: MessageID | None = None
+    id: MessageIDIn | None = None
     prompt: PromptInput
     delivery: Delivery | None = None
     resume: bool | None = None
@@ -261,7 +272,7 @@ class SessionMoveBody(Struct):
 
 
 class SessionPermissionCreateBody(Struct):
-    id: PermissionID | None = None
+    id: PermissionIDIn | None = None
     action: str
     resources: list[str]
     save: list[str] | None = None
@@ -515,7 +526,7 @@ class SessionInterrupted(Struct):
 
 
 class SessionSyntheticBody(_Body):
-    id: MessageID | None = None
+    id: MessageIDIn | None = None
     text: str
     description: str | None = None
     metadata: dict[str, Any] | None = None
@@ -524,7 +535,7 @@ class SessionSyntheticBody(_Body):
 
 
 class SessionShellBody(_Body):
-    id: MessageID | None = None
+    id: MessageIDIn | None = None
     command: Annotated[str, Field(min_length=1, pattern=r"^[^\x00]*\S[^\x00]*$")]
 
 
@@ -578,13 +589,32 @@ ImportedMessages = Annotated[list[SessionMessage], WithJsonSchema({
 class SessionImportBody(Struct):
     info: SessionV2Info
     messages: ImportedMessages
-    location: LocationRef | None = Field(None, description="Where the session is recreated (default: where it was"
-                                                           " when that directory exists here, else the server's).")
+    location: LocationRef | None = Field(None, description="Where the session is recreated (default: the server's"
+                                                           " directory, never the one the file names).")
 
     @field_validator("info", mode="before")
     @classmethod
     def _numbers(cls, value: Any) -> Any:
         return _stored_numbers(value)
+
+    @field_validator("info", mode="after")
+    @classmethod
+    def _info_ids(cls, info: SessionV2Info) -> SessionV2Info:
+        # a file's IDs enter here as a request's do: to their exact shape (they end up in URLs and pages)
+        for field, value in (("id", info.id), ("parentID", info.parentID)):
+            if value is not None and not well_formed("ses", value):
+                raise PydanticCustomError("id_shape", "{field}: not a session ID: {value}",
+                                          {"field": field, "value": repr(value[:140])})
+        return info
+
+    @field_validator("messages", mode="after")
+    @classmethod
+    def _message_ids(cls, messages: list[Any]) -> list[Any]:
+        for index, message in enumerate(messages):
+            if not well_formed("msg", message.id):
+                raise PydanticCustomError("id_shape", "{index}.id: not a message ID: {value}",
+                                          {"index": index, "value": repr(message.id[:140])})
+        return messages
 
     @field_validator("messages", mode="wrap")
     @classmethod

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import secrets
 import threading
 import time
@@ -95,6 +96,23 @@ def derived_message_id(seed: str, source: str) -> str:
         stamp = digest[16:24].hex()
     return f"msg_{stamp}{''.join(chars)}"
 
+
+# The shape of an ID a client or a file chooses for what it creates (a session, a message, a permission request; an
+# imported transcript's sessions and messages): its prefix, `_`, then letters, digits and `_` only (this runtime's
+# and OpenCode's IDs are base 62), at most 128 characters in all; so no such ID carries a path separator, a dot, a
+# space or markup into a URL, a file name or a page. The looser types below read what is already stored, and IDs that
+# only look something up (one that is not there is a 404).
+_SHAPE = r"_[0-9A-Za-z][0-9A-Za-z_]{0,118}$"
+
+
+def well_formed(prefix: str, value: str) -> bool:
+    """Whether `value` is an ID of `prefix`'s exact shape (`ses`, `msg`, `per`, ...)."""
+    return re.fullmatch(f"{prefix}{_SHAPE}", value) is not None
+
+
+SessionIDIn = Annotated[str, StringConstraints(pattern=f"^ses{_SHAPE}")]
+MessageIDIn = Annotated[str, StringConstraints(pattern=f"^msg{_SHAPE}")]
+PermissionIDIn = Annotated[str, StringConstraints(pattern=f"^per{_SHAPE}")]
 
 SessionID = Annotated[str, StringConstraints(pattern=r"^ses", min_length=4, max_length=128)]
 MessageID = Annotated[str, StringConstraints(pattern=r"^msg_", min_length=5, max_length=128)]

@@ -9,6 +9,8 @@ UNKNOWN: Final = "unknown"  # a defect; the message names the exception
 # the host running the Step or execution was lost (a hard crash): on a Step it left open, and on the execution of a
 # session whose automatic continuation budget is spent (it waits idle for a prompt)
 HOST_LOST: Final = "host.lost"
+# a Step an imported transcript left open: it ended elsewhere (or never); nothing of it runs here
+IMPORT_UNFINISHED: Final = "import.unfinished"
 CONFIG_INVALID: Final = "config.invalid"
 AGENT_NOT_FOUND: Final = "agent.not-found"
 INSTRUCTIONS_UNAVAILABLE: Final = "instructions.unavailable"  # no first complete Instruction Baseline yet
@@ -19,7 +21,8 @@ TOOL_EXECUTION: Final = "tool.execution"  # the tool failed (or was disabled); t
 TOOL_UNKNOWN: Final = "tool.unknown"
 TOOL_INVALID_INPUT: Final = "tool.invalid-input"
 TOOL_RESULT_MISSING: Final = "tool.result-missing"  # a provider-executed call the provider never settled
-TOOL_STALE: Final = "tool.stale"  # left streaming or running by a lost host, and not idempotent: not run again
+# left streaming or running by a lost host, and not idempotent: not run again; or left open in an imported transcript
+TOOL_STALE: Final = "tool.stale"
 PERMISSION_REJECTED: Final = "permission.rejected"  # a deny rule
 PERMISSION_REQUIRED: Final = "permission.required"  # an ask rule, with nobody to ask yet
 PERMISSION_DECLINED: Final = "permission.declined"  # the user refused without feedback: the drain stops

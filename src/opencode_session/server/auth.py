@@ -1,58 +1,56 @@
 """HTTP basic auth for every route (WebSocket upgrades too) when OPENCODE_SERVER_PASSWORD is set, as OpenCode's
 server does, or the inspector's login cookie; a WebSocket upgrade may instead carry a connection ticket, which its
 route checks. A browser asking for a page without either is sent to the login form, which this middleware answers,
-as it answers logging out; a client that keeps sending wrong passwords is made to wait."""
+as it answers logging out; a client that keeps sending wrong passwords waits longer and longer for each answer."""
 
 from __future__ import annotations
 
 import base64
 import hmac
-import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from urllib.parse import parse_qsl
 
+import anyio
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..schema.errors import TooManyAttemptsError, UnauthorizedError
+from ..schema.errors import UnauthorizedError
 from .guard import refuse
 from .ui import login
 
-FREE_FAILURES = 10  # wrong passwords in a row a client may send before it has to wait
-LOCK_FIRST_S = 5.0  # the wait after the first wrong password past those
-LOCK_MAX_S = 300.0  # the longest a client is made to wait
+FREE_FAILURES = 10  # wrong passwords a client may send, answered at once, before the next ones are slowed down
+LOCK_FIRST_S = 5.0  # how long the answer to the first wrong password past those is held
+LOCK_MAX_S = 300.0  # the longest the answer to a wrong password is held
+FORGET_S = 900.0  # a client that sent no wrong password for this long starts counting afresh
 CLIENTS_KEPT = 4096  # clients whose failures are remembered (the oldest are forgotten first)
-REVOKED_KEPT = 4096  # logged-out cookies remembered until they expire
+LOGINS_KEPT = 4096  # logins (cookies) remembered at once; past that the oldest one ends
 
 
 class Attempts:
-    """Wrong passwords by client address: after FREE_FAILURES in a row, each further one locks the address out
-    twice as long as the one before (5 s, 10 s, 20 s, ... up to LOCK_MAX_S), during which no password of it is even
-    judged; a right one clears the count. One process's memory: each host of a cluster counts its own."""
+    """Wrong passwords by client (the connection's peer address): past FREE_FAILURES, the answer to each further
+    wrong one is held twice as long as the one before (5 s, 10 s, 20 s, ... up to LOCK_MAX_S), so guessing costs
+    time; a right password is never held nor refused, so a guesser on the same address (every local process is
+    127.0.0.1) locks nobody out. The count ends after FORGET_S without a wrong password. One process's memory: each
+    host of a cluster counts its own."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self.clock = clock
-        self.failures: OrderedDict[str, tuple[int, float]] = OrderedDict()  # address -> (failures, locked until)
+        self.failures: OrderedDict[str, tuple[int, float]] = OrderedDict()  # address -> (failures, last one)
 
     def judge(self, client: str, right: bool) -> float:
-        """Seconds `client` must still wait (its answer is not taken), else 0 with the answer counted."""
-        failures, until = self.failures.get(client, (0, 0.0))
-        now = self.clock()
-        if until > now:
-            return until - now
+        """Seconds to hold the answer to `client`'s password: 0 for a right one and the free wrong ones."""
         if right:
-            if failures:
-                del self.failures[client]
             return 0.0
-        failures += 1
-        past = failures - FREE_FAILURES
-        lock = 0.0 if past <= 0 else min(LOCK_MAX_S, LOCK_FIRST_S * 2.0 ** (past - 1))
-        self.failures[client] = (failures, now + lock)
+        now = self.clock()
+        failures, last = self.failures.get(client, (0, now))
+        failures = 1 if now - last > FORGET_S else failures + 1
+        self.failures[client] = (failures, now)
         self.failures.move_to_end(client)
         while len(self.failures) > CLIENTS_KEPT:
             self.failures.popitem(last=False)
-        return 0.0
+        past = failures - FREE_FAILURES
+        return 0.0 if past <= 0 else min(LOCK_MAX_S, LOCK_FIRST_S * 2.0 ** (past - 1))
 
 
 class BasicAuthMiddleware:
@@ -60,16 +58,35 @@ class BasicAuthMiddleware:
         self.app = app
         self.expected = f"{username}:{password}".encode()
         self.attempts = Attempts()
-        self.revoked: OrderedDict[str, int] = OrderedDict()  # logged-out cookie value -> when it expires anyway
+        # each login's cookie value -> the Host it was issued to and when it expires (epoch seconds): the value is a
+        # random token, so a captured one tells nothing of the password and opens nothing elsewhere; one process's
+        # memory, so a login ends with the server (and holds on the host of a cluster that issued it)
+        self.logins: OrderedDict[str, tuple[str, float]] = OrderedDict()
 
     def _cookie(self, scope: Scope) -> str | None:
-        """The request's login cookie, if it holds a valid one not logged out."""
+        """The request's login cookie, if it holds a login of this server for this Host, not ended."""
         host = _header(scope, b"host")
         cookie = _header(scope, b"cookie")
         value = login.cookie_value(cookie) if cookie is not None else None
-        if value is None or host is None or value in self.revoked:
+        if value is None or host is None or value not in self.logins:
             return None
-        return value if login.valid(self.expected, value, host.decode("latin-1")) else None
+        issued_to, expires = self.logins[value]
+        if expires < time.time():
+            del self.logins[value]
+            return None
+        return value if hmac.compare_digest(issued_to.encode(), host.lower()) else None
+
+    def _issue(self, host: str) -> str:
+        """A new login for `host`: its cookie value."""
+        now = time.time()
+        for old, (_, expires) in list(self.logins.items()):
+            if expires < now:
+                del self.logins[old]
+        value = login.issue()
+        self.logins[value] = (host.lower(), now + login.LIFETIME_S)
+        while len(self.logins) > LOGINS_KEPT:
+            self.logins.popitem(last=False)
+        return value
 
     def _basic(self, scope: Scope) -> bool | None:
         """Whether the request's basic credentials are right; None when it sends none."""
@@ -85,9 +102,29 @@ class BasicAuthMiddleware:
                 return hmac.compare_digest(supplied, self.expected)
         return None
 
-    def _judge(self, scope: Scope, right: bool) -> float:
-        client = scope.get("client")
-        return self.attempts.judge(client[0] if client else "", right)
+    async def _judge(self, scope: Scope, receive: Receive, right: bool) -> bool:
+        """Count the password and, for a wrong one past the free ones, hold the answer as long as the count says;
+        False when the client went away meanwhile (nothing to answer)."""
+        client = scope.get("client")  # the peer: forwarded headers rewrite it only from a --trust-proxy address
+        hold = self.attempts.judge(client[0] if client else "", right)
+        if not hold:
+            return True
+        if scope["type"] != "http":
+            await anyio.sleep(hold)
+            return True
+        gone = False
+        async with anyio.create_task_group() as tg:
+            async def watch() -> None:  # a wrong password's request is answered here: its body is not needed
+                nonlocal gone
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                gone = True
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(watch)
+            await anyio.sleep(hold)
+            tg.cancel_scope.cancel()
+        return not gone
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == login.LOGIN_PATH:
@@ -101,10 +138,7 @@ class BasicAuthMiddleware:
             return
         basic = self._basic(scope)
         if basic is not None:
-            wait = self._judge(scope, basic)
-            if wait:
-                await refuse(scope, send, TooManyAttemptsError(retryAfter=math.ceil(wait)),
-                             headers=((b"retry-after", str(math.ceil(wait)).encode()),))
+            if not await self._judge(scope, receive, basic):
                 return
             if basic:
                 await self.app(scope, receive, send)
@@ -144,34 +178,25 @@ class BasicAuthMiddleware:
         supplied = f"{fields.get('username', '')}:{fields.get('password', '')}".encode()
         target = login.local_path(fields.get("next"))
         right = hmac.compare_digest(supplied, self.expected)
-        wait = math.ceil(self._judge(scope, right))
-        if wait:
-            await _page(send, 429, login.page(target, f"Too many wrong passwords: try again in {wait} s."),
-                        ((b"retry-after", str(wait).encode()),))
+        if not await self._judge(scope, receive, right):
             return
         if not right:
             await _page(send, 401, login.page(target, "Wrong user or password."))
             return
         host = (_header(scope, b"host") or b"").decode("latin-1")
-        cookie = login.set_cookie(login.issue(self.expected, host), secure=scope.get("scheme") == "https")
+        cookie = login.set_cookie(self._issue(host), secure=scope.get("scheme") == "https")
         await _answer(send, 303, b"", ((b"location", target.encode()), (b"set-cookie", cookie.encode())))
 
 
     async def _logout(self, scope: Scope, send: Send) -> None:
-        """POST: this browser's cookie opens nothing from now on (it is remembered as logged out until it would
-        have expired) and is cleared; on to the login form."""
+        """POST: this browser's login ends (its cookie, and any copy of it, opens nothing from now on) and the
+        cookie is cleared; on to the login form."""
         if scope["method"] != "POST":
             await _answer(send, 405, b"", ((b"allow", b"POST"),))
             return
         value = self._cookie(scope)
         if value is not None:
-            now = time.time()
-            for old, expires in list(self.revoked.items()):
-                if expires < now:
-                    del self.revoked[old]
-            self.revoked[value] = login.expiry(value)
-            while len(self.revoked) > REVOKED_KEPT:
-                self.revoked.popitem(last=False)
+            del self.logins[value]
         await _answer(send, 303, b"", ((b"location", login.LOGIN_PATH.encode()),
                                        (b"set-cookie", login.clear_cookie(scope.get("scheme") == "https").encode())))
 

@@ -32,11 +32,14 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class ConnectionLimits:
     """How long a client may take to send each request, stay idle between requests, and how many connections and
-    requests may be open at once (beyond that, uvicorn answers 503)."""
+    requests may be open at once (beyond that, uvicorn answers 503); the proxies whose `X-Forwarded-For` and
+    `X-Forwarded-Proto` name the client (none: every request's client is the peer that sent it, which the
+    wrong-password throttle counts by)."""
 
     read_timeout: float = 30.0
     keep_alive: int = 5
     max_concurrency: int = 512
+    trusted_proxies: tuple[str, ...] = ()
 
 
 class ServeRefused(Exception):
@@ -128,7 +131,11 @@ async def serve(
         config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False, **logging_config,
                                 timeout_graceful_shutdown=10, http=read_deadline_protocol(limits.read_timeout),
                                 timeout_keep_alive=limits.keep_alive,
-                                limit_concurrency=limits.max_concurrency)
+                                limit_concurrency=limits.max_concurrency,
+                                # uvicorn believes forwarded headers from loopback unless told otherwise: any local
+                                # process could then choose the client address the throttle counts by
+                                proxy_headers=bool(limits.trusted_proxies),
+                                forwarded_allow_ips=list(limits.trusted_proxies) or None)
         logging.getLogger("uvicorn.error").addFilter(STREAM_CUT)  # after Config: it (re)configures uvicorn's logging
         started = asyncio.Event()
         server = ready_server(config, started)

@@ -4,6 +4,7 @@ cuts off a reader that stopped reading."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,15 +28,33 @@ HEARTBEAT = b": heartbeat\n\n"
 MAX_BATCH_BYTES = 64 * 1024
 
 
+# What ends a line in an event stream: a browser's EventSource ends one at CR, LF or CRLF alike, so text holding a
+# lone CR that a frame did not split there would end its field early, or its event, and begin one of its own.
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def _one_line(field: str, value: str) -> str:
+    if _LINE_BREAK.search(value):
+        raise ValueError(f"an SSE {field} holds a line break: {value!r}")
+    return value
+
+
 def frame(data: Any, *, id: int | str | None = None, event: str | None = None) -> bytes:
     """One SSE frame; `data` is JSON-encoded on a single line."""
     out = []
     if id is not None:
-        out.append(f"id: {id}")
+        out.append(f"id: {_one_line('id', str(id))}")
     if event is not None:
-        out.append(f"event: {event}")
-    out.append("data: " + jsontext.dumps(data))
+        out.append(f"event: {_one_line('event', event)}")
+    out.extend("data: " + line for line in _LINE_BREAK.split(jsontext.dumps(data)))
     return ("\n".join(out) + "\n\n").encode()
+
+
+def text_frame(event: str, text: str) -> bytes:
+    """One SSE frame of `text` as it is (a page's HTML): a `data:` line for each of its lines, whichever break ends
+    them (the reader joins them with LF), so nothing in the text ends the event or starts a field."""
+    lines = "".join(f"data: {line}\n" for line in _LINE_BREAK.split(text))
+    return f"event: {_one_line('event', event)}\n{lines}\n".encode()
 
 
 @dataclass

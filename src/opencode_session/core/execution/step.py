@@ -407,7 +407,8 @@ class Step:
                                questioner=c.questioner_for(record.call_id) if c.questioner_for else None,
                                on_output=self._progress(record.call_id), publish_live=self._live,
                                model_accepts_images=c.resolved.capabilities.images, config=c.config)
-        with hooks.tool_call(record.name, record.call_id, self.attempt and self.attempt.parent) as traced:
+        with hooks.tool_call(record.name, record.call_id, self.attempt and self.attempt.parent,
+                             known=record.name in c.tools) as traced:
             tool_input, tool_ctx, refused = await self._before_tool(record, tool_input, tool_ctx)
             if refused is not None:
                 settlement: ToolSucceeded | ToolErrored = refused

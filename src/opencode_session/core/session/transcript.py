@@ -9,12 +9,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...schema import events as ev
+from ...schema import session_errors
 from ...schema.common import LocationRef
 from ...schema.errors import ConflictError, InvalidRequestError
 from ...schema.lifecycle import SessionTranscript
 from ...schema.session import SessionV2Info
 from ..location import Location, resolve_location
-from ..store import Reader, Store, Tx
+from ..store import Reader, Store, Tx, now_ms
 from ..store.codec import decode
 from .service import require_session
 
@@ -71,6 +72,39 @@ class Sanitizer:
         return value
 
 
+def _without_task_link(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+    if metadata is None or "task" not in metadata:
+        return metadata
+    return {k: v for k, v in metadata.items() if k != "task"}
+
+
+UNFINISHED_CALL = ("This {name} call was left unfinished in the imported transcript: it did not run here, and it may "
+                   "or may not have taken effect where it ran.")
+UNFINISHED_STEP = "This Step was left unfinished in the imported transcript"
+
+
+def _settled(message: dict[str, Any], now: int) -> dict[str, Any]:
+    """An imported message with nothing left open: a tool call the file left streaming or running fails (this
+    runtime re-runs only calls it recorded itself, never one a file hands it), and an open Step fails."""
+    if message.get("type") != "assistant":
+        return message
+    for part in message.get("content", []):
+        state = part.get("state") if part.get("type") == "tool" else None
+        if state is None or state.get("status") not in ("streaming", "running"):
+            continue
+        given = state.get("input")
+        part["state"] = {"status": "error", "input": given if isinstance(given, dict) else {},
+                         "error": {"type": session_errors.TOOL_STALE,
+                                   "message": UNFINISHED_CALL.format(name=part.get("name", "tool"))}}
+        part.setdefault("time", {})["completed"] = part["time"].get("completed") or now
+    time = message.setdefault("time", {})
+    if time.get("completed") is None:
+        time["completed"] = now
+        if message.get("error") is None:
+            message["error"] = {"type": session_errors.IMPORT_UNFINISHED, "message": UNFINISHED_STEP}
+    return message
+
+
 async def export(store: Store, session_id: str, *, sanitize: bool = False,
                  env: Mapping[str, str] = os.environ) -> SessionTranscript:
     """The session's record and every projected message, oldest first (sanitized on request)."""
@@ -88,22 +122,18 @@ async def export(store: Store, session_id: str, *, sanitize: bool = False,
 
 async def import_transcript(store: Store, transcript: SessionTranscript, location: LocationRef | None,
                             default: Location) -> SessionV2Info:
-    """Recreate an exported session at `location` (else where it was, when that directory exists here, else the
-    default Location), in one transaction with one `session.imported` event: ConflictError when its ID (or one of
-    its messages' IDs) exists, SessionNotFoundError when its parent is not here (import parents first)."""
+    """Recreate an exported session at `location` (else at the default Location: the importing server's), in one
+    transaction with one `session.imported` event: ConflictError when its ID (or one of its messages' IDs) exists,
+    SessionNotFoundError when its parent is not here (import parents first). The file's own permission rules and
+    its `task` link (`metadata.task`) are dropped: an import brings no authority."""
     info = transcript.info
     if location is not None:
         loc = resolve_location(location.directory, location.workspaceID)
         if not loc.directory.is_dir():
             raise InvalidRequestError(f"Location directory does not exist: {location.directory}", kind="body",
                                       field="location.directory")
-    else:
-        try:
-            loc = resolve_location(info.location.directory, info.location.workspaceID)
-        except (ValueError, RuntimeError, OSError):
-            loc = default
-        if not loc.directory.is_dir():
-            loc = default
+    else:  # never where the file says it was: that directory is the file's choice, not the user's
+        loc = default
     ids = [m.id for m in transcript.messages]
     if len(set(ids)) != len(ids):
         raise InvalidRequestError("Invalid body: messages: two messages have the same ID", kind="body",
@@ -112,8 +142,12 @@ async def import_transcript(store: Store, transcript: SessionTranscript, locatio
         "projectID": loc.project_id, "revert": None,
         "location": LocationRef(directory=str(loc.directory), workspaceID=loc.workspace_id),
         "subpath": None,
+        # a file carries content, never authority: the rules it grants itself are not this user's, and a child it
+        # says a `task` call made is not one a parent's model may continue (`subagents.Delegation`)
+        "permissions": None,
+        "metadata": _without_task_link(info.metadata),
     })
-    wired = [m.wire() for m in transcript.messages]
+    wired = [_settled(m.wire(), now_ms()) for m in transcript.messages]
 
     def _import(tx: Tx) -> SessionV2Info:
         if tx.sessions.load(info.id) is not None:

@@ -295,8 +295,13 @@ class ToolTrace:
                 self.span.set_status(Status(StatusCode.ERROR, error_type))
 
 
+# The metrics' label of a call to a tool the Step did not offer: the model names tools as it likes, and each new name
+# would be new series of every tool metric without bound.
+OTHER_TOOL = "other"
+
+
 @contextlib.contextmanager
-def _tool(name: str, call_id: str, parent: Any) -> Iterator[ToolTrace]:
+def _tool(name: str, call_id: str, parent: Any, known: bool) -> Iterator[ToolTrace]:
     tracer = telemetry.tracer
     span_cm = _OFF if tracer is None else tracer.start_as_current_span(
         f"execute_tool {name}", context=parent, record_exception=False, attributes={
@@ -308,16 +313,19 @@ def _tool(name: str, call_id: str, parent: Any) -> Iterator[ToolTrace]:
         finally:
             m = telemetry.metrics
             if m is not None:
-                m.tool_calls.labels(name, traced.outcome).inc()
-                m.tool_duration.labels(name, traced.outcome).observe(time.perf_counter() - traced.started)
+                label = name if known else OTHER_TOOL
+                m.tool_calls.labels(label, traced.outcome).inc()
+                m.tool_duration.labels(label, traced.outcome).observe(time.perf_counter() - traced.started)
 
 
-def tool_call(name: str, call_id: str, parent: Any = None) -> contextlib.AbstractContextManager[Any]:
+def tool_call(name: str, call_id: str, parent: Any = None, *,
+              known: bool = True) -> contextlib.AbstractContextManager[Any]:
     """Around one local tool call: yields a ToolTrace to report its settlement to, or None while telemetry is off.
-    `parent` is the Step's context (an Attempt's `parent`), so the call is the Step's child, not the attempt's."""
+    `parent` is the Step's context (an Attempt's `parent`), so the call is the Step's child, not the attempt's;
+    a call to a tool the Step did not offer (`known` false) is counted under the label `other`."""
     if not telemetry.on:
         return _OFF
-    return _tool(name, call_id, parent)
+    return _tool(name, call_id, parent, known)
 
 
 def mcp_call(server: str, tool: str) -> contextlib.AbstractContextManager[Any]:

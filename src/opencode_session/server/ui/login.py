@@ -1,12 +1,9 @@
-"""The inspector's login form: its page, the cookie it sets (signed with the password for one Host, expiring), the
-check of that cookie, which the auth middleware accepts beside HTTP basic auth, and the cookie's clearing at logout."""
+"""The inspector's login form: its page, the cookie it sets (a random token the auth middleware maps to a login for
+one Host, expiring), which that middleware accepts beside HTTP basic auth, and the cookie's clearing at logout."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import secrets
-import time
 from urllib.parse import parse_qsl, quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -20,29 +17,10 @@ _templates = Environment(loader=PackageLoader(__package__, "templates"), autoesc
 CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
 
 
-def _signature(secret: bytes, expires: int, nonce: str, host: str) -> str:
-    return hmac.new(secret, f"ocs-login|{expires}|{nonce}|{host.lower()}".encode(), hashlib.sha256).hexdigest()
-
-
-def issue(secret: bytes, host: str, now: float | None = None) -> str:
-    """A cookie value good for `host` until LIFETIME_S from now; `secret` is the user and password. Each value is
-    new (a nonce), so logging one out ends that one only."""
-    expires = int(now if now is not None else time.time()) + LIFETIME_S
-    nonce = secrets.token_hex(8)
-    return f"{expires}.{nonce}.{_signature(secret, expires, nonce, host)}"
-
-
-def expiry(value: str) -> int:
-    """When a cookie value from `issue` expires (epoch seconds)."""
-    head = value.partition(".")[0]
-    return int(head) if head.isdigit() else 0
-
-
-def valid(secret: bytes, value: str, host: str, now: float | None = None) -> bool:
-    expires_text, nonce, signature = (value.split(".", 2) + ["", ""])[:3]
-    if not expires_text.isdigit() or int(expires_text) < (now if now is not None else time.time()):
-        return False
-    return hmac.compare_digest(signature, _signature(secret, int(expires_text), nonce, host))
+def issue() -> str:
+    """A new cookie value: 256 random bits, which mean nothing but the login the server maps them to (nothing about
+    the password can be learnt from one, and no other server or port takes it)."""
+    return secrets.token_urlsafe(32)
 
 
 def cookie_value(header: bytes) -> str | None:
@@ -64,11 +42,19 @@ def clear_cookie(secure: bool) -> str:
     return f"{COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict" + ("; Secure" if secure else "")
 
 
+# What a `next` target may hold as it is: a path's and a query's characters. Anything else (a tab or a line break,
+# which browsers drop from a URL or which cannot go in a header; a backslash, which browsers read as `/`; a space;
+# non-ASCII) is percent-encoded, so the target stays one path on this server and a header can carry it.
+_TARGET_SAFE = "/?#&=%:@!$'()*+,;~-._[]"
+
+
 def local_path(target: str | None) -> str:
-    """Where to go after logging in: a path on this server only (never `//other.host` nor a scheme)."""
-    if not target or not target.startswith("/") or target.startswith(("//", "/\\")) or LOGIN_PATH in target:
+    """Where to go after logging in: a path on this server only (never `//other.host` nor a scheme), encoded so that
+    no character of it turns it into another host's URL or breaks the header it goes in."""
+    if not target or not target.startswith("/") or target.startswith(("//", "/\\")):
         return "/"
-    return target
+    target = quote(target, safe=_TARGET_SAFE)
+    return "/" if target.startswith("//") or LOGIN_PATH in target else target
 
 
 def login_url(target: str) -> str:

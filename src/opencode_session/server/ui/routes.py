@@ -33,6 +33,7 @@ from ...schema.events import (
     TextDelta,
 )
 from ...schema.session import SessionV2Info
+from ..sse import text_frame
 from . import login, marks, parts
 
 DIFF_CONTEXT = 3  # unchanged lines around each hunk, as `git diff` shows them
@@ -68,7 +69,7 @@ def _html(text: str, status: int = 200) -> HTMLResponse:
 
 
 def _sse(event: str, html: str) -> bytes:
-    return (f"event: {event}\n" + "".join(f"data: {line}\n" for line in html.split("\n")) + "\n").encode()
+    return text_frame(event, html)
 
 
 def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -> list[BaseRoute]:

@@ -29,6 +29,7 @@ from ...schema.errors import (
     TaggedError,
     UnknownError,
 )
+from ...schema.ids import well_formed
 from ...schema.permission import PermissionV2Rule
 from ...schema.prompt import PromptInput
 from ..body import read_json_body
@@ -165,8 +166,9 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
             await rt.sessions.switch_agent(sid, agent)
         # the client's own message ID (the web app shows its message at once under it), or a new one
         given = body.get("messageID")
-        await rt.sessions.admit(sid, PromptInput(text=text), id=given if isinstance(given, str) and
-                                given.startswith("msg_") else None, delivery="steer", resume=True)
+        if given is not None and not (isinstance(given, str) and well_formed("msg", given)):
+            raise InvalidRequestError("Invalid body: messageID: not a message ID", kind="body", field="messageID")
+        await rt.sessions.admit(sid, PromptInput(text=text), id=given, delivery="steer", resume=True)
 
     async def prompt(request: Request) -> Response:
         """Blocking: the answer is the assistant message, once each open event stream has said the turn ended."""
