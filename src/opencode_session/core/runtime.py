@@ -50,7 +50,17 @@ from .session import Sessions
 from .session.lifecycle import SessionLifecycle
 from .session.projector import project
 from .session.revert import Reverts
-from .store import DatabaseNotFoundError, Lease, Store, Tx, database_files, is_postgres, now_ms, set_fence
+from .store import (
+    DatabaseNotFoundError,
+    Lease,
+    SessionFencedError,
+    Store,
+    Tx,
+    database_files,
+    is_postgres,
+    now_ms,
+    set_fence,
+)
 from .telemetry import telemetry, tracing_settings
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
 from .userhooks import UserHooks
@@ -385,7 +395,12 @@ class Runtime:
             return
 
         async def _continue() -> None:
-            if await self.continuations.continue_after_loss(lease.session_id) == "over-budget":
+            try:
+                outcome = await self.continuations.continue_after_loss(lease.session_id, lease)
+            except SessionFencedError:  # another host took it since: that one continues it, this one wrote nothing
+                log.info("session %s was taken by another host before it was continued here", lease.session_id)
+                return
+            if outcome == "over-budget":
                 await self.store.write(lambda tx: tx.leases.release(lease))  # it stays idle: nobody executes it
 
         self.spawn(_continue(), f"continuing session {lease.session_id}")

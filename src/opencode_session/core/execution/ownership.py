@@ -109,7 +109,16 @@ class LeaseTenure:
         else:
             self.lose()
 
+    def fence(self) -> Lease | None:
+        """The lease to write under while the execution holds it (None once it released it); LeaseLapsedError once
+        it was lost."""
+        if self.state == "lost":
+            raise LeaseLapsedError(self.lease)
+        return self.lease if self.state == "held" else None
+
     def lose(self) -> None:
+        """The lease changed hands (a renewal or a fenced write found a newer epoch), or may have expired: the
+        execution stops; `lost` is called once."""
         if self.state == "held":
             self.state = "lost"
             log.warning("session %s was taken over by another host (lease epoch %d lost); this host stops executing"

@@ -25,7 +25,7 @@ from ..telemetry import hooks
 from .backend import Backend
 from .backends import open_backend
 from .feed import DurableFeed, LiveBus
-from .fencing import SessionFencedError, current_fence
+from .fencing import SessionFencedError, current_fence, current_tenure
 from .rows import (
     ContinuationWrites,
     EventWrites,
@@ -181,6 +181,7 @@ class Store:
         self._held = held
         tx_of: list[Tx] = []
         fence = current_fence()
+        tenure = current_tenure() if fence is not None else None
 
         def _run(rows: Writer) -> T:
             if fence is not None and not rows.leases.holds(fence):
@@ -194,6 +195,8 @@ class Store:
         def _settle(_result: object, error: BaseException | None, positions: list[int]) -> None:
             if error is None:
                 self._announce(tx_of[0], positions)
+            elif tenure is not None and isinstance(error, SessionFencedError):
+                tenure.lose()  # a newer epoch holds the session: its execution here stops, sending nothing more
             for record in held:
                 self._publish_live(record)
             if self._held is held:
