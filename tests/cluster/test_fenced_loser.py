@@ -24,7 +24,6 @@ from opencode_session.core.store import (
     Store,
     confirm_lease,
     current_fence,
-    now_ms,
     set_fence,
 )
 from opencode_session.core.store.postgres import PostgresBackend

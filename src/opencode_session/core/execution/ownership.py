@@ -264,7 +264,11 @@ class Ownership:
         return due, None if upcoming is None else (upcoming - now) / 1000
 
     async def _sweep(self, take_over: Callable[[Lease, bool], None]) -> None:
+        """The sweep's loop. Nothing but closing the ownership ends it: a failed look or claim (the database cut off,
+        a statement timed out, a defect) is logged once, when the sweep starts failing, and the next period looks
+        again; a takeover that fails to start is logged with its session and the others are still handed over."""
         period = max(self.ttl_ms / 10_000, 0.1)
+        failing: str | None = None  # what the sweep last failed with, until it succeeds again
         while True:
             wait = period
             try:
@@ -276,11 +280,21 @@ class Ownership:
                         log.warning("taking over session %s from %s", stale.session_id,
                                     stale.owner or "nobody (its input waited unowned)")
                         hooks.lease_taken_over()
-                        take_over(lease, bool(stale.owner))
+                        try:
+                            take_over(lease, bool(stale.owner))
+                        except Exception:
+                            log.exception("could not continue session %s after taking it over", lease.session_id)
                 if upcoming is not None:  # look again just after it expires (unless it was renewed by then)
                     wait = min(period, upcoming + SWEEP_LATE_S)
-            except StoreError as failed:
-                log.warning("the lease sweep failed: %s", failed)
+                if failing is not None:
+                    log.warning("the lease sweep works again")
+                    failing = None
+            except Exception as failed:  # (a cancellation is the ownership closing: it ends the loop)
+                described = f"{type(failed).__name__}: {failed}"
+                if described != failing:
+                    log.warning("the lease sweep failed (it goes on every %.2f s): %s", period, described,
+                                exc_info=not isinstance(failed, StoreError))
+                    failing = described
             await asyncio.sleep(wait)  # a timer: the sweep period, or the next expiry when sooner
 
     async def stop(self) -> None:
