@@ -11,6 +11,7 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 
 import anyio
+import psycopg
 import pytest
 
 from opencode_session.core.execution.ownership import Ownership
@@ -61,7 +62,7 @@ async def _all_taken(sweepers: list[Takeovers], since: list[int], count: int) ->
 
 @contextlib.asynccontextmanager
 async def _owner(url: str, name: str) -> AsyncIterator[tuple[Store, Ownership]]:
-    async with Store(PostgresBackend(url), project=project) as store:
+    async with Store(PostgresBackend(url, TTL_MS), project=project) as store:  # (its time limits: of this lease)
         yield store, Ownership(store, name, TTL_MS)
 
 
@@ -116,3 +117,29 @@ async def test_a_hosts_sweep_takes_over_a_second_and_a_third_failover_after_the_
                     lambda tx, lease=lease: tx.leases.release(lease))
     failures = [r.getMessage() for r in caplog.records if "the lease sweep failed" in r.getMessage()]
     assert len(failures) == 2, failures  # each failure logged once, and the sweep went on
+
+
+async def test_a_paused_hosts_open_transaction_does_not_hold_the_sweep_back(url):
+    """A host stopped (SIGSTOP) between two statements of a write holds that transaction's row locks (here: the
+    lease rows its renewals updated) until the server ends it: no later than a third of a lease after its last
+    statement, so the takeover, which must update those rows, is not held back behind it."""
+    async with _owner(url, "host-s") as (_, sweeper), _owner(url, "host-p") as (paused_store, paused):
+        mine = Takeovers("host-s")
+        sweeper.sweep(mine)
+        try:
+            leases = [await paused.take(sid) for sid in SESSIONS]
+            assert all(lease is not None for lease in leases)
+            backend = paused_store.backend
+            assert isinstance(backend, PostgresBackend)
+            stopped = await asyncio.to_thread(psycopg.connect, backend.conninfo)  # the paused writer's connection
+            try:
+                await asyncio.to_thread(stopped.execute, "UPDATE session_lease SET expires = expires"
+                                        " WHERE owner = %s", ("host-p",))  # ... and no commit: it stopped here
+                expires = {lease.session_id: lease.expires for lease in leases if lease is not None}
+                taken = await _all_taken([mine], [0], len(SESSIONS))
+            finally:
+                await asyncio.to_thread(stopped.close)
+        finally:
+            await sweeper.stop()
+    assert sorted(lease.session_id for lease, _, _ in taken) == SESSIONS
+    assert max(when - expires[lease.session_id] for lease, _, when in taken) <= 1000

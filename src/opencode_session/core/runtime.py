@@ -132,7 +132,7 @@ class Runtime:
         self.redactor = Redactor(withheld(options.env))
         redact_logs(self.redactor)
         self.store = Store(options.db_path, project=project, live_capacity=options.live_capacity,
-                           redactor=self.redactor)
+                           redactor=self.redactor, lease_ms=self.lease_ttl_ms)
         # connected provider keys: beside the database (0600), only in memory for an in-memory database
         self.credentials = CredentialStore(None if str(options.db_path) == ":memory:"
                                            else _data_dir(options) / CREDENTIALS_FILE)

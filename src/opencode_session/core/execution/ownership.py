@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import os
 import secrets
 import socket
@@ -83,14 +84,19 @@ class LeaseTenure:
             if not self.trusted():
                 raise LeaseLapsedError(self.lease)
 
-    async def renew(self) -> None:
-        """Renew the lease now (one renewal at a time, however many ask)."""
+    async def renew(self, within: float | None = None) -> None:
+        """Renew the lease now (one renewal at a time, however many ask); wait for it at most `within` seconds (the
+        renewal goes on: a database that answers late may still extend the lease)."""
         if self.state != "held":
             return
         renewal = self._renewal
         if renewal is None or renewal.done():
             renewal = self._renewal = asyncio.ensure_future(self._renew())
-        await asyncio.shield(renewal)
+        if within is None:
+            await asyncio.shield(renewal)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(renewal), max(within, 0.0))
 
     async def _renew(self) -> None:
         own = self.ownership
@@ -102,7 +108,7 @@ class LeaseTenure:
         except StoreError as failed:
             log.warning("could not renew the lease of session %s: %s", self.lease.session_id, failed)
             if own.clock() >= self.renewed + own.ttl_ms / 1000:
-                self.lose()  # by this host's own clock the lease has expired: someone may have taken it
+                self.lose(unconfirmed=True)  # by this host's own clock the lease has expired: someone may take it
             return
         if kept:
             self.renewed = max(self.renewed, sent)
@@ -116,13 +122,18 @@ class LeaseTenure:
             raise LeaseLapsedError(self.lease)
         return self.lease if self.state == "held" else None
 
-    def lose(self) -> None:
-        """The lease changed hands (a renewal or a fenced write found a newer epoch), or may have expired: the
-        execution stops; `lost` is called once."""
+    def lose(self, unconfirmed: bool = False) -> None:
+        """The lease changed hands (a renewal or a fenced write found a newer epoch), or may have expired
+        (`unconfirmed`: no renewal could be made while it was surely held): the execution stops; `lost` is called
+        once."""
         if self.state == "held":
             self.state = "lost"
-            log.warning("session %s was taken over by another host (lease epoch %d lost); this host stops executing"
-                        " it", self.lease.session_id, self.lease.epoch)
+            if unconfirmed:
+                log.warning("session %s: its lease (epoch %d) could not be renewed in time and may be taken over;"
+                            " this host stops executing it", self.lease.session_id, self.lease.epoch)
+            else:
+                log.warning("session %s was taken over by another host (lease epoch %d lost); this host stops"
+                            " executing it", self.lease.session_id, self.lease.epoch)
             self._lost()
 
     def end(self, lost: bool) -> None:
@@ -176,10 +187,25 @@ class Ownership:
 
     async def keep(self, tenure: LeaseTenure) -> None:
         """Renew the tenure's lease every third of its lifetime until cancelled or lost (its `lost` is called when
-        it changed hands or could not be renewed before it expired)."""
+        it changed hands). A renewal that fails is tried again soon; when none succeeded by the time the tenure can no
+        longer be trusted (the lifetime less its margin since the last one was sent: the database is cut off, or its
+        calls time out), the execution stops then, before the lease can have expired and another host take it."""
+        period = self.ttl_ms / 3000
+        wait = period
         while tenure.state == "held":
-            await asyncio.sleep(self.ttl_ms / 3000)  # a timer: the renewal period, not a synchronisation
-            await tenure.renew()
+            await asyncio.sleep(wait)  # a timer: the renewal period (or a retry's), not a synchronisation
+            before = tenure.renewed
+            # (a lease this host did not take here was never renewed by it: a period for its first renewal)
+            await tenure.renew(within=before + self.trusted_s - self.clock() if before > -math.inf else period)
+            if tenure.state != "held":
+                return
+            if tenure.renewed > before:
+                wait = period
+            elif not tenure.trusted():
+                tenure.lose(unconfirmed=True)
+                return
+            else:  # failed, or still unanswered: again soon, while the lease is still surely held
+                wait = max(min(period / 4, tenure.renewed + self.trusted_s - self.clock()), 0.01)
 
     # --- forwarding ----------------------------------------------------------------------------------------
 

@@ -124,10 +124,11 @@ class Store:
     """Owns one database through its backend (`database` is a path, `:memory:`, or a backend's address)."""
 
     def __init__(self, database: str | Path | Backend, project: Projector | None = None,
-                 live_capacity: int = 4096, redactor: Redactor | None = None) -> None:
+                 live_capacity: int = 4096, redactor: Redactor | None = None, lease_ms: int | None = None) -> None:
         # the secrets no event may carry, durable or live (the runtime adds the ones its configuration names)
         self.redactor = redactor if redactor is not None else Redactor()
-        self.backend: Backend = open_backend(database) if isinstance(database, (str, Path)) else database
+        self.backend: Backend = (open_backend(database, lease_ms=lease_ms) if isinstance(database, (str, Path))
+                                 else database)
         self.path = self.backend.description
         self._projector = project
         # the live events published since the newest write not yet settled: they wait for it, so none overtakes it
