@@ -400,8 +400,9 @@ class Runtime:
             except SessionFencedError:  # another host took it since: that one continues it, this one wrote nothing
                 log.info("session %s was taken by another host before it was continued here", lease.session_id)
                 return
-            if outcome == "over-budget":
-                await self.store.write(lambda tx: tx.leases.release(lease))  # it stays idle: nobody executes it
+            if outcome in ("over-budget", "idle"):
+                # it stays idle: nobody executes it (input waiting meanwhile is the sweep's, as any unowned input)
+                await self.store.write(lambda tx: tx.leases.release(lease))
 
         self.spawn(_continue(), f"continuing session {lease.session_id}")
 

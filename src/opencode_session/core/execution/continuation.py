@@ -22,7 +22,7 @@ from .orphans import settle_orphans
 log = logging.getLogger(__name__)
 
 RESUME_BUDGET_ENV = "OCS_RESUME_BUDGET"
-Outcome = Literal["continued", "over-budget", "running"]
+Outcome = Literal["continued", "over-budget", "running", "idle"]
 
 
 class InvalidResumeBudget(ValueError):
@@ -97,8 +97,10 @@ class Continuations:
         A session executing on this host already is left to it: "running". SessionNotFoundError when unknown.
 
         On a shared database `lease` is the one this host took the session over with: the decision is written under
-        it (SessionFencedError, and nothing written, when another host has taken the session since) and the
-        continuation's drain executes under it."""
+        it (SessionFencedError, and nothing written, when another host has taken the session since), so one takeover
+        spends at most one continuation, and the continuation's drain executes under it. A takeover finds no
+        execution to continue when the lease outlived the execution (it ended, its claim released): nothing is spent
+        or written, "idle"."""
         if session_id in self.execution.active():
             return "running"
         if lease is not None:
@@ -107,6 +109,8 @@ class Continuations:
         def _decide(tx: Tx) -> Outcome:
             if tx.sessions.load_data(session_id) is None:
                 raise SessionNotFoundError(sessionID=session_id)
+            if lease is not None and not tx.continuation.is_claimed(session_id):
+                return "idle"  # the lease outlived its execution: nothing was lost, nothing is continued
             record = self.budget.spend(tx.continuation.continued(session_id), self.clock())
             if record is not None:
                 tx.continuation.record_continued(session_id, record)
@@ -124,7 +128,7 @@ class Continuations:
             self.execution.take_over(lease)
         elif outcome == "continued":
             self.execution.wake(session_id, force=True)
-        else:
+        elif outcome == "over-budget":
             log.warning("session %s: its host was lost and its automatic continuations (%s) are spent; it waits for "
                         "a prompt", session_id, self.budget.describe())
         return outcome
