@@ -129,7 +129,7 @@ class LeaseTenure:
         if self.state == "held":
             self.state = "lost"
             if unconfirmed:
-                log.warning("session %s: its lease (epoch %d) could not be renewed in time and may be taken over;"
+                log.warning("session %s: lease epoch %d could not be renewed in time (another host may take it);"
                             " this host stops executing it", self.lease.session_id, self.lease.epoch)
             else:
                 log.warning("session %s was taken over by another host (lease epoch %d lost); this host stops"
