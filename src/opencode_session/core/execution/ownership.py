@@ -191,12 +191,16 @@ class Ownership:
         longer be trusted (the lifetime less its margin since the last one was sent: the database is cut off, or its
         calls time out), the execution stops then, before the lease can have expired and another host take it."""
         period = self.ttl_ms / 3000
+        # how long a renewal may answer even once the tenure is past trusting (the host was paused, and its loop did
+        # not run): a lease nobody took meanwhile is kept, and the rest of the margin still covers the wait
+        grace = self.ttl_ms / 10_000
         wait = period
         while tenure.state == "held":
             await asyncio.sleep(wait)  # a timer: the renewal period (or a retry's), not a synchronisation
             before = tenure.renewed
             # (a lease this host did not take here was never renewed by it: a period for its first renewal)
-            await tenure.renew(within=before + self.trusted_s - self.clock() if before > -math.inf else period)
+            left = before + self.trusted_s - self.clock() if before > -math.inf else period
+            await tenure.renew(within=max(left, grace))
             if tenure.state != "held":
                 return
             if tenure.renewed > before:
