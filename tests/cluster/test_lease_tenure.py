@@ -131,3 +131,61 @@ async def test_without_a_lease_nothing_is_checked():
     provider = Provider()
     await provider.send()  # one host (SQLite): no tenure, no store access
     assert provider.sent == 1
+
+
+async def _keeping(store, ownership, tenure, clock, renewal) -> None:
+    """Run the drain's renewal loop once the host's clock jumped past trusting its tenure (a pause shorter than the
+    lease), with `renewal` standing in for the store's write of the renewal; return once the loop acted on it."""
+    written = store.write
+
+    async def write(fn):
+        return await renewal(written, fn)
+
+    store.write = write
+    clock.now += TTL_MS / 1000 * 0.8  # paused: past the lifetime less its margin, not past the lifetime
+    keeping = asyncio.create_task(ownership.keep(tenure))
+    try:
+        await asyncio.wait_for(asyncio.shield(keeping), TTL_MS / 1000)  # (a guard: it returns once lost)
+    except TimeoutError:
+        pass
+    finally:
+        keeping.cancel()
+        store.write = written
+
+
+async def test_a_host_paused_shorter_than_its_lease_keeps_it_when_the_renewal_answers(url):
+    async def body(store, ownership, clock, tenure, lost):
+        renewed = asyncio.Event()
+        renew = tenure.renew
+
+        async def renewing(within=None):
+            await renew(within)
+            renewed.set()  # the loop's renewal returned: it is about to act on what it found
+
+        async def answered(write, fn):
+            return await write(fn)
+
+        tenure.renew = renewing
+        keeping = asyncio.create_task(_keeping(store, ownership, tenure, clock, answered))
+        await asyncio.wait_for(renewed.wait(), 10)
+        assert tenure.state == "held" and not lost and tenure.trusted()
+        assert tenure.renewed == clock.now  # renewed as sent after the pause
+        keeping.cancel()
+
+    await _executing(url, body)
+
+
+async def test_a_renewal_that_never_answers_stops_the_execution_before_the_lease_can_expire(url):
+    async def body(store, ownership, clock, tenure, lost):
+        async def unanswered(_write, _fn):
+            await asyncio.Event().wait()  # the database is cut off: no answer, no error
+
+        await _keeping(store, ownership, tenure, clock, unanswered)
+        assert lost == [True] and tenure.state == "lost"
+        assert clock.now < tenure.renewed + TTL_MS / 1000  # (by its clock, before the lease could have expired)
+        provider = Provider()
+        with pytest.raises(LeaseLapsedError):
+            await provider.send()
+        assert provider.sent == 0
+
+    await _executing(url, body)

@@ -5,7 +5,9 @@ it runs is either one tool call or one answer, and `runs.log` counts how often e
 prompt that starts with "say" is answered at once, without a tool (one Step per prompt). `hold` pauses every first
 answer until released (a busy session to kill its host under); `tool_hold` makes each call note its start in
 `started.log`, then wait until that file exists in the Location before it counts its run (a host paused mid-tool).
-Every request's messages are kept in `received`, in arrival order (to find a request sent twice)."""
+Every request's messages are kept in `received`, in arrival order (to find a request sent twice). A prompt
+`loop MARKER` runs a loop of calls (`MARKER.N` appended to `runs.log`, each taking `loop_s`) until `finish` is set:
+then the next request of the loop is answered "done"."""
 
 from __future__ import annotations
 
@@ -48,6 +50,8 @@ class ToolModel:
         self.tool_hold: str | None = None  # a file name: tool calls wait for it before counting their run
         self.holding = threading.Event()  # set: first answers wait for `release`
         self.release = threading.Event()
+        self.finish = threading.Event()  # set: every loop answers "done" at its next request
+        self.loop_s = 0.2  # how long each call of a loop runs
         self.held = threading.Semaphore(0)  # one release per held answer reached
         self._lock = threading.Lock()
         self.base_url = ""
@@ -64,7 +68,21 @@ class ToolModel:
         users = [m for m in messages if m.get("role") == "user"]
         marker = (_user_text(users[-1]).split() or ["none"])[-1] if users else "none"
         stale = last.get("role") == "tool" and "may or may not have taken effect" in str(last.get("content"))
-        if messages and messages[0].get("content") == TITLE_SYSTEM:
+        looping = bool(users) and _user_text(users[-1]).startswith("loop")
+        if looping and not (messages and messages[0].get("content") == TITLE_SYSTEM):
+            after = messages[len(messages) - 1 - messages[::-1].index(users[-1]):]
+            done = sum(m.get("role") == "tool" for m in after)  # calls of this loop settled so far (stale ones too)
+            if self.finish.is_set():
+                frames = [chunk({"role": "assistant", "content": "done"}), chunk({}, finish_reason="stop")]
+            else:
+                arguments = json.dumps({"command": f"echo {marker}.{done} >> runs.log; sleep {self.loop_s}",
+                                        "description": "one more round"})
+                frames = [chunk({"role": "assistant", "content": ""}),
+                          chunk({"tool_calls": [{"index": 0, "id": f"call_{marker}_{done}", "type": "function",
+                                                 "function": {"name": "bash", "arguments": arguments}}]}),
+                          chunk({}, finish_reason="tool_calls")]
+            hold = False
+        elif messages and messages[0].get("content") == TITLE_SYSTEM:
             frames = [chunk({"role": "assistant", "content": "A title"}), chunk({}, finish_reason="stop")]
             hold = False
         elif (last.get("role") == "tool" and not stale) or _user_text(last).startswith("say"):

@@ -50,7 +50,17 @@ from .session import Sessions
 from .session.lifecycle import SessionLifecycle
 from .session.projector import project
 from .session.revert import Reverts
-from .store import DatabaseNotFoundError, Lease, Store, Tx, database_files, is_postgres, now_ms, set_fence
+from .store import (
+    DatabaseNotFoundError,
+    Lease,
+    SessionFencedError,
+    Store,
+    Tx,
+    database_files,
+    is_postgres,
+    now_ms,
+    set_fence,
+)
 from .telemetry import telemetry, tracing_settings
 from .tools.managed import MANAGED_DIRECTORY, ManagedOutputs
 from .userhooks import UserHooks
@@ -122,7 +132,7 @@ class Runtime:
         self.redactor = Redactor(withheld(options.env))
         redact_logs(self.redactor)
         self.store = Store(options.db_path, project=project, live_capacity=options.live_capacity,
-                           redactor=self.redactor)
+                           redactor=self.redactor, lease_ms=self.lease_ttl_ms)
         # connected provider keys: beside the database (0600), only in memory for an in-memory database
         self.credentials = CredentialStore(None if str(options.db_path) == ":memory:"
                                            else _data_dir(options) / CREDENTIALS_FILE)
@@ -385,8 +395,14 @@ class Runtime:
             return
 
         async def _continue() -> None:
-            if await self.continuations.continue_after_loss(lease.session_id) == "over-budget":
-                await self.store.write(lambda tx: tx.leases.release(lease))  # it stays idle: nobody executes it
+            try:
+                outcome = await self.continuations.continue_after_loss(lease.session_id, lease)
+            except SessionFencedError:  # another host took it since: that one continues it, this one wrote nothing
+                log.info("session %s was taken by another host before it was continued here", lease.session_id)
+                return
+            if outcome in ("over-budget", "idle"):
+                # it stays idle: nobody executes it (input waiting meanwhile is the sweep's, as any unowned input)
+                await self.store.write(lambda tx: tx.leases.release(lease))
 
         self.spawn(_continue(), f"continuing session {lease.session_id}")
 

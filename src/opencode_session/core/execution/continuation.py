@@ -15,14 +15,14 @@ from ...schema import events as ev
 from ...schema import session_errors
 from ...schema.common import SessionErrorInfo
 from ...schema.errors import SessionNotFoundError
-from ..store import Store, Tx, now_ms
+from ..store import Lease, Store, Tx, now_ms, set_fence
 from .coordinator import SessionExecution
 from .orphans import settle_orphans
 
 log = logging.getLogger(__name__)
 
 RESUME_BUDGET_ENV = "OCS_RESUME_BUDGET"
-Outcome = Literal["continued", "over-budget", "running"]
+Outcome = Literal["continued", "over-budget", "running", "idle"]
 
 
 class InvalidResumeBudget(ValueError):
@@ -89,18 +89,28 @@ class Continuations:
         self.budget = budget
         self.clock = clock
 
-    async def continue_after_loss(self, session_id: str) -> Outcome:
+    async def continue_after_loss(self, session_id: str, lease: Lease | None = None) -> Outcome:
         """Continue a session whose executing host was lost (call it once this host owns the session). Within the
         budget the continuation is recorded and a forced drain reconciles the orphans (re-running idempotent calls)
         and runs a new Step over durable history: "continued". Over it the orphans fail, a `session.execution.failed`
         with `host.lost` ends the lost execution and the session stays idle, its pending input kept: "over-budget".
-        A session executing on this host already is left to it: "running". SessionNotFoundError when unknown."""
+        A session executing on this host already is left to it: "running". SessionNotFoundError when unknown.
+
+        On a shared database `lease` is the one this host took the session over with: the decision is written under
+        it (SessionFencedError, and nothing written, when another host has taken the session since), so one takeover
+        spends at most one continuation, and the continuation's drain executes under it. A takeover finds no
+        execution to continue when the lease outlived the execution (it ended, its claim released): nothing is spent
+        or written, "idle"."""
         if session_id in self.execution.active():
             return "running"
+        if lease is not None:
+            set_fence(lease)  # (this task's own context: the caller's write, not the drain's)
 
         def _decide(tx: Tx) -> Outcome:
             if tx.sessions.load_data(session_id) is None:
                 raise SessionNotFoundError(sessionID=session_id)
+            if lease is not None and not tx.continuation.is_claimed(session_id):
+                return "idle"  # the lease outlived its execution: nothing was lost, nothing is continued
             record = self.budget.spend(tx.continuation.continued(session_id), self.clock())
             if record is not None:
                 tx.continuation.record_continued(session_id, record)
@@ -114,9 +124,11 @@ class Continuations:
             return "over-budget"
 
         outcome = await self.store.write(_decide)
-        if outcome == "continued":
+        if outcome == "continued" and lease is not None:
+            self.execution.take_over(lease)
+        elif outcome == "continued":
             self.execution.wake(session_id, force=True)
-        else:
+        elif outcome == "over-budget":
             log.warning("session %s: its host was lost and its automatic continuations (%s) are spent; it waits for "
                         "a prompt", session_id, self.budget.describe())
         return outcome

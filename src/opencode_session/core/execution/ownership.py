@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import os
 import secrets
 import socket
@@ -83,14 +84,19 @@ class LeaseTenure:
             if not self.trusted():
                 raise LeaseLapsedError(self.lease)
 
-    async def renew(self) -> None:
-        """Renew the lease now (one renewal at a time, however many ask)."""
+    async def renew(self, within: float | None = None) -> None:
+        """Renew the lease now (one renewal at a time, however many ask); wait for it at most `within` seconds (the
+        renewal goes on: a database that answers late may still extend the lease)."""
         if self.state != "held":
             return
         renewal = self._renewal
         if renewal is None or renewal.done():
             renewal = self._renewal = asyncio.ensure_future(self._renew())
-        await asyncio.shield(renewal)
+        if within is None:
+            await asyncio.shield(renewal)
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(renewal), max(within, 0.0))
 
     async def _renew(self) -> None:
         own = self.ownership
@@ -102,18 +108,32 @@ class LeaseTenure:
         except StoreError as failed:
             log.warning("could not renew the lease of session %s: %s", self.lease.session_id, failed)
             if own.clock() >= self.renewed + own.ttl_ms / 1000:
-                self.lose()  # by this host's own clock the lease has expired: someone may have taken it
+                self.lose(unconfirmed=True)  # by this host's own clock the lease has expired: someone may take it
             return
         if kept:
             self.renewed = max(self.renewed, sent)
         else:
             self.lose()
 
-    def lose(self) -> None:
+    def fence(self) -> Lease | None:
+        """The lease to write under while the execution holds it (None once it released it); LeaseLapsedError once
+        it was lost."""
+        if self.state == "lost":
+            raise LeaseLapsedError(self.lease)
+        return self.lease if self.state == "held" else None
+
+    def lose(self, unconfirmed: bool = False) -> None:
+        """The lease changed hands (a renewal or a fenced write found a newer epoch), or may have expired
+        (`unconfirmed`: no renewal could be made while it was surely held): the execution stops; `lost` is called
+        once."""
         if self.state == "held":
             self.state = "lost"
-            log.warning("session %s was taken over by another host (lease epoch %d lost); this host stops executing"
-                        " it", self.lease.session_id, self.lease.epoch)
+            if unconfirmed:
+                log.warning("session %s: lease epoch %d could not be renewed in time (another host may take it);"
+                            " this host stops executing it", self.lease.session_id, self.lease.epoch)
+            else:
+                log.warning("session %s was taken over by another host (lease epoch %d lost); this host stops"
+                            " executing it", self.lease.session_id, self.lease.epoch)
             self._lost()
 
     def end(self, lost: bool) -> None:
@@ -167,10 +187,29 @@ class Ownership:
 
     async def keep(self, tenure: LeaseTenure) -> None:
         """Renew the tenure's lease every third of its lifetime until cancelled or lost (its `lost` is called when
-        it changed hands or could not be renewed before it expired)."""
+        it changed hands). A renewal that fails is tried again soon; when none succeeded by the time the tenure can no
+        longer be trusted (the lifetime less its margin since the last one was sent: the database is cut off, or its
+        calls time out), the execution stops then, before the lease can have expired and another host take it."""
+        period = self.ttl_ms / 3000
+        # how long a renewal may answer even once the tenure is past trusting (the host was paused, and its loop did
+        # not run): a lease nobody took meanwhile is kept, and the rest of the margin still covers the wait
+        grace = self.ttl_ms / 10_000
+        wait = period
         while tenure.state == "held":
-            await asyncio.sleep(self.ttl_ms / 3000)  # a timer: the renewal period, not a synchronisation
-            await tenure.renew()
+            await asyncio.sleep(wait)  # a timer: the renewal period (or a retry's), not a synchronisation
+            before = tenure.renewed
+            # (a lease this host did not take here was never renewed by it: a period for its first renewal)
+            left = before + self.trusted_s - self.clock() if before > -math.inf else period
+            await tenure.renew(within=max(left, grace))
+            if tenure.state != "held":
+                return
+            if tenure.renewed > before:
+                wait = period
+            elif not tenure.trusted():
+                tenure.lose(unconfirmed=True)
+                return
+            else:  # failed, or still unanswered: again soon, while the lease is still surely held
+                wait = max(min(period / 4, tenure.renewed + self.trusted_s - self.clock()), 0.01)
 
     # --- forwarding ----------------------------------------------------------------------------------------
 
@@ -255,7 +294,11 @@ class Ownership:
         return due, None if upcoming is None else (upcoming - now) / 1000
 
     async def _sweep(self, take_over: Callable[[Lease, bool], None]) -> None:
+        """The sweep's loop. Nothing but closing the ownership ends it: a failed look or claim (the database cut off,
+        a statement timed out, a defect) is logged once, when the sweep starts failing, and the next period looks
+        again; a takeover that fails to start is logged with its session and the others are still handed over."""
         period = max(self.ttl_ms / 10_000, 0.1)
+        failing: str | None = None  # what the sweep last failed with, until it succeeds again
         while True:
             wait = period
             try:
@@ -267,11 +310,21 @@ class Ownership:
                         log.warning("taking over session %s from %s", stale.session_id,
                                     stale.owner or "nobody (its input waited unowned)")
                         hooks.lease_taken_over()
-                        take_over(lease, bool(stale.owner))
+                        try:
+                            take_over(lease, bool(stale.owner))
+                        except Exception:
+                            log.exception("could not continue session %s after taking it over", lease.session_id)
                 if upcoming is not None:  # look again just after it expires (unless it was renewed by then)
                     wait = min(period, upcoming + SWEEP_LATE_S)
-            except StoreError as failed:
-                log.warning("the lease sweep failed: %s", failed)
+                if failing is not None:
+                    log.warning("the lease sweep works again")
+                    failing = None
+            except Exception as failed:  # (a cancellation is the ownership closing: it ends the loop)
+                described = f"{type(failed).__name__}: {failed}"
+                if described != failing:
+                    log.warning("the lease sweep failed (it goes on every %.2f s): %s", period, described,
+                                exc_info=not isinstance(failed, StoreError))
+                    failing = described
             await asyncio.sleep(wait)  # a timer: the sweep period, or the next expiry when sooner
 
     async def stop(self) -> None:

@@ -16,7 +16,7 @@ from ..llm.catalog import model_ref_from_string, resolve_model
 from ..llm.errors import ProviderError
 from ..llm.providers import load_adapter
 from ..session.service import require_session, untitled
-from ..store import LeaseLapsedError, Store, Tenure, Tx, confirm_lease, current_tenure
+from ..store import SessionFencedError, Store, Tenure, Tx, confirm_lease, current_tenure, set_fence
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +96,10 @@ class SessionTitles:
                     await aclose()
             title = clean_title("".join(parts))
             if title:
+                # written under the drain's lease while it holds it: a host that lost the session writes nothing
+                set_fence(tenure.fence() if tenure is not None else None, tenure)
                 await self.store.write(lambda tx: _rename_if_untitled(tx, session_id, title))
-        except (ProviderError, LeaseLapsedError) as failed:
+        except (ProviderError, SessionFencedError) as failed:
             log.info("no title for session %s: %s", session_id, failed)
         except Exception:  # a title is a nicety: never let its failure surface anywhere else
             log.exception("title generation for session %s failed", session_id)

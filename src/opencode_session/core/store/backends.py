@@ -27,13 +27,14 @@ def require_backend(database: str | Path) -> None:
             raise BackendNotInstalledError(describe_database(database)) from None
 
 
-def open_backend(database: str | Path) -> Backend:
-    """The backend a database address names; raises BackendNotInstalledError if its extra is not installed."""
+def open_backend(database: str | Path, *, lease_ms: int | None = None) -> Backend:
+    """The backend a database address names; raises BackendNotInstalledError if its extra is not installed. A shared
+    database's time limits are cut from `lease_ms`, the lease lifetime its hosts use (the default one if None)."""
     if is_postgres(database):
         require_backend(database)
         from .postgres import PostgresBackend
 
-        return PostgresBackend(str(database))
+        return PostgresBackend(str(database)) if lease_ms is None else PostgresBackend(str(database), lease_ms)
     from .sqlite import SqliteBackend
 
     return SqliteBackend(database)

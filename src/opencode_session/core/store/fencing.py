@@ -40,6 +40,15 @@ class Tenure(Protocol):
         sure); LeaseLapsedError when it may have and could not be renewed."""
         ...
 
+    def lose(self) -> None:
+        """A write of the execution found its lease superseded: from now on it sends and writes nothing more."""
+        ...
+
+    def fence(self) -> Lease | None:
+        """The lease to write under while the execution holds it; None once it ended and released it;
+        LeaseLapsedError once it was lost."""
+        ...
+
 
 _tenure: ContextVar[Tenure | None] = ContextVar("ocs_tenure", default=None)
 

@@ -502,6 +502,10 @@ class ContinuationWrites(Protocol):
         left), oldest claim first."""
         ...
 
+    def is_claimed(self, session_id: str) -> bool:
+        """Whether an execution of the session holds its claim (started, not yet settled)."""
+        ...
+
     def continued(self, session_id: str) -> list[int]:
         """When (ms) the session was continued automatically after a lost host, as last recorded, oldest first."""
         ...

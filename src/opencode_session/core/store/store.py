@@ -25,7 +25,7 @@ from ..telemetry import hooks
 from .backend import Backend
 from .backends import open_backend
 from .feed import DurableFeed, LiveBus
-from .fencing import SessionFencedError, current_fence
+from .fencing import SessionFencedError, current_fence, current_tenure
 from .rows import (
     ContinuationWrites,
     EventWrites,
@@ -124,10 +124,11 @@ class Store:
     """Owns one database through its backend (`database` is a path, `:memory:`, or a backend's address)."""
 
     def __init__(self, database: str | Path | Backend, project: Projector | None = None,
-                 live_capacity: int = 4096, redactor: Redactor | None = None) -> None:
+                 live_capacity: int = 4096, redactor: Redactor | None = None, lease_ms: int | None = None) -> None:
         # the secrets no event may carry, durable or live (the runtime adds the ones its configuration names)
         self.redactor = redactor if redactor is not None else Redactor()
-        self.backend: Backend = open_backend(database) if isinstance(database, (str, Path)) else database
+        self.backend: Backend = (open_backend(database, lease_ms=lease_ms) if isinstance(database, (str, Path))
+                                 else database)
         self.path = self.backend.description
         self._projector = project
         # the live events published since the newest write not yet settled: they wait for it, so none overtakes it
@@ -181,6 +182,7 @@ class Store:
         self._held = held
         tx_of: list[Tx] = []
         fence = current_fence()
+        tenure = current_tenure() if fence is not None else None
 
         def _run(rows: Writer) -> T:
             if fence is not None and not rows.leases.holds(fence):
@@ -194,6 +196,8 @@ class Store:
         def _settle(_result: object, error: BaseException | None, positions: list[int]) -> None:
             if error is None:
                 self._announce(tx_of[0], positions)
+            elif tenure is not None and isinstance(error, SessionFencedError):
+                tenure.lose()  # a newer epoch holds the session: its execution here stops, sending nothing more
             for record in held:
                 self._publish_live(record)
             if self._held is held:

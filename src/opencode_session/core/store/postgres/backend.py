@@ -30,6 +30,37 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 READERS = 4
+# The lease lifetime the database's time limits are cut from unless the host says otherwise (the runtime's default).
+DEFAULT_LEASE_MS = 10_000
+
+
+def bounded(url: str, lease_ms: int = DEFAULT_LEASE_MS, *, statements: bool = True) -> str:
+    """The address with the time limits every connection of a host gets, each well inside a lease lifetime, so no
+    host can hold the others back longer than that whatever happens to it:
+
+    - `idle_in_transaction_session_timeout` (a third of the lease): a host paused (SIGSTOP) or cut off in the middle
+      of a transaction has it rolled back by the server, and the row locks it held (a lease row its fencing check
+      share-locked, a session's sequence row) are released before its lease can have expired, so the host taking
+      its sessions over is not left waiting behind it. A host never leaves a transaction open across anything but
+      its own next statement (the writer runs a batch's statements back to back), so only a stopped one is cut.
+    - `lock_timeout` (a third of the lease): a statement waiting for a lock gives up rather than queueing for ever
+      behind whatever holds it (the writer runs its batch again).
+    - `statement_timeout` (half the lease): no statement runs longer than that.
+    - `connect_timeout`: a connection that cannot be made within the lease fails (libpq counts whole seconds).
+
+    Without `statements` (the migrations' connection: a migration may rightly take long) all but the statement limit.
+    """
+    try:
+        params = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return url  # (connecting says what is wrong with it)
+    third, half = max(lease_ms // 3, 1), max(lease_ms // 2, 1)
+    limits = f"-c idle_in_transaction_session_timeout={third} -c lock_timeout={third}"
+    if statements:
+        limits += f" -c statement_timeout={half}"
+    params["options"] = f"{params['options']} {limits}" if params.get("options") else limits
+    params.setdefault("connect_timeout", str(max(2, lease_ms // 1000)))
+    return psycopg.conninfo.make_conninfo("", **params)
 
 
 def describe(url: str) -> str:
@@ -48,8 +79,10 @@ class PostgresBackend:
 
     shared = True
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, lease_ms: int = DEFAULT_LEASE_MS) -> None:
         self.url = url
+        self.conninfo = bounded(url, lease_ms)  # what every connection but the migrations' is made with
+        self._migrating = bounded(url, lease_ms, statements=False)
         self.host_tag = secrets.token_hex(6)
         self._writer = PgWriter(self._connect, self.host_tag, lambda: self._commits)
         self._pool: ConnectionPool[Any] | None = None
@@ -59,7 +92,7 @@ class PostgresBackend:
         self._live: ForeignLive | None = None
         # notification channels are per database: named after the schema too, so stores in two schemas stay apart
         self._commits = self._signals = self._lives = ""
-        self._sender = LiveSender(url, self.host_tag, lambda: self._lives)
+        self._sender = LiveSender(self.conninfo, self.host_tag, lambda: self._lives)
         self._reassembly = Reassembly(self.host_tag)
         self._lost_before = 0  # live events lost on listening connections before the current one
         self.opened_at = 0  # the newest store position when this host opened the database
@@ -70,13 +103,13 @@ class PostgresBackend:
         return describe(self.url)
 
     def _connect(self) -> psycopg.Connection[Any]:
-        return psycopg.Connection.connect(self.url, row_factory=row_factory)
+        return psycopg.Connection.connect(self.conninfo, row_factory=row_factory)
 
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
         try:
             def _migrate() -> int:
-                with psycopg.Connection.connect(self.url, autocommit=True) as conn:
+                with psycopg.Connection.connect(self._migrating, autocommit=True) as conn:
                     migrate(conn)
                     schema = conn.execute("SELECT current_schema()").fetchone()
                     name = schema[0] if schema else ""
@@ -86,7 +119,8 @@ class PostgresBackend:
                     return 0 if head is None else int(head[0])
 
             seen = self.opened_at = await loop.run_in_executor(None, _migrate)
-            self._pool = pool = ConnectionPool(self.url, min_size=1, max_size=READERS, open=False, name="ocs-readers",
+            self._pool = pool = ConnectionPool(self.conninfo, min_size=1, max_size=READERS, open=False,
+                                               name="ocs-readers",
                                                kwargs={"autocommit": True, "row_factory": row_factory})
             await loop.run_in_executor(None, lambda: pool.open(wait=True, timeout=10))
             self._readers = ThreadPoolExecutor(max_workers=READERS, thread_name_prefix="ocs-pg-read")
@@ -187,7 +221,7 @@ class PostgresBackend:
             self._lost_before += self._reassembly.lost
             self._reassembly = reassembly = Reassembly(self.host_tag)
             try:
-                async with await psycopg.AsyncConnection.connect(self.url, autocommit=True) as conn:
+                async with await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True) as conn:
                     for channel in (self._commits, self._signals, self._lives):
                         await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
                     self.listener_pid = conn.info.backend_pid

@@ -143,6 +143,7 @@ class PgRows(SqlRows):
     def replace_projections(self, replay: Callable[[], None]) -> None:
         # Clearing the sessions cascades into their state: the state is read first and written back as it was.
         conn = self.pg
+        conn.execute("SET LOCAL statement_timeout = 0")  # a whole database rebuilt, asked for: it may take long
         kept: dict[str, tuple[list[str], list[tuple[Any, ...]]]] = {}
         for table in STATE_TABLES:
             cursor = conn.execute(f"SELECT * FROM {table}")

@@ -32,7 +32,7 @@ MAX_BATCH = 48
 # Foreign events read per query while catching up.
 _CATCH_UP_PAGE = 1000
 # Times a batch runs again after PostgreSQL broke a deadlock by rolling it back (two hosts' batches writing the same
-# sessions in opposite orders), before its writes fail.
+# sessions in opposite orders) or it waited too long for a lock, before its writes fail.
 _DEADLOCK_RETRIES = 5
 _DEADLOCK_BACKOFF_S = 0.002  # the first retry's pause is up to this, each next one up to twice the one before
 
@@ -254,9 +254,11 @@ class PgWriter:
 
 def _rolled_back(error: BaseException | None) -> bool:
     """Whether the server rolled the batch back on its own (SQLSTATE class 40: a deadlock it broke, a serialization
-    failure): running it again may well succeed."""
+    failure; 55P03: a lock waited for longer than `lock_timeout`, say behind a paused host's transaction, which the
+    server ends by `idle_in_transaction_session_timeout`): running it again may well succeed."""
     cause = error.__cause__ if isinstance(error, StoreError) else None
-    return isinstance(cause, psycopg.Error) and (cause.sqlstate or "").startswith("40")
+    state = cause.sqlstate or "" if isinstance(cause, psycopg.Error) else ""
+    return state.startswith("40") or state == "55P03"
 
 
 def _neutral(error: BaseException) -> BaseException:

@@ -22,6 +22,10 @@ class SqlContinuation:
         return [row[0] for row in self.conn.execute(
             "SELECT id FROM session WHERE time_claimed IS NOT NULL ORDER BY time_claimed, id")]
 
+    def is_claimed(self, session_id: str) -> bool:
+        row = self.conn.execute("SELECT time_claimed FROM session WHERE id = ?", (session_id,)).fetchone()
+        return row is not None and row[0] is not None
+
     def continued(self, session_id: str) -> list[int]:
         row = self.conn.execute("SELECT continued FROM session WHERE id = ?", (session_id,)).fetchone()
         return [] if row is None or row[0] is None else [int(t) for t in json.loads(row[0])]

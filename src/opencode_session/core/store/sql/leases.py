@@ -17,22 +17,22 @@ class SqlLeases:
         return None if row is None or row[0] is None else Lease(session_id, row[0], int(row[1]), int(row[2]))
 
     def take(self, session_id: str, owner: str, now: int, expires: int, *, steal: bool = False) -> Lease | None:
-        row = self.conn.execute("SELECT owner, epoch, expires FROM session_lease WHERE session_id = ?",
-                                (session_id,)).fetchone()
-        if row is None:
-            self.conn.execute("INSERT INTO session_lease (session_id, owner, epoch, expires) VALUES (?, ?, 1, ?)",
-                              (session_id, owner, expires))
-            return Lease(session_id, owner, 1, expires)
-        held_by, epoch, until = row[0], int(row[1]), int(row[2])
-        if held_by == owner:
-            epoch_now = epoch  # this host holds it already: extended, same token
-        elif held_by is None or until < now or steal:
-            epoch_now = epoch + 1
-        else:
-            return None
-        self.conn.execute("UPDATE session_lease SET owner = ?, epoch = ?, expires = ? WHERE session_id = ?",
-                          (owner, epoch_now, expires, session_id))
-        return Lease(session_id, owner, epoch_now, expires)
+        # One statement decides: the row is inserted, or updated only where the lease is free, expired, already
+        # `owner`'s or stolen. Two hosts racing for it both reach this statement; the database serialises them on
+        # the row, and the later one re-reads the row the earlier one wrote (PostgreSQL's ON CONFLICT DO UPDATE
+        # sees the newest committed version even under READ COMMITTED), so it finds a live lease and gets no row:
+        # never two winners of one epoch, and never a unique violation for the loser.
+        row = self.conn.execute(
+            "INSERT INTO session_lease (session_id, owner, epoch, expires) VALUES (?, ?, 1, ?)"
+            " ON CONFLICT (session_id) DO UPDATE SET"
+            " epoch = CASE WHEN session_lease.owner = excluded.owner THEN session_lease.epoch"
+            " ELSE session_lease.epoch + 1 END,"
+            " owner = excluded.owner, expires = excluded.expires"
+            " WHERE session_lease.owner IS NULL OR session_lease.owner = excluded.owner"
+            " OR session_lease.expires < ? OR ?"
+            " RETURNING epoch",
+            (session_id, owner, expires, now, bool(steal))).fetchone()
+        return None if row is None else Lease(session_id, owner, int(row[0]), expires)
 
     def renew(self, lease: Lease, expires: int) -> bool:
         return self.conn.execute(

@@ -1,0 +1,145 @@
+"""The lease sweep of a host keeps taking sessions over, failover after failover, whatever happens between them: a
+look that fails with a defect or a database error, a host joining (a restart) and sweeping beside it. Each failover
+hands every session over once, to one host, under a newer epoch, soon after its lease expired. On a real PostgreSQL
+store, each host a Store and an Ownership of its own; an owner dies by closing its store (it renews nothing)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Iterator
+
+import anyio
+import psycopg
+import pytest
+
+from opencode_session.core.execution.ownership import Ownership
+from opencode_session.core.session.projector import project
+from opencode_session.core.store import Lease, Store, StoreError, now_ms
+from opencode_session.core.store.postgres import PostgresBackend
+from tests.support.postgres import fresh_schema
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+
+TTL_MS = 600
+SESSIONS = [f"ses_{n}" for n in range(6)]
+
+
+@pytest.fixture
+def url() -> Iterator[str]:
+    with fresh_schema() as made:
+        yield made
+
+
+class Takeovers:
+    """What a host's sweep handed over, as it happened."""
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+        self.taken: list[tuple[Lease, bool, int]] = []  # (lease, lost, when: ms)
+        self.changed = asyncio.Event()
+
+    def __call__(self, lease: Lease, lost: bool) -> None:
+        self.taken.append((lease, lost, now_ms()))
+        self.changed.set()
+
+
+async def _all_taken(sweepers: list[Takeovers], since: list[int], count: int) -> list[tuple[Lease, bool, int]]:
+    """Wait (on the sweeps' own takeovers) until `count` more were handed over in all."""
+    with anyio.fail_after(20):
+        while sum(len(s.taken) - n for s, n in zip(sweepers, since, strict=True)) < count:
+            waits = [asyncio.ensure_future(s.changed.wait()) for s in sweepers]
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waits:
+                    w.cancel()
+            for s in sweepers:
+                s.changed.clear()
+    return [t for s, n in zip(sweepers, since, strict=True) for t in s.taken[n:]]
+
+
+@contextlib.asynccontextmanager
+async def _owner(url: str, name: str) -> AsyncIterator[tuple[Store, Ownership]]:
+    async with Store(PostgresBackend(url, TTL_MS), project=project) as store:  # (its time limits: of this lease)
+        yield store, Ownership(store, name, TTL_MS)
+
+
+class Failing:
+    """Makes a store's next reads fail, with a defect and then a database error, before they work again."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.read = store.read
+        self.left = [RuntimeError("a defect in the sweep's look"), StoreError("canceling statement due to timeout")]
+        store.read = self._read  # type: ignore[method-assign]
+
+    async def _read(self, fn):
+        if self.left:
+            raise self.left.pop(0)
+        return await self.read(fn)
+
+
+async def test_a_hosts_sweep_takes_over_a_second_and_a_third_failover_after_the_first(url, caplog):
+    caplog.set_level(logging.WARNING)
+    async with contextlib.AsyncExitStack() as stack:
+        store, sweeper = await stack.enter_async_context(_owner(url, "host-s"))
+        mine = Takeovers("host-s")
+        sweeper.sweep(mine)
+        stack.push_async_callback(sweeper.stop)
+        sweepers, epochs = [mine], dict.fromkeys(SESSIONS, 0)
+        for failover in (1, 2, 3):
+            # a host starts executing every session ... and dies (its store closed: nothing renews its leases)
+            async with _owner(url, f"host-x{failover}") as (_, dying):
+                leases = [await dying.take(sid) for sid in SESSIONS]
+            assert all(lease is not None for lease in leases)
+            expires = {lease.session_id: lease.expires for lease in leases if lease is not None}
+            if failover == 2:
+                Failing(store)  # the surviving sweep's next looks fail before this failover
+            if failover == 3:  # another host starts (a restart) and sweeps beside it
+                joined_store, joined = await stack.enter_async_context(_owner(url, "host-r"))
+                sweepers.append(Takeovers("host-r"))
+                joined.sweep(sweepers[-1])
+                stack.push_async_callback(joined.stop)
+            since = [len(s.taken) for s in sweepers]
+            taken = await _all_taken(sweepers, since, len(SESSIONS))
+            # each session handed over once, to one host, under the next epoch, as an execution lost
+            assert sorted(lease.session_id for lease, _, _ in taken) == SESSIONS, (failover, taken)
+            for lease, lost, when in taken:
+                epochs[lease.session_id] += 2  # (the dying host's epoch, then the taker's)
+                assert lease.epoch == epochs[lease.session_id] and lost
+                assert when - expires[lease.session_id] <= 1500, (failover, when - expires[lease.session_id])
+                holder = await (sweeper if lease.owner == "host-s" else joined).holding(lease.session_id)
+                assert holder == lease
+                # the taker's execution ends (released with its terminal event), before the next host takes it
+                await (store if lease.owner == "host-s" else joined_store).write(
+                    lambda tx, lease=lease: tx.leases.release(lease))
+    failures = [r.getMessage() for r in caplog.records if "the lease sweep failed" in r.getMessage()]
+    assert len(failures) == 2, failures  # each failure logged once, and the sweep went on
+
+
+async def test_a_paused_hosts_open_transaction_does_not_hold_the_sweep_back(url):
+    """A host stopped (SIGSTOP) between two statements of a write holds that transaction's row locks (here: the
+    lease rows its renewals updated) until the server ends it: no later than a third of a lease after its last
+    statement, so the takeover, which must update those rows, is not held back behind it."""
+    async with _owner(url, "host-s") as (_, sweeper), _owner(url, "host-p") as (paused_store, paused):
+        mine = Takeovers("host-s")
+        sweeper.sweep(mine)
+        try:
+            leases = [await paused.take(sid) for sid in SESSIONS]
+            assert all(lease is not None for lease in leases)
+            backend = paused_store.backend
+            assert isinstance(backend, PostgresBackend)
+            stopped = await asyncio.to_thread(psycopg.connect, backend.conninfo)  # the paused writer's connection
+            try:
+                await asyncio.to_thread(stopped.execute, "UPDATE session_lease SET expires = expires"
+                                        " WHERE owner = %s", ("host-p",))  # ... and no commit: it stopped here
+                expires = {lease.session_id: lease.expires for lease in leases if lease is not None}
+                taken = await _all_taken([mine], [0], len(SESSIONS))
+            finally:
+                await asyncio.to_thread(stopped.close)
+        finally:
+            await sweeper.stop()
+    assert sorted(lease.session_id for lease, _, _ in taken) == SESSIONS
+    assert max(when - expires[lease.session_id] for lease, _, when in taken) <= 1000
