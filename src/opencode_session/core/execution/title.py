@@ -16,7 +16,7 @@ from ..llm.catalog import model_ref_from_string, resolve_model
 from ..llm.errors import ProviderError
 from ..llm.providers import load_adapter
 from ..session.service import require_session, untitled
-from ..store import SessionFencedError, Store, Tenure, Tx, confirm_lease, current_tenure, set_fence
+from ..store import Lease, SessionFencedError, Store, Tenure, Tx, confirm_lease, current_tenure, set_fence
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,7 @@ class SessionTitles:
                                      messages=[llm.UserMessage([llm.TextPart(first[:MAX_INPUT_CHARS])])],
                                      tool_choice="none")
             parts: list[str] = []
+            drain = tenure.fence() if tenure is not None else None  # the drain's lease (LeaseLapsedError once lost)
             await load_adapter(model.protocol)
             await confirm_lease(tenure)
             stream = self.provider_for(model).stream(request)
@@ -96,16 +97,20 @@ class SessionTitles:
                     await aclose()
             title = clean_title("".join(parts))
             if title:
-                # written under the drain's lease while it holds it: a host that lost the session writes nothing
-                set_fence(tenure.fence() if tenure is not None else None, tenure)
-                await self.store.write(lambda tx: _rename_if_untitled(tx, session_id, title))
+                set_fence(None, None)  # checked in the write itself, below
+                await self.store.write(lambda tx: _rename_if_untitled(tx, session_id, title, drain))
         except (ProviderError, SessionFencedError) as failed:
             log.info("no title for session %s: %s", session_id, failed)
         except Exception:  # a title is a nicety: never let its failure surface anywhere else
             log.exception("title generation for session %s failed", session_id)
 
 
-def _rename_if_untitled(tx: Tx, session_id: str, title: str) -> None:
+def _rename_if_untitled(tx: Tx, session_id: str, title: str, drain: Lease | None) -> None:
     # a rename that landed while the model was thinking wins
-    if untitled(require_session(tx, session_id)):
-        tx.append(ev.Renamed(sessionID=session_id, title=title))
+    if not untitled(require_session(tx, session_id)):
+        return
+    # On a shared database, written while the drain that asked still holds its lease, or once nobody does (a one-Step
+    # turn often ends, releasing it, before its title comes back); never once another host holds the session.
+    if drain is not None and not tx.leases.holds(drain) and tx.leases.holder(session_id) is not None:
+        return
+    tx.append(ev.Renamed(sessionID=session_id, title=title))
