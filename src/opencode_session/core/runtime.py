@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import getpass
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -134,8 +134,10 @@ class Runtime:
         self.store = Store(options.db_path, project=project, live_capacity=options.live_capacity,
                            redactor=self.redactor, lease_ms=self.lease_ttl_ms)
         # connected provider keys: beside the database (0600), only in memory for an in-memory database
+        # where the runtime's own files go (tool output, snapshots, connected keys): private to this user
+        self.data_dir, self._temporary_data = _data_dir(options)
         self.credentials = CredentialStore(None if str(options.db_path) == ":memory:"
-                                           else _data_dir(options) / CREDENTIALS_FILE)
+                                           else self.data_dir / CREDENTIALS_FILE)
         # the configuration in effect at any Location, cached, with the connected keys applied
         self.config: ConfigSource = ConnectedConfig(options.env, self.credentials, self.redactor)
         self.user_hooks = UserHooks(self.store)  # runs the config's `hooks` around prompts, Steps and tool calls
@@ -148,7 +150,7 @@ class Runtime:
         self.providers = Providers(options.provider_transport)  # the provider HTTP clients: closed with the runtime
         self.permissions = PermissionRequests(self.store)
         self.questions = QuestionRequests(self.store)
-        self.outputs = ManagedOutputs(_data_dir(options) / MANAGED_DIRECTORY)
+        self.outputs = ManagedOutputs(self.data_dir / MANAGED_DIRECTORY)
         # Sessions ring the execution's doorbell and take its idle hold; the execution's drain (the runner) uses
         # Sessions in turn, so these two reach the execution through the runtime once it exists, a line below
         wake = (lambda sid: self.execution.wake(sid)) if options.drain_factory else None
@@ -228,7 +230,7 @@ class Runtime:
         from .snapshot import Snapshots
         from .snapshot.service import SNAPSHOT_DIRECTORY
 
-        data = _data_dir(self.options)
+        data = self.data_dir
         return Snapshots(data / SNAPSHOT_DIRECTORY, self.options.env,
                          own=[*database_files(self.options.db_path), data / MANAGED_DIRECTORY, data / CREDENTIALS_FILE])
 
@@ -446,6 +448,8 @@ class Runtime:
         if "mcp" in self.__dict__:
             await self.mcp.close()
         await self.providers.aclose()
+        if self._temporary_data:  # an in-memory database's files end with it
+            shutil.rmtree(self.data_dir, ignore_errors=True)
         await self.store.close()
         for unwatch in self._unwatch:
             unwatch()
@@ -457,14 +461,18 @@ class Runtime:
         await self.close()
 
 
-def _data_dir(options: RuntimeOptions) -> Path:
+def _data_dir(options: RuntimeOptions) -> tuple[Path, bool]:
+    """The directory of the runtime's own files, and whether it is this runtime's alone (removed at close). A shared
+    temporary directory at a name anyone can compute let another local user plant a shadow git repository that runs
+    a command of theirs: an in-memory database gets a fresh private one (`mkdtemp`: 0700, a name nobody chose). The
+    folders the runtime keeps in any of them are checked where they are made (`core/private.py`)."""
     if options.data_dir is not None:
-        return Path(options.data_dir)
+        return Path(options.data_dir), False
     if str(options.db_path) == ":memory:":
-        return Path(tempfile.gettempdir()) / f"opencode-session-{getpass.getuser()}"
+        return Path(tempfile.mkdtemp(prefix="opencode-session-")), True
     if is_postgres(options.db_path):  # the host's own files (snapshots, tool output, keys) stay on the host
-        return Path(platformdirs.user_data_dir("opencode-session"))
-    return Path(options.db_path).resolve().parent
+        return Path(platformdirs.user_data_dir("opencode-session")), False
+    return Path(options.db_path).resolve().parent, False
 
 
 def _with_plugins(overlay: PtyEnvironment, plugins: Plugins | None) -> PtyEnvironment:

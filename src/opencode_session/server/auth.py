@@ -61,7 +61,7 @@ class BasicAuthMiddleware:
         # each login's cookie value -> the Host it was issued to and when it expires (epoch seconds): the value is a
         # random token, so a captured one tells nothing of the password and opens nothing elsewhere; one process's
         # memory, so a login ends with the server (and holds on the host of a cluster that issued it)
-        self.logins: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self.logins: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
 
     def _cookie(self, scope: Scope) -> str | None:
         """The request's login cookie, if it holds a login of this server for this Host, not ended."""
@@ -74,9 +74,9 @@ class BasicAuthMiddleware:
         if expires < time.time():
             del self.logins[value]
             return None
-        return value if hmac.compare_digest(issued_to.encode(), host.lower()) else None
+        return value if hmac.compare_digest(issued_to, host.lower()) else None
 
-    def _issue(self, host: str) -> str:
+    def _issue(self, host: bytes) -> str:
         """A new login for `host`: its cookie value."""
         now = time.time()
         for old, (_, expires) in list(self.logins.items()):
@@ -183,8 +183,7 @@ class BasicAuthMiddleware:
         if not right:
             await _page(send, 401, login.page(target, "Wrong user or password."))
             return
-        host = (_header(scope, b"host") or b"").decode("latin-1")
-        cookie = login.set_cookie(self._issue(host), secure=scope.get("scheme") == "https")
+        cookie = login.set_cookie(self._issue(_header(scope, b"host") or b""), secure=scope.get("scheme") == "https")
         await _answer(send, 303, b"", ((b"location", target.encode()), (b"set-cookie", cookie.encode())))
 
 

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..private import private_directory
+
 # What a snapshot commit says about the files it lists without storing them: path -> (size, mtime in ns).
 Skipped = dict[str, tuple[int, int]]
 
@@ -30,6 +32,10 @@ _CONFIG = {
     "maintenance.auto": "false",
     "commit.gpgSign": "false",
 }
+# Given on every command line, over whatever any config file says: git runs no command of a config's choosing while
+# it snapshots (no file-system monitor, no hook) and maintains nothing in the background.
+_NOTHING_RUNS = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null",
+                 "-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "commit.gpgSign=false")
 # Snapshot commits carry fixed names and dates: the same files give the same snapshot, however often they are taken.
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "opencode-session", "GIT_AUTHOR_EMAIL": "snapshot@opencode-session.invalid",
@@ -79,8 +85,8 @@ class ShadowRepository:
     # --- running git -----------------------------------------------------------------------------------
 
     def _git(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
-        done = subprocess.run(["git", *args], input=input, cwd=self.work_tree, env=self._env, capture_output=True,
-                              check=False)
+        done = subprocess.run(["git", *_NOTHING_RUNS, *args], input=input, cwd=self.work_tree, env=self._env,
+                              capture_output=True, check=False)
         if check and done.returncode != 0:
             raise GitError(f"git {args[0]} failed ({done.returncode}): "
                            f"{done.stderr.decode('utf-8', 'replace').strip()}")
@@ -90,7 +96,10 @@ class ShadowRepository:
     def locked(self) -> Iterator[None]:
         """Exclusive use of the repository: against this process's threads and other processes (a lock file)."""
         with self._lock:
-            self.git_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # this user's alone, the folder of every shadow repository too: a git directory someone else made (or
+            # could write in) would run their command (`core.fsmonitor`, a hook) as this user
+            private_directory(self.git_dir.parent)
+            private_directory(self.git_dir)
             fd = os.open(self.git_dir / "ocs.lock", os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)

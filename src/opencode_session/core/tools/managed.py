@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 
 from ...schema.ids import ascending
+from ..private import private_directory
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ class ManagedOutputs:
         path = self.root / ascending("tool")
         created = False
         try:
-            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            private_directory(self.root)  # this user's alone, or not used (UnsafeDirectory is an OSError)
             # a new file only, never an existing one (or a link planted under that name); private like the database
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
             created = True
