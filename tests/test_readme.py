@@ -27,12 +27,32 @@ def test_the_readme_has_an_embedded_and_a_client_snippet():
     found = snippets()
     assert len(found) == 2
     assert "OpenCode(" in found[0] and "OpenCodeClient(" in found[1] and DOCUMENTED_URL in found[1]
+    assert "auth=" in found[1] and "OPENCODE_SERVER_PASSWORD" in found[1]  # how the client sends the password
 
 
-@pytest.mark.parametrize("index", [0, 1], ids=["embedded", "client"])
-def test_readme_snippet_runs_and_prints_the_answer(tmp_path, loop_provider, index):
+def test_the_client_snippet_without_its_password_is_refused(tmp_path, loop_provider):
+    """The password the client snippet sends is what gets it in: the same server refuses a client without it."""
     home = make_home(tmp_path)
     home.configure(loop_provider)
+    home.env["OPENCODE_SERVER_PASSWORD"] = "readme-snippet-secret"
+    server = start_server(tmp_path, env=home.env, workdir=home.work)
+    code = snippets()[1].replace(DOCUMENTED_URL, server.url)
+    env = {k: v for k, v in home.env.items() if k != "OPENCODE_SERVER_PASSWORD"}
+    try:
+        done = subprocess.run([sys.executable, "-c", code], cwd=home.work, env=env, capture_output=True,
+                              text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+    finally:
+        assert server.stop() == 0, "".join(server.stderr_lines)
+    assert done.returncode != 0 and "UnauthorizedError" in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(("index", "password"), [(0, None), (1, None), (1, "readme-snippet-secret")],
+                         ids=["embedded", "client", "client-with-password"])
+def test_readme_snippet_runs_and_prints_the_answer(tmp_path, loop_provider, index, password):
+    home = make_home(tmp_path)
+    home.configure(loop_provider)
+    if password is not None:  # the server requires it, and the client snippet sends it (auth=) from the environment
+        home.env["OPENCODE_SERVER_PASSWORD"] = password
     code = snippets()[index]
     server = None
     if DOCUMENTED_URL in code:

@@ -31,7 +31,7 @@ def list_hooks(directory: Path, as_json: bool, env: Mapping[str, str] | None = N
             print(json.dumps({"problem": problem}))
         return 0
     if not rows and not settings.problems:
-        print("no hooks (add a `hooks` section to opencode.json: see the README's \"Hooks\")")
+        print("no hooks (add a `hooks` section to opencode.json: see docs/plugins-and-hooks.md)")
     for row in rows:
         print(f"{row['event']}  {row['matcher']}  {row['type']} {row['target']}  (timeout {row['timeout']:g} s)")
     for problem in settings.problems:
