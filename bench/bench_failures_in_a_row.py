@@ -1,7 +1,7 @@
 """Failures in a row, over many seeds: runs `tests/cluster/test_failures_in_a_row.py` (three `ocs serve` hosts on one
 PostgreSQL schema; an owner killed and another host started, then another owner paused beyond its lease and resumed;
 10-14 sessions in the middle of loops of `bash` calls) for seeds FIRST..LAST, and reports how many held and how long
-each took. The test itself runs three seeds; this is the longer loop.
+each took. The test itself runs five seeds; this is the longer loop.
 
 Run: .venv/bin/python bench/bench_failures_in_a_row.py [FIRST [LAST]]   (default 1 20; needs PostgreSQL:
 OCS_TEST_POSTGRES names the server, default the local one's `test` database)

@@ -31,8 +31,8 @@ from tests.support.tool_model import ToolModel
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
 TTL_MS = 2000
-# the seeds a run tries: three by default (about 10 s each); OCS_SEQUENCE_SEEDS=FIRST-LAST for more (the bench's loop)
-_FIRST, _, _LAST = os.environ.get("OCS_SEQUENCE_SEEDS", "1-3").partition("-")
+# the seeds a run tries: five by default (about 10 s each); OCS_SEQUENCE_SEEDS=FIRST-LAST for more (the bench's loop)
+_FIRST, _, _LAST = os.environ.get("OCS_SEQUENCE_SEEDS", "1-5").partition("-")
 SEEDS = list(range(int(_FIRST), int(_LAST or _FIRST) + 1))
 STEP_TYPES = ("session.step.", "session.tool.", "session.text.", "session.reasoning.")
 SETTLED = ("session.tool.success", "session.tool.failed")
