@@ -39,10 +39,10 @@ class Cluster:
         self.hosts: list[ServerProcess] = []
         self.proxies: list[TcpProxy] = []
 
-    def start(self, proxy: TcpProxy | None = None) -> ServerProcess:
-        """One more host (reaching the database through `proxy`, when given)."""
+    def start(self, proxy: TcpProxy | None = None, args: tuple[str, ...] = ()) -> ServerProcess:
+        """One more host (reaching the database through `proxy`, when given; `args` to its `ocs serve`)."""
         host = start_server(self.root, env=self.env, db=through(self.url, proxy) if proxy else self.url,
-                            workdir=self.work)
+                            workdir=self.work, args=args)
         self.hosts.append(host)
         return host
 
