@@ -140,6 +140,21 @@ async def test_unknown_models_are_rejected_when_selected(api):
     assert (await api.session.messages(sid)).items == []  # nothing was switched
 
 
+async def test_unknown_agent_is_rejected_at_creation_as_switch_agent_does(api, tmp_path):
+    # an unknown agent accepted at creation made every prompt fail `agent.not-found` later
+    with pytest.raises(InvalidRequestError) as info:
+        await api.session.create(agent="nosuch", location={"directory": str(tmp_path)})
+    assert info.value.field == "agent" and "nosuch" in info.value.message
+    assert (await api.session.list(directory=str(tmp_path))).items == []  # nothing was created
+    sid = (await api.session.create(agent="plan", location={"directory": str(tmp_path)})).id
+    with pytest.raises(InvalidRequestError) as switched:
+        await api.session.switch_agent(sid, agent="nosuch")
+    assert switched.value.field == "agent"
+    async with raw_http(api) as http:
+        answer = await http.post("/api/session", json={"agent": "nosuch"})
+    assert answer.status_code == 400 and answer.json()["_tag"] == "InvalidRequestError", answer.text
+
+
 async def test_prompt_admission_retry_conflict_and_pending(api):
     sid = (await api.session.create()).id
     admitted = await api.session.prompt(sid, id="msg_api_fixed_1", prompt={"text": "hello"}, delivery="queue",

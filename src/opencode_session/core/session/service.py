@@ -120,6 +120,8 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         if location is not None and not loc.directory.is_dir():
             raise InvalidRequestError(f"Location directory does not exist: {location.directory}", kind="body",
                                       field="location.directory")
+        if agent is not None:
+            await self._require_agent_at(loc, agent)
         if model is not None:
             await self._require_declared(loc, model)
         sid = id or new_session_id()
@@ -169,7 +171,11 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         """An agent the configuration at the session's Location does not know is a bad request now (before a
         switch to it), not a failed execution later; an unknown session is SessionNotFoundError."""
         session = await self.get(session_id)
-        location = resolve_location(session.location.directory, session.location.workspaceID)
+        await self._require_agent_at(resolve_location(session.location.directory, session.location.workspaceID),
+                                     agent)
+
+    async def _require_agent_at(self, location: Location, agent: str) -> None:
+        """An agent the configuration at `location` does not know is a bad request (400 on `agent`)."""
         try:
             resolve_agent(await self.config.at(location), agent)
         except ConfigError as bad:
