@@ -80,7 +80,7 @@ async def test_show_is_the_whole_transcript_in_order_and_json_is_the_projected_m
                      fake.completion(fake.tool_call_deltas(0, "c2", "read", '{"path": "missing.txt"}'),
                                      finish_reason="tool_calls"),
                      fake.completion(fake.text_deltas("Done.")))
-    srv = start_server(tmp_path, env=home.env, db=home.db)
+    srv = start_server(tmp_path, env=home.env, db=home.db, args=["--mkdir"])
     try:
         async with OpenCodeClient(srv.url) as client:
             sid = (await client.session.create()).id
