@@ -10,6 +10,7 @@ from opencode_session.client import (
     InvalidCursorError,
     InvalidRequestError,
     MessageNotFoundError,
+    SessionExecutionFailedError,
     SessionNotFoundError,
 )
 from tests.api.conftest import raw_http
@@ -372,3 +373,23 @@ async def test_durable_envelopes_say_where_they_happened(api, tmp_path):
     assert logged
     for event in live + logged:
         assert event.location is not None and event.location.directory == str(where.resolve())
+
+
+async def test_wait_with_outcome_says_how_a_failed_execution_ended(api, tmp_path):
+    # no model is configured: the execution fails before its first Step, leaving only the user's message
+    sid = (await api.session.create(location={"directory": str(tmp_path)})).id
+    await api.session.prompt(sid, prompt={"text": "hello"})
+    with anyio.fail_after(30):
+        await api.session.wait(sid)  # OpenCode's contract: 204, however it ended
+        with pytest.raises(SessionExecutionFailedError) as failed:
+            await api.session.wait(sid, outcome=True)
+    assert (failed.value.sessionID, failed.value.type) == (sid, "provider.no-model")
+    assert "model" in failed.value.message
+    async with raw_http(api) as http:
+        answer = await http.post(f"/api/session/{sid}/wait", params={"outcome": "true"})
+        plain = await http.post(f"/api/session/{sid}/wait")
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["_tag"] == "SessionExecutionFailedError" and answer.json()["type"] == "provider.no-model"
+    assert plain.status_code == 204
+    # a session that never executed has nothing to report
+    await api.session.wait((await api.session.create(location={"directory": str(tmp_path)})).id, outcome=True)

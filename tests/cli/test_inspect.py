@@ -11,7 +11,7 @@ import anyio
 import httpx2
 import pytest
 
-from opencode_session.client import OpenCodeClient
+from opencode_session.client import OpenCodeClient, SessionExecutionFailedError
 from tests.support import fake_openai as fake
 from tests.support.cli import TIMEOUT, make_home
 from tests.support.server import OCS, start_server
@@ -58,6 +58,24 @@ def test_show_prints_the_transcript(two_sessions):
     assert done.stderr == ""
     missing = two_sessions.run("show", "ses_nope")
     assert missing.returncode == 1 and "SessionNotFoundError" in missing.stderr
+
+
+async def test_show_prints_why_an_execution_failed_before_its_first_step(tmp_path):
+    home = make_home(tmp_path)  # no model configured: the execution fails before any Step
+    srv = start_server(tmp_path, env=home.env, workdir=home.work, db=home.db, args=["--mkdir"])
+    try:
+        async with OpenCodeClient(srv.url) as client:
+            sid = (await client.session.create()).id
+            await client.session.prompt(sid, prompt={"text": "hello"})
+            with anyio.fail_after(TIMEOUT), pytest.raises(SessionExecutionFailedError) as failed:
+                await client.session.wait(sid, outcome=True)
+    finally:
+        assert srv.stop() == 0, "".join(srv.stderr_lines)
+    assert failed.value.type == "provider.no-model"
+    done = home.run("show", sid)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "> hello" and lines[1].startswith("✗ execution failed: provider.no-model: No model"), lines
 
 
 def _index_in_order(lines: list[str], *expected: str) -> None:

@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..client import CallOptions, ClientError, SessionExecutionFailedError
 from ..client.generated import OpenCodeClient
 from ..schema.base import wire
 from .hosts import open_host
@@ -92,6 +93,7 @@ async def show_session(attach: str | None, db: str | Path | None, directory: Pat
     async with open_host(attach, db, directory, create=False) as client:
         session = await client.session.get(session_id)
         messages = await every_message(client, session_id)
+        failure = None if as_json else await execution_failure(client, session_id)
     if as_json:
         for message in messages:
             _json_line(message)
@@ -99,7 +101,25 @@ async def show_session(attach: str | None, db: str | Path | None, directory: Pat
     view = make_view(one_stream=True)
     view.info(f"{session.title}  ({session.id}, {session.location.directory})")
     show_transcript(view, messages)
+    last = messages[-1] if messages else {}
+    if failure is not None and not (last.get("type") == "assistant" and last.get("error")):
+        # the execution failed before a Step could say so (no model, an unknown agent...): only its error tells
+        view.notice(f"✗ execution failed: {failure.type}: {failure.message}")
     view.close()
+
+
+async def execution_failure(client: OpenCodeClient, session_id: str) -> SessionExecutionFailedError | None:
+    """How the session's latest execution failed, when it did and the session is idle (a running one has not
+    ended: its outcome is not known yet)."""
+    if session_id in await client.session.active():
+        return None
+    try:
+        await client.session.wait(session_id, outcome=True, options=CallOptions(timeout=10))
+    except SessionExecutionFailedError as failed:
+        return failed
+    except ClientError:  # it became busy after all: no outcome yet
+        return None
+    return None
 
 
 def describe_event(event: dict[str, Any]) -> str:

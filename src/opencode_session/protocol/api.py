@@ -33,6 +33,7 @@ from opencode_session.schema.errors import (
     QuestionNotFoundError,
     ServiceUnavailableError,
     SessionBusyError,
+    SessionExecutionFailedError,
     SessionNotFoundError,
     UnknownError,
 )
@@ -211,6 +212,13 @@ class SessionMessagesQuery(Struct):
 
 class SessionEventsQuery(Struct):
     after: Seq | None = None
+
+
+class SessionWaitQuery(Struct):
+    outcome: QueryBool | None = Field(
+        None, description="Also say how the latest execution ended: 204 when it succeeded or was interrupted (or none"
+        " ran), SessionExecutionFailedError (422) with its error when it failed. Without it, always 204 (OpenCode's"
+        " contract).")
 
 
 class SessionLogQuery(Struct):
@@ -785,8 +793,9 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         summary="Wait for session",
         description="Wait for a session agent loop to become idle.",
         path_params=SessionPath,
+        query=SessionWaitQuery,
         success_status=204,
-        errors=(SessionNotFoundError, ServiceUnavailableError),
+        errors=(SessionNotFoundError, SessionExecutionFailedError, ServiceUnavailableError),
         waits=True,
     ),
     Endpoint(

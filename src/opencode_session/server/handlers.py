@@ -93,10 +93,16 @@ from ..protocol.api import (
     SessionSyntheticBody,
     SessionUpdateBody,
     SessionViewBody,
+    SessionWaitQuery,
     SkillList,
 )
 from ..schema.catalog import ModelList, ProviderAnswer, ProviderList
-from ..schema.errors import InvalidRequestError, ProviderNotFoundError, ServiceUnavailableError
+from ..schema.errors import (
+    InvalidRequestError,
+    ProviderNotFoundError,
+    ServiceUnavailableError,
+    SessionExecutionFailedError,
+)
 from ..schema.events import EventRecord, GlobalDisposed, LogSynced, ServerConnected, SyntheticInputData
 from ..schema.ids import SessionID, event_id
 from ..schema.input import SessionInputAdmitted
@@ -272,7 +278,7 @@ def _execution(rt: Runtime) -> Any:
 
 
 @op("v2.session.wait")
-async def session_wait(rt: Runtime, call: Call[SessionPath, None, None]) -> None:
+async def session_wait(rt: Runtime, call: Call[SessionPath, SessionWaitQuery, None]) -> None:
     await rt.sessions.require(call.path.sessionID)
     execution = _execution(rt)
     async with anyio.create_task_group() as tg:
@@ -285,6 +291,10 @@ async def session_wait(rt: Runtime, call: Call[SessionPath, None, None]) -> None
         tg.cancel_scope.cancel()
     if call.shutdown.is_set():
         raise ServiceUnavailableError("The server is shutting down", service="execution")
+    if call.query.outcome:
+        failure = await rt.sessions.execution_failure(call.path.sessionID)
+        if failure is not None:
+            raise SessionExecutionFailedError(failure.message, sessionID=call.path.sessionID, type=failure.type)
 
 
 @op("v2.session.context")

@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 
 from ...schema import events as ev
-from ...schema.common import LocationRef, ModelRef
+from ...schema.common import LocationRef, ModelRef, SessionErrorInfo
 from ...schema.errors import (
     ConflictError,
     InvalidCursorError,
@@ -166,6 +166,19 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
 
     async def require(self, session_id: str) -> None:
         await self.get(session_id)
+
+    async def execution_failure(self, session_id: str) -> SessionErrorInfo | None:
+        """The error of the session's latest execution when it failed (None: it succeeded or was interrupted, or
+        none ended yet); an unknown session is SessionNotFoundError."""
+        ended = tuple(ev.definition_for(t).stored_type
+                      for t in (ev.ExecutionSucceeded, ev.ExecutionFailed, ev.ExecutionInterrupted))
+
+        def _latest(reader: Reader) -> SessionErrorInfo | None:
+            require_session(reader, session_id)
+            record = reader.events.latest_of_types(session_id, ended)
+            return record.data.error if record is not None and isinstance(record.data, ev.ExecutionFailed) else None
+
+        return await self.store.read(_latest)
 
     async def require_agent(self, session_id: str, agent: str) -> None:
         """An agent the configuration at the session's Location does not know is a bad request now (before a
