@@ -21,6 +21,16 @@ def test_help_lists_every_command_and_each_command_has_its_own(tmp_path):
     listed = {line.split()[0] for line in done.stdout.splitlines() if line.startswith("    ") and line[4] != " "}
     assert listed == set(COMMANDS), done.stdout
     assert "Serve the OpenCode V2 API over HTTP until SIGINT/SIGTERM." in done.stdout
+    summaries: dict[str, str] = {}  # each command's summary, its wrapped lines joined
+    for line in done.stdout.split("  COMMAND\n", 1)[1].splitlines():
+        if line.startswith("    ") and line[4] != " ":
+            name, _, text = line.strip().partition(" ")
+            summaries[name] = text.strip()
+        elif line.strip():
+            summaries[name] += " " + line.strip()
+    cut = {name: text for name, text in summaries.items() if not text.endswith(".")}
+    assert not cut, cut  # no summary stops mid-sentence
+    assert summaries["stats"].endswith("each tool's calls and failures.")
     serve = home.run("serve", "--help")
     assert serve.returncode == 0 and serve.stdout.startswith("usage: ocs serve")
     for option in ("--allow-host", "--max-body-bytes", "--read-timeout", "--insecure-no-password",

@@ -535,8 +535,13 @@ def _root_parser() -> argparse.ArgumentParser:
                       help="Show the installed version and exit.")
     subparsers = root.add_subparsers(title="commands", metavar="COMMAND")
     for name, (function, _arguments) in COMMANDS.items():
-        subparsers.add_parser(name, help=(function.__doc__ or "").partition("\n")[0], add_help=False)
+        subparsers.add_parser(name, help=summary(function.__doc__), add_help=False)
     return root
+
+
+def summary(doc: str | None) -> str:
+    """A command's one-line summary: the first paragraph of its docstring, whole (a sentence may wrap)."""
+    return " ".join((doc or "").split("\n\n")[0].split())
 
 
 def _version() -> str:
