@@ -24,7 +24,7 @@ def call(index: int, call_id: str, name: str, arguments: dict[str, Any]) -> list
 def _sid(home: Home) -> str:
     listed = home.run("sessions", "--limit", "1")
     assert listed.returncode == 0, listed.stderr
-    return listed.stdout.split("\t")[0].strip()
+    return listed.stdout.splitlines()[1].split("\t")[0].strip()  # under the header
 
 
 def _prompts(home: Home, sid: str) -> list[str]:
