@@ -639,6 +639,8 @@ _LOCATION = Refusal(InvalidRequestError, "location.directory",
 _DIRECTORY_FILTER = Refusal(InvalidRequestError, "directory", "the directory is a path this machine cannot look up")
 _MODEL = Refusal(InvalidRequestError, "model",
                  "the model is not declared under its provider in the configuration of the session's location")
+_AGENT = Refusal(InvalidRequestError, "agent",
+                 "the agent is not configured at the session's location (or its configuration cannot be read)")
 _CURSOR = Refusal(InvalidCursorError, None,
                   "the cursor is not one this server issued for this list, or comes with the query parameters it"
                   " replaces")
@@ -704,7 +706,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         success=SessionV2Info,
         unwrap_data=True,
         errors=_SESSION_404,
-        refusals=(_LOCATION, _MODEL),
+        refusals=(_LOCATION, _MODEL, _AGENT),
         provides=(("sessionID", "/data/id"),),
     ),
     Endpoint(
@@ -754,9 +756,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         body=SessionSwitchAgentBody,
         success_status=204,
         errors=_SESSION_404,
-        refusals=(Refusal(InvalidRequestError, "agent",
-                          "the agent is not configured at the session's location (or its configuration cannot be"
-                          " read)"),),
+        refusals=(_AGENT,),
     ),
     Endpoint(
         operation_id="v2.session.switchModel",
