@@ -74,6 +74,10 @@ async def log_of(client: OpenCodeClient, sid: str) -> list:
     return [e async for e in client.session.log(sid, follow=False) if e.type not in ("log.synced", "session.renamed")]
 
 
+async def full_log(client: OpenCodeClient, sid: str) -> list:
+    return [e async for e in client.session.log(sid, follow=False) if e.type != "log.synced"]
+
+
 def of_type(log: list, type_: str) -> list:
     return [e for e in log if e.type == type_]
 
@@ -123,10 +127,13 @@ async def test_a_long_tool_loop_on_an_8k_model_compacts_and_every_request_fits(c
     assert all(checkpoints_in(r) <= 1 for r in provider.requests)
     after = provider.requests[-1]
     assert checkpoints_in(after) == 1 and "<recent-context>" in json.dumps(step_messages(after))
-    # summary calls count in the session's usage (every answer reported its measured prompt), through an
-    # internal event the public log leaves out
+    # summary calls count in the session's usage (every answer reported its measured prompt), through an event the
+    # log serves: every durable event after the session's creation (seq 0), numbered without a hole
     assert (await client.session.get(sid)).tokens.input == sum(provider.prompt_tokens)
-    assert not of_type(log, "session.usage.recorded")
+    recorded = of_type(log, "session.usage.recorded")
+    assert len(recorded) == len(ended) and all(e.data.source == "compaction" for e in recorded)
+    seqs = [e.durable.seq for e in await full_log(client, sid)]
+    assert seqs == list(range(1, len(seqs) + 1))
 
 
 async def test_a_model_without_known_limits_never_compacts_automatically(client, provider):

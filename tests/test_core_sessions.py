@@ -30,7 +30,7 @@ async def test_create_adopts_existing_id_and_defaults_location(tmp_path):
     async with open_sessions(tmp_path) as s:
         a = await s.create(agent="build", model=ModelRef(id="m", providerID="p"))
         assert a.id.startswith("ses_") and a.location.directory == str((tmp_path / "work").resolve())
-        again = await s.create(id=a.id, agent="other")
+        again = await s.create(id=a.id, agent="plan")
         assert again == a  # adopting never rewrites the existing session
         assert (await s.get(a.id)).agent == "build"
         chosen = await s.create(id="ses_client_chosen")

@@ -87,9 +87,11 @@ EXTRA_STATUSES = {
     "v2.session.revert.clear": {"409"},
     "v2.session.revert.commit": {"409"},
     "v2.session.create": {"404"},  # upstream's later create: an unknown parentID
+    "v2.session.wait": {"422"},  # ?outcome=true: the latest execution failed (SessionExecutionFailedError)
 }
 # What upstream's later session routes add to shared operations (`opencode-v2-session-routes-upstream.md`).
-EXTRA_PARAMETERS = {"v2.session.list": {("parentID", "query")}, "v2.session.interrupt": {("resume", "query")}}
+EXTRA_PARAMETERS = {"v2.session.list": {("parentID", "query")}, "v2.session.interrupt": {("resume", "query")},
+                    "v2.session.wait": {("outcome", "query")}}  # ours: say how the execution ended
 # Upstream's later interrupt answers `{interrupted}` where 1.18.33 answered 204.
 UPSTREAM_SUCCESS = {"v2.session.interrupt": {"200"}}
 # The client's directory scope OpenCode's SDK sends to every operation (`directory` as OpenCode's own routes declare

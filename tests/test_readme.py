@@ -97,3 +97,13 @@ def test_the_curl_walk_through_runs_against_a_real_server(tmp_path, loop_provide
     assert lines[0].startswith("msg_"), done.stdout  # the admitted prompt's ID
     assert "The README is short." in lines and int(lines[-1]) >= 1, done.stdout  # the answer; its live deltas
     assert loop_provider.requests[-1].json["messages"][-1]["content"] == "Summarise README.md"
+
+
+def test_the_embedded_snippet_raises_when_the_execution_fails(tmp_path):
+    # no model configured: the execution fails before any Step, and the snippet must not exit 0 in silence
+    home = make_home(tmp_path)
+    done = subprocess.run([sys.executable, "-c", snippets()[0]], cwd=home.work, env=home.env, capture_output=True,
+                          text=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1 and done.stdout == "", done.stdout
+    assert "SessionExecutionFailedError" in done.stderr and "provider.no-model" not in done.stdout
+    assert "No model is configured" in done.stderr, done.stderr

@@ -10,6 +10,7 @@ from opencode_session.client import (
     InvalidCursorError,
     InvalidRequestError,
     MessageNotFoundError,
+    SessionExecutionFailedError,
     SessionNotFoundError,
 )
 from tests.api.conftest import raw_http
@@ -138,6 +139,21 @@ async def test_unknown_models_are_rejected_when_selected(api):
     assert info.value.field == "model"
     assert (await api.session.get(sid)).model is None
     assert (await api.session.messages(sid)).items == []  # nothing was switched
+
+
+async def test_unknown_agent_is_rejected_at_creation_as_switch_agent_does(api, tmp_path):
+    # an unknown agent accepted at creation made every prompt fail `agent.not-found` later
+    with pytest.raises(InvalidRequestError) as info:
+        await api.session.create(agent="nosuch", location={"directory": str(tmp_path)})
+    assert info.value.field == "agent" and "nosuch" in info.value.message
+    assert (await api.session.list(directory=str(tmp_path))).items == []  # nothing was created
+    sid = (await api.session.create(agent="plan", location={"directory": str(tmp_path)})).id
+    with pytest.raises(InvalidRequestError) as switched:
+        await api.session.switch_agent(sid, agent="nosuch")
+    assert switched.value.field == "agent"
+    async with raw_http(api) as http:
+        answer = await http.post("/api/session", json={"agent": "nosuch"})
+    assert answer.status_code == 400 and answer.json()["_tag"] == "InvalidRequestError", answer.text
 
 
 async def test_prompt_admission_retry_conflict_and_pending(api):
@@ -357,3 +373,23 @@ async def test_durable_envelopes_say_where_they_happened(api, tmp_path):
     assert logged
     for event in live + logged:
         assert event.location is not None and event.location.directory == str(where.resolve())
+
+
+async def test_wait_with_outcome_says_how_a_failed_execution_ended(api, tmp_path):
+    # no model is configured: the execution fails before its first Step, leaving only the user's message
+    sid = (await api.session.create(location={"directory": str(tmp_path)})).id
+    await api.session.prompt(sid, prompt={"text": "hello"})
+    with anyio.fail_after(30):
+        await api.session.wait(sid)  # OpenCode's contract: 204, however it ended
+        with pytest.raises(SessionExecutionFailedError) as failed:
+            await api.session.wait(sid, outcome=True)
+    assert (failed.value.sessionID, failed.value.type) == (sid, "provider.no-model")
+    assert "model" in failed.value.message
+    async with raw_http(api) as http:
+        answer = await http.post(f"/api/session/{sid}/wait", params={"outcome": "true"})
+        plain = await http.post(f"/api/session/{sid}/wait")
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["_tag"] == "SessionExecutionFailedError" and answer.json()["type"] == "provider.no-model"
+    assert plain.status_code == 204
+    # a session that never executed has nothing to report
+    await api.session.wait((await api.session.create(location={"directory": str(tmp_path)})).id, outcome=True)

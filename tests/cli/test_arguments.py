@@ -21,6 +21,16 @@ def test_help_lists_every_command_and_each_command_has_its_own(tmp_path):
     listed = {line.split()[0] for line in done.stdout.splitlines() if line.startswith("    ") and line[4] != " "}
     assert listed == set(COMMANDS), done.stdout
     assert "Serve the OpenCode V2 API over HTTP until SIGINT/SIGTERM." in done.stdout
+    summaries: dict[str, str] = {}  # each command's summary, its wrapped lines joined
+    for line in done.stdout.split("  COMMAND\n", 1)[1].splitlines():
+        if line.startswith("    ") and line[4] != " ":
+            name, _, text = line.strip().partition(" ")
+            summaries[name] = text.strip()
+        elif line.strip():
+            summaries[name] += " " + line.strip()
+    cut = {name: text for name, text in summaries.items() if not text.endswith(".")}
+    assert not cut, cut  # no summary stops mid-sentence
+    assert summaries["stats"].endswith("each tool's calls and failures.")
     serve = home.run("serve", "--help")
     assert serve.returncode == 0 and serve.stdout.startswith("usage: ocs serve")
     for option in ("--allow-host", "--max-body-bytes", "--read-timeout", "--insecure-no-password",
@@ -64,3 +74,24 @@ def test_short_help_and_version_work(tmp_path):
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert done.stdout.strip() == f"ocs {version('opencode-session')}"
     assert not home.db.exists()
+
+
+@pytest.mark.parametrize(("db", "said"), [
+    ("postgresql:/host/db", "not a postgresql:// one"),  # one slash: was a SQLite file under ./postgresql:
+    ("postgres:db", "not a postgresql:// one"),
+    ("postgresql://host:port/db", "not a valid PostgreSQL URL"),
+    ("some/missing/dir/x.db", "'some/missing/dir' does not exist: create it, or add --mkdir"),  # was made
+])
+def test_a_mistyped_db_is_refused_and_nothing_is_created(tmp_path, db, said):
+    home = make_home(tmp_path)
+    for command in (("serve", "--port", "0"), ("run", "hello"), ("sessions",)):
+        done = home.run(*command, "--db", db)
+        assert done.returncode == 2 and said in done.stderr.splitlines()[-1], done.stderr
+    assert sorted(p.name for p in home.work.iterdir()) == ["notes.txt"]  # no directory or file was made
+    assert not home.db.exists()
+    made = home.work / "elsewhere"
+    made.mkdir()  # a file in a directory that exists is accepted, and a missing directory with --mkdir
+    for db in (made / "x.db", home.work / "new" / "x.db"):
+        listed = home.run("sessions", "--db", str(db), "--mkdir")
+        assert listed.returncode == 1 and "usage:" not in listed.stderr, listed.stderr
+        assert "does not exist (this command only reads one" in listed.stderr  # read-only: it makes nothing

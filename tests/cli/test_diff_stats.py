@@ -24,7 +24,7 @@ def call(index: int, call_id: str, name: str, arguments: dict[str, Any]) -> list
 def _sid(home: Home) -> str:
     listed = home.run("sessions", "--limit", "1")
     assert listed.returncode == 0, listed.stderr
-    return listed.stdout.split("\t")[0].strip()
+    return listed.stdout.splitlines()[1].split("\t")[0].strip()  # under the header
 
 
 def _prompts(home: Home, sid: str) -> list[str]:
@@ -89,8 +89,9 @@ def test_stats_prints_sessions_tokens_and_cost_per_model_day_and_agent(home, pro
     assert lines[1].split() == ["model", "sessions", "prompts", "steps", "failed", "input", "output", "reasoning",
                                 "cache", "read", "cache", "write", "cost"]
     row = next(line for line in lines if line.startswith("loop/fake-model")).split()
-    # 3 Steps: 60+200+the last turn's input, the provider's own count when no usage is scripted
-    assert row[1:5] == ["1", "0", "3", "0"]
+    # 3 Steps: 60+200+the last turn's input, the provider's own count when no usage is scripted; the model's Steps
+    # answered both prompts
+    assert row[1:5] == ["1", "2", "3", "0"]
     total = next(line for line in lines if line.startswith("total")).split()
     assert total[1:5] == ["1", "2", "3", "0"] and total[7:9] == ["10", "40"]
     tools = {line.split()[0]: line.split()[1:3] for line in lines if line.split()[:1] in (["edit"], ["read"],
@@ -107,3 +108,25 @@ def test_stats_prints_sessions_tokens_and_cost_per_model_day_and_agent(home, pro
     assert bad.returncode == 1 and "--since" in bad.stderr
     zone = home.run("stats", "--timezone", "Mars/Olympus")
     assert zone.returncode == 1 and "InvalidRequestError" in zone.stderr
+
+
+def _rows(stdout: str, first: str) -> dict[str, list[str]]:
+    """The rows after the header line that starts with `first` (rules left out, the total kept), by first cell."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(first))
+    return {line.split()[0]: line.split()[1:] for line in lines[start + 2:] if line and not line.startswith("-")}
+
+
+def test_stats_rows_per_model_and_per_agent_add_up_to_the_total(home, provider):
+    # two runs with two models (one under the plan agent): each model's and agent's row counts its prompts
+    provider.enqueue(fake.completion(fake.text_deltas("one")))
+    assert home.run("run", "first").returncode == 0
+    provider.enqueue(fake.completion(fake.text_deltas("two")))
+    assert home.run("run", "--model", "loop/other-model", "--agent", "plan", "second").returncode == 0
+    by_model = _rows(home.run("stats").stdout, "model")
+    assert by_model["loop/fake-model"][:3] == ["1", "1", "1"]
+    assert by_model["loop/other-model"][:3] == ["1", "1", "1"]
+    assert by_model["total"][:3] == ["2", "2", "2"]
+    by_agent = _rows(home.run("stats", "--by", "agent").stdout, "agent")
+    assert by_agent["build"][:3] == ["1", "1", "1"] and by_agent["plan"][:3] == ["1", "1", "1"]
+    assert by_agent["total"][:3] == ["2", "2", "2"]

@@ -11,7 +11,7 @@ import anyio
 import httpx2
 import pytest
 
-from opencode_session.client import OpenCodeClient
+from opencode_session.client import OpenCodeClient, SessionExecutionFailedError
 from tests.support import fake_openai as fake
 from tests.support.cli import TIMEOUT, make_home
 from tests.support.server import OCS, start_server
@@ -40,7 +40,8 @@ def two_sessions(tmp_path_factory, loop_provider):
 def test_sessions_lists_newest_first_with_title_directory_cost_and_tokens(two_sessions):
     done = two_sessions.run("sessions")
     assert done.returncode == 0, done.stderr
-    rows = [line.split("\t") for line in done.stdout.splitlines()]
+    header, *rows = [line.split("\t") for line in done.stdout.splitlines()]
+    assert header == ["id", "title", "directory", "updated", "cost", "tokens"]
     assert [r[1] for r in rows] == ["Broken", "Reading the notes"]
     assert all(r[2] == str(two_sessions.work.resolve()) for r in rows)
     assert rows[1][5] == "275" and rows[1][4].startswith("$")
@@ -49,7 +50,7 @@ def test_sessions_lists_newest_first_with_title_directory_cost_and_tokens(two_se
 
 
 def test_show_prints_the_transcript(two_sessions):
-    older = two_sessions.run("sessions").stdout.splitlines()[1].split("\t")[0]
+    older = two_sessions.run("sessions").stdout.splitlines()[2].split("\t")[0]
     done = two_sessions.run("show", older)
     assert done.returncode == 0, done.stderr
     # a pipe gets the whole story on stdout, in order, the answer as written
@@ -58,6 +59,24 @@ def test_show_prints_the_transcript(two_sessions):
     assert done.stderr == ""
     missing = two_sessions.run("show", "ses_nope")
     assert missing.returncode == 1 and "SessionNotFoundError" in missing.stderr
+
+
+async def test_show_prints_why_an_execution_failed_before_its_first_step(tmp_path):
+    home = make_home(tmp_path)  # no model configured: the execution fails before any Step
+    srv = start_server(tmp_path, env=home.env, workdir=home.work, db=home.db, args=["--mkdir"])
+    try:
+        async with OpenCodeClient(srv.url) as client:
+            sid = (await client.session.create()).id
+            await client.session.prompt(sid, prompt={"text": "hello"})
+            with anyio.fail_after(TIMEOUT), pytest.raises(SessionExecutionFailedError) as failed:
+                await client.session.wait(sid, outcome=True)
+    finally:
+        assert srv.stop() == 0, "".join(srv.stderr_lines)
+    assert failed.value.type == "provider.no-model"
+    done = home.run("show", sid)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "> hello" and lines[1].startswith("✗ execution failed: provider.no-model: No model"), lines
 
 
 def _index_in_order(lines: list[str], *expected: str) -> None:
@@ -80,7 +99,7 @@ async def test_show_is_the_whole_transcript_in_order_and_json_is_the_projected_m
                      fake.completion(fake.tool_call_deltas(0, "c2", "read", '{"path": "missing.txt"}'),
                                      finish_reason="tool_calls"),
                      fake.completion(fake.text_deltas("Done.")))
-    srv = start_server(tmp_path, env=home.env, db=home.db)
+    srv = start_server(tmp_path, env=home.env, db=home.db, args=["--mkdir"])
     try:
         async with OpenCodeClient(srv.url) as client:
             sid = (await client.session.create()).id
@@ -93,6 +112,7 @@ async def test_show_is_the_whole_transcript_in_order_and_json_is_the_projected_m
             await client.session.compact(sid)
             with anyio.fail_after(TIMEOUT):
                 await client.session.wait(sid)
+                await client.session.shell(sid, command="echo from the shell")  # the user's own command
         raw: list = []  # what GET /api/session/{id}/message answers, page after page
         async with httpx2.AsyncClient(base_url=srv.url) as http:
             page = (await http.get(f"/api/session/{sid}/message", params={"order": "asc", "limit": 2})).json()
@@ -109,13 +129,13 @@ async def test_show_is_the_whole_transcript_in_order_and_json_is_the_projected_m
     assert local.stdout == attached.stdout
     _index_in_order(local.stdout.splitlines(), "> what do the notes say?", "✓ read notes.txt", "  00001| alpha",
                     "They say alpha.", "> and the plan? [file plan.md] [agent plan]", "✗ read missing.txt", "Done.",
-                    "[context compacted (manual)]")
+                    "[context compacted (manual)]", "> !echo from the shell", "  from the shell")
     assert len(raw) > 4 and [json.loads(line) for line in local_json.stdout.splitlines()] == raw
     assert local_json.stdout == attached_json.stdout
 
 
 def test_log_prints_durable_events_after_a_sequence(two_sessions):
-    newer = two_sessions.run("sessions").stdout.splitlines()[0].split("\t")[0]
+    newer = two_sessions.run("sessions").stdout.splitlines()[1].split("\t")[0]
     lines = two_sessions.run("log", newer).stdout.splitlines()
     assert all(line.split()[1].startswith("session.") for line in lines)
     failed = [line for line in lines if "session.execution.failed" in line]
@@ -131,7 +151,7 @@ def test_log_follow_prints_new_events_until_ctrl_c(tmp_path, home, provider):
     try:
         provider.enqueue(fake.completion(fake.text_deltas("one")), fake.completion(fake.text_deltas("two")))
         assert home.run("run", "--attach", srv.url, "first").returncode == 0
-        sid = home.run("sessions", "--attach", srv.url).stdout.split("\t")[0]
+        sid = home.run("sessions", "--attach", srv.url).stdout.splitlines()[1].split("\t")[0]
         follower = subprocess.Popen([OCS, "log", sid, "--follow", "--attach", srv.url], cwd=home.work,
                                     env=home.env, text=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE)
@@ -160,9 +180,13 @@ def test_models_lists_the_catalog_and_which_providers_have_keys(tmp_path):
     done = home.run("models")
     assert done.returncode == 0, done.stderr
     rows = [line.split("\t") for line in done.stdout.splitlines() if "\t" in line]
-    assert ["local/qwen", "32768", "8192", "LOCAL_API_KEY", "ready"] in rows
+    assert rows[0] == ["model", "context", "output", "key", "status", "default"]  # a header, then the rows
+    assert ["local/qwen", "32768", "8192", "LOCAL_API_KEY", "ready", "default, small"] in rows
     openai = [r for r in rows if r[0] == "openai/gpt-4.1"][0]  # the built-in provider lists its own models
-    assert openai[3] == "none found" and "OPENAI_API_KEY" in openai[4]
+    assert openai[3] == "none found" and "OPENAI_API_KEY" in openai[4] and openai[5] == ""
+    # how to configure a model is said once, above the table, not on every row that is not ready
+    assert done.stdout.count("To choose a model") == 1 and done.stdout.startswith("To choose a model")
+    assert all("To choose a model" not in r[4] and len(r[4]) < 200 for r in rows)
     assert "default model: local/qwen" in done.stdout
 
 

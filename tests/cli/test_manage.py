@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
 
 def _ids(done) -> list[str]:
     assert done.returncode == 0, done.stderr
-    return [line.split("\t")[0] for line in done.stdout.splitlines()]
+    return [line.split("\t")[0] for line in done.stdout.splitlines()[1:]]  # under the header
 
 
 def _session(home: Home, provider, text: str, *target: str) -> str:

@@ -109,6 +109,7 @@ async def test_yes_allows_once_without_a_terminal(asking, provider):
 async def test_no_rejects(asking, provider):
     provider.enqueue(bash_call())
     done = asking.run("run", "--no", "say hi")
+    assert done.returncode == 1, done.stderr  # a failure to report, not a Ctrl-C (130)
     assert f"permission: {PROMPT} — rejected (--no)" in done.stderr
     assert len(provider.requests) == 1
     _, events, _ = await session_state(asking.db)
@@ -118,7 +119,9 @@ async def test_no_rejects(asking, provider):
 async def test_without_a_terminal_an_ask_is_rejected_and_said_so(asking, provider):
     provider.enqueue(bash_call())
     done = asking.run("run", "say hi")
+    assert done.returncode == 1, done.stderr  # declined for want of a terminal: exit 1, not 130
     assert f"permission: {PROMPT} — rejected (no terminal to ask on; --yes allows)" in done.stderr
+    assert "error: permission.declined" in done.stderr
     assert len(provider.requests) == 1
     _, events, _ = await session_state(asking.db)
     assert "session.tool.success" not in [e.type for e in events]

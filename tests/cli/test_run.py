@@ -130,6 +130,20 @@ async def session_state_count(db) -> int:
         return len((await oc.session.list()).items)
 
 
+async def test_a_run_that_fails_before_any_step_leaves_no_session_behind(tmp_path):
+    home = make_home(tmp_path)  # the attached server has no model: the execution fails before its first Step
+    srv = start_server(tmp_path, env=home.env, workdir=home.work)
+    try:
+        done = home.run("run", "--attach", srv.url, "hello")
+        listed = home.run("sessions", "--attach", srv.url, "--format", "json")
+    finally:
+        assert srv.stop() == 0, "".join(srv.stderr_lines)
+    assert done.returncode == 1, done.stderr
+    assert "error: provider.no-model: No model is configured" in done.stderr
+    assert "removed: it holds nothing but the prompt" in done.stderr
+    assert listed.returncode == 0 and listed.stdout == "", listed.stdout  # no empty session left behind
+
+
 async def test_bad_config_names_file_and_line(tmp_path, provider):
     home = make_home(tmp_path)
     project = home.work / "opencode.json"

@@ -28,7 +28,7 @@ def changed(home: Home, provider: fake.FakeOpenAI) -> str:
     done = home.run("run", "change the files")
     assert done.returncode == 0, done.stderr
     assert tree(home.work) == AFTER
-    return home.run("sessions").stdout.split("\t")[0]
+    return home.run("sessions").stdout.splitlines()[1].split("\t")[0]  # the newest, under the header
 
 
 async def test_revert_with_yes_restores_the_files_lists_them_and_commits(project, provider):

@@ -69,7 +69,7 @@ async def test_existing_readable_files_are_narrowed(tmp_path):
 
 async def test_a_database_in_a_new_directory_is_created_private(tmp_path):
     db = tmp_path / "fresh" / "nested" / "my.db"
-    srv = start_server(tmp_path, env=isolated_env(tmp_path), db=db)
+    srv = start_server(tmp_path, env=isolated_env(tmp_path), db=db, args=["--mkdir"])  # asked to make them
     try:
         await _write_something(srv.url)
     finally:

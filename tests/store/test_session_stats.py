@@ -116,7 +116,10 @@ async def test_stats_count_exactly_what_the_scripted_turns_used(factory):
         assert _tokens(total) == (258, 54, 6, 50, 3) and total.cost == pytest.approx(0.875)
         by_model = {m.modelID: m for m in stats.models}
         assert sorted(by_model) == ["m1", "m2"]
-        assert (by_model["m1"].steps, by_model["m1"].sessions, by_model["m1"].prompts) == (2, 1, 0)
+        # a prompt counts for the model and agent of the first Step that answered it: the rows add up to the total
+        assert (by_model["m1"].steps, by_model["m1"].sessions, by_model["m1"].prompts) == (2, 1, 1)
+        assert by_model["m2"].prompts == 2 and sum(m.prompts for m in stats.models) == total.prompts
+        assert {a.agent: a.prompts for a in stats.agents} == {"build": 1, "plan": 2}
         assert _tokens(by_model["m1"]) == (250, 50, 5, 50, 2) and by_model["m1"].cost == pytest.approx(0.75)
         assert (by_model["m2"].steps, by_model["m2"].failed) == (2, 1)
         assert {a.agent: a.steps for a in stats.agents} == {"build": 2, "plan": 2}

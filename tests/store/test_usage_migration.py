@@ -53,8 +53,11 @@ MESSAGE = ("INSERT INTO session_message (id, session_id, type, seq, time_created
 # nothing here)
 SQLITE_BEFORE = next(n for n, m in enumerate(sqlite_migrations.MIGRATIONS) if "TABLE session_usage " in m)
 PG_BEFORE = next(n for n, m in enumerate(pg_migrations.MIGRATIONS) if "TABLE session_usage " in m)
-# what the store writes for these messages (the shape of SqlUsage.record), as the back-fill must
-EXPECTED_STEPS = sorted(step_row("ses_old", m) for m in MESSAGES if m["type"] in ("user", "assistant"))
+# what the store writes for these messages (the shape of SqlUsage.record), as the back-fill must: the prompt with
+# the agent and model of the first Step that answered it
+EXPECTED_STEPS = sorted(
+    (*step_row("ses_old", m)[:4], "build", "p", "m1", *step_row("ses_old", m)[7:]) if m["type"] == "user"
+    else step_row("ses_old", m) for m in MESSAGES if m["type"] in ("user", "assistant"))
 EXPECTED_TOOLS = sorted([("msg_2", 1, "ses_old", 3, "bash", 0), ("msg_2", 2, "ses_old", 3, "read", 1),
                          ("msg_5", 0, "ses_old", 8, "grep", 0)])
 STEPS = ("SELECT message_id, session_id, type, time_created, agent, provider, model, failed, input, output, reasoning,"
@@ -71,8 +74,9 @@ async def _check(store: Store) -> None:
     stats = await session_stats(store)
     assert (stats.total.sessions, stats.total.prompts, stats.total.steps, stats.total.failed) == (1, 1, 3, 1)
     assert (stats.total.tokens.input, stats.total.tokens.cache.read, stats.total.cost) == (1200, 800, 0.25)
-    assert [(m.providerID, m.modelID, m.steps) for m in stats.models] == [("p", "m1", 2), ("q", "m2", 1)]
-    assert [(a.agent, a.steps, a.failed) for a in stats.agents] == [("build", 2, 0), ("plan", 1, 1)]
+    assert [(m.providerID, m.modelID, m.steps, m.prompts) for m in stats.models] == [("p", "m1", 2, 1),
+                                                                                         ("q", "m2", 1, 0)]
+    assert [(a.agent, a.steps, a.failed, a.prompts) for a in stats.agents] == [("build", 2, 0, 1), ("plan", 1, 1, 0)]
     assert [(t.tool, t.calls, t.failures) for t in stats.tools or ()] == [("bash", 1, 0), ("grep", 1, 0),
                                                                           ("read", 1, 1)]
 

@@ -23,7 +23,10 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
 USAGE = sqlite_migrations.MIGRATIONS[next(n for n, m in enumerate(sqlite_migrations.MIGRATIONS)
                                           if "TABLE session_usage " in m)]
-BACK_FILL = [s for s in sqlite_migrations._statements(USAGE) if s.startswith("INSERT")]
+# the back-fill's rows, then each prompt given the agent and model of the Step that answered it (a later migration)
+BACK_FILL = [s for s in sqlite_migrations._statements(USAGE) if s.startswith("INSERT")] + [
+    s for m in sqlite_migrations.MIGRATIONS for s in sqlite_migrations._statements(m)
+    if s.startswith("UPDATE session_usage SET (agent, provider, model)")]
 
 
 # the quarter hours' sessions and sums as the rows add up (what the triggers must keep)

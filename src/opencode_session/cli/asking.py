@@ -48,6 +48,7 @@ class Answerer:
         self._answers: list[list[str]] = []  # the current question request's answers so far
         self._chosen: list[str] = []  # options picked for the current question with `multiple`
         self._sending: set[asyncio.Task[None]] = set()
+        self.declined = False  # a permission or question was declined by the policy (--no, or no terminal)
 
     def __call__(self, event: dict[str, Any]) -> None:
         self.then(event)
@@ -59,6 +60,7 @@ class Answerer:
                 self._draw()
             elif request[0] == "permission":
                 verdict = "allowed once" if self.policy == "once" else "rejected"
+                self.declined = self.declined or self.policy != "once"
                 self.notice(f"permission: {describe(data)} — {verdict} ({self.flag})")
                 self._reply_permission(data, "once" if self.policy == "once" else "reject")
             elif self.policy == "once":  # --yes takes each question's first option: the one the model recommends
@@ -66,6 +68,7 @@ class Answerer:
                 self.notice(f"question: {_headers(data)} — answered {answers} ({self.flag})")
                 self._send(self.client.session.question_reply(self.session_id, data["id"], answers=answers))
             else:
+                self.declined = True
                 self.notice(f"question: {_headers(data)} — dismissed ({self.flag})")
                 self._send(self.client.session.question_reject(self.session_id, data["id"]))
         elif kind in ("permission.v2.replied", "question.v2.replied", "question.v2.rejected"):

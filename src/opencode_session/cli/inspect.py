@@ -10,6 +10,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..client import CallOptions, ClientError, SessionExecutionFailedError
 from ..client.generated import OpenCodeClient
 from ..schema.base import wire
 from .hosts import open_host
@@ -29,10 +30,10 @@ def _when(millis: int) -> str:
     return datetime.fromtimestamp(millis / 1000).strftime("%Y-%m-%d %H:%M")
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> None:
-    """A rich table on a terminal; tab-separated lines (no header) in a pipe."""
+def _table(headers: list[str], rows: list[list[str]], *, piped_header: bool = False) -> None:
+    """A rich table on a terminal; tab-separated lines in a pipe (the header first only with `piped_header`)."""
     if not sys.stdout.isatty():
-        for row in rows:
+        for row in [headers, *rows] if piped_header else rows:
             sys.stdout.write("\t".join(row) + "\n")
         return
     from rich.console import Console
@@ -70,7 +71,8 @@ async def list_sessions(attach: str | None, db: str | Path | None, directory: Pa
         return
     _table(["id", "title", "directory", "updated", "cost", "tokens"],
            [[s.id, s.title, s.location.directory, _when(s.time.updated), f"${s.cost:.4f}",
-             str(s.tokens.input + s.tokens.output + s.tokens.reasoning)] for s in sessions])
+             str(s.tokens.input + s.tokens.output + s.tokens.reasoning)] for s in sessions],
+           piped_header=True)  # a script reads `--format json`
 
 
 async def every_message(client: OpenCodeClient, session_id: str) -> list[dict[str, Any]]:
@@ -92,6 +94,7 @@ async def show_session(attach: str | None, db: str | Path | None, directory: Pat
     async with open_host(attach, db, directory, create=False) as client:
         session = await client.session.get(session_id)
         messages = await every_message(client, session_id)
+        failure = None if as_json else await execution_failure(client, session_id)
     if as_json:
         for message in messages:
             _json_line(message)
@@ -99,7 +102,25 @@ async def show_session(attach: str | None, db: str | Path | None, directory: Pat
     view = make_view(one_stream=True)
     view.info(f"{session.title}  ({session.id}, {session.location.directory})")
     show_transcript(view, messages)
+    last = messages[-1] if messages else {}
+    if failure is not None and not (last.get("type") == "assistant" and last.get("error")):
+        # the execution failed before a Step could say so (no model, an unknown agent...): only its error tells
+        view.notice(f"✗ execution failed: {failure.type}: {failure.message}")
     view.close()
+
+
+async def execution_failure(client: OpenCodeClient, session_id: str) -> SessionExecutionFailedError | None:
+    """How the session's latest execution failed, when it did and the session is idle (a running one has not
+    ended: its outcome is not known yet)."""
+    if session_id in await client.session.active():
+        return None
+    try:
+        await client.session.wait(session_id, outcome=True, options=CallOptions(timeout=10))
+    except SessionExecutionFailedError as failed:
+        return failed
+    except ClientError:  # it became busy after all: no outcome yet
+        return None
+    return None
 
 
 def describe_event(event: dict[str, Any]) -> str:
@@ -137,6 +158,7 @@ async def show_log(attach: str | None, db: str | Path | None, directory: Path, s
 def show_models(directory: Path) -> None:
     from ..core.config import inspect_config
     from ..core.llm.catalog import catalog
+    from ..core.llm.errors import CONFIGURE_MODEL_HELP
     from ..core.location import resolve_location
 
     report = inspect_config(directory, resolve_location(directory).project_root, os.environ)
@@ -151,25 +173,40 @@ def show_models(directory: Path) -> None:
         key = provider.credentials or "none found"
         models = provider.models or ()
         if not models:
-            rows.append([f"{provider.id}/<model>", "", "", key, provider.problem or "ready"])
+            rows.append([f"{provider.id}/<model>", "", "", key, _without_help(provider.problem) or "ready", ""])
         for model in models:
             rows.append([model.ref, str(model.context or ""), str(model.output or ""), key,
-                         _model_status(config, model.ref)])
-    _table(["model", "context", "output", "key", "status"], rows)
+                         _model_status(config, model.ref), _role(config, model.ref)])
+    if any(row[4] != "ready" for row in rows):
+        print(CONFIGURE_MODEL_HELP + "\n")  # once, not on every row that is not ready
+    _table(["model", "context", "output", "key", "status", "default"], rows, piped_header=True)
     print("default model:", config.model or 'none (set "model" in opencode.json)')
     print("small model:  ", config.small_model or "none (titles use the session's model)")
 
 
 def _model_status(config: Config, ref: str) -> str:
-    """"ready", or why this very model cannot be called (its own name in the words)."""
+    """"ready", or why this very model cannot be called (its own name in the words; how to configure a model is
+    said once, above the table)."""
     from ..core.llm.catalog import model_ref_from_string, resolve_model
     from ..core.llm.errors import ProviderError
 
     try:
         resolve_model(config, model_ref_from_string(ref), os.environ)
     except ProviderError as unusable:
-        return unusable.message
+        return _without_help(unusable.message)
     return "ready"
+
+
+def _without_help(problem: str | None) -> str:
+    from ..core.llm.errors import CONFIGURE_MODEL_HELP
+
+    return (problem or "").replace(CONFIGURE_MODEL_HELP, "").strip()
+
+
+def _role(config: Config, ref: str) -> str:
+    """Whether the configuration makes this model its default, its small model (titles), or both."""
+    return ", ".join(role for role, chosen in (("default", config.model), ("small", config.small_model))
+                     if chosen == ref)
 
 
 def print_openapi() -> None:

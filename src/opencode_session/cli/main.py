@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 PROG = "ocs"
 ROOT_HELP = "opencode-session: durable OpenCode V2 sessions. Without a command: interactive mode."
@@ -355,20 +357,52 @@ def _at_least(kind: Callable[[str], int | float], low: int | float) -> Callable[
     return convert
 
 
+_URL_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:")  # a scheme (one letter would be a Windows drive)
+
+
 def database_argument(text: str) -> str | Path:
-    """A database file, or a `postgresql://` URL (kept as written: a path would fold its `//`)."""
-    return text if text.startswith(("postgresql://", "postgres://")) else Path(text)
+    """A database file, or a `postgresql://` URL (kept as written: a path would fold its `//`). A typo must not
+    make a new database somewhere unexpected: a value that looks like a URL but is not a valid postgresql:// one is a
+    usage error (and a file in a directory that does not exist, unless --mkdir: `_checked`)."""
+    if text.startswith(("postgresql://", "postgres://")):
+        try:
+            urlsplit(text).port  # noqa: B018  (a port that is not a number raises)
+        except ValueError as bad:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a valid PostgreSQL URL: {bad}") from None
+        return text
+    if _URL_LIKE.match(text):
+        file = "" if "/" in text else f"; for a file whose name has a colon, write ./{text}"
+        raise argparse.ArgumentTypeError(
+            f"{text!r} looks like a URL but is not a postgresql:// one (write postgresql://HOST/DATABASE{file})")
+    return Path(text)
+
+
+def _db_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--db", type=database_argument, metavar="PATH|URL", help=DB_HELP)
+    parser.add_argument("--mkdir", action="store_true",
+                        help="Create the directories of the --db file that do not exist (without it, a missing one is"
+                             " refused: a typo must not make a new database somewhere else).")
+
+
+def _checked(parser: argparse.ArgumentParser, options: dict[str, Any]) -> dict[str, Any]:
+    """The parsed options, once a --db file's directory exists or --mkdir asks for it (which the store creates)."""
+    create = options.pop("mkdir", False)
+    db = options.get("db")
+    if isinstance(db, Path) and not create and not db.parent.exists():
+        parser.error(f"argument --db: the directory {str(db.parent)!r} does not exist: create it, or add --mkdir to"
+                     " have it created")
+    return options
 
 
 def _reading(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--attach", metavar="URL", help=ATTACH_HELP)
-    parser.add_argument("--db", type=database_argument, metavar="PATH|URL", help=DB_HELP)
+    _db_option(parser)
 
 
 def _serve_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", help="Interface to listen on.")
     p.add_argument("--port", type=int, default=4096, help="Port to listen on; 0 picks a free port.")
-    p.add_argument("--db", type=database_argument, metavar="PATH|URL", help=DB_HELP)
+    _db_option(p)
     p.add_argument("--directory", type=Path, metavar="DIR",
                    help="Default Location for new sessions (default: current directory).")
     p.add_argument("--allow-host", action="append", default=[], metavar="HOST",
@@ -411,7 +445,7 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
                    help="default (text as it streams) or json (an event a line).")
     p.add_argument("--queue", action="store_true", help="Deliver the message queued instead of steering.")
     p.add_argument("-i", "--interactive", action="store_true", help="Keep prompting after the first turn.")
-    p.add_argument("--db", type=database_argument, metavar="PATH|URL", help=DB_HELP)
+    _db_option(p)
     p.add_argument("-y", "--yes", action="store_true",
                    help="Allow each permission ask once and take each question's first option.")
     p.add_argument("--no", action="store_true", help="Reject each permission ask and dismiss each question.")
@@ -507,8 +541,13 @@ def _root_parser() -> argparse.ArgumentParser:
                       help="Show the installed version and exit.")
     subparsers = root.add_subparsers(title="commands", metavar="COMMAND")
     for name, (function, _arguments) in COMMANDS.items():
-        subparsers.add_parser(name, help=(function.__doc__ or "").partition("\n")[0], add_help=False)
+        subparsers.add_parser(name, help=summary(function.__doc__), add_help=False)
     return root
+
+
+def summary(doc: str | None) -> str:
+    """A command's one-line summary: the first paragraph of its docstring, whole (a sentence may wrap)."""
+    return " ".join((doc or "").split("\n\n")[0].split())
 
 
 def _version() -> str:
@@ -536,12 +575,12 @@ def _parse(name: str, args: list[str]) -> dict[str, Any]:
     mishandles `--`)."""
     parser = _command_parser(name)
     if name != "run":
-        return vars(parser.parse_args(args))
+        return _checked(parser, vars(parser.parse_args(args)))
     rest: list[str] = []
     if "--" in args:
         split = args.index("--")
         args, rest = args[:split], args[split + 1:]
-    options = vars(parser.parse_intermixed_args(args))
+    options = _checked(parser, vars(parser.parse_intermixed_args(args)))
     options["message"] = [*options["message"], *rest]
     return options
 
@@ -565,7 +604,7 @@ def dispatch(argv: Sequence[str]) -> int:
                                          **PARSER_OPTIONS)
         parser.add_argument("-h", "--help", action="help", help=HELP_HELP)
         arguments(parser)
-        return function(**vars(parser.parse_args(rest)))
+        return function(**_checked(parser, vars(parser.parse_args(rest))))
     return COMMANDS[first][0](**_parse(first, args))
 
 

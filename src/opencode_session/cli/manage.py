@@ -145,15 +145,19 @@ def _money(cost: float) -> str:
     return f"${cost:,.4f}" if cost < 1 else f"${cost:,.2f}"
 
 
+UNANSWERED = "(no step)"  # the row of prompts no Step answered (their execution failed before one)
+
+
 def stats_table(stats: SessionStats, by: str) -> str:
     """Sessions, prompts, Steps, tokens and cost per model, day or agent, with the total; then the tools."""
     groups: list[tuple[str, StatsUsage]]
     if by == "day":
         groups, title = [(d.day, d) for d in stats.days], "day"
     elif by == "agent":
-        groups, title = [(a.agent, a) for a in stats.agents], "agent"
+        groups, title = [(a.agent or UNANSWERED, a) for a in stats.agents], "agent"
     else:
-        groups, title = [(f"{m.providerID}/{m.modelID}", m) for m in stats.models], "model"
+        groups, title = [(f"{m.providerID}/{m.modelID}" if m.providerID or m.modelID else UNANSWERED, m)
+                         for m in stats.models], "model"
     head = [title, "sessions", "prompts", "steps", "failed", "input", "output", "reasoning", "cache read",
             "cache write", "cost"]
 

@@ -232,6 +232,10 @@ def show_transcript(view: View, messages: list[dict[str, Any]]) -> None:
         kind = message.get("type")
         if kind == "user":
             view.user(prompt_text(message))
+        elif kind == "shell":  # a command the user ran in the session (`session.shell`), with its output
+            view.user(f"!{message.get('command', '')}")
+            for line in bounded_lines(message.get("output") or ""):
+                view.notice(f"  {line}")
         elif kind == "synthetic":
             view.notice(f"[context] {message.get('description') or message.get('text', '')[:SUMMARY_CHARS]}")
         elif kind == "compaction":

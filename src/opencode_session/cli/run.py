@@ -48,6 +48,7 @@ class RunRequest:
     yes: bool = False  # allow permission asks once and take questions' first options, without asking
     no: bool = False  # reject permission asks and dismiss questions, without asking
     command: str | None = None  # a custom command: `message` is then its arguments
+    created: bool = False  # set once this command made the session it works in
 
     @property
     def delivery(self) -> Literal["steer", "queue"]:
@@ -158,8 +159,10 @@ async def prepare_session(client: OpenCodeClient, request: RunRequest, say: Call
             raise StartupError(found.model_problem)
     model = model_ref(request.model) if request.model else None
     if session is None:
-        return await client.session.create(agent=request.agent, model=model,
-                                           location={"directory": str(request.directory)})
+        created = await client.session.create(agent=request.agent, model=model,
+                                              location={"directory": str(request.directory)})
+        request.created = True
+        return created
     if model is not None:
         await client.session.switch_model(session.id, model=model)
     if request.agent:
@@ -205,7 +208,12 @@ async def run_turn(client: OpenCodeClient, session_id: str, text: str, delivery:
         view.working(True)
         try:
             await turn.prompt(text, delivery)
-            return await turn.settled()
+            outcome = await turn.settled()
+            if outcome.status == "interrupted" and sink.declined and not (interrupts and interrupts.interrupting):
+                # stopped because the command declined what it could not ask (--no, or no terminal): a failure to
+                # report (exit 1), not the user's Ctrl-C (130)
+                return Outcome("failed", "permission.declined", f"declined by the command line ({sink.flag})")
+            return outcome
         finally:
             view.working(False)
             if reader is not None:
@@ -257,7 +265,22 @@ async def _run(request: RunRequest, view: View, interrupts: Interrupts) -> int:
         runtime = getattr(client, "runtime", None)
         if outcome.status != "interrupted" and runtime is not None:
             await runtime.settle_background(TITLE_GRACE)  # the session's title, if it is still being written
+        if outcome.status == "failed" and request.created and not await _answered(client, session.id):
+            # the session this run made holds nothing but the prompt no Step answered: leave none behind
+            await client.session.remove(session.id)
+            interrupts.say(f"session {session.id} removed: it holds nothing but the prompt")
         return exit_code(outcome)
+
+
+async def _answered(client: OpenCodeClient, session_id: str) -> bool:
+    """Whether any Step of the session began (an assistant message, even one that failed)."""
+    page = await client.session.messages(session_id, order="asc", limit=50)
+    while True:
+        if any(m.type == "assistant" for m in page.items):
+            return True
+        if page.next is None or not page.items:
+            return False
+        page = await client.session.messages(session_id, cursor=page.next)
 
 
 def execute(request: RunRequest) -> int:

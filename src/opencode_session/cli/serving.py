@@ -50,6 +50,13 @@ async def log_failed_executions(runtime: Runtime, say: Say) -> None:
                     say(f"session {record.data.sessionID} failed: {error.type}: {error.message}")
 
 
+def no_model_line(problem: str | None) -> str:
+    """Why no model will answer, in one short line naming how to configure one (every prompt fails until then)."""
+    first = (problem or "No model is configured").split(". ")[0].rstrip(".")
+    return (f'none: {first}; every prompt will fail until opencode.json sets "model": "provider/model"'
+            " (`ocs models` lists the models and what each needs)")
+
+
 def serve(request: ServeRequest, say: Say = say_stderr) -> int:
     env = os.environ
     if request.log_format == "json":
@@ -74,7 +81,7 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
         say(f"  database      {runtime.store.path}")
         say(f"  directory     {directory}")
         say(f"  config        {found.config_files}")
-        say(f"  model         {found.model or 'none: ' + (found.model_problem or '')}")
+        say(f"  model         {found.model or no_model_line(found.model_problem)}")
         say(f"  auth          {auth_line(env)}")
         say(f"  metrics       {url}/metrics")
         say(f"  traces        {tracing_line()}")

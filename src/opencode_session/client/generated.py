@@ -1977,17 +1977,28 @@ class SessionGroup:
             options=options,
         )
 
-    async def wait(self, session_id: str, *, options: CallOptions | None = None) -> None:
+    async def wait(
+        self,
+        session_id: str,
+        *,
+        outcome: bool | None = None,
+        options: CallOptions | None = None,
+    ) -> None:
         """Wait for session.
 
         Wait for a session agent loop to become idle.
 
         `POST /api/session/{sessionID}/wait` (v2.session.wait). Declared errors: InvalidRequestError
         (400), UnauthorizedError (401), ForbiddenError (403), SessionNotFoundError (404),
-        InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429),
-        ServiceUnavailableError (503).
+        InvalidRequestError (413), InvalidRequestError (415), SessionExecutionFailedError (422),
+        TooManyAttemptsError (429), ServiceUnavailableError (503).
         """
-        await self._client._call("v2.session.wait", path={"sessionID": session_id}, options=options)
+        await self._client._call(
+            "v2.session.wait",
+            path={"sessionID": session_id},
+            query={"outcome": outcome},
+            options=options,
+        )
 
 
 class SkillGroup:

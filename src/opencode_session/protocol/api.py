@@ -33,6 +33,7 @@ from opencode_session.schema.errors import (
     QuestionNotFoundError,
     ServiceUnavailableError,
     SessionBusyError,
+    SessionExecutionFailedError,
     SessionNotFoundError,
     UnknownError,
 )
@@ -222,6 +223,13 @@ class SessionMessagesQuery(Struct):
 
 class SessionEventsQuery(Struct):
     after: Seq | None = None
+
+
+class SessionWaitQuery(Struct):
+    outcome: QueryBool | None = Field(
+        None, description="Also say how the latest execution ended: 204 when it succeeded or was interrupted (or none"
+        " ran), SessionExecutionFailedError (422) with its error when it failed. Without it, always 204 (OpenCode's"
+        " contract).")
 
 
 class SessionLogQuery(Struct):
@@ -661,6 +669,8 @@ _LOCATION = Refusal(InvalidRequestError, "location.directory",
 _DIRECTORY_FILTER = Refusal(InvalidRequestError, "directory", "the directory is a path this machine cannot look up")
 _MODEL = Refusal(InvalidRequestError, "model",
                  "the model is not declared under its provider in the configuration of the session's location")
+_AGENT = Refusal(InvalidRequestError, "agent",
+                 "the agent is not configured at the session's location (or its configuration cannot be read)")
 _CURSOR = Refusal(InvalidCursorError, None,
                   "the cursor is not one this server issued for this list, or comes with the query parameters it"
                   " replaces")
@@ -726,7 +736,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         success=SessionV2Info,
         unwrap_data=True,
         errors=_SESSION_404,
-        refusals=(_LOCATION, _MODEL),
+        refusals=(_LOCATION, _MODEL, _AGENT),
         provides=(("sessionID", "/data/id"),),
     ),
     Endpoint(
@@ -776,9 +786,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         body=SessionSwitchAgentBody,
         success_status=204,
         errors=_SESSION_404,
-        refusals=(Refusal(InvalidRequestError, "agent",
-                          "the agent is not configured at the session's location (or its configuration cannot be"
-                          " read)"),),
+        refusals=(_AGENT,),
     ),
     Endpoint(
         operation_id="v2.session.switchModel",
@@ -815,8 +823,9 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         summary="Wait for session",
         description="Wait for a session agent loop to become idle.",
         path_params=SessionPath,
+        query=SessionWaitQuery,
         success_status=204,
-        errors=(SessionNotFoundError, ServiceUnavailableError),
+        errors=(SessionNotFoundError, SessionExecutionFailedError, ServiceUnavailableError),
         waits=True,
     ),
     Endpoint(

@@ -172,6 +172,17 @@ class SessionBusyError(TaggedError):
         return f"Session is busy: {self.values['sessionID']}"
 
 
+class SessionExecutionFailedError(TaggedError):
+    """The session's latest execution failed (`type` and `message` are its error, as the log's
+    `session.execution.failed` has them): what `wait` answers when asked for the outcome."""
+
+    status = 422
+    fields = ("sessionID", "type")
+
+    def default_message(self) -> str:
+        return f"The execution of session {self.values['sessionID']} failed: {self.values['type']}"
+
+
 class TooManyAttemptsError(TaggedError):
     """A client that sent too many wrong passwords in a row: no password of it is judged for `retryAfter` seconds."""
 

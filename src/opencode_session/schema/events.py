@@ -583,9 +583,10 @@ class CompactionFailed(Struct):
     inputID: MessageID | None = None
 
 
-@durable("session.usage.recorded", public=False)
+@durable("session.usage.recorded")
 class UsageRecorded(Struct):
-    """Usage of a model call that is not a Step (a compaction summary)."""
+    """Usage of a model call that is not a Step (a compaction summary). Served in the log like every durable event
+    after the session's creation, so its numbering has no holes (OpenCode keeps it internal, leaving a gap)."""
 
     sessionID: SessionID
     source: Literal["title", "compaction"]

@@ -19,7 +19,8 @@ class StatsUsage(Struct):
     """What a set of Steps used: their number (`failed`: ended with an error), tokens and cost."""
 
     sessions: int = Field(ge=0, description="Sessions with a prompt or a Step in the range.")
-    prompts: int = Field(ge=0, description="User prompts delivered in the range.")
+    prompts: int = Field(ge=0, description="User prompts delivered in the range (per model or agent: those its Steps"
+                                           " answered first).")
     steps: int = Field(ge=0, description="Model Steps started in the range.")
     failed: int = Field(ge=0, description="Of those Steps, the ones that ended with an error.")
     tokens: Tokens
@@ -27,11 +28,16 @@ class StatsUsage(Struct):
 
 
 class StatsModel(StatsUsage):
+    """A model's Steps and the prompts they answered first (empty IDs: the prompts no Step answered); the models'
+    rows add up to the total, as the agents' do."""
+
     providerID: str
     modelID: str
 
 
 class StatsAgent(StatsUsage):
+    """An agent's Steps and the prompts they answered first (an empty name: the prompts no Step answered)."""
+
     agent: str
 
 

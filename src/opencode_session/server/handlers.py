@@ -93,10 +93,16 @@ from ..protocol.api import (
     SessionSyntheticBody,
     SessionUpdateBody,
     SessionViewBody,
+    SessionWaitQuery,
     SkillList,
 )
 from ..schema.catalog import ModelList, ProviderAnswer, ProviderList
-from ..schema.errors import InvalidRequestError, ProviderNotFoundError, ServiceUnavailableError
+from ..schema.errors import (
+    InvalidRequestError,
+    ProviderNotFoundError,
+    ServiceUnavailableError,
+    SessionExecutionFailedError,
+)
 from ..schema.events import EventRecord, GlobalDisposed, LogSynced, ServerConnected, SyntheticInputData
 from ..schema.ids import SessionID, event_id
 from ..schema.input import SessionInputAdmitted
@@ -272,18 +278,27 @@ def _execution(rt: Runtime) -> Any:
 
 
 @op("v2.session.wait")
-async def session_wait(rt: Runtime, call: Call[SessionPath, None, None]) -> None:
-    await rt.sessions.require(call.path.sessionID)
+async def session_wait(rt: Runtime, call: Call[SessionPath, SessionWaitQuery, None]) -> None:
+    await _until_idle(rt, call.path.sessionID, call.shutdown)
+    if call.query.outcome:
+        failure = await rt.sessions.execution_failure(call.path.sessionID)
+        if failure is not None:
+            raise SessionExecutionFailedError(failure.message, sessionID=call.path.sessionID, type=failure.type)
+
+
+async def _until_idle(rt: Runtime, session_id: str, shutdown: anyio.Event) -> None:
+    """Once the session is idle (ServiceUnavailableError when the server shuts down first)."""
+    await rt.sessions.require(session_id)
     execution = _execution(rt)
     async with anyio.create_task_group() as tg:
         async def _stop_on_shutdown() -> None:
-            await call.shutdown.wait()
+            await shutdown.wait()
             tg.cancel_scope.cancel()
 
         tg.start_soon(_stop_on_shutdown)
-        await execution.wait(call.path.sessionID)
+        await execution.wait(session_id)
         tg.cancel_scope.cancel()
-    if call.shutdown.is_set():
+    if shutdown.is_set():
         raise ServiceUnavailableError("The server is shutting down", service="execution")
 
 
@@ -331,7 +346,7 @@ async def session_shell(rt: Runtime, call: Call[SessionPath, None, SessionShellB
 async def session_resume(rt: Runtime, call: Call[SessionPath, None, None]) -> None:
     await rt.sessions.require(call.path.sessionID)
     _execution(rt).wake(call.path.sessionID, force=True)
-    await session_wait(rt, call)
+    await _until_idle(rt, call.path.sessionID, call.shutdown)
 
 
 @op("v2.session.generate")

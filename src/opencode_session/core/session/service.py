@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 
 from ...schema import events as ev
-from ...schema.common import LocationRef, ModelRef
+from ...schema.common import LocationRef, ModelRef, SessionErrorInfo
 from ...schema.errors import (
     ConflictError,
     InvalidCursorError,
@@ -120,6 +120,8 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         if location is not None and not loc.directory.is_dir():
             raise InvalidRequestError(f"Location directory does not exist: {location.directory}", kind="body",
                                       field="location.directory")
+        if agent is not None:
+            await self._require_agent_at(loc, agent)
         if model is not None:
             await self._require_declared(loc, model)
         sid = id or new_session_id()
@@ -165,11 +167,28 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
     async def require(self, session_id: str) -> None:
         await self.get(session_id)
 
+    async def execution_failure(self, session_id: str) -> SessionErrorInfo | None:
+        """The error of the session's latest execution when it failed (None: it succeeded or was interrupted, or
+        none ended yet); an unknown session is SessionNotFoundError."""
+        ended = tuple(ev.definition_for(t).stored_type
+                      for t in (ev.ExecutionSucceeded, ev.ExecutionFailed, ev.ExecutionInterrupted))
+
+        def _latest(reader: Reader) -> SessionErrorInfo | None:
+            require_session(reader, session_id)
+            record = reader.events.latest_of_types(session_id, ended)
+            return record.data.error if record is not None and isinstance(record.data, ev.ExecutionFailed) else None
+
+        return await self.store.read(_latest)
+
     async def require_agent(self, session_id: str, agent: str) -> None:
         """An agent the configuration at the session's Location does not know is a bad request now (before a
         switch to it), not a failed execution later; an unknown session is SessionNotFoundError."""
         session = await self.get(session_id)
-        location = resolve_location(session.location.directory, session.location.workspaceID)
+        await self._require_agent_at(resolve_location(session.location.directory, session.location.workspaceID),
+                                     agent)
+
+    async def _require_agent_at(self, location: Location, agent: str) -> None:
+        """An agent the configuration at `location` does not know is a bad request (400 on `agent`)."""
         try:
             resolve_agent(await self.config.at(location), agent)
         except ConfigError as bad:

@@ -99,9 +99,8 @@ async def session_stats(store: Store, *, start: int | None = None, end: int | No
         range=StatsRange(from_=start, to=end, timezone=timezone or "UTC"),
         created=created,
         total=StatsUsage(**_usage(total[0] if total else None)),
-        models=[StatsModel(providerID=str(r.key[0]), modelID=str(r.key[1]), **_usage(r))
-                for r in models],
-        agents=[StatsAgent(agent=str(r.key[0]), **_usage(r)) for r in agents],
+        models=[StatsModel(providerID=r.key[0] or "", modelID=r.key[1] or "", **_usage(r)) for r in models],
+        agents=[StatsAgent(agent=r.key[0] or "", **_usage(r)) for r in agents],
         days=[StatsDay(day=(epoch + dt.timedelta(days=int(r.key[0]))).isoformat(), **_usage(r))
               for r in days],
         tools=None if used is None else [StatsTool(tool=t, calls=c, failures=f) for t, c, f in used],

@@ -139,6 +139,10 @@ class EventReads(Protocol):
         """The aggregate's events of these stored types with `after` < seq <= `through`, in order."""
         ...
 
+    def latest_of_types(self, aggregate_id: str, types: tuple[str, ...]) -> EventRecord | None:
+        """The aggregate's newest event of these stored types, if any."""
+        ...
+
     def from_position(self, position: int, limit: int) -> list[tuple[int, EventRecord]]:
         """At most `limit` events committed after store position `position`, oldest first, with their positions.
         Positions are commit-ordered: an event committed later has a larger position, whoever wrote it."""

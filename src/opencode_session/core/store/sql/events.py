@@ -66,6 +66,12 @@ class SqlEvents:
             f" ({', '.join('?' * len(types))}) ORDER BY seq", (aggregate_id, after, through, *types)).fetchall()
         return [_decode(row) for row in rows]
 
+    def latest_of_types(self, aggregate_id: str, types: tuple[str, ...]) -> EventRecord | None:
+        row = self.conn.execute(
+            f"SELECT * FROM event WHERE aggregate_id = ? AND type IN ({', '.join('?' * len(types))})"
+            " ORDER BY seq DESC LIMIT 1", (aggregate_id, *types)).fetchone()
+        return None if row is None else _decode(row)
+
     def from_position(self, position: int, limit: int) -> list[tuple[int, EventRecord]]:
         rows = self.conn.execute(
             "SELECT rowid AS position, * FROM event WHERE rowid > ? ORDER BY rowid LIMIT ?", (position, limit)

@@ -27,8 +27,9 @@ _ACTIVE_OF_PERIOD = ("session_usage_active", "session_id, time_created")
 _ACTIVE_OF_ROWS = ("session_usage", "session_id, time_created")
 _STEPS_OF_PERIOD = ("session_usage_period", f"session_id, {_KEYS_OF_PERIOD}")
 _STEPS_OF_ROWS = ("session_usage", "session_id, provider, model, agent")
-# Four groupings in one statement each: the total, per model and per agent (Steps only: a prompt has neither), per
-# local day; of the sums, and of the sessions.
+# Four groupings in one statement each: the total, per model and per agent (a prompt counts for the first Step that
+# answered it; one no Step answered has neither: its row's model or agent is NULL), per local day; of the sums, and of
+# the sessions.
 _SUMS = (
     "sum(CASE WHEN type = 'user' THEN n ELSE 0 END), sum(CASE WHEN type = 'assistant' THEN n ELSE 0 END),"
     " sum(failed), coalesce(sum(input), 0), coalesce(sum(output), 0), coalesce(sum(reasoning), 0),"
@@ -46,8 +47,8 @@ _SESSIONS_GROUPED = " UNION ALL ".join((
 def _grouped(values: str) -> str:
     return " UNION ALL ".join((
         f"SELECT 'total', NULL, NULL, {values} FROM m",
-        f"SELECT 'model', provider, model, {values} FROM m WHERE type = 'assistant' GROUP BY provider, model",
-        f"SELECT 'agent', agent, NULL, {values} FROM m WHERE type = 'assistant' GROUP BY agent",
+        f"SELECT 'model', provider, model, {values} FROM m GROUP BY provider, model",
+        f"SELECT 'agent', agent, NULL, {values} FROM m GROUP BY agent",
         f"SELECT 'day', CAST(day AS TEXT), NULL, {values} FROM m GROUP BY day",
     ))
 

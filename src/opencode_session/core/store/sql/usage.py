@@ -1,6 +1,7 @@
 """The usage projection: a row per prompt and per Step (session_usage: its time, agent, model, tokens, cost, whether
-it failed) and per settled tool call (session_usage_tool), written beside the messages they are read from, which
-usage statistics count instead of parsing each message's JSON."""
+it failed; a prompt's agent and model are those of the first Step that answered it) and per settled tool call
+(session_usage_tool), written beside the messages they are read from, which usage statistics count instead of parsing
+each message's JSON."""
 
 from __future__ import annotations
 
@@ -64,6 +65,15 @@ def step_row(session_id: str, message: dict[str, Any]) -> tuple[Any, ...]:
             float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else 0.0)
 
 
+# A prompt counts for the agent and model of the first Step that answers it: the Step's row, when first written,
+# gives them to the session's prompts no Step answered yet (the usage triggers move their sums). A prompt no Step
+# answered (its execution failed first) keeps neither.
+_ANSWERED = (
+    "UPDATE session_usage SET agent = ?, provider = ?, model = ? WHERE session_id = ? AND type = 'user'"
+    " AND agent IS NULL AND provider IS NULL AND model IS NULL"
+)
+
+
 class SqlUsage:
     """Writes the usage projection of one message (its numbers are read back by `SqlStats`)."""
 
@@ -75,9 +85,14 @@ class SqlUsage:
         parts); a tool call no longer settled leaves. Nothing for a message statistics do not count."""
         if message.get("type") not in COUNTED:
             return
-        self.conn.execute(_UPSERT, (*step_row(session_id, message), session_id))
+        row = step_row(session_id, message)
+        first = message["type"] == "assistant" and self.conn.execute(
+            "SELECT 1 FROM session_usage WHERE message_id = ?", (message["id"],)).fetchone() is None
+        self.conn.execute(_UPSERT, (*row, session_id))
         if message["type"] != "assistant":
             return
+        if first:
+            self.conn.execute(_ANSWERED, (row[4], row[5], row[6], session_id))
         created = message["time"]["created"]
         settled: list[tuple[Any, ...]] = []
         unsettled: list[tuple[Any, ...]] = []
