@@ -26,8 +26,10 @@ VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / "python"
 STAMP = VENV / ".lock-stamp"
-# pytest-xdist workers for `test`: measured on a 2-core machine (docs/testing.md); an `-n` given to `test` wins
-TEST_WORKERS = "3"
+# pytest-xdist workers for `test` and for `test --fast`, measured on a 2-core machine (docs/testing.md): the whole
+# suite waits on processes a third of its time, which a third worker fills; the fast part mostly computes. An `-n`
+# given to `test` wins.
+TEST_WORKERS, FAST_WORKERS = "3", "2"
 
 
 def _lock_digest() -> str:
@@ -96,7 +98,7 @@ def run_tests(args: list[str]) -> int:
         ensure_chromium()
     pytest = [str(PY), "-m", "pytest"]
     if not any(a.startswith(("-n", "--numprocesses")) or a == "no:xdist" for a in args):
-        pytest += ["-n", TEST_WORKERS, "--dist", "loadscope"]
+        pytest += ["-n", FAST_WORKERS if fast else TEST_WORKERS, "--dist", "loadscope"]
     if not any(a.startswith("--durations") for a in args):
         pytest.append("--durations=20")
     if fast:
