@@ -10,7 +10,6 @@ continuation an hour. `bench/bench_failures_in_a_row.py` runs the same sequence 
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import os
 import random
@@ -108,11 +107,24 @@ async def _owned_by(client: OpenCodeClient, sids: list[str], host: str) -> list[
     return [sid for sid in sids if (await client.session.owner(sid)).host == host]
 
 
-async def _lost_and_continued(observer: OpenCodeClient, sids: list[str], since: float) -> list[float]:
-    """Each session's delay (s) from `since` to its continuation on another host."""
-    with anyio.fail_after(TTL_MS / 1000 + 30):  # (a guard: the delays are asserted below)
-        started = await asyncio.gather(*(_continued_after(observer, sid, since) for sid in sids))
-    return [(at - since) / 1000 for at in started]
+async def _lost_and_continued(observer: OpenCodeClient, sids: list[str], since: float,
+                              cluster: Cluster) -> list[float]:
+    """Each session's delay (s) from `since` to its continuation on another host. Past the guard it fails saying
+    which sessions were not continued, who holds their leases, and what each host said last."""
+    started: dict[str, float] = {}
+
+    async def one(sid: str) -> None:
+        started[sid] = await _continued_after(observer, sid, since)
+
+    with anyio.move_on_after(TTL_MS / 1000 + 30):  # (a guard: the delays are asserted below)
+        async with anyio.create_task_group() as tg:
+            for sid in sids:
+                tg.start_soon(one, sid)
+    if len(started) < len(sids):
+        waiting = {sid: await observer.session.owner(sid) for sid in sids if sid not in started}
+        said = {host.url: host.stderr_lines[-12:] for host in cluster.hosts}
+        raise AssertionError(f"not continued: {waiting}; the hosts said: {said}")
+    return [(started[sid] - since) / 1000 for sid in sids]
 
 
 def _said(host: ServerProcess, text: str, count: int, timeout: float) -> bool:
@@ -157,7 +169,7 @@ async def test_a_kill_a_restart_and_a_pause_in_a_row_lose_no_session_and_leave_o
     killed.stop(signal.SIGKILL)
     at = time.time() * 1000
     mark("killed")
-    first = await _lost_and_continued(observer, lost, at)
+    first = await _lost_and_continued(observer, lost, at, cluster)
     mark("continued after kill")
     restarted = cluster.start()
     clients[id(restarted)] = OpenCodeClient(restarted.url)
@@ -175,7 +187,7 @@ async def test_a_kill_a_restart_and_a_pause_in_a_row_lose_no_session_and_leave_o
     at = time.time() * 1000
     mark("paused")
     try:
-        second = await _lost_and_continued(watcher, lost, at)
+        second = await _lost_and_continued(watcher, lost, at, cluster)
         await anyio.sleep(rng.uniform(0, 0.5))  # a timer: how much longer the pause lasts
     finally:
         paused.proc.send_signal(signal.SIGCONT)
