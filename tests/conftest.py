@@ -20,7 +20,7 @@ SLOW = ("cli", "cluster", "ui", "api/test_opencode_run_attach.py", "api/test_ope
         "api/test_opencode_v1_bus.py", "api/test_opencode_sdk_scope.py", "api/test_integrations.py",
         "api/test_session_management.py", "test_packaging.py", "test_schemathesis.py", "test_mcp.py",
         "test_mcp_lifetime.py", "test_continuation.py", "test_restart.py", "test_undo_restart.py", "test_startup.py",
-        "test_subagents.py", "security/test_terminal_socket.py",
+        "test_subagents.py", "security/test_terminal_socket.py", "security/test_throttle.py",
         "test_readme.py", "security/test_connections.py", "security/test_child_secrets.py",
         "security/test_data_at_rest.py")
 
