@@ -15,7 +15,8 @@ from tests.support.server import start_server
 
 TESTS = Path(__file__).resolve().parent
 # Whole folders and modules whose tests start processes (`ocs`, several hosts, a browser, OpenCode's own clients, a
-# fresh venv, servers killed and restarted) or run a fuzzer for a minute: `python3 run.py test --fast` leaves them out.
+# fresh venv, servers killed and restarted), run a fuzzer for a minute or wait out timers: `python3 run.py test --fast`
+# leaves them out.
 SLOW = ("cli", "cluster", "ui", "api/test_opencode_run_attach.py", "api/test_opencode_tui.py",
         "api/test_opencode_v1_bus.py", "api/test_opencode_sdk_scope.py", "api/test_integrations.py",
         "api/test_session_management.py", "test_packaging.py", "test_schemathesis.py", "test_mcp.py",
