@@ -7,7 +7,6 @@ continuation nor a failure. On a real PostgreSQL store, each host an Ownership o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import anyio
 import psycopg
@@ -31,17 +30,10 @@ from opencode_session.schema import events as ev
 from opencode_session.schema import session_errors
 from opencode_session.schema.common import LocationRef, SessionErrorInfo
 from opencode_session.schema.session import SessionTime, SessionV2Info
-from tests.support.postgres import fresh_schema
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
 TTL_MS = 3000
-
-
-@pytest.fixture
-def url() -> Iterator[str]:
-    with fresh_schema() as made:
-        yield made
 
 
 async def _session(store: Store, sid: str) -> None:

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import json
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,45 +15,14 @@ import anyio
 import pytest
 
 from opencode_session.client import OpenCodeClient, PermissionNotFoundError
+from tests.support.cluster import Cluster, durable_log
 from tests.support.postgres import fresh_schema
-from tests.support.server import ServerProcess, isolated_env, start_server
-from tests.support.tool_model import ToolModel, config
+from tests.support.server import ServerProcess
+from tests.support.tool_model import ToolModel
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 
 TTL_MS = 3000
-
-
-class Cluster:
-    def __init__(self, root: Path, url: str, model: ToolModel) -> None:
-        self.root, self.url, self.model = root, url, model
-        self.env = isolated_env(root, OCS_LEASE_TTL_MS=str(TTL_MS), OCS_RETRY_BASE_DELAY_MS="50")
-        self.configure()
-        self.work = root / "work"
-        self.work.mkdir(exist_ok=True)
-        self.hosts: list[ServerProcess] = []
-
-    def configure(self, bash: str = "allow") -> None:
-        (self.root / "config" / "opencode").mkdir(parents=True, exist_ok=True)
-        (self.root / "config" / "opencode" / "opencode.json").write_text(json.dumps(config(self.model.base_url, bash)))
-
-    def start(self, count: int) -> list[ServerProcess]:
-        for _ in range(count):
-            self.hosts.append(start_server(self.root, env=self.env, db=self.url, workdir=self.work))
-        return self.hosts
-
-    def runs(self) -> collections.Counter[str]:
-        log = self.work / "runs.log"
-        return collections.Counter(log.read_text().split()) if log.exists() else collections.Counter()
-
-    def stop(self) -> None:
-        for host in self.hosts:
-            if host.proc.poll() is None:
-                host.proc.send_signal(signal.SIGCONT)  # a paused one first wakes up, then stops
-            try:
-                host.stop(timeout=15)
-            except subprocess.TimeoutExpired:
-                host.stop(signal.SIGKILL)  # never leave a host behind, whatever the test did to it
 
 
 @pytest.fixture
@@ -63,7 +30,7 @@ def cluster(tmp_path) -> Iterator[Cluster]:
     with fresh_schema() as url:
         model = ToolModel()
         model.start()
-        made = Cluster(tmp_path, url, model)
+        made = Cluster(tmp_path, url, model, TTL_MS)
         try:
             yield made
         finally:
@@ -71,20 +38,15 @@ def cluster(tmp_path) -> Iterator[Cluster]:
             model.stop()
 
 
-async def _log(client: OpenCodeClient, sid: str) -> list[tuple[int, str, str]]:
-    return [(e.durable.seq, e.id, e.type) async for e in client.session.log(sid, follow=False)
-            if e.type != "log.synced"]
-
-
 async def _types(client: OpenCodeClient, sid: str) -> list[str]:
-    return [kind for _, _, kind in await _log(client, sid) if kind != "session.title.updated"]
+    return [kind for _, _, kind in await durable_log(client, sid) if kind != "session.title.updated"]
 
 
 async def test_sessions_prompted_through_any_host_run_once_and_read_the_same_everywhere(cluster):
     # (a lease long enough that a host starved of CPU by a loaded machine keeps its sessions: takeovers have tests
     # of their own; should one happen here all the same, its session is held to what a takeover promises)
     cluster.env["OCS_LEASE_TTL_MS"] = "15000"
-    hosts = cluster.start(3)
+    hosts = [cluster.start() for _ in range(3)]
     clients = [OpenCodeClient(h.url) for h in hosts]
     count = 200
     gate = asyncio.Semaphore(40)
@@ -106,7 +68,7 @@ async def test_sessions_prompted_through_any_host_run_once_and_read_the_same_eve
         commands = [e.data.input.get("command", "") async for e in clients[0].session.log(sid, follow=False)
                     if e.type == "session.tool.called"]
         assert all(f"echo m{n} >>" in c for c in commands), (n, sid, commands)
-        logs = [await _log(client, sid) for client in clients]
+        logs = [await durable_log(client, sid) for client in clients]
         assert logs[0] == logs[1] == logs[2]  # the same log from every host
         types = [kind for _, _, kind in logs[0]]
         owner = await clients[0].session.owner(sid)
@@ -143,7 +105,7 @@ async def _busy(cluster: Cluster, owner: OpenCodeClient, count: int) -> list[str
 
 
 async def test_a_killed_owners_busy_sessions_continue_on_another_host_within_the_lease(cluster):
-    first, second = cluster.start(2)
+    first, second = cluster.start(), cluster.start()
     a, b = OpenCodeClient(first.url), OpenCodeClient(second.url)
     sids = await _busy(cluster, a, 20)
     owners = {(await b.session.owner(sid)).host for sid in sids}
@@ -175,26 +137,26 @@ async def test_a_killed_owners_busy_sessions_continue_on_another_host_within_the
 
 
 async def test_a_paused_former_owner_writes_nothing_when_it_resumes(cluster):
-    first, second = cluster.start(2)
+    first, second = cluster.start(), cluster.start()
     a, b = OpenCodeClient(first.url), OpenCodeClient(second.url)
     (sid,) = await _busy(cluster, a, 1)
     first.proc.send_signal(signal.SIGSTOP)
     with anyio.fail_after(60):
         await b.session.wait(sid)  # b took it over once a's lease expired, and finished it
-    before = await _log(b, sid)
+    before = await durable_log(b, sid)
     assert cluster.runs() == collections.Counter({"b0": 1})
     first.proc.send_signal(signal.SIGCONT)
     cluster.model.release.set()  # the answer a was waiting for arrives: it would call the tool again
     with anyio.fail_after(30):
         await anyio.to_thread.run_sync(first.wait_for_stderr, "taken over by another host", 30)
-    assert await _log(b, sid) == before == await _log(a, sid)
+    assert await durable_log(b, sid) == before == await durable_log(a, sid)
     assert cluster.runs() == collections.Counter({"b0": 1})
     await a.aclose()
     await b.aclose()
 
 
 async def test_a_prompt_and_an_interrupt_through_another_host_reach_the_owner(cluster):
-    first, second = cluster.start(2)
+    first, second = cluster.start(), cluster.start()
     a, b = OpenCodeClient(first.url), OpenCodeClient(second.url)
     (sid,) = await _busy(cluster, a, 1)
     owner = await b.session.owner(sid)
@@ -204,14 +166,14 @@ async def test_a_prompt_and_an_interrupt_through_another_host_reach_the_owner(cl
     with anyio.fail_after(60):
         await b.session.wait(sid)
     assert cluster.runs() == collections.Counter({"b0": 1, "queued": 1})
-    types = [kind for _, _, kind in await _log(a, sid)]
+    types = [kind for _, _, kind in await durable_log(a, sid)]
     assert types.count("session.execution.started") == 1  # one busy period on the owner took both prompts
     assert sid not in await b.session.active()
 
     cluster.model.release.clear()
     (held,) = await _busy(cluster, a, 1)
     await b.session.interrupt(held)  # returns once the owner recorded the interruption
-    types = [kind for _, _, kind in await _log(b, held)]
+    types = [kind for _, _, kind in await durable_log(b, held)]
     assert types[-1] == "session.execution.interrupted"
     assert (await b.session.owner(held)).host is None
     assert cluster.runs() == collections.Counter({"b0": 1, "queued": 1})  # the interrupted call never ran
@@ -221,7 +183,7 @@ async def test_a_prompt_and_an_interrupt_through_another_host_reach_the_owner(cl
 
 async def test_a_permission_reply_through_another_host_reaches_the_host_that_asked(cluster):
     cluster.configure(bash="ask")
-    first, second = cluster.start(2)
+    first, second = cluster.start(), cluster.start()
     a, b = OpenCodeClient(first.url), OpenCodeClient(second.url)
     sid = (await a.session.create()).id
     stream = a.event.subscribe()  # the ask is a live event of the host that asked
@@ -247,7 +209,7 @@ async def test_a_permission_reply_through_another_host_reaches_the_host_that_ask
 
 async def test_over_its_resume_budget_a_taken_over_session_waits_idle_with_host_lost(cluster):
     cluster.env["OCS_RESUME_BUDGET"] = "0/1"
-    first, second = cluster.start(2)
+    first, second = cluster.start(), cluster.start()
     a, b = OpenCodeClient(first.url), OpenCodeClient(second.url)
     (sid,) = await _busy(cluster, a, 1)
     first.stop(signal.SIGKILL)
@@ -291,7 +253,7 @@ async def test_a_paused_owner_mid_tool_sends_nothing_and_runs_nothing_once_taken
     # a transaction open, a lease renewal's row lock held, and the other host's takeover of that row waited for ever.
     # The server now ends a stopped host's transaction a third of a lease after its last statement
     # (idle_in_transaction_session_timeout); test_sweep.py leaves such a transaction open on purpose.)
-    first, second = cluster.start(2)
+    first, second = cluster.start(), cluster.start()
     a, b = OpenCodeClient(first.url), OpenCodeClient(second.url)
     cluster.model.tool_hold = "released"
     count = 10

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import psycopg
 import pytest
@@ -16,19 +16,12 @@ from opencode_session.core.execution.ownership import Ownership
 from opencode_session.core.session.projector import project
 from opencode_session.core.store import Lease, Store
 from opencode_session.core.store.postgres import PostgresBackend
-from tests.support.postgres import fresh_schema
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
 TTL_MS = 3000
 HOSTS = 4
 SESSIONS = 40
-
-
-@pytest.fixture
-def url() -> Iterator[str]:
-    with fresh_schema() as made:
-        yield made
 
 
 @contextlib.asynccontextmanager

@@ -5,7 +5,6 @@ changed hands stops it (nothing is sent). On a real PostgreSQL store, with the h
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
@@ -16,17 +15,10 @@ from opencode_session.core.store.postgres import PostgresBackend
 from opencode_session.schema import events as ev
 from opencode_session.schema.common import LocationRef
 from opencode_session.schema.session import SessionTime, SessionV2Info
-from tests.support.postgres import fresh_schema
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
 TTL_MS = 3000
-
-
-@pytest.fixture
-def url() -> Iterator[str]:
-    with fresh_schema() as made:
-        yield made
 
 
 class Clock:

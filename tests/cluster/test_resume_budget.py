@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import anyio
@@ -24,18 +24,11 @@ from opencode_session.core.store.postgres import PostgresBackend
 from opencode_session.schema import events as ev
 from opencode_session.schema.common import LocationRef
 from opencode_session.schema.session import SessionTime, SessionV2Info
-from tests.support.postgres import fresh_schema
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
 TTL_MS = 600
 SESSIONS = [f"ses_{n}" for n in range(8)]
-
-
-@pytest.fixture
-def url() -> Iterator[str]:
-    with fresh_schema() as made:
-        yield made
 
 
 @dataclass

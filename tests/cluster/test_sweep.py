@@ -143,3 +143,27 @@ async def test_a_paused_hosts_open_transaction_does_not_hold_the_sweep_back(url)
             await sweeper.stop()
     assert sorted(lease.session_id for lease, _, _ in taken) == SESSIONS
     assert max(when - expires[lease.session_id] for lease, _, when in taken) <= 1000
+
+
+async def test_a_lease_row_another_transaction_holds_does_not_hold_back_the_takeover_of_the_others(url):
+    """One expired lease's row is locked by a transaction the database does not end soon (a connection without the
+    hosts' time limits: an operator's psql, a stuck job): the sweep takes every other session over when its lease
+    expires, and that one once the lock goes, rather than failing the whole takeover behind one row."""
+    async with _owner(url, "host-s") as (_, sweeper), _owner(url, "host-d") as (_, dying):
+        leases = [await dying.take(sid) for sid in SESSIONS]  # (and it dies: nothing renews them)
+        expires = {lease.session_id: lease.expires for lease in leases if lease is not None}
+        holding = await asyncio.to_thread(psycopg.connect, url)
+        try:
+            await asyncio.to_thread(holding.execute, "SELECT 1 FROM session_lease WHERE session_id = %s FOR SHARE",
+                                    (SESSIONS[0],))
+            mine = Takeovers("host-s")
+            sweeper.sweep(mine)
+            others = await _all_taken([mine], [0], len(SESSIONS) - 1)
+            assert sorted(lease.session_id for lease, _, _ in others) == SESSIONS[1:]
+            assert max(when - expires[lease.session_id] for lease, _, when in others) <= 1000
+            await asyncio.to_thread(holding.rollback)
+            last = await _all_taken([mine], [len(others)], 1)
+            assert [lease.session_id for lease, _, _ in last] == SESSIONS[:1]
+        finally:
+            await asyncio.to_thread(holding.close)
+            await sweeper.stop()

@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
+
 from opencode_session.client import OpenCodeClient
 from tests.support.server import ServerProcess, isolated_env, start_server
 from tests.support.tcp_proxy import TcpProxy
@@ -32,12 +34,16 @@ class Cluster:
     def __init__(self, root: Path, url: str, model: ToolModel, ttl_ms: int, **env: str) -> None:
         self.root, self.url, self.model, self.ttl_ms = root, url, model, ttl_ms
         self.env = isolated_env(root, OCS_LEASE_TTL_MS=str(ttl_ms), OCS_RETRY_BASE_DELAY_MS="50", **env)
-        (root / "config" / "opencode").mkdir(parents=True, exist_ok=True)
-        (root / "config" / "opencode" / "opencode.json").write_text(json.dumps(config(model.base_url)))
+        self.configure()
         self.work = root / "work"
         self.work.mkdir(exist_ok=True)
         self.hosts: list[ServerProcess] = []
         self.proxies: list[TcpProxy] = []
+
+    def configure(self, bash: str = "allow") -> None:
+        """The hosts' global config: the tool model, with `bash` allowed (or asked: "ask")."""
+        (self.root / "config" / "opencode").mkdir(parents=True, exist_ok=True)
+        (self.root / "config" / "opencode" / "opencode.json").write_text(json.dumps(config(self.model.base_url, bash)))
 
     def start(self, proxy: TcpProxy | None = None, args: tuple[str, ...] = ()) -> ServerProcess:
         """One more host (reaching the database through `proxy`, when given; `args` to its `ocs serve`)."""
@@ -60,6 +66,12 @@ class Cluster:
         """How many tool calls have started (with the model's `tool_hold`)."""
         log = self.work / "started.log"
         return len(log.read_text().split()) if log.exists() else 0
+
+    def leases(self, sids: list[str]) -> list[tuple[str, str | None, int, int]]:
+        """The sessions' lease rows as stored (session, owner, epoch, expires), whether live, expired or released."""
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            return conn.execute("SELECT session_id, owner, epoch, expires FROM session_lease"
+                                " WHERE session_id = ANY(%s)", (sids,)).fetchall()
 
     def stop(self) -> None:
         for proxy in self.proxies:
