@@ -280,7 +280,7 @@ class Ownership:
         for sid in tx.pending.unowned(now - self.ttl_ms, limit=500):  # admitted, but its host died before waking
             if (lease := tx.leases.take(sid, self.host, now, now + self.ttl_ms)) is not None:
                 claimed.append((Lease(sid, "", 0, 0), lease))
-        for stale in tx.leases.expired(now, limit=500):
+        for stale in tx.leases.claimable(now, limit=500):
             lease = tx.leases.take(stale.session_id, self.host, now, now + self.ttl_ms)
             if lease is not None and lease.epoch > stale.epoch:
                 claimed.append((stale, lease))

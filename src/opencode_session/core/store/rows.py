@@ -491,6 +491,12 @@ class LeaseWrites(LeaseReads, Protocol):
         """Give the lease up (a no-op when it changed hands); its epoch stays, so the next holder's is newer."""
         ...
 
+    def claimable(self, now: int, limit: int = 100) -> list[Lease]:
+        """`expired` leases this transaction holds the rows of from now on, to take them: on a shared database a row
+        another transaction has locked is left out (looked at again by the next sweep), never waited for, so one
+        busy or stuck row cannot hold back the takeover of every other session."""
+        ...
+
 
 class ContinuationWrites(Protocol):
     """Private execution claims and the record of automatic continuations (replay never infers either): a claim is

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import secrets
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -48,6 +49,9 @@ def bounded(url: str, lease_ms: int = DEFAULT_LEASE_MS, *, statements: bool = Tr
     - `statement_timeout` (half the lease): no statement runs longer than that.
     - `connect_timeout`: a connection that cannot be made within the lease fails (libpq counts whole seconds).
 
+    Unless the address names one, `application_name` is `ocs:PID`, so pg_stat_activity tells the hosts apart (a
+    host's lease owner name holds the same process id).
+
     Without `statements` (the migrations' connection: a migration may rightly take long) all but the statement limit.
     """
     try:
@@ -60,6 +64,7 @@ def bounded(url: str, lease_ms: int = DEFAULT_LEASE_MS, *, statements: bool = Tr
         limits += f" -c statement_timeout={half}"
     params["options"] = f"{params['options']} {limits}" if params.get("options") else limits
     params.setdefault("connect_timeout", str(max(2, lease_ms // 1000)))
+    params.setdefault("application_name", f"ocs:{os.getpid()}")  # which host a connection is, in pg_stat_activity
     return psycopg.conninfo.make_conninfo("", **params)
 
 

@@ -63,6 +63,9 @@ class PgLeases(SqlLeases):
     def forget(self) -> None:
         self._held.clear()
 
+    def claimable(self, now: int, limit: int = 100) -> list[Lease]:
+        return self._leases(self._EXPIRED + " FOR UPDATE SKIP LOCKED", now, limit)
+
 
 class PgSearch(SqlSearch):
     """Session search on PostgreSQL: the documents' tsvector under its GIN index, matched by a tsquery of the words;

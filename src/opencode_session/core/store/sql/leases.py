@@ -55,9 +55,16 @@ class SqlLeases:
                                 " AND owner <> ?", (now, other_than)).fetchone()
         return None if row is None or row[0] is None else int(row[0])
 
+    _EXPIRED = ("SELECT session_id, owner, epoch, expires FROM session_lease WHERE owner IS NOT NULL AND expires < ?"
+                " ORDER BY expires LIMIT ?")
+
     def expired(self, now: int, limit: int = 100) -> list[Lease]:
         """Leases still held whose expiry has passed: their owner stopped renewing (it died or lost the database)."""
-        rows = self.conn.execute(
-            "SELECT session_id, owner, epoch, expires FROM session_lease WHERE owner IS NOT NULL AND expires < ?"
-            " ORDER BY expires LIMIT ?", (now, limit)).fetchall()
+        return self._leases(self._EXPIRED, now, limit)
+
+    def claimable(self, now: int, limit: int = 100) -> list[Lease]:
+        return self.expired(now, limit)  # (one writer holds the whole database: no row is ever another's)
+
+    def _leases(self, query: str, now: int, limit: int) -> list[Lease]:
+        rows = self.conn.execute(query, (now, limit)).fetchall()
         return [Lease(row[0], row[1], int(row[2]), int(row[3])) for row in rows]
