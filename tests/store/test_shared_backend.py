@@ -5,6 +5,7 @@ signal reaches every host."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 
 import anyio
@@ -135,3 +136,24 @@ async def test_a_host_counting_usage_never_waits_on_another_hosts_open_transacti
             other.commit()
             sums = other.execute("SELECT sum(n), sum(input) FROM session_usage_sums WHERE type = 'user'").fetchone()
         assert sums == (2, 7)  # both prompts counted, and the other host's change, over the shards
+
+
+async def test_a_batch_whose_connection_the_server_ends_mid_transaction_runs_again_on_a_new_one(url):
+    # the writer's thread starved of CPU between two statements of a batch for longer than the hosts'
+    # idle_in_transaction_session_timeout (a third of the lease: 100 ms here): the server ends the connection and
+    # rolls the batch back, so nothing of it is durable and it runs again on a fresh connection, once
+    stalls = [0.4]
+
+    def created_after_a_stall(tx) -> None:
+        _created("ses_s")(tx)
+        tx.messages.load("msg_none")  # (a statement: the transaction is open on the server from here)
+        if stalls:
+            time.sleep(stalls.pop())  # the stall itself, in the writer's thread: what this test is about
+        _agent("ses_s", "plan")(tx)
+
+    async with Store(PostgresBackend(url, lease_ms=300), project=project) as store:
+        with anyio.fail_after(20):
+            await store.write(created_after_a_stall)
+        logged = await store.read(lambda r: r.events.from_position(-1, 100))
+    assert not stalls  # (it did stall, and the server ended that transaction)
+    assert [(e.seq, e.type) for _, e in logged] == [(0, "session.created"), (1, "session.agent.selected")]

@@ -32,7 +32,8 @@ MAX_BATCH = 48
 # Foreign events read per query while catching up.
 _CATCH_UP_PAGE = 1000
 # Times a batch runs again after PostgreSQL broke a deadlock by rolling it back (two hosts' batches writing the same
-# sessions in opposite orders) or it waited too long for a lock, before its writes fail.
+# sessions in opposite orders), it waited too long for a lock, or its connection was lost before the commit, before
+# its writes fail.
 _DEADLOCK_RETRIES = 5
 _DEADLOCK_BACKOFF_S = 0.002  # the first retry's pause is up to this, each next one up to twice the one before
 
@@ -156,14 +157,14 @@ class PgWriter:
                 self._catching_up.clear()
             foreign: list[tuple[int, EventRecord]] = []  # (what a rolled-back attempt read of others' stays read)
             for attempt in range(1, _DEADLOCK_RETRIES + 1):
-                read, error = self._transaction(batch, catch_up)
+                read, error, again = self._transaction(batch, catch_up)
                 foreign += read
-                if not _rolled_back(error):
+                if not again:
                     break
                 if attempt == _DEADLOCK_RETRIES:
                     log.warning("a PostgreSQL write transaction failed %d times in a row: %s", attempt, error)
                     break
-                log.info("a write batch was rolled back to break a deadlock; running it again")
+                log.info("a write batch was rolled back (%s); running it again", error)
                 # the other side runs first: a random, growing pause keeps two hosts from colliding again in step
                 time.sleep(random.uniform(0, _DEADLOCK_BACKOFF_S * 2 ** attempt))
             assert self._loop is not None
@@ -177,10 +178,15 @@ class PgWriter:
         return self._conn
 
     def _transaction(self, batch: list[Job], catch_up: bool
-                     ) -> tuple[list[tuple[int, EventRecord]], BaseException | None]:
+                     ) -> tuple[list[tuple[int, EventRecord]], BaseException | None, bool]:
+        """Run the batch in one transaction: what it read of other hosts' events, its failure, and whether running
+        it again may well succeed (the server rolled it back, or the connection was lost before the commit was
+        sent: nothing of it is durable, and a fresh connection may work)."""
         foreign: list[tuple[int, EventRecord]] = []
+        connected = committing = False
         try:
             conn = self._connection()
+            connected = True
             rows = PgRows(conn)  # one per transaction: what its lease checks remember lasts as long as their locks
             inserted: list[list[str]] = []
             several = len(batch) > 1
@@ -230,18 +236,28 @@ class PgWriter:
                 self.seen = page[-1][0]
             self.seen = max(self.seen, last)
             started = time.perf_counter()
+            committing = True
             conn.commit()
             hooks.committed(time.perf_counter() - started)
             self.seen = max(self.seen, last + count)
-            return foreign, None
+            return foreign, None, False
         except Exception as error:  # noqa: BLE001 - every write of the batch fails with it
             failure = _neutral(error)
-            if not _rolled_back(failure):  # (a deadlock is run again, and logged once if it gives up)
+            # (a connection lost during the commit may have committed it: that batch is never run again)
+            lost = connected and not committing and isinstance(error, psycopg.OperationalError) and self._lost()
+            again = lost or _rolled_back(failure)
+            if not again:  # (one run again is logged once if it gives up)
                 log.warning("a PostgreSQL write transaction failed: %s", error)
             self._rollback()
             for job in batch:
                 job.positions.clear()
-            return foreign, failure
+            return foreign, failure, again
+
+    def _lost(self) -> bool:
+        """Whether the writer's connection is gone (closed by the server, say by `idle_in_transaction_session_timeout`
+        after this thread was starved of CPU mid-batch, or cut off): the next transaction makes a new one."""
+        conn = self._conn
+        return conn is None or conn.closed or bool(conn.broken)
 
     def _rollback(self) -> None:
         conn = self._conn
