@@ -5,6 +5,7 @@ signal reaches every host."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Iterator
 
@@ -15,6 +16,8 @@ import pytest
 from opencode_session.core.session.projector import project
 from opencode_session.core.store import Store
 from opencode_session.core.store.postgres import PostgresBackend
+from opencode_session.core.store.postgres.backend import bounded
+from opencode_session.core.store.postgres.dialect import PgConnection
 from opencode_session.schema import events as ev
 from opencode_session.schema.common import LocationRef
 from opencode_session.schema.prompt import Prompt
@@ -157,3 +160,42 @@ async def test_a_batch_whose_connection_the_server_ends_mid_transaction_runs_aga
         logged = await store.read(lambda r: r.events.from_position(-1, 100))
     assert not stalls  # (it did stall, and the server ended that transaction)
     assert [(e.seq, e.type) for _, e in logged] == [(0, "session.created"), (1, "session.agent.selected")]
+
+
+def test_a_host_stalled_in_the_middle_of_many_writes_holds_no_lock_past_the_idle_limit(url):
+    # several rows written by one call (a Step's settled tool calls counted in the usage tables, say) while the
+    # host's thread stalls between two of them (paused, or starved of CPU): the server still ends the transaction
+    # after the idle limit (a third of the lease: 100 ms here), so the row locks it holds (a lease row another host
+    # must take over) go with it
+    stalled, resume = threading.Event(), threading.Event()
+    failed: list[BaseException] = []
+
+    def rows():
+        yield (1,)
+        stalled.set()
+        resume.wait(10)  # the stall itself: what this test is about
+        yield (2,)
+
+    def writing(writer: psycopg.Connection) -> None:
+        try:
+            PgConnection(writer).executemany("UPDATE stall SET id = id WHERE id = ?", rows())
+        except psycopg.Error as error:  # (the server ended the connection)
+            failed.append(error)
+
+    with psycopg.connect(url, autocommit=True) as other:
+        other.execute("CREATE TABLE stall (id int PRIMARY KEY)")
+        other.execute("INSERT INTO stall VALUES (1), (2), (3)")
+        with psycopg.connect(bounded(url, lease_ms=300)) as writer:
+            writer.execute("SELECT id FROM stall WHERE id = 3 FOR SHARE")  # the lock another host will need
+            thread = threading.Thread(target=writing, args=(writer,))
+            thread.start()
+            try:
+                assert stalled.wait(10)
+                other.execute("SET lock_timeout = 3000")
+                started = time.monotonic()
+                other.execute("UPDATE stall SET id = 4 WHERE id = 3")  # waits for the lock, at most 3 s
+                assert time.monotonic() - started < 2
+            finally:
+                resume.set()
+                thread.join(10)
+    assert failed  # the stalled transaction was ended by the server: nothing of it is durable

@@ -82,13 +82,14 @@ def fresh_schema() -> Iterator[str]:
 
 def activity() -> list[str]:
     """What every other connection to this worker's database is doing, one line each (for a failure message): its
-    process, application name (`ocs:PID` for a host), state, how long its transaction has been open, what it waits
-    for and who blocks it, and its last statement."""
+    process, application name (`ocs:PID` for a host), state and for how long, how long its transaction has been
+    open, what it waits for and who blocks it, and its last statement."""
     with psycopg.connect(base_url(), autocommit=True) as conn:
         rows = conn.execute(
-            "SELECT pid, application_name, state, (extract(epoch FROM now() - xact_start) * 1000)::int,"
-            " wait_event_type || ':' || wait_event, pg_blocking_pids(pid), left(query, 160)"
+            "SELECT pid, application_name, state, (extract(epoch FROM now() - state_change) * 1000)::int,"
+            " (extract(epoch FROM now() - xact_start) * 1000)::int, wait_event_type || ':' || wait_event,"
+            " pg_blocking_pids(pid), left(query, 160)"
             " FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
             " ORDER BY xact_start NULLS LAST").fetchall()
-    return [f"pid {pid} {app or '-'} {state} xact {age} ms waits {wait} blocked by {blockers}: {query!r}"
-            for pid, app, state, age, wait, blockers, query in rows]
+    return [f"pid {pid} {app or '-'} {state} for {since} ms, transaction open {age} ms, waits {wait}, blocked by"
+            f" {blockers}: {query!r}" for pid, app, state, since, age, wait, blockers, query in rows]

@@ -64,5 +64,9 @@ class PgConnection:
         return self.conn.execute(translate(sql), parameters)
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> None:
-        with self.conn.cursor() as cursor:
-            cursor.executemany(translate(sql), parameters)
+        # one statement at a time, not psycopg's executemany: that runs in pipeline mode, where the server waits for
+        # the next statement without having armed `idle_in_transaction_session_timeout` (it arms it at a Sync), so a
+        # host paused or starved in the middle would hold its transaction's row locks (a lease row's) for as long
+        query = translate(sql)
+        for row in parameters:
+            self.conn.execute(query, row)
