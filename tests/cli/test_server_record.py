@@ -1,7 +1,7 @@
 """While `ocs serve` has a SQLite database open, the local commands on that database (`ocs run`, `sessions`, `show`,
-`stats`) talk to it as with `--attach`, saying so in one line; it records where it listens beside the database
-(private, no secret in it, gone once it stops), asks for the password its server requires, and a record left by a
-dead server, or a server that does not answer, changes nothing."""
+`stats`, and `ocs` alone) talk to it as with `--attach`, saying so in one line; it records where it listens beside
+the database (private, no secret in it, gone once it stops), asks for the password its server requires, and a record
+left by a dead server, or a server that does not answer, changes nothing."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import stat
 import subprocess
 import sys
 
+import pexpect
 import pytest
 
 from tests.support import fake_openai as fake
@@ -65,6 +66,20 @@ def test_local_commands_talk_to_the_server_that_has_the_default_database_open(ho
         said_once(stats.stderr, using(srv))
         assert stats.stdout.startswith("Usage, all time (UTC): 1 session created"), stats.stdout
         assert "in use by" not in ran.stderr + listed.stderr + shown.stderr + stats.stderr
+
+        provider.enqueue(fake.completion(fake.text_deltas("Interactive answer.")))
+        child = home.spawn()  # `ocs` alone: interactive mode on a terminal
+        try:
+            child.expect_exact(f"using the server at {srv.url} (pid {srv.proc.pid})")
+            child.expect("Enter sends")
+            child.send("and interactively\r")
+            child.expect_exact("Interactive answer.")
+            child.expect("Enter sends")
+            child.send("\x04")
+            child.expect(pexpect.EOF)
+        finally:
+            child.close(force=True)
+        assert child.exitstatus == 0, child.logfile_read.getvalue()
     finally:
         assert srv.stop() == 0, "".join(srv.stderr_lines)
     assert not record.exists()  # a clean stop takes the record along

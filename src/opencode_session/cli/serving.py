@@ -77,14 +77,14 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
     recorded: list[Path] = []
 
     def ready(url: str, runtime: Runtime) -> None:
-        print(f"opencode-session listening on {url}", flush=True)
-        try:  # local commands on this database now talk to this server (cli/hosts.py)
+        try:  # local commands on this database now talk to this server (cli/hosts.py), from the line below on
             record = write_record(request.db, ServerRecord(os.getpid(), connectable(url, request.host),
                                                            _username(env)))
         except OSError as unwritable:
-            say(f"  note          local commands on this database cannot find this server: {unwritable}")
-        else:
-            recorded.extend([record] if record is not None else [])
+            record = None
+            say(f"ocs serve: local commands on this database cannot find this server: {unwritable}")
+        recorded.extend([record] if record is not None else [])
+        print(f"opencode-session listening on {url}", flush=True)
         say(f"  API document  {url}/doc")
         say(f"  inspector     {url}/")
         say(f"  database      {runtime.store.path}")
