@@ -1,15 +1,19 @@
 """What a user installs is what the tests test: the wheel built from the repo, installed into a fresh venv with its
 declared dependencies only (at the lock's pins), runs `ocs run` with a stdio MCP server against a loopback provider;
 without the `postgres` extra a PostgreSQL address is refused in one line naming the install command (by `ocs serve`
-and by the SDK, as a typed error); with it `ocs serve` runs on the machine's PostgreSQL. And the dependency checker
-(deptry, part of `python3 run.py test`) fails on an import that no declared dependency provides."""
+and by the SDK, as a typed error); with it `ocs serve` runs on the machine's PostgreSQL. The dependency checker
+(deptry, part of `python3 run.py test`) fails on an import that no declared dependency provides. And from a fresh
+checkout `python3 run.py demo` installs the program's dependencies alone, each at the lock's pin, where `python3 run.py
+test` then brings the same .venv to exactly what the lock pins."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +25,7 @@ from tests.support import fake_openai as fake
 from tests.support.cli import make_home
 from tests.support.mcp_harness import local
 from tests.support.postgres import fresh_schema, require_postgres
-from tests.support.server import start_server
+from tests.support.server import isolated_env, start_server
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -147,3 +151,65 @@ def test_the_dependency_checker_fails_on_an_import_no_declared_dependency_provid
     (project / "src" / "opencode_session" / "uses.py").write_text("import mcp\nimport yaml\n")
     bad = subprocess.run([str(BIN / "deptry"), "src"], cwd=project, capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "'yaml' imported but" in bad.stdout + bad.stderr
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _pins(text: str) -> dict[str, str]:
+    """name -> version of `name==version` lines (a lock, or what pip freeze prints)."""
+    pairs = (line.split("==", 1) for line in text.splitlines() if "==" in line and not line.startswith("#"))
+    return {_canonical(name): version.strip() for name, version in pairs}
+
+
+def _frozen(python: Path) -> dict[str, str]:
+    done = subprocess.run([str(python), "-m", "pip", "freeze", "--exclude-editable"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    return _pins(done.stdout)
+
+
+def _checkout(into: Path) -> Path:
+    """The repository's files as a fresh clone has them (this working tree's, changes included), without .venv;
+    mypy's cache comes along, so the checks `run.py test` starts with do not recompute it."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, timeout=60, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        if (ROOT / name).is_file():
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, into / name)
+    if (ROOT / ".mypy_cache").is_dir():
+        shutil.copytree(ROOT / ".mypy_cache", into / ".mypy_cache")
+    return into
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_run_py_demo_installs_the_program_alone_and_test_adds_the_tools_to_the_same_venv(tmp_path):
+    clone = _checkout(tmp_path / "clone")
+    env = isolated_env(tmp_path)
+    lock = _pins((ROOT / "requirements.lock").read_text())
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+
+    demo = subprocess.run([sys.executable, "run.py", "demo"], cwd=clone, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert demo.returncode == 0, demo.stderr[-4000:]
+    assert "Preparing .venv/ from requirements.lock" in demo.stderr
+    assert "I'll start by listing the files in the project." in demo.stdout  # the demo's first answer
+    python = clone / ".venv" / "bin" / "python"
+    program = _frozen(python)
+    assert {name: lock.get(name) for name in program} == program  # each package at the lock's pin
+    assert {_canonical(re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0]) for d in declared} <= program.keys()
+    assert not {"pytest", "mypy", "ruff", "playwright", "hypothesis", "schemathesis", "opentelemetry-sdk",
+                "psycopg"} & program.keys()  # no test tool, no optional extra
+    made = clone / ".venv" / "made-by-demo"
+    made.write_text("")
+
+    tested = subprocess.run([sys.executable, "run.py", "test", "-n", "0", "-q", "tests/test_jsontext.py"], cwd=clone,
+                            env=env, capture_output=True, text=True, timeout=900)
+    assert tested.returncode == 0, tested.stdout[-4000:] + tested.stderr[-4000:]
+    assert "Adding the test tools to .venv/ from requirements.lock" in tested.stderr
+    assert made.exists()  # the same venv, upgraded in place
+    assert _frozen(python) == lock  # now exactly what the lock pins
+    print(f"run.py demo installed {len(program)} packages, run.py test {len(lock)} (besides pip and the project)")

@@ -93,7 +93,8 @@ async def test_ctrl_c_under_run_py_interrupts_the_turn_and_interactive_mode_carr
     assert "Traceback" not in child.logfile_read.getvalue()
 
 
-def test_the_first_run_says_it_prepares_the_venv_and_lets_pip_show_its_progress(tmp_path, monkeypatch, capsys):
+def test_the_first_run_installs_the_program_alone_and_test_adds_the_tools_in_place(tmp_path, monkeypatch, capsys):
+    """What ensure_venv asks pip for (the real installs: tests/test_packaging.py); pip's own progress shows."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("run_py_under_test", RUN_PY)
@@ -113,12 +114,26 @@ def test_the_first_run_says_it_prepares_the_venv_and_lets_pip_show_its_progress(
         return 0
 
     monkeypatch.setattr(run_py.subprocess, "check_call", check_call)
-    run_py.ensure_venv()
+    lock = str(Path(RUN_PY).with_name("requirements.lock"))
+    run_py.ensure_venv()  # demo, serve, ocs
     said = capsys.readouterr().err
-    assert "Preparing .venv/ from requirements.lock (the first run takes about a minute" in said
+    assert "Preparing .venv/ from requirements.lock (the first run takes about half a minute" in said
     assert ".venv/ is ready." in said
-    pips = [argv for argv in calls if "pip" in argv]
-    assert len(pips) == 2 and not any("-q" in argv or "--quiet" in argv for argv in pips)  # pip's own progress shows
+    assert [argv for argv in calls if "pip" in argv] == [
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-c", lock, "-e",
+         str(Path(RUN_PY).parent)]]  # the project's declared dependencies, at the lock's pins
     calls.clear()
     run_py.ensure_venv()  # the stamp matches: nothing again, said or run
+    assert calls == [] and capsys.readouterr().err == ""
+
+    run_py.ensure_venv(everything=True)  # test, bench: the same venv gains all the lock pins
+    said = capsys.readouterr().err
+    assert said.startswith("Adding the test tools to .venv/ from requirements.lock")
+    assert not any("venv" in argv for argv in calls)  # no second venv
+    pips = [argv for argv in calls if "pip" in argv]
+    assert [argv[5:] for argv in pips] == [["-r", lock], ["--no-deps", "-e", str(Path(RUN_PY).parent)]]
+    assert not any("-q" in argv or "--quiet" in argv for argv in pips)
+    calls.clear()
+    run_py.ensure_venv(everything=True)
+    run_py.ensure_venv()  # a venv with everything serves the program as it is
     assert calls == [] and capsys.readouterr().err == ""

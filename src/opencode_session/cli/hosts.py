@@ -1,16 +1,27 @@
 """Where a command's sessions live: the embedded host on a local database, or a running `ocs serve` reached
-through the network client (`--attach URL`). Both are the same client API."""
+through the network client: the one `--attach URL` names, or the one that has the local database open (it records
+where it listens: listening.py). Both are the same client API."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..client.errors import ClientError
 from ..client.generated import OpenCodeClient
-from .startup import StartupError, default_db_path
+from ..client.runtime import CallOptions
+from ..schema.errors import UnauthorizedError
+from .startup import StartupError, default_db_path, say_stderr
+
+if TYPE_CHECKING:
+    from ..core.store import DatabaseInUseError
+    from .listening import ServerRecord
+
+PASSWORD_ENV, USERNAME_ENV = "OPENCODE_SERVER_PASSWORD", "OPENCODE_SERVER_USERNAME"
+PROBE_TIMEOUT = 5.0  # seconds a recorded server has to answer before the command runs as if there were none
 
 
 def _reason(exc: BaseException) -> str:
@@ -19,26 +30,33 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def credentials(env: Mapping[str, str], username: str | None = None) -> tuple[str, str] | None:
+    """HTTP basic credentials from the environment `ocs serve` reads them from (the user: the environment's, else
+    `username`, else opencode); None without a password."""
+    password = env.get(PASSWORD_ENV)
+    return (env.get(USERNAME_ENV) or username or "opencode", password) if password else None
+
+
 @asynccontextmanager
 async def open_host(attach: str | None, db: str | Path | None, directory: Path,
                     env: Mapping[str, str] | None = None, *, plugins: bool = False,
-                    create: bool = True) -> AsyncIterator[OpenCodeClient]:
+                    create: bool = True, say: Callable[[str], None] = say_stderr) -> AsyncIterator[OpenCodeClient]:
     """The client for this command; raises StartupError when the server cannot be reached or the database opened.
     With `plugins` an embedded host loads the installed Python plugins and opencode.json's (a server has its own);
-    without `create` (a command that only reads) a database that does not exist is not created."""
+    without `create` (a command that only reads) a database that does not exist is not created. When an `ocs serve`
+    has the database open, the command talks to it, saying so with `say`."""
     env = os.environ if env is None else env
     if attach:
-        password = env.get("OPENCODE_SERVER_PASSWORD")
-        auth = (env.get("OPENCODE_SERVER_USERNAME") or "opencode", password) if password else None
-        async with OpenCodeClient(attach, auth=auth) as client:
+        async with OpenCodeClient(attach, auth=credentials(env)) as client:
             try:
                 await client.health.get()
             except ClientError as unreachable:
                 raise StartupError(f"cannot reach ocs serve at {attach}: {unreachable}") from None
             yield client
         return
-    from ..core.store import DatabaseNotFoundError, StoreError, describe_database
+    from ..core.store import DatabaseInUseError, DatabaseNotFoundError, StoreError, describe_database
     from ..sdk import OpenCode  # the embedded host brings the whole runtime: only when it is used
+    from .listening import read_record
 
     path = db or default_db_path()
     host = OpenCode(db=path, directory=directory, env=env, discover_plugins=plugins, create=create)
@@ -52,7 +70,39 @@ async def open_host(attach: str | None, db: str | Path | None, directory: Path,
         await host.aclose()
         raise StartupError(f"cannot open the database {describe_database(path)}: {_reason(unusable)}"
                            " (choose another with --db)") from None
-    try:
-        yield host
-    finally:
+    except DatabaseInUseError as busy:
         await host.aclose()
+        server, held = read_record(path), busy
+        if server is None or (busy.pid is not None and server.pid != busy.pid):
+            raise  # another command's embedded host, or a server that recorded nothing (yet)
+    else:
+        try:
+            yield host
+        finally:
+            await host.aclose()
+        return
+    async with through_server(server, held, env, say) as client:
+        yield client
+
+
+@asynccontextmanager
+async def through_server(server: ServerRecord, busy: DatabaseInUseError, env: Mapping[str, str],
+                         say: Callable[[str], None]) -> AsyncIterator[OpenCodeClient]:
+    """The network client of the server that holds the database, as if `--attach` named it; `busy` again when it
+    does not answer, and one line saying how to give the password when it requires one this command lacks."""
+    auth = credentials(env, server.username)
+    where = f"the server at {server.url} (pid {server.pid})"
+    if server.password and auth is None:
+        raise StartupError(f"the database {busy.database} is in use by {where}, which requires a password: set "
+                           f"{PASSWORD_ENV} to its password (user {server.username}; {USERNAME_ENV} if another) to "
+                           "talk to it, as with --attach")
+    async with OpenCodeClient(server.url, auth=auth) as client:
+        try:
+            await client.health.get(options=CallOptions(timeout=PROBE_TIMEOUT))
+        except ClientError:
+            raise busy from None  # the process lives but does not answer there: refused as before
+        except UnauthorizedError:
+            raise StartupError(f"the database {busy.database} is in use by {where}, which refused the password in "
+                               f"{PASSWORD_ENV} (user {auth[0] if auth else server.username})") from None
+        say(f"using {where}, which has this database open")
+        yield client

@@ -77,7 +77,8 @@ async def import_command(attach: str | None, db: str | Path | None, directory: P
         print(f"ocs sessions import: {file} is not an exported session ({where})", file=sys.stderr)
         return EXIT_FAILED
     async with open_host(attach, db, directory) as client:
-        location = {"directory": str(directory)} if here else None
+        # without --attach, here: also when the database's own server does the import (cli/hosts.py)
+        location = {"directory": str(directory)} if here or not attach else None
         info = await client.experimental.session_import(info=transcript.info, messages=transcript.messages,
                                                         location=location)
     print(info.id)

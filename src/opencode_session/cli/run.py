@@ -150,7 +150,7 @@ async def prepare_session(client: OpenCodeClient, request: RunRequest, say: Call
     session = await find_session(client, request)
     if session is None and request.continue_last:
         say("no earlier session in this directory: starting a new one")
-    if not request.attach:
+    if getattr(client, "runtime", None) is not None:  # embedded: a server has its own config and says what is wrong
         current = f"{session.model.providerID}/{session.model.id}" if session and session.model else None
         found = survey(request.directory, os.environ, model=request.model or current,
                        agent=request.agent or (session.agent if session else None))
@@ -238,7 +238,8 @@ async def opened_session(request: RunRequest, view: View, interrupts: Interrupts
         tuple[OpenCodeClient, SessionV2Info]]:
     """The host a command talks to and the session it works in (new, named, or this directory's latest)."""
     said_here()
-    async with open_host(request.attach, request.db, request.directory, plugins=True) as client:
+    async with open_host(request.attach, request.db, request.directory, plugins=True,
+                         say=interrupts.say) as client:
         runtime = getattr(client, "runtime", None)
         if runtime is not None and runtime.plugins is not None:
             for line in plugin_problems(runtime.plugins):

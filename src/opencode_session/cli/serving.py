@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from ..schema import events as ev
 from ..server.guard import GuardOptions
 from ..server.serve import ConnectionLimits, ServeRefused
 from ..server.serve import serve as serve_app
+from .listening import ServerRecord, connectable, remove_record, write_record
 from .plugins import plugin_lines, said_here
 from .startup import StartupError, auth_line, report_config, require_directory, say_stderr, survey
 
@@ -73,8 +74,16 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
     drains = DeferredDrain()  # the runner loads once the server listens, not before it does
     options = RuntimeOptions(db_path=request.db, directory=directory, drain_factory=drains, discover_plugins=True)
     watchers: list[asyncio.Task[None]] = []
+    recorded: list[Path] = []
 
     def ready(url: str, runtime: Runtime) -> None:
+        try:  # local commands on this database now talk to this server (cli/hosts.py), from the line below on
+            record = write_record(request.db, ServerRecord(os.getpid(), connectable(url, request.host),
+                                                           _username(env)))
+        except OSError as unwritable:
+            record = None
+            say(f"ocs serve: local commands on this database cannot find this server: {unwritable}")
+        recorded.extend([record] if record is not None else [])
         print(f"opencode-session listening on {url}", flush=True)
         say(f"  API document  {url}/doc")
         say(f"  inspector     {url}/")
@@ -104,7 +113,15 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
     except DatabaseInUseError as busy:
         say(f"ocs serve: {busy}")
         return 1
+    finally:
+        for record in recorded:
+            remove_record(record, os.getpid())
     return 0
+
+
+def _username(env: Mapping[str, str]) -> str | None:
+    """Who a client logs in as, when the server requires a password (recorded: it is no secret)."""
+    return (env.get("OPENCODE_SERVER_USERNAME") or "opencode") if env.get("OPENCODE_SERVER_PASSWORD") else None
 
 
 def open_inspector(url: str, say: Say) -> None:

@@ -5,7 +5,14 @@ saved permissions, suspension marks), through a `Reader` or a `Tx` that a `Store
 them (the embedded default), and a backend for another database implements the same protocols (`backend.py`)."""
 
 from .backend import Backend
-from .backends import database_files, describe_database, is_postgres, open_backend, require_backend
+from .backends import (
+    database_files,
+    describe_database,
+    is_postgres,
+    open_backend,
+    require_backend,
+    server_record_file,
+)
 from .errors import BackendNotInstalledError, DatabaseInUseError, DatabaseNotFoundError, StoreError
 from .feed import DurableFeed, LiveBus, LiveSubscription
 from .fencing import (
@@ -24,4 +31,5 @@ __all__ = ["Backend", "BackendNotInstalledError", "Checkpoint", "DatabaseInUseEr
            "DurableFeed", "HistoryRow", "Lease", "LeaseLapsedError", "LiveBus", "LiveSubscription", "PendingInput",
            "Placement", "Reader", "SessionFencedError", "SessionFilter", "Store", "StoreError", "Tenure", "Tx",
            "Writer", "confirm_lease", "current_fence", "current_tenure", "database_files", "describe_database",
-           "is_postgres", "live_event", "now_ms", "open_backend", "require_backend", "set_fence"]
+           "is_postgres", "live_event", "now_ms", "open_backend", "require_backend", "server_record_file",
+           "set_fence"]

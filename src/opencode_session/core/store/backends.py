@@ -41,13 +41,24 @@ def open_backend(database: str | Path, *, lease_ms: int | None = None) -> Backen
 
 
 def database_files(database: str | Path) -> list[Path]:
-    """The files a database keeps on this host (a SQLite file, its -wal, -shm and -journal side files and its lock
-    file; none for PostgreSQL or in memory): what a snapshot of the user's files must never include."""
+    """The files a database keeps on this host (a SQLite file, its -wal, -shm and -journal side files, its lock file
+    and its server's record; none for PostgreSQL or in memory): what a snapshot of the user's files must never
+    include."""
     if is_postgres(database) or str(database) == ":memory:":
         return []
     from .sqlite import sqlite_files
 
     return sqlite_files(database)
+
+
+def server_record_file(database: str | Path) -> Path | None:
+    """Where the one process a SQLite database admits, when it is an `ocs serve`, records the URL it listens on (the
+    lock file's neighbour); None for a database several hosts share or one in memory."""
+    if is_postgres(database) or str(database) == ":memory:":
+        return None
+    from .sqlite.lock import SERVER_SUFFIX
+
+    return Path(f"{database}{SERVER_SUFFIX}")
 
 
 def describe_database(database: str | Path) -> str:

@@ -13,7 +13,7 @@ from typing import TypeVar
 from ....schema.events import EventRecord
 from ..backend import Foreign, ForeignLive, Settle
 from ..errors import StoreError
-from .lock import LOCK_SUFFIX, DatabaseLock
+from .lock import LOCK_SUFFIX, SERVER_SUFFIX, DatabaseLock
 from .migrations import migrate
 from .rows import SqliteRows
 from .writer import GroupWriter
@@ -26,9 +26,9 @@ _SQLITE_FILES = ("", "-wal", "-shm", "-journal")
 
 
 def sqlite_files(database: str | Path) -> list[Path]:
-    """The database file, its side files and its lock file (absolute paths)."""
+    """The database file, its side files, its lock file and its server's record (absolute paths)."""
     path = Path(database).resolve()
-    return [Path(str(path) + suffix) for suffix in (*_SQLITE_FILES, LOCK_SUFFIX)]
+    return [Path(str(path) + suffix) for suffix in (*_SQLITE_FILES, LOCK_SUFFIX, SERVER_SUFFIX)]
 
 
 def make_private(path: Path) -> None:

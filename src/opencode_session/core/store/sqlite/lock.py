@@ -10,6 +10,8 @@ from pathlib import Path
 from ..errors import DatabaseInUseError
 
 LOCK_SUFFIX = ".lock"  # the lock file is the database's path with this appended
+# where the `ocs serve` holding the lock says it listens (cli/listening.py), beside the lock file
+SERVER_SUFFIX = ".server"
 
 
 class DatabaseLock:
