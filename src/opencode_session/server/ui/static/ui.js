@@ -144,11 +144,14 @@ document.addEventListener("change", async (event) => {
   }
 });
 
+// In the prompt box Enter sends, as in every chat (Ctrl/Cmd+Enter too); Shift+Enter is a new line. An Enter that
+// ends an IME composition (isComposing, or keyCode 229 where a browser does not say) only confirms the text.
 document.addEventListener("keydown", (event) => {
-  if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && event.target.name === "text") {
-    event.preventDefault();
-    event.target.form.requestSubmit();
-  }
+  const box = event.target;
+  if (event.key !== "Enter" || box.name !== "text" || !box.form || box.form.id !== "prompt") return;
+  if (event.isComposing || event.keyCode === 229 || event.shiftKey || event.altKey) return;
+  event.preventDefault();
+  box.form.requestSubmit();
 });
 
 // times as the reader's local clock; the transcript keeps its place at the bottom while it grows
