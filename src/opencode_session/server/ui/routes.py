@@ -136,6 +136,7 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
                        **parts.needs_you(runtime, session_id), inbox=await parts.inbox(runtime, session_id),
                        context_used=parts.context_used(messages), context_limit=limit, earlier=earlier,
                        delivery=found.delivery, failed=found.failed, head=head, after=after,
+                       unanswered=found.unanswered and not busy,
                        until=messages[0]["time"]["created"] if messages else None)
 
     async def session_page(request: Request) -> Response:

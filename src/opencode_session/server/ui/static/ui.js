@@ -193,6 +193,16 @@ function watchEarlier(root) {
 document.addEventListener("DOMContentLoaded", () => watchEarlier(document));
 document.addEventListener("htmx:load", (event) => watchEarlier(event.detail.elt));
 document.addEventListener("htmx:afterSwap", (event) => localTimes(event.target));
+// the session's name as the live transcript tells it (a rename here, in another tab or by the API): the breadcrumb,
+// the tab's title, and the title box unless the reader is typing in it
+document.addEventListener("htmx:afterSwap", (event) => {
+  const named = event.target.id === "transcript" && document.getElementById("session-name");
+  if (!named) return;
+  document.getElementById("crumb").textContent = named.dataset.name;
+  document.title = `${named.dataset.name} · opencode-session`;
+  const box = document.querySelector("#rename input[name=title]");
+  if (box && document.activeElement !== box) box.value = named.dataset.title;
+});
 document.addEventListener("htmx:sseBeforeMessage", (event) => {
   // a fresh transcript holds the text streamed so far: what streams after it starts again below it
   const streaming = document.getElementById("streaming");
