@@ -134,6 +134,12 @@ async def statuses(runtime: Runtime, sessions: list[SessionV2Info]) -> dict[str,
     return found
 
 
+def live_id(message_id: str, ordinal: int | None) -> str:
+    """The page's element that a text part of an answer streams into (with `ordinal` None, the prefix of the
+    answer's parts); message.html names it the same way."""
+    return f"live-{message_id}-" + ("" if ordinal is None else f"text-{ordinal}")
+
+
 def needs_you(runtime: Runtime, session_id: str) -> dict[str, Any]:
     return {"asks": [r.model_dump(mode="json") for r in runtime.permissions.pending(session_id)],
             "questions": [q.model_dump(mode="json") for q in runtime.questions.pending(session_id)]}

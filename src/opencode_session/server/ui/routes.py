@@ -30,7 +30,11 @@ from ...schema.events import (
     QuestionAsked,
     QuestionRejected,
     QuestionReplied,
+    RetryScheduled,
+    StepEnded,
+    StepFailed,
     TextDelta,
+    TextEnded,
 )
 from ...schema.session import SessionV2Info
 from ..sse import text_frame
@@ -123,8 +127,10 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
         asking = parts.needs_you(runtime, session_id)
         return ".".join([str(seq), str(int(busy)), *(r["id"] for r in asking["asks"] + asking["questions"])])
 
-    async def _transcript(session_id: str, found: marks.Marks, busy: bool, limit: int | None = None) -> str:
-        """The live window of the transcript, with the marks read up to now."""
+    async def _transcript(session_id: str, found: marks.Marks, busy: bool, limit: int | None = None,
+                          live: Mapping[str, str] | None = None) -> str:
+        """The live window of the transcript, with the marks read up to now and the text streamed so far into each
+        part not yet settled (`live`, by the part's element ID)."""
         newest, links = await runtime.sessions.messages(session_id, limit=parts.TRANSCRIPT_PAGE, order="desc")
         info = await runtime.sessions.get(session_id)
         messages = [m.model_dump(mode="json") for m in reversed(newest)]
@@ -136,7 +142,7 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
                        **parts.needs_you(runtime, session_id), inbox=await parts.inbox(runtime, session_id),
                        context_used=parts.context_used(messages), context_limit=limit, earlier=earlier,
                        delivery=found.delivery, failed=found.failed, head=head, after=after,
-                       unanswered=found.unanswered and not busy,
+                       unanswered=found.unanswered and not busy, live=live or {},
                        until=messages[0]["time"]["created"] if messages else None)
 
     async def session_page(request: Request) -> Response:
@@ -157,8 +163,10 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
 
     async def session_live(request: Request) -> Response:
         """Each change of the session's log re-renders the transcript (`transcript`); the answer's text arrives as
-        it streams (`delta`), appended below it until the next re-render settles it. A page that says which state
-        it shows (`state`) is rendered again on connecting only if the session has moved on since."""
+        it streams (`delta`: JSON `[[element ID, text], ...]`), appended to its part until that part settles. A
+        re-render holds the text this stream carried into each part not yet settled, so it neither loses nor repeats
+        any. A page that says which state it shows (`state`) is rendered again on connecting only if the session
+        has moved on since."""
         session_id = request.path_params["sessionID"]
         try:
             await runtime.sessions.require(session_id)
@@ -169,24 +177,38 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
         async def frames() -> AsyncIterator[bytes]:
             busy = session_id in _active()  # then what the log says: the runner may not have let go of it yet
             found = await marks.marks(runtime, session_id)
+            streamed: dict[str, str] = {}  # a part's element ID -> the text streamed into it, until it settles
             if _state(session_id, found.seq, busy) != request.query_params.get("state"):
                 yield _sse("transcript", await _transcript(session_id, found, busy))
             while True:  # SubscriptionLost ends the stream; the browser's EventSource reconnects to a fresh render
                 mine = [i for i in await subscription.next()
                         if isinstance(i, EventRecord) and i.aggregate_id == session_id]
-                durable = [n for n, i in enumerate(mine) if i.seq is not None or isinstance(i.data, ASKING)]
-                if durable:  # the re-render holds what those settled; the text streamed after them follows it
-                    for item in mine:
-                        if isinstance(item.data, ExecutionStarted):
-                            busy = True
-                        elif isinstance(item.data, EXECUTION_ENDED):
-                            busy = False
+                durable = any(i.seq is not None or isinstance(i.data, ASKING) for i in mine)
+                pieces: list[list[str]] = []  # this batch's text, in order, a piece per run of one part
+                for item in mine:
+                    d = item.data
+                    if isinstance(d, ExecutionStarted):
+                        busy = True
+                    elif isinstance(d, EXECUTION_ENDED):
+                        busy = False
+                    elif isinstance(d, TextDelta):
+                        part = parts.live_id(d.assistantMessageID, d.ordinal)
+                        streamed[part] = streamed.get(part, "") + d.delta
+                        if pieces and pieces[-1][0] == part:
+                            pieces[-1][1] += d.delta
+                        else:
+                            pieces.append([part, d.delta])
+                    elif isinstance(d, TextEnded):  # settled: the log holds the whole text now
+                        streamed.pop(parts.live_id(d.assistantMessageID, d.ordinal), None)
+                    elif isinstance(d, StepEnded | StepFailed | RetryScheduled):
+                        prefix = parts.live_id(d.assistantMessageID, None)
+                        for part in [k for k in streamed if k.startswith(prefix)]:
+                            del streamed[part]
+                if durable:  # the re-render holds what those settled and what streamed around them
                     found = await marks.marks(runtime, session_id)
-                    yield _sse("transcript", await _transcript(session_id, found, busy))
-                    mine = mine[durable[-1] + 1:]
-                text = "".join(i.data.delta for i in mine if isinstance(i.data, TextDelta))
-                if text:
-                    yield _sse("delta", _render("delta.html", text=text))
+                    yield _sse("transcript", await _transcript(session_id, found, busy, live=streamed))
+                elif pieces:
+                    yield _sse("delta", json.dumps(pieces, ensure_ascii=False))
 
         return stream(frames())
 

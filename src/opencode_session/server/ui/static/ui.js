@@ -203,10 +203,25 @@ document.addEventListener("htmx:afterSwap", (event) => {
   const box = document.querySelector("#rename input[name=title]");
   if (box && document.activeElement !== box) box.value = named.dataset.title;
 });
+// Streamed text goes, as text, to the end of the part it belongs to (a fresh transcript holds what streamed before
+// it); a part the page does not show yet gets a place before the inbox until the next render puts it in its answer.
+function appendDeltas(pieces) {
+  for (const [id, text] of pieces) {
+    let part = document.getElementById(id);
+    if (!part) {
+      part = document.createElement("div");
+      part.id = id;
+      part.className = "text streamed";
+      document.getElementById("streaming").append(part);
+    }
+    part.append(text);
+  }
+}
 document.addEventListener("htmx:sseBeforeMessage", (event) => {
-  // a fresh transcript holds the text streamed so far: what streams after it starts again below it
-  const streaming = document.getElementById("streaming");
-  if (event.detail.type === "transcript" && streaming) streaming.replaceChildren();
   const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+  if (event.detail.type === "delta") {
+    event.preventDefault();
+    appendDeltas(JSON.parse(event.detail.data));
+  }
   if (atBottom) requestAnimationFrame(() => window.scrollTo(0, document.body.scrollHeight));
 });
