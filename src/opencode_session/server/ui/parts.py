@@ -27,6 +27,7 @@ from ...core.store.keyset import PageRequest
 from ...schema import events as ev
 from ...schema import session_errors
 from ...schema.catalog import ModelV2Info
+from ...schema.common import ModelRef
 from ...schema.errors import InvalidRequestError, TaggedError
 from ...schema.events import EventRecord
 from ...schema.session import SessionV2Info
@@ -64,13 +65,19 @@ def _models(config: Config, env: Mapping[str, str]) -> list[ModelV2Info]:
 async def choices(runtime: Runtime, info: SessionV2Info) -> dict[str, Any]:
     """What the header offers: the agents and models at the session's Location, and its model's context limit
     (None where the configuration cannot be read or the model is not in the catalog)."""
+    return await choices_at(runtime, _location(runtime, info), info.model)
+
+
+async def choices_at(runtime: Runtime, location: Location, model: ModelRef | None = None) -> dict[str, Any]:
+    """The agents and models offered at `location`, the model Steps use there (`model`, else the configured one)
+    and its context limit; a new session's form offers the same."""
     try:
-        config = await runtime.config.at(_location(runtime, info))
+        config = await runtime.config.at(location)
     except ConfigError:
         return {"agents": [], "models": [], "context_limit": None, "current": ""}
     agents = [a.id for a in agent_info(config, runtime.options.env) if not a.hidden and a.mode != "subagent"]
     models = _models(config, runtime.options.env)
-    current = info.model or (model_ref_from_string(config.model) if config.model else None)  # what Steps use
+    current = model or (model_ref_from_string(config.model) if config.model else None)  # what Steps use
 
     def is_current(m: ModelV2Info) -> bool:
         return current is not None and m.id == current.id and m.providerID == current.providerID

@@ -17,24 +17,32 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ...core.location import select_location
 from ...core.runtime import Runtime
 from ...schema.errors import TaggedError
 from ...schema.events import (
+    Deleted,
     EventRecord,
     ExecutionFailed,
     ExecutionInterrupted,
     ExecutionStarted,
     ExecutionSucceeded,
+    Forked,
+    Imported,
+    Moved,
     PermissionAsked,
     PermissionReplied,
     QuestionAsked,
     QuestionRejected,
     QuestionReplied,
+    Renamed,
     RetryScheduled,
+    SessionCreated,
     StepEnded,
     StepFailed,
     TextDelta,
     TextEnded,
+    Updated,
 )
 from ...schema.session import SessionV2Info
 from ..sse import text_frame
@@ -44,6 +52,9 @@ DIFF_CONTEXT = 3  # unchanged lines around each hunk, as `git diff` shows them
 EXECUTION_ENDED = (ExecutionSucceeded, ExecutionFailed, ExecutionInterrupted)
 # live-only, yet they change what the page shows: the tray
 ASKING = (PermissionAsked, PermissionReplied, QuestionAsked, QuestionReplied, QuestionRejected)
+# what changes a row of the sessions list: a session made, renamed, moved or gone, its status, its cost
+LISTED = (SessionCreated, Forked, Imported, Renamed, Updated, Moved, Deleted, ExecutionStarted, *EXECUTION_ENDED,
+          StepEnded, StepFailed, *ASKING)
 STATIC = Path(__file__).parent / "static"
 _templates = Environment(loader=PackageLoader(__package__, "templates"), autoescape=select_autoescape(),
                          trim_blocks=True, lstrip_blocks=True)
@@ -110,12 +121,39 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
 
     async def sessions_page(request: Request) -> Response:
         q = request.query_params
+        at = runtime.store.live.position  # the list below is at least this fresh: its live stream says if not
         everywhere, _ = await runtime.sessions.list(parent="null", limit=100)
         directories = sorted({s.location.directory for s in everywhere} | ({q["directory"]} if q.get("directory")
                                                                             else set()))
         return _html(_render("sessions.html", rows=await _rows(q), search=q.get("search", ""),
                              directory=q.get("directory", ""), status=q.get("status", ""), directories=directories,
-                             statuses=parts.STATUSES, filtered=_filtered(q), signed_in=login.COOKIE in request.cookies))
+                             statuses=parts.STATUSES, filtered=_filtered(q), signed_in=login.COOKIE in request.cookies,
+                             at=at, here=str(runtime.location.directory),
+                             new=await parts.choices_at(runtime, runtime.location)))
+
+    async def sessions_live(request: Request) -> Response:
+        """`sessions` whenever a session is made, renamed, moved or deleted, or its status or cost changes
+        (anywhere: another tab, a client of the API): the list then fetches its rows again, as its filters ask. A
+        page rendered before the newest such change (`at`) hears of it on connecting."""
+        subscription = runtime.store.live.subscribe()
+
+        async def frames() -> AsyncIterator[bytes]:
+            if request.query_params.get("at") != str(runtime.store.live.position):
+                yield _sse("sessions", "changed")
+            while True:
+                if any(isinstance(i, EventRecord) and isinstance(i.data, LISTED) for i in await subscription.next()):
+                    yield _sse("sessions", "changed")
+
+        return stream(frames())
+
+    async def new_choices(request: Request) -> Response:
+        """The agents and models a new session at `directory` can start with, as the new-session form's fragment."""
+        try:
+            location = select_location(runtime.location, request.query_params.get("directory") or None)
+        except TaggedError as err:
+            return _html(_render("new_choices.html", new={"agents": [], "models": [], "current": ""},
+                                 problem=err.message))
+        return _html(_render("new_choices.html", new=await parts.choices_at(runtime, location), problem=None))
 
     async def sessions_fragment(request: Request) -> Response:
         return _html(_render("session_rows.html", rows=await _rows(request.query_params),
@@ -225,6 +263,8 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
     return [
         Route("/", sessions_page, methods=["GET"], name="ui.sessions"),
         Route("/ui/sessions", sessions_fragment, methods=["GET"], name="ui.sessions.rows"),
+        Route("/ui/sessions/live", sessions_live, methods=["GET"], name="ui.sessions.live"),
+        Route("/ui/new/choices", new_choices, methods=["GET"], name="ui.new.choices"),
         Route("/ui/session/{sessionID}", session_page, methods=["GET"], name="ui.session"),
         Route("/ui/session/{sessionID}/diff", session_diff, methods=["GET"], name="ui.session.diff"),
         Route("/ui/session/{sessionID}/live", session_live, methods=["GET"], name="ui.session.live"),

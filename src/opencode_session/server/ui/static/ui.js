@@ -93,6 +93,24 @@ document.addEventListener("submit", async (event) => {
                 body);
       say(`permission: ${reply}`);
     } catch (err) { say(err.message); }
+  } else if (form.id === "create") {
+    event.preventDefault();
+    const status = document.getElementById("create-status");
+    const values = form.elements;
+    const body = { location: { directory: values.directory.value.trim() } };
+    if (values.title.value.trim()) body.title = values.title.value.trim();
+    if (values.agent && values.agent.value) body.agent = values.agent.value;
+    if (values.model && values.model.value) {
+      const [providerID, ...rest] = values.model.value.split("/");
+      body.model = { providerID, id: rest.join("/") };
+    }
+    try {
+      const made = await (await api("POST", "/api/session", body)).json();
+      window.location.assign(`/ui/session/${encodeURIComponent((made.data || made).id)}?focus=prompt`);
+    } catch (err) {
+      status.textContent = err.message;
+      status.classList.add("error");
+    }
   } else if (form.id === "rename") {
     event.preventDefault();
     try {
@@ -162,6 +180,12 @@ function localTimes(root) {
 }
 document.addEventListener("DOMContentLoaded", () => {
   localTimes(document);
+  const opened = new URL(window.location.href);
+  if (opened.searchParams.get("focus") === "prompt") {  // a session just made here: ready to type its first prompt
+    document.querySelector("#prompt textarea")?.focus();
+    opened.searchParams.delete("focus");
+    window.history.replaceState(null, "", opened);
+  }
   if (document.getElementById("transcript")) window.scrollTo(0, document.body.scrollHeight);  // the newest first
 });
 // An older page goes in above what the reader sees, which stays where it was on the screen: the browser's own scroll
