@@ -166,22 +166,25 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
         return ".".join([str(seq), str(int(busy)), *(r["id"] for r in asking["asks"] + asking["questions"])])
 
     async def _transcript(session_id: str, found: marks.Marks, busy: bool, limit: int | None = None,
-                          live: Mapping[str, str] | None = None) -> str:
-        """The live window of the transcript, with the marks read up to now and the text streamed so far into each
-        part not yet settled (`live`, by the part's element ID)."""
-        newest, links = await runtime.sessions.messages(session_id, limit=parts.TRANSCRIPT_PAGE, order="desc")
+                          live: Mapping[str, str] | None = None, oob: bool = True) -> tuple[str, str]:
+        """The live window of the transcript and the summary above it (gauge, status, usage), with the marks read
+        up to now and the text streamed so far into each part not yet settled (`live`, by the part's element ID).
+        With `oob` the transcript carries the summary, to replace the one above the older pages."""
+        page = await parts.window(runtime, session_id)
         info = await runtime.sessions.get(session_id)
-        messages = [m.model_dump(mode="json") for m in reversed(newest)]
+        messages = [m.model_dump(mode="json") for m in page.messages]
         if limit is None:
             limit = (await parts.choices(runtime, info))["context_limit"]
-        earlier = links.next if len(newest) == parts.TRANSCRIPT_PAGE else None
-        head, after = marks.place(found.timed, messages, None, oldest=earlier is None)
-        return _render("transcript.html", messages=messages, session=info.model_dump(mode="json"), busy=busy,
-                       **parts.needs_you(runtime, session_id), inbox=await parts.inbox(runtime, session_id),
-                       context_used=parts.context_used(messages), context_limit=limit, earlier=earlier,
-                       delivery=found.delivery, failed=found.failed, head=head, after=after,
-                       unanswered=found.unanswered and not busy, live=live or {},
-                       until=messages[0]["time"]["created"] if messages else None)
+        head, after = marks.place(found.timed, messages, None, oldest=page.before is None)
+        values = dict(messages=messages, session=info.model_dump(mode="json"), busy=busy,
+                      **parts.needs_you(runtime, session_id), inbox=await parts.inbox(runtime, session_id),
+                      context_used=parts.context_used(messages), context_limit=limit, earlier=page.before,
+                      previous=page.previous.model_dump(mode="json") if page.previous else None,
+                      delivery=found.delivery, failed=found.failed, head=head, after=after,
+                      unanswered=found.unanswered and not busy, live=live or {},
+                      until=messages[0]["time"]["created"] if messages else None)
+        summary = _render("summary.html", **values)
+        return summary, _render("transcript.html", summary=summary if oob else None, **values)
 
     async def session_page(request: Request) -> Response:
         session_id = request.path_params["sessionID"]
@@ -189,13 +192,15 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
             info = await runtime.sessions.get(session_id)
             header = await parts.choices(runtime, info)
             found, busy = await marks.marks(runtime, session_id), session_id in _active()
-            transcript = await _transcript(session_id, found, busy, limit=header["context_limit"])
+            summary, transcript = await _transcript(session_id, found, busy, limit=header["context_limit"],
+                                                    oob=False)
         except TaggedError as err:
             if err.status != 404:
                 raise
             return _html(_render("missing.html", session_id=session_id, signed_in=login.COOKIE in request.cookies),
                          status=404)
         return _html(_render("session.html", session=info.model_dump(mode="json"), transcript=transcript,
+                             summary=summary,
                              state=_state(session_id, found.seq, busy), signed_in=login.COOKIE in request.cookies,
                              **header))
 
@@ -217,7 +222,7 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
             found = await marks.marks(runtime, session_id)
             streamed: dict[str, str] = {}  # a part's element ID -> the text streamed into it, until it settles
             if _state(session_id, found.seq, busy) != request.query_params.get("state"):
-                yield _sse("transcript", await _transcript(session_id, found, busy))
+                yield _sse("transcript", (await _transcript(session_id, found, busy))[1])
             while True:  # SubscriptionLost ends the stream; the browser's EventSource reconnects to a fresh render
                 mine = [i for i in await subscription.next()
                         if isinstance(i, EventRecord) and i.aggregate_id == session_id]
@@ -244,7 +249,7 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
                             del streamed[part]
                 if durable:  # the re-render holds what those settled and what streamed around them
                     found = await marks.marks(runtime, session_id)
-                    yield _sse("transcript", await _transcript(session_id, found, busy, live=streamed))
+                    yield _sse("transcript", (await _transcript(session_id, found, busy, live=streamed))[1])
                 elif pieces:
                     yield _sse("delta", json.dumps(pieces, ensure_ascii=False))
 
