@@ -61,7 +61,7 @@ def test_the_list_shows_each_status_and_filters_by_it_and_by_location(page, api,
     sessions.get_by_text("Status asking").wait_for(state="detached")
     assert sessions.get_by_text("Status broken").is_visible() and sessions.get_by_text("Status calm").count() == 0
     page.get_by_label("Status").select_option("")
-    page.get_by_label("Location").select_option(str(elsewhere))
+    page.get_by_role("search").get_by_label("Location").select_option(str(elsewhere))
     sessions.get_by_text("Status broken").wait_for(state="detached")
     assert [t.strip() for t in sessions.locator("a.session .title").all_text_contents()] == ["Status calm"]
     page.get_by_label("Status").select_option("waiting")  # both at once: nothing here waits
@@ -108,7 +108,7 @@ def test_a_prompt_sent_from_the_page_streams_its_answer(page, api, ui_provider, 
     page.get_by_role("button", name="Send").click()
     page.locator("#transcript").get_by_text("Say hello").wait_for()
     # the first piece is shown while the provider still holds the rest of the answer
-    page.locator("#streaming").get_by_text("Hello from").wait_for()
+    page.locator("#transcript .msg.assistant .streamed").get_by_text("Hello from").wait_for()
     shoot(page, tmp_path, "streaming")
     held.release.set()
     page.locator("#transcript .msg.assistant .markdown").get_by_text("Hello from the loopback model.").wait_for()
@@ -222,7 +222,7 @@ def test_interrupt_from_the_page_stops_a_running_answer(page, api, ui_provider, 
     page.goto(f"/ui/session/{sid}")
     page.get_by_label("Prompt").fill("Take your time")
     page.get_by_label("Prompt").press("Control+Enter")
-    page.locator("#streaming").get_by_text("Thinking about").wait_for()
+    page.locator("#transcript .msg.assistant .streamed").get_by_text("Thinking about").wait_for()
     page.get_by_role("button", name="Interrupt").click()
     page.locator("#prompt-status").get_by_text("interrupted").wait_for()
     page.locator(".stats").get_by_text("idle").wait_for()

@@ -98,7 +98,7 @@ def test_a_queued_prompt_waits_in_the_inbox_and_is_cancelled_from_it(page, api, 
     page.goto(f"/ui/session/{sid}")
     page.get_by_label("Prompt").fill("Do the first thing")
     page.get_by_role("button", name="Send").click()
-    page.locator("#streaming").get_by_text("Working on").wait_for()
+    page.locator("#transcript .msg.assistant .streamed").get_by_text("Working on").wait_for()
     page.get_by_label("Delivery").select_option("queue")
     page.get_by_label("Prompt").fill("Then the second thing")
     page.get_by_role("button", name="Send").click()

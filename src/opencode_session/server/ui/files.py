@@ -9,19 +9,22 @@ from starlette.routing import BaseRoute, Route
 
 from ...core.runtime import Runtime
 from ...schema.errors import TaggedError
+from .parts import newest_prompt
 from .routes import DIFF_CONTEXT, _html, _render
 
 
 def files_routes(runtime: Runtime) -> list[BaseRoute]:
     async def revert_preview(request: Request) -> Response:
-        """What the prompts from `from` through `to` (the newest) changed: a revert from `from` puts it back."""
+        """What the prompts from `from` through `to` (default: the newest) changed: a revert from `from` puts
+        it back."""
         session_id, q = request.path_params["sessionID"], request.query_params
         first = q.get("from") or None
         values = {"session_id": session_id, "message_id": first or ""}
         if first is None:
             return _html(_render("revert_preview.html", files=[], problem="Which prompt? (from)", **values), 400)
         try:
-            files = await runtime.diffs.diff(session_id, first, q.get("to") or None, context=DIFF_CONTEXT)
+            last = q.get("to") or await newest_prompt(runtime, session_id)  # an older page's prompt: to the newest
+            files = await runtime.diffs.diff(session_id, first, last, context=DIFF_CONTEXT)
         except TaggedError as err:
             return _html(_render("revert_preview.html", files=[], problem=err.message, **values), err.status)
         return _html(_render("revert_preview.html", files=[f.model_dump(mode="json") for f in files], problem=None,

@@ -1,5 +1,6 @@
 """What the transcript marks that its messages do not hold, read from the session's durable log: each prompt's
-delivery (steer or queue), committed reverts and failed compactions, and where each mark sits among the messages."""
+delivery (steer or queue), committed reverts, failed compactions and executions that failed before their first Step
+(no answer holds their error), and where each mark sits among the messages."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from ...schema import events as ev
 from ...schema.events import EventRecord, definition_for
 
 SESSIONS_KEPT = 64  # sessions whose marks are kept between renders (each render reads only the log after them)
-MARKING = tuple(definition_for(t).stored_type for t in (ev.InputAdmitted, ev.RevertCommitted, ev.CompactionFailed))
+MARKING = tuple(definition_for(t).stored_type for t in (ev.InputAdmitted, ev.RevertCommitted, ev.CompactionFailed,
+                                                        ev.ExecutionStarted, ev.StepStarted, ev.ExecutionFailed))
 
 
 @dataclass
@@ -25,6 +27,8 @@ class Marks:
     delivery: dict[str, str] = field(default_factory=dict)  # input (user message) ID -> "steer" | "queue"
     failed: dict[str, dict[str, Any]] = field(default_factory=dict)  # compaction message ID -> its error
     timed: list[dict[str, Any]] = field(default_factory=list)  # {"created", "kind", "text"}: between messages
+    stepped: bool = True  # the newest execution has begun a Step (its answer, if it fails, holds the error)
+    unanswered: bool = False  # the newest execution failed before its first Step
 
     def add(self, record: EventRecord) -> None:
         if record.seq is None or record.seq <= self.seq:
@@ -33,6 +37,15 @@ class Marks:
         d = record.data
         if isinstance(d, ev.InputAdmitted) and d.input.type == "user":
             self.delivery[d.inputID] = d.input.delivery
+        elif isinstance(d, ev.ExecutionStarted):
+            self.stepped, self.unanswered = False, False
+        elif isinstance(d, ev.StepStarted):
+            self.stepped = True
+        elif isinstance(d, ev.ExecutionFailed) and not self.stepped:
+            self.unanswered = True
+            error = d.error.model_dump(mode="json")
+            self.timed.append({"created": record.created, "kind": "execution failed", "error": error,
+                               "text": f"{error.get('type') or 'error'}: {error.get('message') or error}"})
         elif isinstance(d, ev.RevertCommitted):
             self.timed.append({"created": record.created, "kind": "revert",
                                "text": "Reverted here: the messages after this point were undone"})

@@ -27,7 +27,8 @@ from ...core.store.keyset import PageRequest
 from ...schema import events as ev
 from ...schema import session_errors
 from ...schema.catalog import ModelV2Info
-from ...schema.errors import InvalidRequestError, TaggedError
+from ...schema.common import ModelRef
+from ...schema.errors import InvalidRequestError, SessionNotFoundError, TaggedError
 from ...schema.events import EventRecord
 from ...schema.session import SessionV2Info
 from . import marks
@@ -64,13 +65,19 @@ def _models(config: Config, env: Mapping[str, str]) -> list[ModelV2Info]:
 async def choices(runtime: Runtime, info: SessionV2Info) -> dict[str, Any]:
     """What the header offers: the agents and models at the session's Location, and its model's context limit
     (None where the configuration cannot be read or the model is not in the catalog)."""
+    return await choices_at(runtime, _location(runtime, info), info.model)
+
+
+async def choices_at(runtime: Runtime, location: Location, model: ModelRef | None = None) -> dict[str, Any]:
+    """The agents and models offered at `location`, the model Steps use there (`model`, else the configured one)
+    and its context limit; a new session's form offers the same."""
     try:
-        config = await runtime.config.at(_location(runtime, info))
+        config = await runtime.config.at(location)
     except ConfigError:
         return {"agents": [], "models": [], "context_limit": None, "current": ""}
     agents = [a.id for a in agent_info(config, runtime.options.env) if not a.hidden and a.mode != "subagent"]
     models = _models(config, runtime.options.env)
-    current = info.model or (model_ref_from_string(config.model) if config.model else None)  # what Steps use
+    current = model or (model_ref_from_string(config.model) if config.model else None)  # what Steps use
 
     def is_current(m: ModelV2Info) -> bool:
         return current is not None and m.id == current.id and m.providerID == current.providerID
@@ -132,6 +139,60 @@ async def statuses(runtime: Runtime, sessions: list[SessionV2Info]) -> dict[str,
             status = "suspended" if i in suspended else "failed" if i in failed else "idle"
         found[i] = {"status": status, "host": host if leased else None}
     return found
+
+
+@dataclass
+class Window:
+    """Messages of one transcript page, oldest first; `before` the anchor of the page before it (None: the session
+    begins here), `previous` the message just before its first (what "Fork before this prompt" keeps)."""
+
+    messages: list[Any]
+    before: int | None
+    previous: Any | None
+
+
+async def window(runtime: Runtime, session_id: str, before: int | None = None) -> Window:
+    """Up to TRANSCRIPT_PAGE messages before the message at `before` (the newest without), starting at a prompt
+    where one is in reach: a page never opens with an answer whose prompt is on the page before it."""
+
+    def read(r: Reader) -> Window:
+        if r.sessions.load(session_id) is None:
+            raise SessionNotFoundError(sessionID=session_id)
+        anchor = None if before is None else (before,)
+        found = r.messages.page(session_id, PageRequest("desc", TRANSCRIPT_PAGE + 1, anchor)).items
+        shown = found[:TRANSCRIPT_PAGE]
+        if len(found) > len(shown):  # older ones follow: end this page at its oldest prompt, if it holds one
+            prompts = [n for n, m in enumerate(shown) if m.type == "user"]
+            if prompts:
+                shown = shown[:prompts[-1] + 1]
+        previous = found[len(shown)] if len(found) > len(shown) else None
+        oldest = None
+        if previous is not None:
+            key = r.messages.page(session_id, PageRequest("desc", len(shown), anchor)).last
+            oldest = key[0] if key else None
+        return Window(list(reversed(shown)), oldest, previous)
+
+    return await runtime.store.read(read)
+
+
+async def newest_prompt(runtime: Runtime, session_id: str) -> str | None:
+    """The ID of the session's newest prompt (user message), if it has one."""
+    cursor = None
+    while True:
+        if cursor is None:
+            page, links = await runtime.sessions.messages(session_id, limit=TRANSCRIPT_PAGE, order="desc")
+        else:
+            page, links = await runtime.sessions.messages(session_id, cursor=cursor)
+        found = next((m.id for m in page if m.type == "user"), None)
+        if found is not None or not links.next or not page:
+            return found
+        cursor = links.next
+
+
+def live_id(message_id: str, ordinal: int | None) -> str:
+    """The page's element that a text part of an answer streams into (with `ordinal` None, the prefix of the
+    answer's parts); message.html names it the same way."""
+    return f"live-{message_id}-" + ("" if ordinal is None else f"text-{ordinal}")
 
 
 def needs_you(runtime: Runtime, session_id: str) -> dict[str, Any]:
@@ -237,17 +298,20 @@ def part_routes(runtime: Runtime, render: Callable[..., str], html: Callable[...
 
     async def earlier(request: Request) -> Response:
         session_id = request.path_params["sessionID"]
-        until = request.query_params.get("until") or ""
+        q = request.query_params
+        until, before = q.get("until") or "", q.get("before") or ""
         try:
-            older, links = await runtime.sessions.messages(session_id, cursor=request.query_params.get("cursor"))
+            if not before.isdigit():
+                raise InvalidRequestError("Which page? (before)", kind="query", field="before")
+            page = await window(runtime, session_id, int(before))
             info = await runtime.sessions.get(session_id)
             found = await marks.marks(runtime, session_id)
         except TaggedError as err:
             return html(render("problem.html", problem=err.message), status=err.status)
-        messages = message_values(list(reversed(older)))
-        cursor = links.next if len(older) == TRANSCRIPT_PAGE else None
-        head, after = marks.place(found.timed, messages, int(until) if until.isdigit() else None, cursor is None)
-        return html(render("earlier.html", messages=messages, session=info.model_dump(mode="json"), cursor=cursor,
+        messages = message_values(page.messages)
+        head, after = marks.place(found.timed, messages, int(until) if until.isdigit() else None, page.before is None)
+        return html(render("earlier.html", messages=messages, session=info.model_dump(mode="json"),
+                           before=page.before, previous=message_values([page.previous])[0] if page.previous else None,
                            delivery=found.delivery, failed=found.failed, head=head, after=after,
                            until=messages[0]["time"]["created"] if messages else ""))
 

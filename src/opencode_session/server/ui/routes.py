@@ -17,20 +17,32 @@ from starlette.responses import HTMLResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ...core.location import select_location
 from ...core.runtime import Runtime
 from ...schema.errors import TaggedError
 from ...schema.events import (
+    Deleted,
     EventRecord,
     ExecutionFailed,
     ExecutionInterrupted,
     ExecutionStarted,
     ExecutionSucceeded,
+    Forked,
+    Imported,
+    Moved,
     PermissionAsked,
     PermissionReplied,
     QuestionAsked,
     QuestionRejected,
     QuestionReplied,
+    Renamed,
+    RetryScheduled,
+    SessionCreated,
+    StepEnded,
+    StepFailed,
     TextDelta,
+    TextEnded,
+    Updated,
 )
 from ...schema.session import SessionV2Info
 from ..sse import text_frame
@@ -40,6 +52,9 @@ DIFF_CONTEXT = 3  # unchanged lines around each hunk, as `git diff` shows them
 EXECUTION_ENDED = (ExecutionSucceeded, ExecutionFailed, ExecutionInterrupted)
 # live-only, yet they change what the page shows: the tray
 ASKING = (PermissionAsked, PermissionReplied, QuestionAsked, QuestionReplied, QuestionRejected)
+# what changes a row of the sessions list: a session made, renamed, moved or gone, its status, its cost
+LISTED = (SessionCreated, Forked, Imported, Renamed, Updated, Moved, Deleted, ExecutionStarted, *EXECUTION_ENDED,
+          StepEnded, StepFailed, *ASKING)
 STATIC = Path(__file__).parent / "static"
 _templates = Environment(loader=PackageLoader(__package__, "templates"), autoescape=select_autoescape(),
                          trim_blocks=True, lstrip_blocks=True)
@@ -106,12 +121,39 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
 
     async def sessions_page(request: Request) -> Response:
         q = request.query_params
+        at = runtime.store.live.position  # the list below is at least this fresh: its live stream says if not
         everywhere, _ = await runtime.sessions.list(parent="null", limit=100)
         directories = sorted({s.location.directory for s in everywhere} | ({q["directory"]} if q.get("directory")
                                                                             else set()))
         return _html(_render("sessions.html", rows=await _rows(q), search=q.get("search", ""),
                              directory=q.get("directory", ""), status=q.get("status", ""), directories=directories,
-                             statuses=parts.STATUSES, filtered=_filtered(q), signed_in=login.COOKIE in request.cookies))
+                             statuses=parts.STATUSES, filtered=_filtered(q), signed_in=login.COOKIE in request.cookies,
+                             at=at, here=str(runtime.location.directory),
+                             new=await parts.choices_at(runtime, runtime.location)))
+
+    async def sessions_live(request: Request) -> Response:
+        """`sessions` whenever a session is made, renamed, moved or deleted, or its status or cost changes
+        (anywhere: another tab, a client of the API): the list then fetches its rows again, as its filters ask. A
+        page rendered before the newest such change (`at`) hears of it on connecting."""
+        subscription = runtime.store.live.subscribe()
+
+        async def frames() -> AsyncIterator[bytes]:
+            if request.query_params.get("at") != str(runtime.store.live.position):
+                yield _sse("sessions", "changed")
+            while True:
+                if any(isinstance(i, EventRecord) and isinstance(i.data, LISTED) for i in await subscription.next()):
+                    yield _sse("sessions", "changed")
+
+        return stream(frames())
+
+    async def new_choices(request: Request) -> Response:
+        """The agents and models a new session at `directory` can start with, as the new-session form's fragment."""
+        try:
+            location = select_location(runtime.location, request.query_params.get("directory") or None)
+        except TaggedError as err:
+            return _html(_render("new_choices.html", new={"agents": [], "models": [], "current": ""},
+                                 problem=err.message))
+        return _html(_render("new_choices.html", new=await parts.choices_at(runtime, location), problem=None))
 
     async def sessions_fragment(request: Request) -> Response:
         return _html(_render("session_rows.html", rows=await _rows(request.query_params),
@@ -123,20 +165,26 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
         asking = parts.needs_you(runtime, session_id)
         return ".".join([str(seq), str(int(busy)), *(r["id"] for r in asking["asks"] + asking["questions"])])
 
-    async def _transcript(session_id: str, found: marks.Marks, busy: bool, limit: int | None = None) -> str:
-        """The live window of the transcript, with the marks read up to now."""
-        newest, links = await runtime.sessions.messages(session_id, limit=parts.TRANSCRIPT_PAGE, order="desc")
+    async def _transcript(session_id: str, found: marks.Marks, busy: bool, limit: int | None = None,
+                          live: Mapping[str, str] | None = None, oob: bool = True) -> tuple[str, str]:
+        """The live window of the transcript and the summary above it (gauge, status, usage), with the marks read
+        up to now and the text streamed so far into each part not yet settled (`live`, by the part's element ID).
+        With `oob` the transcript carries the summary, to replace the one above the older pages."""
+        page = await parts.window(runtime, session_id)
         info = await runtime.sessions.get(session_id)
-        messages = [m.model_dump(mode="json") for m in reversed(newest)]
+        messages = [m.model_dump(mode="json") for m in page.messages]
         if limit is None:
             limit = (await parts.choices(runtime, info))["context_limit"]
-        earlier = links.next if len(newest) == parts.TRANSCRIPT_PAGE else None
-        head, after = marks.place(found.timed, messages, None, oldest=earlier is None)
-        return _render("transcript.html", messages=messages, session=info.model_dump(mode="json"), busy=busy,
-                       **parts.needs_you(runtime, session_id), inbox=await parts.inbox(runtime, session_id),
-                       context_used=parts.context_used(messages), context_limit=limit, earlier=earlier,
-                       delivery=found.delivery, failed=found.failed, head=head, after=after,
-                       until=messages[0]["time"]["created"] if messages else None)
+        head, after = marks.place(found.timed, messages, None, oldest=page.before is None)
+        values = dict(messages=messages, session=info.model_dump(mode="json"), busy=busy,
+                      **parts.needs_you(runtime, session_id), inbox=await parts.inbox(runtime, session_id),
+                      context_used=parts.context_used(messages), context_limit=limit, earlier=page.before,
+                      previous=page.previous.model_dump(mode="json") if page.previous else None,
+                      delivery=found.delivery, failed=found.failed, head=head, after=after,
+                      unanswered=found.unanswered and not busy, live=live or {},
+                      until=messages[0]["time"]["created"] if messages else None)
+        summary = _render("summary.html", **values)
+        return summary, _render("transcript.html", summary=summary if oob else None, **values)
 
     async def session_page(request: Request) -> Response:
         session_id = request.path_params["sessionID"]
@@ -144,20 +192,24 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
             info = await runtime.sessions.get(session_id)
             header = await parts.choices(runtime, info)
             found, busy = await marks.marks(runtime, session_id), session_id in _active()
-            transcript = await _transcript(session_id, found, busy, limit=header["context_limit"])
+            summary, transcript = await _transcript(session_id, found, busy, limit=header["context_limit"],
+                                                    oob=False)
         except TaggedError as err:
             if err.status != 404:
                 raise
             return _html(_render("missing.html", session_id=session_id, signed_in=login.COOKIE in request.cookies),
                          status=404)
         return _html(_render("session.html", session=info.model_dump(mode="json"), transcript=transcript,
+                             summary=summary,
                              state=_state(session_id, found.seq, busy), signed_in=login.COOKIE in request.cookies,
                              **header))
 
     async def session_live(request: Request) -> Response:
         """Each change of the session's log re-renders the transcript (`transcript`); the answer's text arrives as
-        it streams (`delta`), appended below it until the next re-render settles it. A page that says which state
-        it shows (`state`) is rendered again on connecting only if the session has moved on since."""
+        it streams (`delta`: JSON `[[element ID, text], ...]`), appended to its part until that part settles. A
+        re-render holds the text this stream carried into each part not yet settled, so it neither loses nor repeats
+        any. A page that says which state it shows (`state`) is rendered again on connecting only if the session
+        has moved on since."""
         session_id = request.path_params["sessionID"]
         try:
             await runtime.sessions.require(session_id)
@@ -168,24 +220,38 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
         async def frames() -> AsyncIterator[bytes]:
             busy = session_id in _active()  # then what the log says: the runner may not have let go of it yet
             found = await marks.marks(runtime, session_id)
+            streamed: dict[str, str] = {}  # a part's element ID -> the text streamed into it, until it settles
             if _state(session_id, found.seq, busy) != request.query_params.get("state"):
-                yield _sse("transcript", await _transcript(session_id, found, busy))
+                yield _sse("transcript", (await _transcript(session_id, found, busy))[1])
             while True:  # SubscriptionLost ends the stream; the browser's EventSource reconnects to a fresh render
                 mine = [i for i in await subscription.next()
                         if isinstance(i, EventRecord) and i.aggregate_id == session_id]
-                durable = [n for n, i in enumerate(mine) if i.seq is not None or isinstance(i.data, ASKING)]
-                if durable:  # the re-render holds what those settled; the text streamed after them follows it
-                    for item in mine:
-                        if isinstance(item.data, ExecutionStarted):
-                            busy = True
-                        elif isinstance(item.data, EXECUTION_ENDED):
-                            busy = False
+                durable = any(i.seq is not None or isinstance(i.data, ASKING) for i in mine)
+                pieces: list[list[str]] = []  # this batch's text, in order, a piece per run of one part
+                for item in mine:
+                    d = item.data
+                    if isinstance(d, ExecutionStarted):
+                        busy = True
+                    elif isinstance(d, EXECUTION_ENDED):
+                        busy = False
+                    elif isinstance(d, TextDelta):
+                        part = parts.live_id(d.assistantMessageID, d.ordinal)
+                        streamed[part] = streamed.get(part, "") + d.delta
+                        if pieces and pieces[-1][0] == part:
+                            pieces[-1][1] += d.delta
+                        else:
+                            pieces.append([part, d.delta])
+                    elif isinstance(d, TextEnded):  # settled: the log holds the whole text now
+                        streamed.pop(parts.live_id(d.assistantMessageID, d.ordinal), None)
+                    elif isinstance(d, StepEnded | StepFailed | RetryScheduled):
+                        prefix = parts.live_id(d.assistantMessageID, None)
+                        for part in [k for k in streamed if k.startswith(prefix)]:
+                            del streamed[part]
+                if durable:  # the re-render holds what those settled and what streamed around them
                     found = await marks.marks(runtime, session_id)
-                    yield _sse("transcript", await _transcript(session_id, found, busy))
-                    mine = mine[durable[-1] + 1:]
-                text = "".join(i.data.delta for i in mine if isinstance(i.data, TextDelta))
-                if text:
-                    yield _sse("delta", _render("delta.html", text=text))
+                    yield _sse("transcript", (await _transcript(session_id, found, busy, live=streamed))[1])
+                elif pieces:
+                    yield _sse("delta", json.dumps(pieces, ensure_ascii=False))
 
         return stream(frames())
 
@@ -202,6 +268,8 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
     return [
         Route("/", sessions_page, methods=["GET"], name="ui.sessions"),
         Route("/ui/sessions", sessions_fragment, methods=["GET"], name="ui.sessions.rows"),
+        Route("/ui/sessions/live", sessions_live, methods=["GET"], name="ui.sessions.live"),
+        Route("/ui/new/choices", new_choices, methods=["GET"], name="ui.new.choices"),
         Route("/ui/session/{sessionID}", session_page, methods=["GET"], name="ui.session"),
         Route("/ui/session/{sessionID}/diff", session_diff, methods=["GET"], name="ui.session.diff"),
         Route("/ui/session/{sessionID}/live", session_live, methods=["GET"], name="ui.session.live"),

@@ -93,6 +93,24 @@ document.addEventListener("submit", async (event) => {
                 body);
       say(`permission: ${reply}`);
     } catch (err) { say(err.message); }
+  } else if (form.id === "create") {
+    event.preventDefault();
+    const status = document.getElementById("create-status");
+    const values = form.elements;
+    const body = { location: { directory: values.directory.value.trim() } };
+    if (values.title.value.trim()) body.title = values.title.value.trim();
+    if (values.agent && values.agent.value) body.agent = values.agent.value;
+    if (values.model && values.model.value) {
+      const [providerID, ...rest] = values.model.value.split("/");
+      body.model = { providerID, id: rest.join("/") };
+    }
+    try {
+      const made = await (await api("POST", "/api/session", body)).json();
+      window.location.assign(`/ui/session/${encodeURIComponent((made.data || made).id)}?focus=prompt`);
+    } catch (err) {
+      status.textContent = err.message;
+      status.classList.add("error");
+    }
   } else if (form.id === "rename") {
     event.preventDefault();
     try {
@@ -144,11 +162,14 @@ document.addEventListener("change", async (event) => {
   }
 });
 
+// In the prompt box Enter sends, as in every chat (Ctrl/Cmd+Enter too); Shift+Enter is a new line. An Enter that
+// ends an IME composition (isComposing, or keyCode 229 where a browser does not say) only confirms the text.
 document.addEventListener("keydown", (event) => {
-  if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && event.target.name === "text") {
-    event.preventDefault();
-    event.target.form.requestSubmit();
-  }
+  const box = event.target;
+  if (event.key !== "Enter" || box.name !== "text" || !box.form || box.form.id !== "prompt") return;
+  if (event.isComposing || event.keyCode === 229 || event.shiftKey || event.altKey) return;
+  event.preventDefault();
+  box.form.requestSubmit();
 });
 
 // times as the reader's local clock; the transcript keeps its place at the bottom while it grows
@@ -159,6 +180,12 @@ function localTimes(root) {
 }
 document.addEventListener("DOMContentLoaded", () => {
   localTimes(document);
+  const opened = new URL(window.location.href);
+  if (opened.searchParams.get("focus") === "prompt") {  // a session just made here: ready to type its first prompt
+    document.querySelector("#prompt textarea")?.focus();
+    opened.searchParams.delete("focus");
+    window.history.replaceState(null, "", opened);
+  }
   if (document.getElementById("transcript")) window.scrollTo(0, document.body.scrollHeight);  // the newest first
 });
 // An older page goes in above what the reader sees, which stays where it was on the screen: the browser's own scroll
@@ -190,10 +217,35 @@ function watchEarlier(root) {
 document.addEventListener("DOMContentLoaded", () => watchEarlier(document));
 document.addEventListener("htmx:load", (event) => watchEarlier(event.detail.elt));
 document.addEventListener("htmx:afterSwap", (event) => localTimes(event.target));
+// the session's name as the live transcript tells it (a rename here, in another tab or by the API): the breadcrumb,
+// the tab's title, and the title box unless the reader is typing in it
+document.addEventListener("htmx:afterSwap", (event) => {
+  const named = event.target.id === "transcript" && document.getElementById("session-name");
+  if (!named) return;
+  document.getElementById("crumb").textContent = named.dataset.name;
+  document.title = `${named.dataset.name} · opencode-session`;
+  const box = document.querySelector("#rename input[name=title]");
+  if (box && document.activeElement !== box) box.value = named.dataset.title;
+});
+// Streamed text goes, as text, to the end of the part it belongs to (a fresh transcript holds what streamed before
+// it); a part the page does not show yet gets a place before the inbox until the next render puts it in its answer.
+function appendDeltas(pieces) {
+  for (const [id, text] of pieces) {
+    let part = document.getElementById(id);
+    if (!part) {
+      part = document.createElement("div");
+      part.id = id;
+      part.className = "text streamed";
+      document.getElementById("streaming").append(part);
+    }
+    part.append(text);
+  }
+}
 document.addEventListener("htmx:sseBeforeMessage", (event) => {
-  // a fresh transcript holds the text streamed so far: what streams after it starts again below it
-  const streaming = document.getElementById("streaming");
-  if (event.detail.type === "transcript" && streaming) streaming.replaceChildren();
   const atBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+  if (event.detail.type === "delta") {
+    event.preventDefault();
+    appendDeltas(JSON.parse(event.detail.data));
+  }
   if (atBottom) requestAnimationFrame(() => window.scrollTo(0, document.body.scrollHeight));
 });
