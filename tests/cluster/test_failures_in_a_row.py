@@ -23,7 +23,7 @@ import pytest
 
 from opencode_session.client import OpenCodeClient
 from tests.support.cluster import Cluster, durable_log
-from tests.support.postgres import activity, fresh_schema
+from tests.support.postgres import fresh_schema
 from tests.support.server import ServerProcess
 from tests.support.tool_model import ToolModel
 
@@ -106,7 +106,7 @@ async def _mid_loop(cluster: Cluster, observer: OpenCodeClient, sids: list[str],
         while behind():
             await anyio.sleep(0.05)  # polling a file the tools write: the condition waited on
     if behind():
-        raise AssertionError(f"loops that did not go on: {await _diagnosis(cluster, observer, behind())}")
+        raise AssertionError(f"loops that did not go on: {await cluster.diagnosis(observer, behind())}")
 
 
 def _pid(owner: str | None) -> int | None:
@@ -135,35 +135,8 @@ async def _lost_and_continued(observer: OpenCodeClient, sids: list[str], since: 
                 tg.start_soon(one, sid)
     if len(started) < len(sids):
         waiting = [sid for sid in sids if sid not in started]
-        raise AssertionError(f"not continued: {await _diagnosis(cluster, observer, waiting)}")
+        raise AssertionError(f"not continued: {await cluster.diagnosis(observer, waiting)}")
     return [(started[sid] - since) / 1000 for sid in sids]
-
-
-async def _diagnosis(cluster: Cluster, observer: OpenCodeClient, sids: list[str]) -> str:
-    """What a failure message says of sessions that did not do what they should: the end of each one's log, their
-    leases as stored, what each host said last, and what every connection to the database is doing."""
-    told = []
-    for sid in sids:
-        story = _story([e async for e in observer.session.log(sid, follow=False)])
-        told.append(f"{sid}:\n  " + "\n  ".join(story[-12:]))
-    leases = await anyio.to_thread.run_sync(cluster.leases, sids)
-    said = "\n".join(f"{host.url} (pid {host.proc.pid}):\n  " + "  ".join(host.stderr_lines[-12:])
-                     for host in cluster.hosts)
-    database = "\n".join(await anyio.to_thread.run_sync(activity))
-    return (f"\n{chr(10).join(told)}\ntheir leases as stored (now {time.time() * 1000:.0f}): {leases}\n"
-            f"the hosts said:\n{said}\nthe database's connections:\n{database}")
-
-
-def _story(events: list[Any]) -> list[str]:
-    """The log as a failure message tells it: each event's position, type, and its error or call where it has one."""
-    told = []
-    for event in events:
-        if event.type == "log.synced":
-            continue
-        data = event.data
-        detail = getattr(data, "error", None) or getattr(data, "callID", None) or ""
-        told.append(f"{event.durable.seq} {event.type} {detail}".rstrip())
-    return told
 
 
 def _said(host: ServerProcess, text: str, count: int, timeout: float) -> bool:
@@ -172,7 +145,7 @@ def _said(host: ServerProcess, text: str, count: int, timeout: float) -> bool:
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-async def test_a_kill_a_restart_and_a_pause_in_a_row_lose_no_session_and_leave_one_story(cluster, seed):
+async def test_a_kill_a_restart_and_a_pause_in_a_row_lose_no_session_and_leave_onestory(cluster, seed):
     rng = random.Random(seed)
     t0 = time.monotonic()
 
@@ -245,6 +218,6 @@ async def test_a_kill_a_restart_and_a_pause_in_a_row_lose_no_session_and_leave_o
         events = [e async for e in clients[id(live[0])].session.log(sid, follow=False) if e.type != "log.synced"]
         problems = contradictions(events)
         assert not problems and events[-1].type == "session.execution.succeeded", (
-            f"{problems}: {await _diagnosis(cluster, clients[id(live[0])], [sid])}")
+            f"{problems}: {await cluster.diagnosis(clients[id(live[0])], [sid])}")
     for client in clients.values():
         await client.aclose()

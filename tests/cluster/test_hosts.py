@@ -233,11 +233,14 @@ def _lines(path: Path) -> int:
     return len(path.read_text().split()) if path.exists() else 0
 
 
-async def _started(cluster: Cluster, count: int) -> None:
+async def _started(cluster: Cluster, count: int, observer: OpenCodeClient, sids: list[str]) -> None:
     """Wait until `count` tool calls have started (each notes its start, then waits for its hold file)."""
-    with anyio.fail_after(60):
+    with anyio.move_on_after(60):  # (a guard: past it, the failure says why)
         while _lines(cluster.work / "started.log") < count:
             await anyio.sleep(0.02)  # polling a file the tools write: the condition waited on
+    if _lines(cluster.work / "started.log") < count:
+        raise AssertionError(f"{_lines(cluster.work / 'started.log')} of {count} tool calls started:"
+                             f" {await cluster.diagnosis(observer, sids)}")
 
 
 def _stderr_count(host: ServerProcess, text: str, count: int, timeout: float, unless: str | None = None) -> bool:
@@ -260,10 +263,10 @@ async def test_a_paused_owner_mid_tool_sends_nothing_and_runs_nothing_once_taken
     sids = [(await a.session.create()).id for _ in range(count)]
     for n, sid in enumerate(sids):
         await a.session.prompt(sid, prompt={"text": f"run p{n}"})
-    await _started(cluster, count)  # every session's tool runs on the first host, held mid-tool
+    await _started(cluster, count, b, sids)  # every session's tool runs on the first host, held mid-tool
     first.proc.send_signal(signal.SIGSTOP)
     # the second host takes each over once the lease expired: the call is stale, the model makes it again there
-    await _started(cluster, 2 * count)
+    await _started(cluster, 2 * count, b, sids)
     first.proc.send_signal(signal.SIGCONT)
     # the resumed host finds its leases gone at its first renewal and stops its drains (and the tools they run); the
     # drains' own lines come once each has ended (the lease's "(lease epoch N lost)" line comes before its tools stop)

@@ -7,12 +7,16 @@ import collections
 import json
 import signal
 import subprocess
+import time
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import anyio
 import psycopg
 
 from opencode_session.client import OpenCodeClient
+from tests.support.postgres import activity
 from tests.support.server import ServerProcess, isolated_env, start_server
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.tool_model import ToolModel, config
@@ -73,6 +77,20 @@ class Cluster:
             return conn.execute("SELECT session_id, owner, epoch, expires FROM session_lease"
                                 " WHERE session_id = ANY(%s)", (sids,)).fetchall()
 
+    async def diagnosis(self, observer: OpenCodeClient, sids: list[str]) -> str:
+        """What a failure message says of sessions that did not do what they should: the end of each one's log,
+        their leases as stored, what each host said last, and what every connection to the database is doing."""
+        told = []
+        for sid in sids:
+            events = story([e async for e in observer.session.log(sid, follow=False)])
+            told.append(f"{sid}:\n  " + "\n  ".join(events[-12:]))
+        leases = await anyio.to_thread.run_sync(self.leases, sids)
+        said = "\n".join(f"{host.url} (pid {host.proc.pid}):\n  " + "  ".join(host.stderr_lines[-12:])
+                         for host in self.hosts)
+        database = "\n".join(await anyio.to_thread.run_sync(activity))
+        return (f"\n{chr(10).join(told)}\ntheir leases as stored (now {time.time() * 1000:.0f}): {leases}\n"
+                f"the hosts said:\n{said}\nthe database's connections:\n{database}")
+
     def stop(self) -> None:
         for proxy in self.proxies:
             proxy.heal()
@@ -91,3 +109,15 @@ async def durable_log(client: OpenCodeClient, sid: str) -> list[tuple[int, str, 
     """(seq, id, type) of every durable event of the session, as the host serves it."""
     return [(e.durable.seq, e.id, e.type) async for e in client.session.log(sid, follow=False)
             if e.type != "log.synced"]
+
+
+def story(events: list[Any]) -> list[str]:
+    """A log as a failure message tells it: each event's position, type, and its error or call where it has one."""
+    told = []
+    for event in events:
+        if event.type == "log.synced":
+            continue
+        data = event.data
+        detail = getattr(data, "error", None) or getattr(data, "callID", None) or ""
+        told.append(f"{event.durable.seq} {event.type} {detail}".rstrip())
+    return told
