@@ -54,9 +54,10 @@ async def test_a_prompt_cannot_grant_itself_bash_mcp_or_outside_files(client, pr
     config.unlink(missing_ok=True)
     mark = root / "mcp-command-ran"
     mark.unlink(missing_ok=True)
-    # the user's own config: the model may edit files (and, for the bash variant, run `printf`), never `id`
+    # the user's own config: the model may edit opencode.json (a rule naming it: a blanket allow would ask) and, for
+    # the bash variant, run `printf`, never `id`
     bash_rules = {"*": "deny", "printf *": "allow"} if by == "bash" else "deny"
-    write_provider_config(root, provider, permission={"edit": "allow", "bash": bash_rules})
+    write_provider_config(root, provider, permission={"edit": {"opencode.json": "allow"}, "bash": bash_rules})
     text = json.dumps(_widening(root))
     writing = (("write", {"path": "opencode.json", "content": text}) if by == "write" else
                ("bash", {"command": f"printf %s {shlex.quote(text)} > opencode.json", "description": "configure"}))

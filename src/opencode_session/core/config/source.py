@@ -1,6 +1,7 @@
 """The configuration in effect at a Location, for the whole runtime: read once per Location and served from a cache
 until a file it was (or could have been) read from changes on disk; a config file changed while the runtime runs
-(perhaps by the model) changes content at once, but its authority only with a restart. A project's configuration
+(perhaps by the model) changes content at once, but its authority only with a restart; so does one of the user's
+own files (global, `OPENCODE_CONFIG`) once a Location holds it (a session at $HOME). A project's configuration
 has authority only where the user trusts its Location with its content (`trust.py`): elsewhere it is read as content
 alone (no hooks, MCP servers, plugins, providers, web search, placeholders, and only its `deny` rules)."""
 
@@ -91,17 +92,6 @@ class ConfigSource:
         # what was left out of each untrusted Location's configuration, as last read (for the API and listings)
         self._ignored: dict[Path, tuple[TrustState, tuple[str, ...]]] = {}
 
-    def reload(self) -> None:
-        """Forget every file's first reading: the next read of each Location takes the files' authority as they
-        are now (what a restart does, for a user who asks for it: SIGHUP to `ocs serve`)."""
-        with self._lock:
-            self._cache.clear()
-            self._pinned.clear()
-            self._placeholders.clear()
-            self._reported.clear()
-            self._under.clear()
-        log.info("configuration reloaded: every file's authority is read anew")
-
     def untrusted(self, location: Location) -> tuple[TrustState, tuple[str, ...]] | None:
         """When the Location's project configuration was last read without authority: its trust and what it said
         that was left out; None when it has authority (or was not read yet)."""
@@ -140,10 +130,17 @@ class ConfigSource:
         state = self.trust.state(location)
         under = _ALWAYS if state.trust_all else (state.digest or "-") if state.trusted else None
         own = {_key(path) for path in user_files(self.env)}
+        held = (location.directory, location.project_root)
         with self._lock:
             for path, seen in zip(candidates, (seen for _path, seen in watched), strict=False):
                 key = _key(path)
-                if key in own or under is None:  # an untrusted project's authority is not read: nothing to pin
+                if key in own:
+                    if seen is None and key not in self._pinned and _inside(key, held) and \
+                            len(self._pinned) < PIN_CAPACITY:
+                        self._pinned[key] = _ABSENT  # a file of the user's the model can write: none either
+                        self._under[key] = _ALWAYS
+                    continue
+                if under is None:  # an untrusted project's authority is not read: nothing to pin
                     continue
                 if self._under.get(key, under) != under:
                     self._forget(key)  # the user trusted this content: its authority is what it says now
@@ -153,16 +150,24 @@ class ConfigSource:
         denies: list[tuple[str | None, str, str]] = []  # an untrusted project's deny rules: (agent, action, pattern)
         ignored: list[str] = []
 
+        def reachable(key: Path) -> bool:
+            """Whether one of the user's own files is pinned: once a Location holds it (a session at $HOME), the
+            model may have written it, as it may a project's."""
+            with self._lock:
+                if key in self._pinned:
+                    return True
+            return _inside(key, held)
+
         def adjust(path: Path, data: dict[str, object]) -> dict[str, object]:
             if _key(path) in own:
-                return self._pin(path, data, _ALWAYS)
+                return self._pin(path, data, _ALWAYS) if reachable(_key(path)) else data
             if under is None:
                 return _content_only(data, denies, ignored)
             return self._pin(path, data, under)
 
         def placeholders(path: Path, found: frozenset[str]) -> frozenset[str]:
             if _key(path) in own:
-                return self._gate(path, found, _ALWAYS)
+                return self._gate(path, found, _ALWAYS) if reachable(_key(path)) else found
             return frozenset() if under is None else self._gate(path, found, under)
 
         config = load_config(location.directory, location.project_root, self.env,
@@ -338,6 +343,10 @@ def _fewer_servers(pinned: object, now: object) -> object:
         off = isinstance(named[name], dict) and named[name].get("enabled") is False
         kept[name] = {**entry, "enabled": False} if off and isinstance(entry, dict) else entry
     return kept
+
+
+def _inside(path: Path, folders: tuple[Path, ...]) -> bool:
+    return any(path == folder or folder in path.parents for folder in folders)
 
 
 def _key(path: Path) -> Path:
