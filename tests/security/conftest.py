@@ -89,10 +89,12 @@ def serve(root: Path, *args: str, provider: fake.FakeOpenAI | None = None, memor
     return start_server(root, env=environment, args=args, preexec_fn=preexec_fn)
 
 
-async def run_prompt(client, provider: fake.FakeOpenAI, *scripts: fake.Script, timeout: float = 60) -> tuple[str, list]:
-    """Prompt a new session with the provider scripted, wait for it to settle; its id and durable log."""
+async def run_prompt(client, provider: fake.FakeOpenAI, *scripts: fake.Script, timeout: float = 60,
+                     agent: str | None = None) -> tuple[str, list]:
+    """Prompt a new session (of `agent`, else the default one) with the provider scripted, wait for it to settle; its
+    id and durable log."""
     provider.enqueue(*scripts)
-    sid = (await client.session.create()).id
+    sid = (await client.session.create(agent=agent)).id
     await client.session.prompt(sid, prompt={"text": "go"})
     with anyio.fail_after(timeout):
         await client.session.wait(sid)
@@ -100,7 +102,7 @@ async def run_prompt(client, provider: fake.FakeOpenAI, *scripts: fake.Script, t
 
 
 async def run_refused_prompt(client, provider: fake.FakeOpenAI, *scripts: fake.Script, feedback: str | None = None,
-                             timeout: float = 60) -> tuple[dict[str, Any], list]:
+                             timeout: float = 60, agent: str | None = None) -> tuple[dict[str, Any], list]:
     """Like `run_prompt` for a turn that asks the user once: they reject that request (with `feedback`, which the
     model reads, if given). The request asked and the session's durable log."""
     provider.enqueue(*scripts)
@@ -109,7 +111,7 @@ async def run_refused_prompt(client, provider: fake.FakeOpenAI, *scripts: fake.S
         with anyio.fail_after(timeout):
             async for event in events:
                 if event.type == "server.connected":
-                    sid = (await client.session.create()).id
+                    sid = (await client.session.create(agent=agent)).id
                     await client.session.prompt(sid, prompt={"text": "go"})
                 elif event.type == "permission.v2.asked":
                     asked = dict(event.data)
