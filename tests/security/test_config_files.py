@@ -95,7 +95,8 @@ async def test_a_blanket_edit_allow_does_not_cover_a_config_file(client, provide
     try:
         write = ("write", {"path": "alias.json", "content": json.dumps(_hostile(root))})
         asked, _ = await run_refused_prompt(client, provider, _calls(write)[0], agent="editor")
-        assert asked["action"] == "edit" and asked["resources"] == ["alias.json"], asked
+        # asked for what it names: the user sees which file would change
+        assert asked["action"] == "edit" and asked["resources"] == [".config/opencode/opencode.json"], asked
     finally:
         (root / "work" / "alias.json").unlink()
     # while an ordinary file is the agent's to write
