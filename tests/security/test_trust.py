@@ -138,3 +138,32 @@ async def test_the_repository_cannot_trust_itself(ocs, root, http):
     kept = root / "data" / "opencode-session" / "trust.json"
     assert kept.exists() and (kept.stat().st_mode & 0o077) == 0
     assert not list((root / "work").rglob("trust.json")), info
+
+
+def test_an_untrusted_projects_rules_only_ever_narrow(tmp_path):
+    # in-process: what the rules say at an untrusted Location, where a merge would let a project's rule replace the
+    # user's (`"bash": "ask"` replaced by an object holding one deny would allow every other command)
+    from opencode_session.core.agents import resolve_agent
+    from opencode_session.core.config import ConfigSource
+    from opencode_session.core.location import resolve_location
+    from opencode_session.core.permission import evaluate
+
+    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_DATA_HOME": str(tmp_path / "data"), "SECRET_VAR": "s3cr3t"}
+    (tmp_path / "config" / "opencode").mkdir(parents=True)
+    (tmp_path / "config" / "opencode" / "opencode.json").write_text(json.dumps({"permission": {"bash": "ask"}}))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "opencode.json").write_text(json.dumps({
+        "permission": {"bash": {"rm *": "deny", "ls *": "allow"}, "edit": "allow", "webfetch": "deny"},
+        "agent": {"plan": {"prompt": "key {env:SECRET_VAR}", "permission": {"edit": "allow"},
+                           "tools": {"bash": True, "webfetch": False}}}}))
+    config = ConfigSource(env).at_sync(resolve_location(work))
+    build, plan = resolve_agent(config, "build"), resolve_agent(config, "plan")
+    rules = build.rules(config.permission, env)
+    assert [evaluate(rules, "bash", c) for c in ("ls -la", "rm -rf x", "id")] == ["ask", "deny", "ask"]
+    assert evaluate(rules, "webfetch", "https://example.com") == "deny"  # its denies apply
+    plan_rules = plan.rules(config.permission, env)
+    assert evaluate(plan_rules, "edit", "x.py") == "deny"  # the built-in plan agent stays read-only
+    assert evaluate(plan_rules, "webfetch", "https://example.com") == "deny"
+    assert plan.prompt == "key " and "s3cr3t" not in json.dumps(config.model_dump())  # no placeholder is read
