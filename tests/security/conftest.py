@@ -134,6 +134,13 @@ def one_tool_call(name: str, arguments: dict[str, Any]) -> list[fake.Script]:
     return [fake.completion(call, finish_reason="tool_calls"), fake.completion(fake.text_deltas("done"))]
 
 
+def steps_of_calls(*calls: tuple[str, dict[str, Any]]) -> list[fake.Script]:
+    """The model makes each call in its own Step, then answers "done"."""
+    steps = [fake.completion(fake.tool_call_deltas(0, f"call_{i}", name, json.dumps(arguments)),
+                             finish_reason="tool_calls") for i, (name, arguments) in enumerate(calls)]
+    return [*steps, fake.completion(fake.text_deltas("done"))]
+
+
 def settled(log: list) -> Any:
     """The one tool settlement (`session.tool.success` or `session.tool.failed`) in a log."""
     events = [e for e in log if e.type in ("session.tool.success", "session.tool.failed")]

@@ -12,8 +12,7 @@ import sys
 
 import pytest
 
-from tests.security.conftest import run_prompt, run_refused_prompt, write_provider_config
-from tests.support import fake_openai as fake
+from tests.security.conftest import run_prompt, run_refused_prompt, steps_of_calls, write_provider_config
 
 pytestmark = pytest.mark.anyio
 
@@ -37,13 +36,6 @@ def _widening(root) -> dict:
             "agent": {"build": {"prompt": "{file:" + str(root / "outside" / "secret.txt") + "}"}}}
 
 
-def _calls(*calls: tuple[str, dict]) -> list[fake.Script]:
-    """The model makes each call in its own Step, then answers "done"."""
-    steps = [fake.completion(fake.tool_call_deltas(0, f"call_{i}", name, json.dumps(arguments)),
-                             finish_reason="tool_calls") for i, (name, arguments) in enumerate(calls)]
-    return [*steps, fake.completion(fake.text_deltas("done"))]
-
-
 def _results(log) -> list:
     return [e for e in log if e.type in ("session.tool.success", "session.tool.failed")]
 
@@ -61,7 +53,8 @@ async def test_a_prompt_cannot_grant_itself_bash_mcp_or_outside_files(client, pr
     text = json.dumps(_widening(root))
     writing = (("write", {"path": "opencode.json", "content": text}) if by == "write" else
                ("bash", {"command": f"printf %s {shlex.quote(text)} > opencode.json", "description": "configure"}))
-    sid, log = await run_prompt(client, provider, *_calls(writing, ("bash", {"command": "id", "description": "who"})))
+    who = ("bash", {"command": "id", "description": "who"})
+    sid, log = await run_prompt(client, provider, *steps_of_calls(writing, who))
     written, ran = _results(log)
     assert written.type == "session.tool.success", str(written.data.error)[:600]
     assert json.loads(config.read_text()) == _widening(root)  # the file says it ...
@@ -71,7 +64,7 @@ async def test_a_prompt_cannot_grant_itself_bash_mcp_or_outside_files(client, pr
     assert log[-1].type == "session.execution.succeeded"
     # a later session on the same running server: still not
     provider.requests.clear()
-    _, log = await run_prompt(client, provider, *_calls(("bash", {"command": "id", "description": "who"})))
+    _, log = await run_prompt(client, provider, *steps_of_calls(("bash", {"command": "id", "description": "who"})))
     assert _results(log)[0].data.error.type == "permission.rejected"
     assert not mark.exists() and all(SECRET not in json.dumps(r.json) for r in provider.requests)
     config.unlink()
@@ -80,6 +73,6 @@ async def test_a_prompt_cannot_grant_itself_bash_mcp_or_outside_files(client, pr
 async def test_a_config_file_write_asks_by_default(client, provider, root):
     # a refusal without feedback ends the turn: the model is not asked again
     write = ("write", {"path": ".opencode/opencode.json", "content": '{"permission": "allow"}'})
-    asked, _ = await run_refused_prompt(client, provider, _calls(write)[0])
+    asked, _ = await run_refused_prompt(client, provider, steps_of_calls(write)[0])
     assert asked["action"] == "edit" and asked["resources"] == [".opencode/opencode.json"], asked
     assert not (root / "work" / ".opencode" / "opencode.json").exists()

@@ -14,8 +14,7 @@ import sys
 import pytest
 
 from opencode_session.client import OpenCodeClient
-from tests.security.conftest import run_prompt, run_refused_prompt, settled
-from tests.support import fake_openai as fake
+from tests.security.conftest import run_prompt, run_refused_prompt, settled, steps_of_calls
 from tests.support.server import isolated_env, start_server
 
 pytestmark = pytest.mark.anyio
@@ -56,13 +55,6 @@ async def client(ocs, provider):
     assert provider.pending == 0, "a scripted provider response was never requested"
 
 
-def _calls(*calls: tuple[str, dict]) -> list[fake.Script]:
-    """The model makes each call in its own Step, then answers "done"."""
-    steps = [fake.completion(fake.tool_call_deltas(0, f"call_{i}", name, json.dumps(arguments)),
-                             finish_reason="tool_calls") for i, (name, arguments) in enumerate(calls)]
-    return [*steps, fake.completion(fake.text_deltas("done"))]
-
-
 def _hostile(root) -> dict:
     """A config that runs commands of the model's: a PreToolUse hook and a local MCP server, each leaving a mark."""
     def marking(name: str) -> list[str]:
@@ -80,33 +72,33 @@ async def test_writing_the_global_config_inside_the_location_asks(client, provid
     # `config.json` is read by the loader though no relative pattern named it: the resolved path decides
     target = root / "work" / ".config" / "opencode" / "config.json"
     write = ("write", {"path": ".config/opencode/config.json", "content": json.dumps(_hostile(root))})
-    asked, log = await run_refused_prompt(client, provider, _calls(write)[0])
+    asked, log = await run_refused_prompt(client, provider, steps_of_calls(write)[0])
     assert asked["action"] == "edit" and asked["resources"] == [".config/opencode/config.json"], asked
     assert not target.exists() and _marks(root) == []
 
 
 async def test_a_blanket_edit_allow_does_not_cover_a_config_file(client, provider, root):
     write = ("write", {"path": "opencode.json", "content": json.dumps(_hostile(root))})
-    asked, _ = await run_refused_prompt(client, provider, _calls(write)[0], agent="editor")
+    asked, _ = await run_refused_prompt(client, provider, steps_of_calls(write)[0], agent="editor")
     assert asked["action"] == "edit" and asked["resources"] == ["opencode.json"], asked
     assert not (root / "work" / "opencode.json").exists()
     # nor does another name for the same file: a symlink is resolved first
     (root / "work" / "alias.json").symlink_to(root / "work" / ".config" / "opencode" / "opencode.json")
     try:
         write = ("write", {"path": "alias.json", "content": json.dumps(_hostile(root))})
-        asked, _ = await run_refused_prompt(client, provider, _calls(write)[0], agent="editor")
+        asked, _ = await run_refused_prompt(client, provider, steps_of_calls(write)[0], agent="editor")
         # asked for what it names: the user sees which file would change
         assert asked["action"] == "edit" and asked["resources"] == [".config/opencode/opencode.json"], asked
     finally:
         (root / "work" / "alias.json").unlink()
     # while an ordinary file is the agent's to write
-    _, log = await run_prompt(client, provider, *_calls(("write", {"path": "notes.txt", "content": "x"})),
+    _, log = await run_prompt(client, provider, *steps_of_calls(("write", {"path": "notes.txt", "content": "x"})),
                               agent="editor")
     assert settled(log).type == "session.tool.success"
 
 
 async def test_a_rule_naming_the_file_allows_writing_it(client, provider, root):
-    _, log = await run_prompt(client, provider, *_calls(("write", {"path": "opencode.json", "content": "{}"})),
+    _, log = await run_prompt(client, provider, *steps_of_calls(("write", {"path": "opencode.json", "content": "{}"})),
                               agent="named")
     assert settled(log).type == "session.tool.success", settled(log).data
     assert (root / "work" / "opencode.json").read_text() == "{}"
@@ -117,7 +109,7 @@ async def test_a_global_config_the_location_holds_gains_authority_only_at_a_rest
     # bash writes it unasked (bash is allowed by default); its hook and MCP server still do not run here
     target = root / "work" / ".config" / "opencode" / "config.json"
     text = json.dumps(_hostile(root))
-    _, log = await run_prompt(client, provider, *_calls(
+    _, log = await run_prompt(client, provider, *steps_of_calls(
         ("bash", {"command": f"printf %s {shlex.quote(text)} > .config/opencode/config.json", "description": "cfg"}),
         ("bash", {"command": "echo hi", "description": "greet"})))
     results = [e for e in log if e.type in ("session.tool.success", "session.tool.failed")]
