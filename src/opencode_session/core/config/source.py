@@ -176,7 +176,10 @@ class ConfigSource:
         if under is None:
             config = _with_denies(config, denies)
             with self._lock:
+                self._ignored.pop(location.directory, None)
                 self._ignored[location.directory] = (state, tuple(dict.fromkeys(ignored)))
+                while len(self._ignored) > CAPACITY:  # as many Locations as the cache remembers
+                    self._ignored.pop(next(iter(self._ignored)))
             if ignored:
                 self.trust.warn_once(state, list(dict.fromkeys(ignored)))
         else:
