@@ -132,7 +132,7 @@ async def test_a_trust_request_is_refused_naming_its_field(ocs, http):
     assert refused.status_code == 400 and refused.json()["field"] == "digest", refused.text
 
 
-async def test_the_repository_cannot_trust_itself(ocs, root, http):
+async def test_trust_is_kept_in_the_users_data_directory_private_to_them(ocs, root, http):
     # trust is kept in the user's data directory, never in the repository, and is private to the user
     info = http.get(f"{ocs.url}/api/experimental/trust", timeout=TIMEOUT).json()
     kept = root / "data" / "opencode-session" / "trust.json"
