@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,10 @@ from tests.support.server import isolated_env as server_env
 from tests.support.server import start_server
 
 TESTS = Path(__file__).resolve().parent
+# The suite's repositories are its own: every Location's project configuration has its authority, as for an embedder
+# or CI that opts out of trust (docs/security.md), in this process and every `ocs` it starts. The tests of trust
+# itself (tests/security/test_trust.py) run without it.
+os.environ["OCS_TRUST_ALL"] = "1"
 # Whole folders and modules whose tests start processes (`ocs`, several hosts, a browser, OpenCode's own clients, a
 # fresh venv, servers killed and restarted), run a fuzzer for a minute or wait out timers: `python3 run.py test --fast`
 # leaves them out.

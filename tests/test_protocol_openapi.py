@@ -221,6 +221,8 @@ def test_every_requested_operation_is_declared_once():
         "v2.session.owner",
         "v2.mcp.status",
         "v2.mcp.connect",
+        "v2.experimental.trust.get",
+        "v2.experimental.trust.grant",
     } | UPSTREAM_SESSION_MANAGEMENT == set(ids)
     assert endpoint("v2.session.get").path == "/api/session/{sessionID}"
     with pytest.raises(KeyError):

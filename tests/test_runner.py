@@ -162,7 +162,9 @@ def config(home: Path, *, agent_steps: int | None = None) -> dict[str, str]:
     cfgdir = home / "config"
     (cfgdir / "opencode").mkdir(parents=True, exist_ok=True)
     (cfgdir / "opencode" / "opencode.json").write_text(json.dumps(cfg))
-    return {"XDG_CONFIG_HOME": str(cfgdir), "HOME": str(home), "XDG_DATA_HOME": str(home / "data")}
+    # the suite's repositories are its own (tests/conftest.py): their configuration has authority untrusted
+    return {"XDG_CONFIG_HOME": str(cfgdir), "HOME": str(home), "XDG_DATA_HOME": str(home / "data"),
+            "OCS_TRUST_ALL": "1"}
 
 
 @asynccontextmanager

@@ -147,7 +147,8 @@ NOT_A_SESSIONS = {("POST", "/api/pty"), ("PUT", "/api/pty/{ptyID}"),
                   ("POST", "/api/integration/{integrationID}/connect/key"),
                   ("POST", "/api/integration/{integrationID}/connect/oauth"),
                   ("POST", "/api/integration/attempt/{attemptID}/complete"),
-                  ("PATCH", "/api/credential/{credentialID}")}
+                  ("PATCH", "/api/credential/{credentialID}"),
+                  ("POST", "/api/experimental/trust")}  # its refusals: tests/security/test_trust.py
 
 
 # Managing sessions (update, inbox delivery, import): their refusals of bad bodies, and what they write read back,

@@ -10,8 +10,8 @@ from tests.support.cli import make_home
 # each test starts `ocs` processes: slow on a busy machine
 pytestmark = pytest.mark.timeout(240)
 
-COMMANDS = ("serve", "ui", "run", "sessions", "show", "log", "revert", "fork", "models", "plugins", "hooks", "openapi",
-            "demo", "stats")
+COMMANDS = ("serve", "ui", "run", "sessions", "show", "log", "revert", "fork", "models", "plugins", "hooks", "trust",
+            "openapi", "demo", "stats")
 
 
 def test_help_lists_every_command_and_each_command_has_its_own(tmp_path):

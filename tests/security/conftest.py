@@ -89,10 +89,12 @@ def serve(root: Path, *args: str, provider: fake.FakeOpenAI | None = None, memor
     return start_server(root, env=environment, args=args, preexec_fn=preexec_fn)
 
 
-async def run_prompt(client, provider: fake.FakeOpenAI, *scripts: fake.Script, timeout: float = 60) -> tuple[str, list]:
-    """Prompt a new session with the provider scripted, wait for it to settle; its id and durable log."""
+async def run_prompt(client, provider: fake.FakeOpenAI, *scripts: fake.Script, timeout: float = 60,
+                     agent: str | None = None) -> tuple[str, list]:
+    """Prompt a new session (of `agent`, else the default one) with the provider scripted, wait for it to settle; its
+    id and durable log."""
     provider.enqueue(*scripts)
-    sid = (await client.session.create()).id
+    sid = (await client.session.create(agent=agent)).id
     await client.session.prompt(sid, prompt={"text": "go"})
     with anyio.fail_after(timeout):
         await client.session.wait(sid)
@@ -100,7 +102,7 @@ async def run_prompt(client, provider: fake.FakeOpenAI, *scripts: fake.Script, t
 
 
 async def run_refused_prompt(client, provider: fake.FakeOpenAI, *scripts: fake.Script, feedback: str | None = None,
-                             timeout: float = 60) -> tuple[dict[str, Any], list]:
+                             timeout: float = 60, agent: str | None = None) -> tuple[dict[str, Any], list]:
     """Like `run_prompt` for a turn that asks the user once: they reject that request (with `feedback`, which the
     model reads, if given). The request asked and the session's durable log."""
     provider.enqueue(*scripts)
@@ -109,7 +111,7 @@ async def run_refused_prompt(client, provider: fake.FakeOpenAI, *scripts: fake.S
         with anyio.fail_after(timeout):
             async for event in events:
                 if event.type == "server.connected":
-                    sid = (await client.session.create()).id
+                    sid = (await client.session.create(agent=agent)).id
                     await client.session.prompt(sid, prompt={"text": "go"})
                 elif event.type == "permission.v2.asked":
                     asked = dict(event.data)
@@ -130,6 +132,13 @@ def one_tool_call(name: str, arguments: dict[str, Any]) -> list[fake.Script]:
     """The model calls one tool, then answers "done" once it has the result."""
     call = fake.tool_call_deltas(0, "call_1", name, json.dumps(arguments))
     return [fake.completion(call, finish_reason="tool_calls"), fake.completion(fake.text_deltas("done"))]
+
+
+def steps_of_calls(*calls: tuple[str, dict[str, Any]]) -> list[fake.Script]:
+    """The model makes each call in its own Step, then answers "done"."""
+    steps = [fake.completion(fake.tool_call_deltas(0, f"call_{i}", name, json.dumps(arguments)),
+                             finish_reason="tool_calls") for i, (name, arguments) in enumerate(calls)]
+    return [*steps, fake.completion(fake.text_deltas("done"))]
 
 
 def settled(log: list) -> Any:

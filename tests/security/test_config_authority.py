@@ -12,8 +12,7 @@ import sys
 
 import pytest
 
-from tests.security.conftest import run_prompt, run_refused_prompt, write_provider_config
-from tests.support import fake_openai as fake
+from tests.security.conftest import run_prompt, run_refused_prompt, steps_of_calls, write_provider_config
 
 pytestmark = pytest.mark.anyio
 
@@ -37,13 +36,6 @@ def _widening(root) -> dict:
             "agent": {"build": {"prompt": "{file:" + str(root / "outside" / "secret.txt") + "}"}}}
 
 
-def _calls(*calls: tuple[str, dict]) -> list[fake.Script]:
-    """The model makes each call in its own Step, then answers "done"."""
-    steps = [fake.completion(fake.tool_call_deltas(0, f"call_{i}", name, json.dumps(arguments)),
-                             finish_reason="tool_calls") for i, (name, arguments) in enumerate(calls)]
-    return [*steps, fake.completion(fake.text_deltas("done"))]
-
-
 def _results(log) -> list:
     return [e for e in log if e.type in ("session.tool.success", "session.tool.failed")]
 
@@ -54,13 +46,15 @@ async def test_a_prompt_cannot_grant_itself_bash_mcp_or_outside_files(client, pr
     config.unlink(missing_ok=True)
     mark = root / "mcp-command-ran"
     mark.unlink(missing_ok=True)
-    # the user's own config: the model may edit files (and, for the bash variant, run `printf`), never `id`
+    # the user's own config: the model may edit opencode.json (a rule naming it: a blanket allow would ask) and, for
+    # the bash variant, run `printf`, never `id`
     bash_rules = {"*": "deny", "printf *": "allow"} if by == "bash" else "deny"
-    write_provider_config(root, provider, permission={"edit": "allow", "bash": bash_rules})
+    write_provider_config(root, provider, permission={"edit": {"opencode.json": "allow"}, "bash": bash_rules})
     text = json.dumps(_widening(root))
     writing = (("write", {"path": "opencode.json", "content": text}) if by == "write" else
                ("bash", {"command": f"printf %s {shlex.quote(text)} > opencode.json", "description": "configure"}))
-    sid, log = await run_prompt(client, provider, *_calls(writing, ("bash", {"command": "id", "description": "who"})))
+    who = ("bash", {"command": "id", "description": "who"})
+    sid, log = await run_prompt(client, provider, *steps_of_calls(writing, who))
     written, ran = _results(log)
     assert written.type == "session.tool.success", str(written.data.error)[:600]
     assert json.loads(config.read_text()) == _widening(root)  # the file says it ...
@@ -70,7 +64,7 @@ async def test_a_prompt_cannot_grant_itself_bash_mcp_or_outside_files(client, pr
     assert log[-1].type == "session.execution.succeeded"
     # a later session on the same running server: still not
     provider.requests.clear()
-    _, log = await run_prompt(client, provider, *_calls(("bash", {"command": "id", "description": "who"})))
+    _, log = await run_prompt(client, provider, *steps_of_calls(("bash", {"command": "id", "description": "who"})))
     assert _results(log)[0].data.error.type == "permission.rejected"
     assert not mark.exists() and all(SECRET not in json.dumps(r.json) for r in provider.requests)
     config.unlink()
@@ -79,6 +73,6 @@ async def test_a_prompt_cannot_grant_itself_bash_mcp_or_outside_files(client, pr
 async def test_a_config_file_write_asks_by_default(client, provider, root):
     # a refusal without feedback ends the turn: the model is not asked again
     write = ("write", {"path": ".opencode/opencode.json", "content": '{"permission": "allow"}'})
-    asked, _ = await run_refused_prompt(client, provider, _calls(write)[0])
+    asked, _ = await run_refused_prompt(client, provider, steps_of_calls(write)[0])
     assert asked["action"] == "edit" and asked["resources"] == [".opencode/opencode.json"], asked
     assert not (root / "work" / ".opencode" / "opencode.json").exists()

@@ -55,7 +55,7 @@ async def _templates(client) -> dict[str, str]:
 
 
 async def test_a_changed_project_file_reads_no_new_variable_or_file(client, provider, root, ocs):
-    write_provider_config(root, provider, permission={"edit": "allow"})
+    write_provider_config(root, provider, permission={"edit": {"opencode.json": "allow"}})  # a rule naming the file
     assert (await _templates(client))["mine"] == f"user says {USER_VALUE}"  # the first reading, as the user wrote it
     _, log = await run_prompt(client, provider, *one_tool_call(
         "write", {"path": "opencode.json", "content": json.dumps(_hostile(root))}))

@@ -15,11 +15,18 @@ def list_hooks(directory: Path, as_json: bool, env: Mapping[str, str] | None = N
     from ..core.location import resolve_location
     from ..core.userhooks import parse_hooks
 
+    source = ConfigSource(os.environ if env is None else env)
+    location = resolve_location(directory)
     try:
-        config = ConfigSource(os.environ if env is None else env).at_sync(resolve_location(directory))
+        config = source.at_sync(location)
     except ConfigError as bad:
         print(f"ocs: {bad}")
         return 1
+    untrusted = source.untrusted(location)
+    if untrusted is not None and "hooks" in untrusted[1]:
+        note = (f"{location.directory} is not trusted: its project's hooks are not run until `ocs trust "
+                f"{location.directory}`")
+        print(json.dumps({"problem": note}) if as_json else f"not run: {note}")
     settings = parse_hooks(config.hooks)
     rows = [{"event": event, "matcher": matcher.pattern or "*", "type": handler.type, "target": handler.target,
              "timeout": handler.timeout_s}

@@ -300,6 +300,21 @@ def hooks(output: str) -> int:
     return list_hooks(_cwd(), output == "json")
 
 
+def trust(directory: str | None, show: bool, revoke: bool, output: str) -> int:
+    """Trust this directory's project configuration (its opencode.json hooks, MCP servers, plugins and permissions
+    run only once trusted, and again only after a change is trusted anew).
+
+    Without DIR: the current directory. --show says whether it is trusted and what it configures; --revoke takes
+    the trust back. The trust is kept in the user's data directory, for the content the configuration has now."""
+    from .trust import trust_location
+
+    if output not in ("default", "json"):
+        print(f"ocs trust: --format is default or json, not {output!r}", file=sys.stderr)
+        return 2
+    return trust_location(Path(directory) if directory else _cwd(), show=show, revoke=revoke,
+                          as_json=output == "json")
+
+
 def openapi() -> int:
     """Print the OpenAPI document of the V2 API."""
     from .inspect import print_openapi
@@ -503,6 +518,15 @@ def _hooks_arguments(p: argparse.ArgumentParser) -> None:
                    help="default (a listing) or json (a handler a line).")
 
 
+def _trust_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("directory", nargs="?", metavar="DIR", help="The Location to trust (default: this directory).")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--show", action="store_true", help="Only say whether it is trusted and what it configures.")
+    what.add_argument("--revoke", action="store_true", help="Take the trust back.")
+    p.add_argument("--format", dest="output", default="default", metavar="FORMAT",
+                   help="default (a few lines) or json (one object).")
+
+
 def _no_arguments(p: argparse.ArgumentParser) -> None:
     pass
 
@@ -526,6 +550,7 @@ COMMANDS: dict[str, tuple[Command, Callable[[argparse.ArgumentParser], None]]] =
     "models": (models, _no_arguments),
     "plugins": (plugins, _plugins_arguments),
     "hooks": (hooks, _hooks_arguments),
+    "trust": (trust, _trust_arguments),
     "openapi": (openapi, _no_arguments),
     "demo": (demo, _demo_arguments),
     "stats": (stats, _stats_arguments),

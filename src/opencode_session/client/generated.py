@@ -36,6 +36,7 @@ from opencode_session.protocol.api import (
     SessionInterrupted,
     SessionLogItem,
     SkillList,
+    TrustInfo,
 )
 from opencode_session.schema.catalog import ModelList, ProviderAnswer, ProviderList
 from opencode_session.schema.common import LocationRef, ModelRef
@@ -283,6 +284,55 @@ class ExperimentalGroup:
         return cast("SessionStats", await self._client._call(
             "v2.experimental.session.stats",
             query={"from": from_, "to": to, "project": project, "timezone": timezone, "tools": tools},
+            options=options,
+        ))
+
+    async def trust_get(
+        self,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        options: CallOptions | None = None,
+    ) -> TrustInfo:
+        """Location trust.
+
+        Extension (not in OpenCode 1.18.33's V2 API): whether the location's project configuration
+        (opencode.json's hooks, MCP servers, plugins, providers, web search and permissions that
+        widen) has authority, which the user gives by trusting the location with its content; until
+        then those are ignored and `ignored` names them. The user's own configuration is always
+        trusted.
+
+        `GET /api/experimental/trust` (v2.experimental.trust.get). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), InvalidRequestError
+        (413), InvalidRequestError (415), TooManyAttemptsError (429).
+        """
+        return cast("TrustInfo", await self._client._call(
+            "v2.experimental.trust.get",
+            query={"location": location},
+            options=options,
+        ))
+
+    async def trust_grant(
+        self,
+        *,
+        location: LocationSelector | dict[str, Any] | None = None,
+        digest: str | None = None,
+        options: CallOptions | None = None,
+    ) -> TrustInfo:
+        """Trust location.
+
+        Extension: trust the location's project configuration with the content it has now (with
+        `digest`, only if that is still its content: 409 otherwise), so its hooks, MCP servers,
+        plugins and permissions apply from the next Step or session; a later change to it must be
+        trusted again. Kept in the user's data directory, as `ocs trust` does.
+
+        `POST /api/experimental/trust` (v2.experimental.trust.grant). Declared errors:
+        InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403), ConflictError (409),
+        InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
+        """
+        return cast("TrustInfo", await self._client._call(
+            "v2.experimental.trust.grant",
+            query={"location": location},
+            body={"digest": digest},
             options=options,
         ))
 

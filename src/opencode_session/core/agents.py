@@ -12,7 +12,7 @@ from opencode_session.schema.common import ModelRef
 from opencode_session.schema.permission import PermissionV2Rule
 
 from .config import AgentConfig, Config, ConfigError, parse_model_string
-from .permission.rules import Ruleset, agent_rules
+from .permission.rules import Ruleset, agent_rules, parse_rules
 
 AgentMode = Literal["primary", "subagent", "all"]
 
@@ -54,6 +54,8 @@ class Agent:
     top_p: float | None = None
     permission: Any = None  # OpenCode config-shaped permission rules, applied over the global ones
     tools: Mapping[str, bool] | None = None  # `{"bash": false}`: the tool is denied (applied after `permission`)
+    # (action, pattern) an untrusted project denies this agent: after everything else, so they only narrow
+    denied: tuple[tuple[str, str], ...] = ()
     hidden: bool = False
     color: str | None = None
     builtin: bool = False
@@ -61,7 +63,13 @@ class Agent:
     def rules(self, global_permission: Any, env: Mapping[str, str]) -> Ruleset:
         """The Ruleset this agent's Steps run under: the defaults, the global config, then the agent's own rules
         (its `tools` switches last)."""
-        return agent_rules(global_permission, self.permission, self.tools, env)
+        rules = agent_rules(global_permission, self.permission, self.tools, env)
+        if not self.denied:
+            return rules
+        denies: dict[str, dict[str, str]] = {}
+        for action, pattern in self.denied:
+            denies.setdefault(action, {})[pattern] = "deny"
+        return rules + parse_rules(denies, env)
 
 
 BUILTIN_AGENTS: tuple[Agent, ...] = (
@@ -137,6 +145,9 @@ def _agents(config: Config) -> dict[str, Agent]:
             agents.pop(name, None)
             continue
         agents[name] = _apply(agents.get(name) or Agent(name=name), entry)
+    for name, agent in agents.items():
+        if denied := config.agent_denies(name):
+            agents[name] = replace(agent, denied=denied)
     return agents
 
 

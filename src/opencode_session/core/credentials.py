@@ -18,6 +18,7 @@ from typing import Literal
 from ..schema.ids import ascending
 from .child_env import withheld
 from .config import Config, ConfigSource, ProviderConfig, ProviderOptions
+from .config.trust import Trust
 from .location import Location
 from .redaction import Redactor
 from .store import now_ms
@@ -144,8 +145,9 @@ class ConnectedConfig(ConfigSource):
     """The runtime's configuration source with the stored credentials applied to what it serves (its cache holds
     the files' configuration; the credentials are applied on each read, so a removal counts at the next one)."""
 
-    def __init__(self, env: Mapping[str, str], credentials: CredentialStore, redactor: Redactor | None = None) -> None:
-        super().__init__(env)
+    def __init__(self, env: Mapping[str, str], credentials: CredentialStore, redactor: Redactor | None = None,
+                 trust: Trust | None = None) -> None:
+        super().__init__(env, trust)
         self.credentials = credentials
         self.redactor = redactor  # told every secret a configuration read names, so none reaches an event or a log
 

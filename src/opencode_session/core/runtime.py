@@ -35,6 +35,7 @@ from ..schema.session import SessionOwner
 from .cancellation import TaskScope
 from .child_env import withheld
 from .config import ConfigSource
+from .config.trust import Trust
 from .credentials import CREDENTIALS_FILE, ConnectedConfig, CredentialStore
 from .execution import continuation, suspension
 from .execution.continuation import Continuations, ResumeBudget
@@ -107,6 +108,9 @@ class RuntimeOptions:
     create_database: bool = True
     # the host's overlay on a new terminal's and a local MCP server's environment (over the plugins' additions)
     pty_environment: PtyEnvironment = no_overlay
+    # whether every Location's project configuration has authority (hooks, MCP servers, plugins, permissions) without
+    # the user trusting it first (`core/config/trust.py`): for embedders and CI; None: as $OCS_TRUST_ALL says
+    trust_all: bool | None = None
 
 
 class Runtime:
@@ -139,7 +143,9 @@ class Runtime:
         self.credentials = CredentialStore(None if str(options.db_path) == ":memory:"
                                            else self.data_dir / CREDENTIALS_FILE)
         # the configuration in effect at any Location, cached, with the connected keys applied
-        self.config: ConfigSource = ConnectedConfig(options.env, self.credentials, self.redactor)
+        # which Locations' project configuration has authority: those the user trusted, as they were then
+        self.trust = Trust.of(options.env, options.trust_all)
+        self.config: ConfigSource = ConnectedConfig(options.env, self.credentials, self.redactor, self.trust)
         self.user_hooks = UserHooks(self.store)  # runs the config's `hooks` around prompts, Steps and tool calls
         # the plugins given or found (None: none asked for), loaded before the drain factory reads their tools
         self.plugins: Plugins | None = (self._load_plugins() if options.plugins or options.discover_plugins
@@ -370,7 +376,8 @@ class Runtime:
         options = self.options
         if not options.discover_plugins:
             return load_plugins(given=options.plugins)
-        entries, files = config_plugin_entries(self.location.directory, self.location.project_root, options.env)
+        entries, files = config_plugin_entries(self.location.directory, self.location.project_root, options.env,
+                                               self.trust)
         return load_plugins(given=options.plugins, config_entries=entries, entry_points=True, config_file=files)
 
     async def suspend_active(self) -> list[str]:

@@ -476,6 +476,28 @@ class McpStatusList(Struct):
     data: dict[str, McpServerStatus]
 
 
+class TrustInfo(Struct):
+    """Whether a location's project configuration has authority (docs/security.md): `trusted` (also when it has no
+    project file, or when every location is trusted: `trustAll`), the digest of its content now, the one last
+    trusted there (`granted`; `changed` when they differ), its project files, and what it configures that is
+    left out while it is not trusted (`ignored`: hooks, mcp, plugin, provider, websearch, permission rules other
+    than deny)."""
+
+    location: LocationInfo
+    trusted: bool
+    trustAll: bool = False
+    digest: str | None = None
+    granted: str | None = None
+    changed: bool = False
+    files: list[str] = Field(default_factory=list)
+    ignored: list[str] = Field(default_factory=list)
+
+
+class TrustGrantBody(_Body):
+    # the digest the user was shown (from GET): trusted only if the content is still that one (409 otherwise)
+    digest: str | None = None
+
+
 # --- session management: update, remove, the inbox, export and import ---------------------------------
 
 
@@ -1267,6 +1289,38 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         unwrap_data=True,
         refusals=(Refusal(InvalidRequestError, "timezone", "the time zone is not one this machine knows"),
                   Refusal(InvalidRequestError, "to", "the range ends before it starts")),
+    ),
+    Endpoint(
+        operation_id="v2.experimental.trust.get",
+        method="GET",
+        path="/api/experimental/trust",
+        summary="Location trust",
+        description=(
+            "Extension (not in OpenCode 1.18.33's V2 API): whether the location's project configuration"
+            " (opencode.json's hooks, MCP servers, plugins, providers, web search and permissions that widen) has"
+            " authority, which the user gives by trusting the location with its content; until then those are"
+            " ignored and `ignored` names them. The user's own configuration is always trusted."
+        ),
+        query=LocationQuery,
+        success=TrustInfo,
+        refusals=_LOCATION_QUERY,
+    ),
+    Endpoint(
+        operation_id="v2.experimental.trust.grant",
+        method="POST",
+        path="/api/experimental/trust",
+        summary="Trust location",
+        description=(
+            "Extension: trust the location's project configuration with the content it has now (with `digest`,"
+            " only if that is still its content: 409 otherwise), so its hooks, MCP servers, plugins and permissions"
+            " apply from the next Step or session; a later change to it must be trusted again. Kept in the user's"
+            " data directory, as `ocs trust` does."
+        ),
+        query=LocationQuery,
+        body=TrustGrantBody,
+        success=TrustInfo,
+        errors=(ConflictError,),
+        refusals=_LOCATION_QUERY,
     ),
     Endpoint(
         operation_id="v2.model.list",

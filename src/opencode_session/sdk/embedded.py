@@ -41,6 +41,9 @@ class OpenCode(OpenCodeClient):
     and `discover_plugins` (also load the installed ones and opencode.json's `python:` entries, as `ocs` does).
     `pty.connect` works as over the network: its WebSocket runs in memory through the same app, middleware and
     handlers.
+    `trust_all=True` gives every Location's project configuration its authority (hooks, MCP servers, plugins,
+    permissions) without the user trusting it first, as `OCS_TRUST_ALL=1` does (None: as that variable says); an
+    embedder whose repositories are its own may want it (docs/security.md).
     With `create=False` a database file that does not exist is not created: `open` raises DatabaseNotFoundError
     (a StoreError, as is a database that cannot be opened, e.g. in a read-only place).
     Closing releases the database, ends every stream and stops every drain. The default database is in memory; a
@@ -63,6 +66,7 @@ class OpenCode(OpenCodeClient):
         plugins: Sequence[Plugin] = (),
         discover_plugins: bool = False,
         create: bool = True,
+        trust_all: bool | None = None,
     ) -> None:
         require_backend(db)  # a postgresql:// address without the `postgres` extra: BackendNotInstalledError, now
         self.tools: ToolRegistry = default_registry()
@@ -72,7 +76,7 @@ class OpenCode(OpenCodeClient):
             db_path=db, directory=directory or os.getcwd(), env=dict(os.environ if env is None else env),
             drain_factory=make_drain_factory(tools=self.tools, provider=provider, clock=clock),
             plugins=tuple(plugins), discover_plugins=discover_plugins, create_database=create,
-            pty_environment=pty_environment,
+            pty_environment=pty_environment, trust_all=trust_all,
         )
         self._heartbeat = heartbeat
         self._stall_timeout = stall_timeout

@@ -4,6 +4,7 @@ encodes through that declaration; what a handler decides beyond adapting lives i
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ import anyio
 from ..core.agents import agent_info
 from ..core.commands import discover_commands
 from ..core.config import Config, ConfigError
+from ..core.config.trust import TrustState
 from ..core.fs import list_directory, read_file
 from ..core.llm import listing
 from ..core.location import Location, require_usable_directory, select_location
@@ -95,9 +97,12 @@ from ..protocol.api import (
     SessionViewBody,
     SessionWaitQuery,
     SkillList,
+    TrustGrantBody,
+    TrustInfo,
 )
 from ..schema.catalog import ModelList, ProviderAnswer, ProviderList
 from ..schema.errors import (
+    ConflictError,
     InvalidRequestError,
     ProviderNotFoundError,
     ServiceUnavailableError,
@@ -827,6 +832,37 @@ async def mcp_connect(rt: Runtime, call: Call[None, LocationQuery, None]) -> Mcp
     statuses = await rt.mcp.status(loc.directory, config)
     return McpStatusList(location=loc.info(), data={name: McpServerStatus(status=s.status, error=s.error)
                                                     for name, s in statuses.items()})
+
+
+@op("v2.experimental.trust.get")
+async def trust_get(rt: Runtime, call: Call[None, LocationQuery, None]) -> TrustInfo:
+    loc = _location(rt, call.query)
+    state = await anyio.to_thread.run_sync(rt.trust.state, loc)
+    return await _trust_info(rt, loc, state)
+
+
+@op("v2.experimental.trust.grant")
+async def trust_grant(rt: Runtime, call: Call[None, LocationQuery, TrustGrantBody]) -> TrustInfo:
+    from ..core.config.trust import ContentChanged
+
+    loc = _location(rt, call.query)
+    try:
+        state = await anyio.to_thread.run_sync(rt.trust.grant, loc, call.body.digest)
+    except ContentChanged as changed:
+        raise ConflictError(str(changed), resource="trust") from None
+    return await _trust_info(rt, loc, state)
+
+
+async def _trust_info(rt: Runtime, loc: Location, state: TrustState) -> TrustInfo:
+    ignored: tuple[str, ...] = ()
+    if not state.trusted:
+        with contextlib.suppress(ConfigError):  # a broken file is reported where the configuration is used
+            await rt.config.at(loc)
+        left_out = rt.config.untrusted(loc)
+        ignored = left_out[1] if left_out is not None else ()
+    return TrustInfo(location=loc.info(), trusted=state.trusted, trustAll=state.trust_all, digest=state.digest,
+                     granted=state.granted, changed=state.granted is not None and state.granted != state.digest,
+                     files=[str(path) for path in state.files], ignored=list(ignored))
 
 
 @op("v2.reference.list")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 # Typed model. Every model keeps unknown keys: a user's config written for OpenCode must load even
 # where this runtime does not (yet) use a setting.
@@ -138,6 +138,18 @@ class Config(_Lenient):
     mcp: dict[str, Any] = Field(default_factory=dict)
     # the user's hooks by event (`core/userhooks/config.py`): commands and URLs run around Steps and tool calls
     hooks: dict[str, Any] = Field(default_factory=dict)
+    # an untrusted project's `deny` rules of each agent (action, pattern), applied after that agent's own rules
+    # (`core/config/source.py`): never in a file, never shown
+    _agent_denies: dict[str, tuple[tuple[str, str], ...]] = PrivateAttr(default_factory=dict)
+
+    def agent_denies(self, name: str) -> tuple[tuple[str, str], ...]:
+        """The (action, pattern) deny rules an untrusted project gave agent `name`, applied after its own."""
+        return self._agent_denies.get(name, ())
+
+    def with_agent_denies(self, denies: dict[str, tuple[tuple[str, str], ...]]) -> Config:
+        copy = self.model_copy()
+        copy._agent_denies = {**self._agent_denies, **denies}
+        return copy
 
 
 class ConfigError(Exception):

@@ -21,6 +21,8 @@ class PermissionAsk:
     resources: tuple[str, ...]
     save: tuple[str, ...]
     metadata: dict[str, Any] = field(default_factory=dict)
+    # a configuration file among the resources: only a saved rule naming it (no wildcard) answers for the user
+    explicit: bool = False
 
 
 # Asks the user and returns once they allow; raises AccessRefused when they refuse.
@@ -34,12 +36,15 @@ async def satisfy(rules: Ruleset, asker: Asker | None, needs: Sequence[Requireme
     default the resources asked). Without an asker (nobody can answer) an `ask` is refused as
     `permission.required`."""
     asking: dict[str, list[str]] = {}
+    explicit: set[str] = set()
     for need in needs:
         effect = need.effect(rules)
         if effect == "deny":
             raise AccessRefused(f"Permission denied: {need.action} {need.resource}", session_errors.PERMISSION_REJECTED)
         if effect == "ask":
             asking.setdefault(need.action, []).append(need.resource)
+            if need.explicit:
+                explicit.add(need.action)
     for action, resources in asking.items():
         if asker is None:
             raise AccessRefused(
@@ -47,4 +52,5 @@ async def satisfy(rules: Ruleset, asker: Asker | None, needs: Sequence[Requireme
                 f"can allow it under \"permission\".\"{action}\" in opencode.json.",
                 session_errors.PERMISSION_REQUIRED)
         saved = (save or {}).get(action, resources)
-        await asker(PermissionAsk(action, tuple(resources), tuple(saved), dict(metadata or {})))
+        await asker(PermissionAsk(action, tuple(resources), tuple(saved), dict(metadata or {}),
+                                  explicit=action in explicit))

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ...schema import session_errors
-from .rules import DEFAULT_RULES, Effect, Ruleset, evaluate
+from .rules import DEFAULT_RULES, Effect, Ruleset, evaluate, evaluate_explicit
 
 
 class AccessRefused(Exception):
@@ -50,8 +50,12 @@ class Requirement:
     action: str
     resource: str
     absolute: str | None = None  # the absolute form of a Location-relative resource, for absolute rule patterns
+    # a configuration file: only a rule naming it allows it (`evaluate_explicit`); a blanket allow asks
+    explicit: bool = False
 
     def effect(self, rules: Ruleset) -> Effect:
+        if self.explicit:
+            return evaluate_explicit(rules, self.action, self.resource, self.absolute)
         return evaluate(rules, self.action, self.resource, self.absolute)
 
 
@@ -60,12 +64,14 @@ class Authority:
     """The rules one Step (or one admission) runs under, rooted at the Session's Location directory.
 
     `managed_roots` are directories outside the Location whose files need no `external_directory` permission:
-    where Managed Tool Output Files are kept.
+    where Managed Tool Output Files are kept. `configuration` says whether a resolved path is a configuration file
+    (or inside a configuration folder): changing one (`edit`) is allowed only by a rule that names it.
     """
 
     directory: Path
     rules: Ruleset = DEFAULT_RULES
     managed_roots: tuple[Path, ...] = ()
+    configuration: Callable[[Path], bool] | None = None
     root: Path = field(init=False)
 
     def __post_init__(self) -> None:
@@ -89,10 +95,11 @@ class Authority:
         if not any(_within(path, root) for root in (self.root, *map(_real, self.managed_roots))):
             scope = path if path.is_dir() else path.parent
             needs.append(Requirement("external_directory", str(scope / "*")))
+        explicit = action == "edit" and self.configuration is not None and self.configuration(path)
         if _within(path, self.root):
-            needs.append(Requirement(action, str(path.relative_to(self.root)), str(path)))
+            needs.append(Requirement(action, str(path.relative_to(self.root)), str(path), explicit))
         else:
-            needs.append(Requirement(action, str(path)))
+            needs.append(Requirement(action, str(path), str(path), explicit))
         return path, needs
 
     def locate(self, raw: str) -> tuple[Path, list[Requirement]]:

@@ -18,7 +18,7 @@ from ..store import Store, now_ms
 from ..waiting import Waiting, WaitingRequests
 from .ask import Asker, PermissionAsk
 from .authority import AccessRefused, Correction
-from .rules import Effect, Rule, Ruleset, evaluate
+from .rules import Effect, Rule, Ruleset, evaluate, literal
 
 DECLINED = "The user declined this tool call"
 
@@ -27,14 +27,17 @@ class _Asked(PermissionV2Request):
     """A pending request plus what answering it needs: the project its `always` is saved for."""
 
     projectID: str
+    explicit: bool = False  # a configuration file among the resources: no saved pattern covers it
 
     def public(self) -> PermissionV2Request:
-        return PermissionV2Request.model_validate(self.model_dump(exclude={"projectID"}))
+        return PermissionV2Request.model_validate(self.model_dump(exclude={"projectID", "explicit"}))
 
 
-def _covered(saved: Sequence[PermissionSavedInfo], action: str, resources: Sequence[str]) -> bool:
-    """Whether the saved rules allow `action` on every resource."""
-    rules = tuple(Rule(s.action, s.resource, "allow") for s in saved)
+def _covered(saved: Sequence[PermissionSavedInfo], action: str, resources: Sequence[str],
+             explicit: bool = False) -> bool:
+    """Whether the saved rules allow `action` on every resource (with `explicit`, only the rules that name one
+    resource, without wildcards: a configuration file is never covered by a pattern)."""
+    rules = tuple(Rule(s.action, s.resource, "allow") for s in saved if not explicit or literal(s.resource))
     return bool(resources) and all(evaluate(rules, action, r) == "allow" for r in resources)
 
 
@@ -61,7 +64,7 @@ class PermissionRequests:
 
     async def ask(self, session_id: str, project_id: str, need: PermissionAsk, source: PermissionV2Source) -> None:
         """Return once the user allows `need` (or a saved rule already does); AccessRefused when they refuse."""
-        if _covered(await self.saved(project_id), need.action, need.resources):
+        if _covered(await self.saved(project_id), need.action, need.resources, need.explicit):
             return
         request = self._asked(permission_id(), session_id, project_id, need, source)
         # an interrupted call withdraws its request: clients see it answered `reject`
@@ -87,7 +90,8 @@ class PermissionRequests:
                source: PermissionV2Source | None) -> _Asked:
         """A new pending request, published."""
         request = _Asked(id=request_id, sessionID=session_id, action=need.action, resources=list(need.resources),
-                         save=list(need.save), metadata=need.metadata or None, source=source, projectID=project_id)
+                         save=list(need.save), metadata=need.metadata or None, source=source, projectID=project_id,
+                        explicit=need.explicit)
         self._store.publish_live(ev.PermissionAsked(**request.public().model_dump()), session_id)
         return request
 
@@ -135,7 +139,7 @@ class PermissionRequests:
             saved = await self.saved(request.projectID)
             for other in self._waiting.all():
                 if other.request.projectID == request.projectID and \
-                        _covered(saved, other.request.action, other.request.resources):
+                        _covered(saved, other.request.action, other.request.resources, other.request.explicit):
                     self._answer(other, reply)
 
     def _answer(self, waiting: Waiting[_Asked], reply: PermissionV2Reply, refusal: AccessRefused | None = None) -> None:

@@ -20,17 +20,13 @@ class Rule:
 
 Ruleset = tuple[Rule, ...]
 
-# The project's configuration files: what the model writes there would be authority, not content.
-CONFIG_FILE_PATTERNS = ("opencode.json", "opencode.jsonc", "*/opencode.json", "*/opencode.jsonc", ".opencode/*",
-                        "*/.opencode/*", ".opencode", "*/.opencode")
-
 # `webfetch` of this server's own API (`core/own_address.py`): its own permission, denied unless configured.
 OWN_SERVER = "opencode_server"
 
 # What OpenCode starts from before any config: everything allowed except leaving the Location (ask) and reading
-# environment files (deny); and this runtime's own: changing a configuration file asks (the change's authority,
-# permissions, MCP servers and the like, waits for a restart anyway: `core/config/source.py`), and fetching this
-# server's own API is denied (`"opencode_server": "ask"` asks instead).
+# environment files (deny); and this runtime's own: fetching this server's own API is denied (`"opencode_server":
+# "ask"` asks instead). Changing a configuration file asks unless a rule names it (`evaluate_explicit`): the tools
+# know which files those are (`core/tools/tool.py`), by their resolved paths.
 DEFAULT_RULES: Ruleset = (
     Rule("*", "*", "allow"),
     Rule("external_directory", "*", "ask"),
@@ -38,7 +34,6 @@ DEFAULT_RULES: Ruleset = (
     Rule("read", "*.env", "deny"),
     Rule("read", "*.env.*", "deny"),
     Rule("read", "*.env.example", "allow"),
-    *(Rule("edit", pattern, "ask") for pattern in CONFIG_FILE_PATTERNS),
     Rule(OWN_SERVER, "*", "deny"),
 )
 
@@ -136,6 +131,23 @@ def evaluate(rules: Ruleset, action: str, resource: str, absolute: str | None = 
         if configured is not None and configured.effect == "deny":
             return "deny"
     return found.effect
+
+
+def evaluate_explicit(rules: Ruleset, action: str, resource: str, absolute: str | None = None) -> Effect:
+    """Like `evaluate`, for a resource only a rule naming it may allow (a configuration file): an `allow` stands
+    when the last rule that names `resource` (or `absolute`) literally, without wildcards, allows it; a blanket
+    allow (`"edit": "allow"`, `"*"`) asks instead."""
+    effect = evaluate(rules, action, resource, absolute)
+    if effect != "allow":
+        return effect
+    named = tuple(rule for rule in rules if literal(rule.resource))
+    found = _last_match(named, action, resource, absolute)
+    return "allow" if found is not None and found.effect == "allow" else "ask"
+
+
+def literal(pattern: str) -> bool:
+    """Whether a rule's pattern names one resource (no wildcard)."""
+    return not any(c in pattern for c in "*?")
 
 
 def _last_match(rules: Ruleset, action: str, resource: str, absolute: str | None) -> Rule | None:

@@ -9,17 +9,21 @@ import importlib
 import importlib.metadata
 import inspect
 import logging
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..instructions.composition import InstructionSources
 from ..llm.providers import AdapterSpec, adapter_spec, register_adapter, unregister_adapter
 from ..tools.source import ToolSource
 from .api import Plugin, PluginRegistry
 from .hooks import PluginHooks
+
+if TYPE_CHECKING:
+    from ..config.trust import Trust
 
 log = logging.getLogger(__name__)
 
@@ -213,12 +217,30 @@ def _where(setup: Any) -> str:
     return f"{module}.{getattr(setup, '__qualname__', type(setup).__name__)}"
 
 
-def config_plugin_entries(directory: Path, project_root: Path, env: Mapping[str, str]) -> tuple[list[Any], str]:
+def config_plugin_entries(directory: Path, project_root: Path, env: Mapping[str, str],
+                          trust: Trust | None = None) -> tuple[list[Any], str]:
     """opencode.json's `plugin` entries for a directory, and the files they come from (for listings); none when the
-    configuration cannot be read (its error is reported where it is read for sessions)."""
+    configuration cannot be read (its error is reported where it is read for sessions). A project's entries count
+    only where the user trusts its Location (`trust`, by default the user's own as `env` finds it)."""
     from ..config import inspect_config
+    from ..config import trust as trusting
+    from ..config.files import user_files
+    from ..location import Location
 
-    report = inspect_config(directory, project_root, env)
+    trust = trusting.Trust.of(env) if trust is None else trust
+    location = Location(directory=Path(directory).resolve(), project_root=Path(project_root).resolve(),
+                        is_git=False)
+    state = trust.state(location)
+    own = {os.path.realpath(path) for path in user_files(env)}
+
+    def adjust(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+        if state.trusted or os.path.realpath(path) in own:
+            return data
+        if data.get("plugin"):
+            trust.warn_once(state, ["plugin"])
+        return {k: v for k, v in data.items() if k != "plugin"}
+
+    report = inspect_config(directory, project_root, env, adjust=adjust)
     files = ", ".join(str(path) for path in report.files) or "opencode.json"
     if report.config is None:
         return [], files

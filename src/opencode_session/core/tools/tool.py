@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from opencode_session.schema.message import ToolContent, ToolTextContent
 
 from .. import permission
 from ..config import Config
+from ..config.trust import ConfigurationPaths
 from ..permission import DEFAULT_RULES, AccessRefused, Asker, Authority, Requirement, Ruleset
 from .output import structured_text
 
@@ -49,8 +51,13 @@ class ToolContext:
 
     @property
     def authority(self) -> Authority:
-        """The Location and rules this call's paths are resolved against."""
-        return Authority(self.directory, self.rules, self.managed_roots)
+        """The Location and rules this call's paths are resolved against; changing a configuration file (any the
+        loader reads here, by its resolved path) is allowed only by a rule that names it."""
+        return Authority(self.directory, self.rules, self.managed_roots, self._configuration)
+
+    def _configuration(self, path: Path) -> bool:
+        env = os.environ if self.env is None else self.env
+        return ConfigurationPaths.at(self.directory, self.project_root, env).covers(path)
 
     async def permit_path(self, action: str, raw: str, metadata: dict[str, Any] | None = None) -> Path:
         """The resolved path `raw` names once `action` on it is allowed (asking the user where the rules say
