@@ -565,3 +565,28 @@ async def test_search_text_is_never_query_syntax(host):
         # a search with no words in it finds nothing (rather than everything)
         answer = await http.get("/api/session", params={"search": '"*-'})
         assert answer.status_code == 200 and answer.json()["data"] == []
+
+
+async def test_removing_the_session_that_wrote_last_reaches_every_subscriber(host, provider):
+    # its events are the newest in the log: the tombstone must still be numbered after everything a subscriber has
+    # seen (on SQLite a purged newest row's position would otherwise be handed out again, below the reader's cursor)
+    await host.session()
+    sid = await host.session()
+    await turn(host, provider, sid, "say hi", fake.completion(fake.text_deltas("hi")))
+    seen: list[str] = []
+    subscribed = anyio.Event()
+
+    async def watch() -> None:
+        async for event in host.client.event.subscribe():
+            if event.type == "server.connected":
+                subscribed.set()
+            elif event.type == "session.deleted":
+                seen.append(event.data["sessionID"] if isinstance(event.data, dict) else event.data.sessionID)
+                return
+
+    with anyio.move_on_after(WAIT):  # (a guard: the assertion below says what arrived)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            await subscribed.wait()
+            await host.client.session.remove(sid)
+    assert seen == [sid]

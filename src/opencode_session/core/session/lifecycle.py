@@ -111,7 +111,10 @@ class SessionLifecycle:
                     continue
                 directories.add(info.location.directory)
                 paths.extend(tx.lifecycle.output_paths(sid))
-                tx.append(ev.Deleted(sessionID=sid), commit_hook=lambda t, r: t.lifecycle.purge_events(r.aggregate_id))
+                # the tombstone first, then the rest of the log goes: it keeps the newest position, so no later
+                # event (on SQLite, numbered after the newest row left) is ever numbered below one a reader saw
+                tombstone = tx.append(ev.Deleted(sessionID=sid))
+                tx.lifecycle.purge_events(sid, keep=tombstone.id)
             # a file a remaining session's messages name stays (a fork's copied tool calls name its parent's files)
             return [p for p in dict.fromkeys(paths) if not tx.lifecycle.referenced(p)], directories
 

@@ -534,8 +534,9 @@ class LifecycleWrites(LifecycleReads, Protocol):
         """Everything stored of the session but its log."""
         ...
 
-    def purge_events(self, session_id: str) -> None:
-        """The session's events leave the log; its sequence counter stays."""
+    def purge_events(self, session_id: str, keep: str) -> None:
+        """The session's events leave the log, all but the event `keep` (its tombstone, appended just before: the
+        newest position stays taken); its sequence counter stays."""
         ...
 
     def cancel(self, session_id: str, input_id: str) -> bool:

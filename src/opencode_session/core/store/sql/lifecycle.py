@@ -65,9 +65,9 @@ class SqlLifecycle:
             self.conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
         self.conn.execute("DELETE FROM session WHERE id = ?", (session_id,))
 
-    def purge_events(self, session_id: str) -> None:
-        """The session's events leave the log (its sequence counter stays, so a tombstone numbers after them)."""
-        self.conn.execute("DELETE FROM event WHERE aggregate_id = ?", (session_id,))
+    def purge_events(self, session_id: str, keep: str) -> None:
+        """The session's events leave the log, all but `keep` (its tombstone)."""
+        self.conn.execute("DELETE FROM event WHERE aggregate_id = ? AND id <> ?", (session_id, keep))
 
     def cancel(self, session_id: str, input_id: str) -> bool:
         """Remove a pending item; whether it was still there."""
