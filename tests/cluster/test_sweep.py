@@ -167,3 +167,22 @@ async def test_a_lease_row_another_transaction_holds_does_not_hold_back_the_take
         finally:
             await asyncio.to_thread(holding.close)
             await sweeper.stop()
+
+
+async def test_a_host_that_stopped_its_own_execution_continues_it_when_nobody_else_does(url):
+    """A host's drain could not renew its lease in time (the host was starved of CPU) and stopped; no other host
+    runs (or they are all paused). Once that lease expires the host's own sweep takes the session over like any
+    other lost one, under a newer epoch (fencing whatever its old drain still tries), instead of renewing the
+    stale lease for ever with nobody executing the session."""
+    async with _owner(url, "host-s") as (_, sweeper):
+        lease = await sweeper.take(SESSIONS[0])  # its drain's lease, then nothing renews it
+        assert lease is not None
+        mine = Takeovers("host-s")
+        sweeper.sweep(mine)
+        try:
+            taken = await _all_taken([mine], [0], 1)
+        finally:
+            await sweeper.stop()
+    [(again, lost, when)] = taken
+    assert (again.session_id, again.owner, again.epoch, lost) == (SESSIONS[0], "host-s", lease.epoch + 1, True)
+    assert when - lease.expires <= 1000

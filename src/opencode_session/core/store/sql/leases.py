@@ -22,16 +22,19 @@ class SqlLeases:
         # the row, and the later one re-reads the row the earlier one wrote (PostgreSQL's ON CONFLICT DO UPDATE
         # sees the newest committed version even under READ COMMITTED), so it finds a live lease and gets no row:
         # never two winners of one epoch, and never a unique violation for the loser.
+        # The epoch moves on whenever the lease changes hands, and also when its owner takes back a lease of its own
+        # that expired: that owner had stopped the execution (it could not renew in time), so its sweep continues
+        # the session as any host's would, under an epoch that fences whatever its old drain still tries to write.
         row = self.conn.execute(
             "INSERT INTO session_lease (session_id, owner, epoch, expires) VALUES (?, ?, 1, ?)"
             " ON CONFLICT (session_id) DO UPDATE SET"
-            " epoch = CASE WHEN session_lease.owner = excluded.owner THEN session_lease.epoch"
-            " ELSE session_lease.epoch + 1 END,"
+            " epoch = CASE WHEN session_lease.owner = excluded.owner AND session_lease.expires >= ?"
+            " THEN session_lease.epoch ELSE session_lease.epoch + 1 END,"
             " owner = excluded.owner, expires = excluded.expires"
             " WHERE session_lease.owner IS NULL OR session_lease.owner = excluded.owner"
             " OR session_lease.expires < ? OR ?"
             " RETURNING epoch",
-            (session_id, owner, expires, now, bool(steal))).fetchone()
+            (session_id, owner, expires, now, now, bool(steal))).fetchone()
         return None if row is None else Lease(session_id, owner, int(row[0]), expires)
 
     def renew(self, lease: Lease, expires: int) -> bool:
