@@ -479,8 +479,9 @@ class SuspensionWrites(Protocol):
 class LeaseWrites(LeaseReads, Protocol):
     def take(self, session_id: str, owner: str, now: int, expires: int, *, steal: bool = False) -> Lease | None:
         """Take (or extend) the session's lease for `owner` until `expires`: granted when nobody holds it, its
-        holder's expiry passed before `now`, `owner` holds it already (same epoch) or `steal`; a change of hands
-        moves the epoch on. None while another owner's lease is live."""
+        holder's expiry passed before `now`, `owner` holds it already (same epoch while it is live) or `steal`; a
+        change of hands, or `owner` taking back its own expired lease, moves the epoch on. None while another
+        owner's lease is live."""
         ...
 
     def renew(self, lease: Lease, expires: int) -> bool:
