@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import anyio
 import psycopg
@@ -18,18 +18,11 @@ from opencode_session.core.execution.ownership import Ownership
 from opencode_session.core.session.projector import project
 from opencode_session.core.store import Lease, Store, StoreError, now_ms
 from opencode_session.core.store.postgres import PostgresBackend
-from tests.support.postgres import fresh_schema
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
 TTL_MS = 600
 SESSIONS = [f"ses_{n}" for n in range(6)]
-
-
-@pytest.fixture
-def url() -> Iterator[str]:
-    with fresh_schema() as made:
-        yield made
 
 
 class Takeovers:

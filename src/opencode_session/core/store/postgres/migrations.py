@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import psycopg
 
+from ..sql.usage import PROMPTS_ANSWERED
+
 # The advisory lock every host takes while it migrates (an arbitrary constant of this program's).
 _MIGRATION_LOCK = 7_301_1984
 
@@ -425,14 +427,7 @@ MIGRATIONS: list[str] = [
     # 6: a prompt counts for the agent and model of the first Step that answered it (the store now writes them on
     # its usage row when that Step's row is first written): the prompts stored before are given theirs, and the
     # usage triggers move their sums
-    """
-    UPDATE session_usage SET (agent, provider, model) = (
-        SELECT s.agent, s.provider, s.model FROM session_usage s JOIN session_message m ON m.id = s.message_id
-        WHERE s.session_id = session_usage.session_id AND s.type = 'assistant'
-            AND m.seq > (SELECT p.seq FROM session_message p WHERE p.id = session_usage.message_id)
-        ORDER BY m.seq LIMIT 1)
-    WHERE type = 'user' AND agent IS NULL AND provider IS NULL AND model IS NULL;
-    """,
+    PROMPTS_ANSWERED,
 ]
 
 

@@ -11,6 +11,16 @@ from .connection import Connection
 
 # The messages usage statistics count: a user's prompt, and an assistant's Step.
 COUNTED = ("user", "assistant")
+# A migration of both dialects (the same statement on each): the prompts stored before each prompt counted for the
+# agent and model of the first Step that answered it are given theirs (the usage triggers move their sums).
+PROMPTS_ANSWERED = """
+    UPDATE session_usage SET (agent, provider, model) = (
+        SELECT s.agent, s.provider, s.model FROM session_usage s JOIN session_message m ON m.id = s.message_id
+        WHERE s.session_id = session_usage.session_id AND s.type = 'assistant'
+            AND m.seq > (SELECT p.seq FROM session_message p WHERE p.id = session_usage.message_id)
+        ORDER BY m.seq LIMIT 1)
+    WHERE type = 'user' AND agent IS NULL AND provider IS NULL AND model IS NULL;
+"""
 _SETTLED = ("completed", "error")
 
 # (the session's project is read from its row: a move changes it there, and a trigger here)

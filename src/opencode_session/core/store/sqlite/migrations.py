@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import sqlite3
 
+from ..sql.usage import PROMPTS_ANSWERED
+
 # The FTS5 indexes of session search (messages' text, titles) and their shadow tables: derived from
 # session_search_doc by its triggers.
 SEARCH_INDEX_TABLES = tuple(f"{index}{shadow}" for index in ("session_search", "session_title_search")
@@ -387,14 +389,7 @@ MIGRATIONS: list[str] = [
     # 12: a prompt counts for the agent and model of the first Step that answered it (the store now writes them on
     # its usage row when that Step's row is first written): the prompts stored before are given theirs, and the
     # usage triggers move their sums
-    """
-    UPDATE session_usage SET (agent, provider, model) = (
-        SELECT s.agent, s.provider, s.model FROM session_usage s JOIN session_message m ON m.id = s.message_id
-        WHERE s.session_id = session_usage.session_id AND s.type = 'assistant'
-            AND m.seq > (SELECT p.seq FROM session_message p WHERE p.id = session_usage.message_id)
-        ORDER BY m.seq LIMIT 1)
-    WHERE type = 'user' AND agent IS NULL AND provider IS NULL AND model IS NULL;
-    """,
+    PROMPTS_ANSWERED,
 ]
 
 
