@@ -181,3 +181,23 @@ async def test_a_renewal_that_never_answers_stops_the_execution_before_the_lease
         assert provider.sent == 0
 
     await _executing(url, body)
+
+
+async def test_once_it_gave_up_a_lease_it_could_not_renew_the_execution_writes_nothing_more(url):
+    # (nobody took the lease meanwhile, so the row still names this host and epoch: the execution's own word that it
+    # stopped is what refuses the write; its next owner, maybe this host again, settles what it left open, as after
+    # a crash, instead of this host recording an interruption nobody asked for)
+    async def body(store, ownership, clock, tenure, lost):
+        async def unanswered(_write, _fn):
+            await asyncio.Event().wait()
+
+        await _keeping(store, ownership, tenure, clock, unanswered)
+        assert lost == [True]
+        holder = await store.read(lambda r: r.leases.holder("ses_t"))
+        assert holder is not None and (holder.owner, holder.epoch) == ("host-a", tenure.lease.epoch)
+        before = await store.read(lambda r: r.events.latest_seq("ses_t"))
+        with pytest.raises(LeaseLapsedError):
+            await store.write(lambda tx: tx.append(ev.Renamed(sessionID="ses_t", title="after")))
+        assert await store.read(lambda r: r.events.latest_seq("ses_t")) == before
+
+    await _executing(url, body)

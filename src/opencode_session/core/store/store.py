@@ -172,7 +172,8 @@ class Store:
 
     def submit(self, fn: Callable[[Tx], T], *, lazy: bool = False) -> asyncio.Future[T]:
         """Queue `fn` to run in a write transaction without waiting for it. Under a fence (`fencing.set_fence`) the
-        write is refused with SessionFencedError once that lease changed hands. It commits together with whatever else
+        write is refused with SessionFencedError once that lease changed hands, or the execution gave it up here
+        (LeaseLapsedError: not renewed in time). It commits together with whatever else
         is queued (each write rolls back alone if it raises); readers are notified in commit order, before the
         returned future resolves. Writes commit in submission order, and live events published after this call
         reach readers after its events. A `lazy` write waits for the next one that is not, a live event that must
@@ -185,6 +186,10 @@ class Store:
         tenure = current_tenure() if fence is not None else None
 
         def _run(rows: Writer) -> T:
+            if tenure is not None:
+                # LeaseLapsedError once the execution gave its lease up here (lost, or not renewed in time), even
+                # while the row still names it: its next owner settles what it left open, as after a crash
+                tenure.fence()
             if fence is not None and not rows.leases.holds(fence):
                 hooks.write_fenced()
                 raise SessionFencedError(fence)
