@@ -127,13 +127,13 @@ async def test_without_a_lease_nothing_is_checked():
 
 async def _keeping(store, ownership, tenure, clock, renewal) -> None:
     """Run the drain's renewal loop once the host's clock jumped past trusting its tenure (a pause shorter than the
-    lease), with `renewal` standing in for the store's write of the renewal; return once the loop acted on it."""
-    written = store.write
+    lease), with `renewal` standing in for the store's renewal; return once the loop acted on it."""
+    renew = store.renew_lease
 
-    async def write(fn):
-        return await renewal(written, fn)
+    async def renewing(lease, expires):
+        return await renewal(renew, lease, expires)
 
-    store.write = write
+    store.renew_lease = renewing
     clock.now += TTL_MS / 1000 * 0.8  # paused: past the lifetime less its margin, not past the lifetime
     keeping = asyncio.create_task(ownership.keep(tenure))
     try:
@@ -142,7 +142,7 @@ async def _keeping(store, ownership, tenure, clock, renewal) -> None:
         pass
     finally:
         keeping.cancel()
-        store.write = written
+        store.renew_lease = renew
 
 
 async def test_a_host_paused_shorter_than_its_lease_keeps_it_when_the_renewal_answers(url):
@@ -154,8 +154,8 @@ async def test_a_host_paused_shorter_than_its_lease_keeps_it_when_the_renewal_an
             await renew(within)
             renewed.set()  # the loop's renewal returned: it is about to act on what it found
 
-        async def answered(write, fn):
-            return await write(fn)
+        async def answered(renew, lease, expires):
+            return await renew(lease, expires)
 
         tenure.renew = renewing
         keeping = asyncio.create_task(_keeping(store, ownership, tenure, clock, answered))
@@ -169,7 +169,7 @@ async def test_a_host_paused_shorter_than_its_lease_keeps_it_when_the_renewal_an
 
 async def test_a_renewal_that_never_answers_stops_the_execution_before_the_lease_can_expire(url):
     async def body(store, ownership, clock, tenure, lost):
-        async def unanswered(_write, _fn):
+        async def unanswered(_renew, _lease, _expires):
             await asyncio.Event().wait()  # the database is cut off: no answer, no error
 
         await _keeping(store, ownership, tenure, clock, unanswered)
@@ -188,7 +188,7 @@ async def test_once_it_gave_up_a_lease_it_could_not_renew_the_execution_writes_n
     # stopped is what refuses the write; its next owner, maybe this host again, settles what it left open, as after
     # a crash, instead of this host recording an interruption nobody asked for)
     async def body(store, ownership, clock, tenure, lost):
-        async def unanswered(_write, _fn):
+        async def unanswered(_renew, _lease, _expires):
             await asyncio.Event().wait()
 
         await _keeping(store, ownership, tenure, clock, unanswered)

@@ -442,6 +442,10 @@ async def test_a_lease_changes_hands_only_once_expired_and_fences_its_former_own
         assert taken is not None and taken.epoch == 2 and taken.owner == "host-b"
         assert await store.read(lambda r: r.leases.holder("ses_a")) == taken
         assert not await store.write(lambda tx: tx.leases.renew(again, 20_000))
+        assert not await store.renew_lease(again, 20_000)  # (the renewal beside the queue of writes)
+        assert await store.renew_lease(taken, 12_000)
+        taken = await store.read(lambda r: r.leases.holder("ses_a"))
+        assert taken is not None and (taken.owner, taken.epoch, taken.expires) == ("host-b", 2, 12_000)
 
         set_fence(again)  # the former owner writes on: refused, and nothing of it lands
         try:

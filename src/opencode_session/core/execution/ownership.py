@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 from ..cancellation import TaskScope
-from ..store import Lease, LeaseLapsedError, Reader, SessionFencedError, Store, StoreError, Tx, now_ms
+from ..store import Lease, LeaseLapsedError, Reader, Store, StoreError, Tx, now_ms
 from ..telemetry import hooks
 
 log = logging.getLogger(__name__)
@@ -102,9 +102,7 @@ class LeaseTenure:
         own = self.ownership
         sent = own.clock()
         try:
-            kept = await own.store.write(lambda tx: tx.leases.renew(self.lease, now_ms() + own.ttl_ms))
-        except SessionFencedError:
-            kept = False
+            kept = await own.store.renew_lease(self.lease, now_ms() + own.ttl_ms)
         except StoreError as failed:
             log.warning("could not renew the lease of session %s: %s", self.lease.session_id, failed)
             if own.clock() >= self.renewed + own.ttl_ms / 1000:

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
 from ...schema.events import EventRecord
-from .rows import Reader, Writer
+from .rows import Lease, Reader, Writer
 
 T = TypeVar("T")
 # Called once per write when its transaction has settled: (result, error, the store positions of the events the
@@ -57,6 +57,11 @@ class Backend(Protocol):
 
     def kick(self) -> None:
         """Commit the lazy writes queued so far."""
+        ...
+
+    async def renew_lease(self, lease: Lease, expires: int) -> bool:
+        """Extend `lease` to `expires` now, beside the queue of writes rather than behind it: a host's own backlog
+        of events must not delay the renewal that keeps its sessions. False when the lease changed hands."""
         ...
 
     async def idle(self) -> None:

@@ -30,6 +30,7 @@ from .rows import (
     ContinuationWrites,
     EventWrites,
     InstructionWrites,
+    Lease,
     LeaseWrites,
     LifecycleWrites,
     MessageWrites,
@@ -213,6 +214,11 @@ class Store:
     def kick(self) -> None:
         """Commit the lazy writes queued so far, without waiting for a write that is not."""
         self.backend.kick()
+
+    async def renew_lease(self, lease: Lease, expires: int) -> bool:
+        """Extend a lease still held as `lease` to `expires`, at once (not behind the queued writes); False when it
+        changed hands. StoreError when the database did not answer."""
+        return await self.backend.renew_lease(lease, expires)
 
     async def write(self, fn: Callable[[Tx], T]) -> T:
         """Run `fn` inside a write transaction (see `submit`) and return its result once it is durable. Once

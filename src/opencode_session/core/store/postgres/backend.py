@@ -21,6 +21,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ....schema.events import EventRecord
 from ..backend import Foreign, ForeignLive
 from ..errors import StoreError
+from ..rows import Lease
 from .dialect import rows as row_factory
 from .live import LiveSender, Reassembly, receive
 from .migrations import migrate
@@ -186,6 +187,11 @@ class PostgresBackend:
 
     def kick(self) -> None:
         self._writer.kick()
+
+    async def renew_lease(self, lease: Lease, expires: int) -> bool:
+        # one autocommit statement on a reading connection: it changes only the expiry, which no write of the
+        # queue depends on (their fencing checks owner and epoch)
+        return await self.read(lambda rows: rows.leases.renew(lease, expires))
 
     async def idle(self) -> None:
         await self._writer.idle()
