@@ -33,12 +33,14 @@ from opencode_session.core.llm.errors import (
     TransportError,
 )
 from opencode_session.core.llm.retry import Clock, base_delay_ms, retry_delay_ms
+from opencode_session.core.plugins import PluginHooks
+from opencode_session.core.plugins.api import Hooked, ToolCallRequest
 from opencode_session.core.runtime import Runtime, RuntimeOptions
 from opencode_session.core.tools.builtin import BashTool, WebSearchTool
 from opencode_session.core.tools.managed import ManagedOutputs
 from opencode_session.core.tools.registry import ToolRegistry
 from opencode_session.core.tools.tool import ToolContext, ToolOutput
-from opencode_session.core.userhooks import UserHooks
+from opencode_session.core.userhooks import ToolVerdict, UserHooks
 from opencode_session.schema import events as ev
 from opencode_session.schema.common import ModelRef
 from opencode_session.schema.prompt import PromptInput
@@ -175,10 +177,11 @@ def config(home: Path, *, agent_steps: int | None = None, hooks: dict[str, Any] 
 @asynccontextmanager
 async def harness(tmp_path: Path, scripts: list[list[Any]] | None = None, *, tools: list[Any] = (),
                   agent_steps: int | None = None, provider: ScriptedProvider | None = None, asking: bool = False,
-                  outputs: ManagedOutputs | None = None, hooks: dict[str, Any] | None = None):
+                  outputs: ManagedOutputs | None = None, hooks: dict[str, Any] | None = None,
+                  plugin_hooks: PluginHooks | None = None):
     """`asking`: a permission the rules `ask` for waits for a reply to `rt.permissions` (else the call fails);
     `outputs`: where oversized tool outputs are kept (none by default: previews only); `hooks`: the user's config's
-    `hooks` section (run as the runtime runs them)."""
+    `hooks` section (run as the runtime runs them); `plugin_hooks`: the plugins' hooks."""
     home = tmp_path / "home"
     workdir = tmp_path / "work"
     workdir.mkdir(exist_ok=True)
@@ -195,7 +198,8 @@ async def harness(tmp_path: Path, scripts: list[list[Any]] | None = None, *, too
         runner = Runner(RunnerDeps(store=rt.store, env=env, provider_for=lambda _model: provider, tools=registry,
                                    clock=clock, instructions=CheckpointPreparer(rt.store, env),
                                    permissions=rt.permissions if asking else None,
-                                   user_hooks=UserHooks(store=rt.store) if hooks is not None else None))
+                                   user_hooks=UserHooks(store=rt.store) if hooks is not None else None,
+                                   hooks=plugin_hooks))
 
         async def drain(session_id: str, force: bool) -> None:
             drains.append((session_id, force))
@@ -923,15 +927,21 @@ if n == 2:
 """
 
 
-async def test_an_orphan_run_again_goes_through_the_pre_tool_use_hooks_as_a_first_run_does(tmp_path):
-    # item 6 of "safe by default, round four": a re-run is vetoed, or runs with the input a hook rewrote
+async def test_an_orphan_run_again_goes_through_the_pre_tool_use_and_plugin_hooks_as_a_first_run_does(tmp_path):
+    # item 6 of "safe by default, round four": a re-run is vetoed (by the user's hook or a plugin's), or runs with the
+    # input a hook rewrote
     hook = tmp_path / "hook.py"
     hook.write_text(VETO_OR_REWRITE)
     command = shlex.join([sys.executable, str(hook)])
     hooks = {"PreToolUse": [{"matcher": "again", "hooks": [{"type": "command", "command": command}]}]}
     again = EchoTool("again")
     again.idempotent = True  # type: ignore[attr-defined]
-    async with harness(tmp_path, [text("carrying on")], tools=[again], hooks=hooks) as h:
+
+    async def plugin_guard(call: ToolCallRequest) -> ToolVerdict | None:
+        return ToolVerdict("deny", "the plugin says no") if call.input.get("n") == 3 else None
+
+    plugins = PluginHooks(before_tool=[Hooked("guard", plugin_guard)])
+    async with harness(tmp_path, [text("carrying on")], tools=[again], hooks=hooks, plugin_hooks=plugins) as h:
         sid = await h.session()
         crashed = "msg_crashed_assistant_0003"
         ids = {"sessionID": sid, "assistantMessageID": crashed}
@@ -940,15 +950,17 @@ async def test_an_orphan_run_again_goes_through_the_pre_tool_use_hooks_as_a_firs
             tx.append(ev.StepStarted(**ids, agent="build", model=ModelRef(id="m", providerID="local")))
             tx.append(ev.ToolCalled(**ids, callID="c1", name="again", input={"n": 1}))
             tx.append(ev.ToolCalled(**ids, callID="c2", name="again", input={"n": 2}))
+            tx.append(ev.ToolCalled(**ids, callID="c3", name="again", input={"n": 3}))
 
         await h.rt.store.write(crash)
         before = len(await h.log(sid))
         h.execution.wake(sid, force=True)
         records = (await h.settled_log(sid))[before:]
-        assert again.calls == [{"n": 20}], "the vetoed call never ran; the other ran as the hook rewrote it"
-        failed = of_type(records, "session.tool.failed")
-        assert [(d["callID"], d["error"]["type"]) for d in failed] == [("c1", "hook.blocked")], failed
-        assert "the hook says no" in failed[0]["error"]["message"]
+        assert again.calls == [{"n": 20}], "the vetoed calls never ran; the other ran as the hook rewrote it"
+        failed = {d["callID"]: d["error"] for d in of_type(records, "session.tool.failed")}
+        assert sorted(failed) == ["c1", "c3"] and {e["type"] for e in failed.values()} == {"hook.blocked"}, failed
+        assert "the hook says no" in failed["c1"]["message"]
+        assert failed["c3"]["message"] == "the plugin says no"
         assert [d["callID"] for d in of_type(records, "session.tool.success")] == ["c2"]
         results = {r.call_id: (r.is_error, r.text) for r in h.provider.requests[0].messages
                    if isinstance(r, llm.ToolResultMessage)}
