@@ -10,6 +10,8 @@ import errno
 import json
 import math
 import os
+import shlex
+import sys
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,11 +33,14 @@ from opencode_session.core.llm.errors import (
     TransportError,
 )
 from opencode_session.core.llm.retry import Clock, base_delay_ms, retry_delay_ms
+from opencode_session.core.plugins import PluginHooks
+from opencode_session.core.plugins.api import Hooked, ToolCallRequest
 from opencode_session.core.runtime import Runtime, RuntimeOptions
 from opencode_session.core.tools.builtin import BashTool, WebSearchTool
 from opencode_session.core.tools.managed import ManagedOutputs
 from opencode_session.core.tools.registry import ToolRegistry
 from opencode_session.core.tools.tool import ToolContext, ToolOutput
+from opencode_session.core.userhooks import ToolVerdict, UserHooks
 from opencode_session.schema import events as ev
 from opencode_session.schema.common import ModelRef
 from opencode_session.schema.prompt import PromptInput
@@ -148,7 +153,7 @@ class Harness:
         return records
 
 
-def config(home: Path, *, agent_steps: int | None = None) -> dict[str, str]:
+def config(home: Path, *, agent_steps: int | None = None, hooks: dict[str, Any] | None = None) -> dict[str, str]:
     cfg: dict[str, Any] = {
         "model": "local/m",
         "provider": {"local": {
@@ -159,6 +164,8 @@ def config(home: Path, *, agent_steps: int | None = None) -> dict[str, str]:
     }
     if agent_steps is not None:
         cfg["agent"] = {"build": {"steps": agent_steps}}
+    if hooks is not None:
+        cfg["hooks"] = hooks
     cfgdir = home / "config"
     (cfgdir / "opencode").mkdir(parents=True, exist_ok=True)
     (cfgdir / "opencode" / "opencode.json").write_text(json.dumps(cfg))
@@ -170,13 +177,15 @@ def config(home: Path, *, agent_steps: int | None = None) -> dict[str, str]:
 @asynccontextmanager
 async def harness(tmp_path: Path, scripts: list[list[Any]] | None = None, *, tools: list[Any] = (),
                   agent_steps: int | None = None, provider: ScriptedProvider | None = None, asking: bool = False,
-                  outputs: ManagedOutputs | None = None):
+                  outputs: ManagedOutputs | None = None, hooks: dict[str, Any] | None = None,
+                  plugin_hooks: PluginHooks | None = None):
     """`asking`: a permission the rules `ask` for waits for a reply to `rt.permissions` (else the call fails);
-    `outputs`: where oversized tool outputs are kept (none by default: previews only)."""
+    `outputs`: where oversized tool outputs are kept (none by default: previews only); `hooks`: the user's config's
+    `hooks` section (run as the runtime runs them); `plugin_hooks`: the plugins' hooks."""
     home = tmp_path / "home"
     workdir = tmp_path / "work"
     workdir.mkdir(exist_ok=True)
-    env = config(home, agent_steps=agent_steps)
+    env = config(home, agent_steps=agent_steps, hooks=hooks)
     provider = provider or ScriptedProvider()
     provider.push(*(scripts or []))
     clock = FakeClock()
@@ -188,7 +197,9 @@ async def harness(tmp_path: Path, scripts: list[list[Any]] | None = None, *, too
     def factory(rt: Runtime):
         runner = Runner(RunnerDeps(store=rt.store, env=env, provider_for=lambda _model: provider, tools=registry,
                                    clock=clock, instructions=CheckpointPreparer(rt.store, env),
-                                   permissions=rt.permissions if asking else None))
+                                   permissions=rt.permissions if asking else None,
+                                   user_hooks=UserHooks(store=rt.store) if hooks is not None else None,
+                                   hooks=plugin_hooks))
 
         async def drain(session_id: str, force: bool) -> None:
             drains.append((session_id, force))
@@ -900,6 +911,60 @@ async def test_an_idempotent_orphan_runs_again_and_its_result_is_recorded(tmp_pa
             ("c1", False, "again ran 1"), ("c2", True, LOST_CALL.format(name="once"))]
         started = [d["assistantMessageID"] for d in of_type(records, "session.step.started")]
         assert len(started) == 1 and started[0] != crashed
+
+
+# A PreToolUse hook on the `again` tool: refuses n == 1, rewrites n == 2 to n == 20 (and allows it)
+VETO_OR_REWRITE = r"""
+import json, sys
+event = json.load(sys.stdin)
+n = event["tool_input"].get("n")
+if n == 1:
+    print("not again: the hook says no", file=sys.stderr)
+    sys.exit(2)
+if n == 2:
+    print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+                                             "updatedInput": {"n": 20}}}))
+"""
+
+
+async def test_an_orphan_run_again_goes_through_the_pre_tool_use_and_plugin_hooks_as_a_first_run_does(tmp_path):
+    # item 6 of "safe by default, round four": a re-run is vetoed (by the user's hook or a plugin's), or runs with the
+    # input a hook rewrote
+    hook = tmp_path / "hook.py"
+    hook.write_text(VETO_OR_REWRITE)
+    command = shlex.join([sys.executable, str(hook)])
+    hooks = {"PreToolUse": [{"matcher": "again", "hooks": [{"type": "command", "command": command}]}]}
+    again = EchoTool("again")
+    again.idempotent = True  # type: ignore[attr-defined]
+
+    async def plugin_guard(call: ToolCallRequest) -> ToolVerdict | None:
+        return ToolVerdict("deny", "the plugin says no") if call.input.get("n") == 3 else None
+
+    plugins = PluginHooks(before_tool=[Hooked("guard", plugin_guard)])
+    async with harness(tmp_path, [text("carrying on")], tools=[again], hooks=hooks, plugin_hooks=plugins) as h:
+        sid = await h.session()
+        crashed = "msg_crashed_assistant_0003"
+        ids = {"sessionID": sid, "assistantMessageID": crashed}
+
+        def crash(tx):  # both calls were durable and running when the host was lost
+            tx.append(ev.StepStarted(**ids, agent="build", model=ModelRef(id="m", providerID="local")))
+            tx.append(ev.ToolCalled(**ids, callID="c1", name="again", input={"n": 1}))
+            tx.append(ev.ToolCalled(**ids, callID="c2", name="again", input={"n": 2}))
+            tx.append(ev.ToolCalled(**ids, callID="c3", name="again", input={"n": 3}))
+
+        await h.rt.store.write(crash)
+        before = len(await h.log(sid))
+        h.execution.wake(sid, force=True)
+        records = (await h.settled_log(sid))[before:]
+        assert again.calls == [{"n": 20}], "the vetoed calls never ran; the other ran as the hook rewrote it"
+        failed = {d["callID"]: d["error"] for d in of_type(records, "session.tool.failed")}
+        assert sorted(failed) == ["c1", "c3"] and {e["type"] for e in failed.values()} == {"hook.blocked"}, failed
+        assert "the hook says no" in failed["c1"]["message"]
+        assert failed["c3"]["message"] == "the plugin says no"
+        assert [d["callID"] for d in of_type(records, "session.tool.success")] == ["c2"]
+        results = {r.call_id: (r.is_error, r.text) for r in h.provider.requests[0].messages
+                   if isinstance(r, llm.ToolResultMessage)}
+        assert results["c2"] == (False, "again ran 1") and results["c1"][0] is True
 
 
 # --- 9. models ----------------------------------------------------------------------------------------------------

@@ -3,7 +3,9 @@ traceback) with the fix when it cannot start."""
 
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
 
 import anyio
 import pytest
@@ -11,7 +13,7 @@ import pytest
 from opencode_session.client import OpenCodeClient
 from tests.support import fake_openai as fake
 from tests.support.cli import TIMEOUT, assert_ignored_keys_named_once, configure_ignored_keys, make_home
-from tests.support.server import start_server
+from tests.support.server import OCS, start_server
 
 # each test starts `ocs` processes (and some a server): slow on a busy machine
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(240)]
@@ -102,3 +104,34 @@ def test_bad_config_refuses_with_file_and_line(tmp_path):
     bad.write_text('{\n  // a comment\n  "model": "a/b"\n  "small_model": "a/c"\n}\n')
     done = home.run("serve", "--port", "0", "--db", str(tmp_path / "db.sqlite"))
     one_line_refusal(done, f"Invalid config {bad}:4:3: Expecting ',' delimiter")
+
+
+@pytest.mark.parametrize("command", ["serve", "ui"])
+def test_start_says_when_the_directorys_project_configuration_is_not_trusted_and_how_to_trust_it(tmp_path, command):
+    # a user who did not opt out of trust (the suite trusts everything) serves a cloned repository
+    home = make_home(tmp_path, OCS_TRUST_ALL="", BROWSER="/nonexistent-browser %s")
+    subprocess.run(["git", "init", "-q", str(home.work)], check=True)
+    (home.work / "opencode.json").write_text(json.dumps({
+        "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "true"}]}]},
+        "mcp": {"probe": {"type": "local", "command": ["true"]}}, "permission": {"bash": "allow"}}))
+    program = (OCS, command)
+
+    def trust_line() -> str:
+        srv = start_server(tmp_path, env=home.env, program=program)
+        try:
+            assert srv.wait_for_stderr("  trust ", TIMEOUT), "".join(srv.stderr_lines)
+        finally:
+            assert srv.stop() == 0, "".join(srv.stderr_lines)
+        return next(line for line in srv.stderr_lines if line.startswith("  trust ")).strip()
+
+    directory = home.work.resolve()
+    assert trust_line() == (f"trust         NOT TRUSTED: this directory's project configuration has its hooks, MCP "
+                            f"servers and permissions that widen turned off; `ocs trust {directory}` turns them on")
+    trusted = subprocess.run([OCS, "trust", str(directory)], env=home.env, capture_output=True, text=True,
+                             timeout=TIMEOUT)
+    assert trusted.returncode == 0, trusted
+    assert trust_line() == "trust         this directory's project configuration is trusted"
+    (home.work / "opencode.json").write_text(json.dumps({"hooks": {}, "permission": {"bash": "allow"}}))
+    assert trust_line() == ("trust         NOT TRUSTED, it changed since you trusted it: this directory's project "
+                            f"configuration has its permissions that widen turned off; `ocs trust {directory}` turns "
+                            "them on")

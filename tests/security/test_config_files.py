@@ -120,3 +120,26 @@ async def test_a_global_config_the_location_holds_gains_authority_only_at_a_rest
         assert ocs.wait_for_stderr("not applied until it restarts", 10), "".join(ocs.stderr_lines)
     finally:
         target.unlink()
+
+
+def test_every_file_and_folder_the_loader_reads_is_configuration_by_its_resolved_path(tmp_path):
+    # in-process: the classification the tools ask about, for what the tests above do not write through a tool
+    from opencode_session.core.config.trust import ConfigurationPaths, trust_file
+
+    home, project = tmp_path / "home", tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    (project / ".git").mkdir()
+    extra = tmp_path / "elsewhere" / "mine.json"
+    env = {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / "data"),
+           "OPENCODE_CONFIG": str(extra)}
+    paths = ConfigurationPaths.at(project / "sub", project, env)
+    folder = home / ".config" / "opencode"
+    configuration = [folder / "config.json", folder / "opencode.jsonc", folder / "command" / "x.md",
+                     folder / "agent" / "a.md", folder / "skill" / "s" / "SKILL.md", extra, trust_file(env),
+                     project / "opencode.json", project / "sub" / ".opencode" / "command" / "y.md",
+                     project / "deeper" / "opencode.jsonc", project / "deeper" / ".opencode" / "agent" / "b.md"]
+    for path in configuration:
+        assert paths.covers(path), path
+    for path in (project / "notes.txt", project / "sub" / "opencode.txt", tmp_path / "elsewhere" / "other.json",
+                 home / ".config" / "other" / "config.json"):
+        assert not paths.covers(path), path

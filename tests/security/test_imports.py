@@ -232,6 +232,17 @@ async def test_a_malformed_message_id_is_refused_where_it_enters(host, bad):
     assert await host.session.inbox_list(sid) == []
 
 
+@pytest.mark.parametrize("bad", ["per_../../x", "per_<img>", "per_a b", "per_"])
+async def test_a_malformed_permission_request_id_is_refused_where_it_enters(host, bad):
+    sid = (await host.session.create()).id
+    async with raw_http(host) as http:
+        answer = await http.post(f"/api/session/{sid}/permission", json={"id": bad, "action": "bash",
+                                                                         "resources": ["ls"]})
+        assert answer.status_code == 400 and answer.json()["_tag"] == "InvalidRequestError", answer.text
+        assert "id" in json.dumps(answer.json())
+        assert (await http.get(f"/api/session/{sid}/permission")).json()["data"] == []
+
+
 async def test_well_formed_ids_of_either_runtime_are_accepted(host):
     transcript = await exported(host)
     # an OpenCode-made ID (12 hex digits and 14 base-62 characters) and one of this runtime's

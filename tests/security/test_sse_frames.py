@@ -116,3 +116,15 @@ async def test_the_apis_event_frames_stay_json_whatever_the_text_holds(host, loo
     decoded = [json.loads(data) for _, data in events]
     # the prompt's text came through whole, its carriage returns inside the JSON string
     assert f"PROMPT-START{INJECTED}PROMPT-END" in set(strings(decoded))
+
+
+@pytest.mark.parametrize("event", ["transcript", "delta", "sessions"])
+def test_every_frame_the_inspector_streams_is_one_event_whatever_its_text_holds(event):
+    # each of the inspector's streams (the transcript's HTML, the streamed answer's deltas, the list's changes) is
+    # encoded by text_frame: a carriage return in any of them stays inside its one event
+    from opencode_session.server.sse import text_frame
+
+    deltas = json.dumps([["part-1", f"streamed{INJECTED}{CRLF_INJECTED}more"]], ensure_ascii=False)
+    for text in (f"<p>{INJECTED}</p>{CRLF_INJECTED}end", deltas):
+        [(name, data)] = parse_events(text_frame(event, text).decode())
+        assert name == event and data == re.sub(r"\r\n|\r", "\n", text)

@@ -90,6 +90,7 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
         say(f"  database      {runtime.store.path}")
         say(f"  directory     {directory}")
         say(f"  config        {found.config_files}")
+        say(f"  trust         {trust_line(runtime)}")
         say(f"  model         {found.model or no_model_line(found.model_problem)}")
         say(f"  auth          {auth_line(env)}")
         say(f"  metrics       {url}/metrics")
@@ -141,6 +142,26 @@ def open_inspector(url: str, say: Say) -> None:
             say(f"  browser       none could be started: open {url} yourself")
 
     threading.Thread(target=launch, name="ocs-ui-browser", daemon=True).start()
+
+
+def trust_line(runtime: Runtime) -> str:
+    """Whether the served directory's project configuration has its authority, and if not what is off and how to
+    give it (`ocs trust`)."""
+    from ..core.config.source import left_out_words
+
+    state, ignored = runtime.config.standing_sync(runtime.location)
+    if state.trust_all:
+        return "every Location is trusted (OCS_TRUST_ALL)"
+    if state.digest is None:
+        return "no project configuration here (your own configuration is always trusted)"
+    if state.trusted:
+        return "this directory's project configuration is trusted"
+    changed = ", it changed since you trusted it" if state.granted else ""
+    if not ignored:
+        return f"this directory's project configuration is not trusted{changed} (it configures nothing that needs it)"
+    later = " (its plugins at the next start)" if "plugin" in ignored else ""
+    return (f"NOT TRUSTED{changed}: this directory's project configuration has its {left_out_words(ignored)} "
+            f"turned off; `ocs trust {state.directory}` turns them on{later}")
 
 
 def tracing_line() -> str:

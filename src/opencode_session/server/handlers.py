@@ -4,7 +4,6 @@ encodes through that declaration; what a handler decides beyond adapting lives i
 
 from __future__ import annotations
 
-import contextlib
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -837,8 +836,7 @@ async def mcp_connect(rt: Runtime, call: Call[None, LocationQuery, None]) -> Mcp
 @op("v2.experimental.trust.get")
 async def trust_get(rt: Runtime, call: Call[None, LocationQuery, None]) -> TrustInfo:
     loc = _location(rt, call.query)
-    state = await anyio.to_thread.run_sync(rt.trust.state, loc)
-    return await _trust_info(rt, loc, state)
+    return _trust_info(loc, *await rt.config.standing(loc))
 
 
 @op("v2.experimental.trust.grant")
@@ -847,19 +845,13 @@ async def trust_grant(rt: Runtime, call: Call[None, LocationQuery, TrustGrantBod
 
     loc = _location(rt, call.query)
     try:
-        state = await anyio.to_thread.run_sync(rt.trust.grant, loc, call.body.digest)
+        await anyio.to_thread.run_sync(rt.trust.grant, loc, call.body.digest)
     except ContentChanged as changed:
         raise ConflictError(str(changed), resource="trust") from None
-    return await _trust_info(rt, loc, state)
+    return _trust_info(loc, *await rt.config.standing(loc))
 
 
-async def _trust_info(rt: Runtime, loc: Location, state: TrustState) -> TrustInfo:
-    ignored: tuple[str, ...] = ()
-    if not state.trusted:
-        with contextlib.suppress(ConfigError):  # a broken file is reported where the configuration is used
-            await rt.config.at(loc)
-        left_out = rt.config.untrusted(loc)
-        ignored = left_out[1] if left_out is not None else ()
+def _trust_info(loc: Location, state: TrustState, ignored: tuple[str, ...]) -> TrustInfo:
     return TrustInfo(location=loc.info(), trusted=state.trusted, trustAll=state.trust_all, digest=state.digest,
                      granted=state.granted, changed=state.granted is not None and state.granted != state.digest,
                      files=[str(path) for path in state.files], ignored=list(ignored))

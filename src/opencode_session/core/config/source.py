@@ -7,6 +7,7 @@ alone (no hooks, MCP servers, plugins, providers, web search, placeholders, and 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import os
@@ -20,7 +21,7 @@ import anyio
 
 from ..location import Location
 from .files import candidate_files, load_config, user_files
-from .model import Config
+from .model import Config, ConfigError
 from .trust import Trust, TrustState
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,17 @@ _ABSENT: dict[str, object] = {}  # the authority of a file that was not there: n
 # where requests and keys go (providers, web search). Its permissions keep only their `deny` rules (and an agent's
 # `tools` only its `false` switches); its `{env:...}`/`{file:...}` placeholders read as "".
 UNTRUSTED_DROPPED = ("hooks", "mcp", "plugin", "provider", "websearch")
+# Each part of an untrusted configuration that is left out (`untrusted`, `standing`), as a person reads it
+_PLAIN = {"hooks": "hooks", "mcp": "MCP servers", "plugin": "plugins", "provider": "providers",
+          "websearch": "web search", "permission rules other than deny": "permissions that widen"}
+
+
+def left_out_words(ignored: tuple[str, ...] | list[str]) -> str:
+    """What an untrusted configuration has switched off, in words: "hooks, MCP servers and plugins"."""
+    words = [_PLAIN.get(key, key) for key in ignored]
+    if len(words) < 2:
+        return "".join(words)
+    return ", ".join(words[:-1]) + " and " + words[-1]
 # Whose pins stand whatever the trust: the user's own files, and every file when every Location is trusted
 _ALWAYS = "*"
 
@@ -97,6 +109,22 @@ class ConfigSource:
         that was left out; None when it has authority (or was not read yet)."""
         with self._lock:
             return self._ignored.get(location.directory)
+
+    def standing_sync(self, location: Location) -> tuple[TrustState, tuple[str, ...]]:
+        """Whether the Location's project configuration has authority, and what it says that is left out while it
+        has not (hooks, mcp, ...; read first, blocking). A file that cannot be read is reported where the
+        configuration is used, not here."""
+        state = self.trust.state(location)
+        if state.trusted:
+            return state, ()
+        with contextlib.suppress(ConfigError):
+            self.at_sync(location)
+        left_out = self.untrusted(location)
+        return state, left_out[1] if left_out is not None else ()
+
+    async def standing(self, location: Location) -> tuple[TrustState, tuple[str, ...]]:
+        """`standing_sync`, off the event loop."""
+        return await anyio.to_thread.run_sync(self.standing_sync, location)
 
     async def at(self, location: Location) -> Config:
         """The configuration at `location`, its files checked (and read) off the event loop."""

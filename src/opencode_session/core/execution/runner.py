@@ -39,11 +39,12 @@ from ..snapshot import Snapshots
 from ..snapshot.steps import StepFiles
 from ..store import Reader, Store, confirm_lease
 from ..telemetry import hooks, telemetry
-from ..tools.registry import ToolRegistry, ToolSet, default_registry
+from ..tools.registry import ToolErrored, ToolRegistry, ToolSet, ToolSucceeded, default_registry
 from ..tools.tool import ToolContext
 from ..userhooks import HookRun, UserHooks
 from .coordinator import DrainFailure, DrainInterrupted
 from .drain import DrainState, Next
+from .gate import ToolGate
 from .model_context import ModelCall, ModelContext, ModelContextBuilder, model_call, named_model
 from .orphans import Orphan, close_assistant, find_orphans, settle_orphans
 from .overflow import StepCompaction
@@ -249,7 +250,8 @@ class Runner:
 
     async def _run_again(self, b: Boundary, tools: ToolSet, orphan: Orphan) -> ev.ToolSuccess | ev.ToolFailed:
         """Run an idempotent call again for the assistant message that made it, under the rules of the agent that
-        made it (as configured at this boundary; the boundary's own agent if that one is gone)."""
+        made it (as configured at this boundary; the boundary's own agent if that one is gone), through the hooks a
+        first run goes through (`gate.py`)."""
         d, sid = self.deps, b.session.id
         outputs = d.tools.outputs
         try:
@@ -265,8 +267,15 @@ class Runner:
                                                                          orphan.assistant_id, orphan.call_id),
             managed_roots=() if outputs is None else (outputs.root,), config=b.config,
             publish_live=lambda data: d.store.publish_live(data, sid))  # its progress, as in a Step
-        await confirm_lease()  # run again only while the lease cannot have lapsed
-        settlement = await tools.run(orphan.name, orphan.input, ctx)
+        # the same gate as a first run: the PreToolUse and plugin hooks may refuse it, rewrite its input or ask
+        run = HookRun(sid, b.location.directory, b.location.project_root, d.env, b.config)
+        gate = ToolGate(run, orphan.assistant_id, d.user_hooks, d.hooks)
+        tool_input, ctx, refused = await gate.before(orphan.name, orphan.call_id, dict(orphan.input), ctx)
+        if refused is not None:
+            settlement: ToolSucceeded | ToolErrored = refused
+        else:
+            await confirm_lease()  # run again only while the lease cannot have lapsed
+            settlement = await tools.run(orphan.name, tool_input, ctx)
         limits = b.config.tool_output
         lines = _positive(limits.max_lines if limits else None)
         size = _positive(limits.max_bytes if limits else None)

@@ -25,14 +25,15 @@ from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ContextOverflowError, ProviderError
 from ..permission import DEFAULT_RULES, AccessRefused, Asker, Correction, PermissionAsk, Ruleset
-from ..plugins import PluginHookError, PluginHooks, ToolCallRequest, ToolResult
+from ..plugins import PluginHookError, PluginHooks, ToolResult
 from ..questions import Questioner
 from ..snapshot.steps import StepFiles
 from ..store import SessionFencedError, Store, confirm_lease
 from ..telemetry import hooks
 from ..tools.registry import ToolErrored, ToolSet, ToolSucceeded
 from ..tools.tool import ToolContext
-from ..userhooks import NO_VERDICT, HookRun, ToolVerdict, UserHooks, stricter
+from ..userhooks import HookRun, UserHooks
+from .gate import ToolGate
 
 log = logging.getLogger(__name__)
 
@@ -124,16 +125,6 @@ class HostedResult:
 class _Block:
     ordinal: int
     parts: list[str] = field(default_factory=list)
-
-
-async def _granted(_need: PermissionAsk) -> None:
-    """A hook allowed the call: what its permission rules would ask is granted (a `deny` never reaches here)."""
-
-
-def _summary(tool_input: Mapping[str, Any]) -> str:
-    keys = ("command", "filePath", "path", "url", "pattern")
-    shown = next((v for k in keys if isinstance(v := tool_input.get(k), str)), None)
-    return shown if shown is not None else str(dict(tool_input))[:200]
 
 
 def _text_of(settlement: ToolSucceeded | ToolErrored) -> str:
@@ -409,7 +400,8 @@ class Step:
                                model_accepts_images=c.resolved.capabilities.images, config=c.config)
         with hooks.tool_call(record.name, record.call_id, self.attempt and self.attempt.parent,
                              known=record.name in c.tools) as traced:
-            tool_input, tool_ctx, refused = await self._before_tool(record, tool_input, tool_ctx)
+            gate = ToolGate(c.hook_run(), c.assistant_id, c.user_hooks, c.hooks)
+            tool_input, tool_ctx, refused = await gate.before(record.name, record.call_id, tool_input, tool_ctx)
             if refused is not None:
                 settlement: ToolSucceeded | ToolErrored = refused
             else:
@@ -429,46 +421,6 @@ class Step:
         # the tool is done: bounding (which may write a Managed Tool Output File) and publishing the one settlement
         # must not be torn by an interrupt
         await shielded(self._bound_and_publish(record, settlement))
-
-    async def _before_tool(self, record: _Call, tool_input: dict[str, Any], tool_ctx: ToolContext,
-                           ) -> tuple[dict[str, Any], ToolContext, ToolErrored | None]:
-        """The user's PreToolUse hooks, then the plugins' before-tool hooks, on a call about to run: the input to
-        run, the context to run it in (an `allow` answers its permission asks), or the refusal it settles with. A
-        `deny` rule of the config still refuses what a hook allowed."""
-        c = self.ctx
-        verdict = NO_VERDICT
-        if c.user_hooks is not None and c.config.hooks:
-            verdict = await c.user_hooks.pre_tool_use(c.hook_run(), record.name, record.call_id, tool_input)
-        if c.hooks is not None and c.hooks.before_tool_hooks and verdict.decision != "deny":
-            try:
-                verdict = stricter(verdict, await c.hooks.before_tool(ToolCallRequest(
-                    c.session_id, c.assistant_id, record.call_id, record.name, verdict.input or tool_input)))
-            except PluginHookError as failed:
-                return tool_input, tool_ctx, ToolErrored(failed.to_session_error())
-        if verdict.input is not None:
-            tool_input = verdict.input
-        if verdict.decision == "deny":
-            return tool_input, tool_ctx, ToolErrored(SessionErrorInfo(
-                type=session_errors.HOOK_BLOCKED, message=verdict.reason or "A hook refused this call."))
-        if verdict.decision == "ask":
-            refused = await self._hook_ask(record, tool_input, tool_ctx, verdict)
-            return tool_input, tool_ctx, refused
-        if verdict.decision == "allow" and tool_ctx.asker is not None:
-            tool_ctx = replace(tool_ctx, asker=_granted)
-        return tool_input, tool_ctx, None
-
-    async def _hook_ask(self, record: _Call, tool_input: dict[str, Any], tool_ctx: ToolContext,
-                        verdict: ToolVerdict) -> ToolErrored | None:
-        """A hook wants the user to decide on this call whatever the rules say: ask them (nobody to ask: refused)."""
-        if tool_ctx.asker is None:
-            return ToolErrored(SessionErrorInfo(type=session_errors.PERMISSION_REQUIRED,
-                                                message=verdict.reason or "A hook asks the user about this call."))
-        try:
-            await tool_ctx.asker(PermissionAsk(action=record.name, resources=(_summary(tool_input),), save=(),
-                                               metadata={"hook": verdict.reason or "", "input": tool_input}))
-        except AccessRefused as refused:
-            return ToolErrored(SessionErrorInfo(type=refused.type, message=refused.message))
-        return None
 
     async def _post_tool_use(self, record: _Call, tool_input: dict[str, Any],
                              settlement: ToolSucceeded | ToolErrored) -> ToolSucceeded | ToolErrored:

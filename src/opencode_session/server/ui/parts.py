@@ -18,6 +18,7 @@ from starlette.routing import BaseRoute, Route
 from ...core.agents import agent_info
 from ...core.commands import discover_commands, expand
 from ...core.config import Config, ConfigError
+from ...core.config.source import left_out_words
 from ...core.llm import listing
 from ...core.llm.catalog import model_ref_from_string
 from ...core.location import Location, select_location
@@ -88,6 +89,17 @@ async def choices_at(runtime: Runtime, location: Location, model: ModelRef | Non
     offered = [m for m in models if m.enabled or is_current(m)]
     return {"agents": agents, "models": [{"id": m.id, "providerID": m.providerID, "name": m.name} for m in offered],
             "context_limit": limit, "current": f"{current.providerID}/{current.id}" if current else ""}
+
+
+async def trust_notice(runtime: Runtime, location: Location) -> dict[str, Any] | None:
+    """What the page says of a Location whose project configuration is not trusted and so has authority left out
+    (hooks, MCP servers, ...): its directory, the digest to trust, what is off; None when nothing is off."""
+    state, ignored = await runtime.config.standing(location)
+    if state.trusted or not ignored:
+        return None
+    return {"directory": str(location.directory), "digest": state.digest, "off": left_out_words(ignored),
+            "files": [str(path) for path in state.files], "changed": state.granted is not None,
+            "plugins": "plugin" in ignored}
 
 
 def context_used(messages: list[dict[str, Any]]) -> int | None:

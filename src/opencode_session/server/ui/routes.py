@@ -119,6 +119,14 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
     def _filtered(q: Mapping[str, str]) -> bool:
         return any(q.get(k) for k in ("search", "directory", "status"))
 
+    async def _trust(directory: str | None, workspace: str | None = None) -> dict[str, Any] | None:
+        """The not-trusted notice of the Location at `directory` (None: trusted, nothing off, or no such folder)."""
+        try:
+            location = select_location(runtime.location, directory, workspace)
+        except TaggedError:
+            return None
+        return await parts.trust_notice(runtime, location)
+
     async def sessions_page(request: Request) -> Response:
         q = request.query_params
         at = runtime.store.live.position  # the list below is at least this fresh: its live stream says if not
@@ -129,7 +137,7 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
                              directory=q.get("directory", ""), status=q.get("status", ""), directories=directories,
                              statuses=parts.STATUSES, filtered=_filtered(q), signed_in=login.COOKIE in request.cookies,
                              at=at, here=str(runtime.location.directory),
-                             new=await parts.choices_at(runtime, runtime.location)))
+                             new=await parts.choices_at(runtime, runtime.location), trust=await _trust(None)))
 
     async def sessions_live(request: Request) -> Response:
         """`sessions` whenever a session is made, renamed, moved or deleted, or its status or cost changes
@@ -152,8 +160,9 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
             location = select_location(runtime.location, request.query_params.get("directory") or None)
         except TaggedError as err:
             return _html(_render("new_choices.html", new={"agents": [], "models": [], "current": ""},
-                                 problem=err.message))
-        return _html(_render("new_choices.html", new=await parts.choices_at(runtime, location), problem=None))
+                                 problem=err.message, trust=None))
+        return _html(_render("new_choices.html", new=await parts.choices_at(runtime, location), problem=None,
+                             trust=await parts.trust_notice(runtime, location)))
 
     async def sessions_fragment(request: Request) -> Response:
         return _html(_render("session_rows.html", rows=await _rows(request.query_params),
@@ -199,8 +208,9 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
                 raise
             return _html(_render("missing.html", session_id=session_id, signed_in=login.COOKIE in request.cookies),
                          status=404)
+        trust = await _trust(info.location.directory, info.location.workspaceID)
         return _html(_render("session.html", session=info.model_dump(mode="json"), transcript=transcript,
-                             summary=summary,
+                             summary=summary, trust=trust,
                              state=_state(session_id, found.seq, busy), signed_in=login.COOKIE in request.cookies,
                              **header))
 

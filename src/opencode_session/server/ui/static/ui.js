@@ -15,7 +15,7 @@ async function api(method, path, body) {
       const body = await answer.json();
       message = body._tag ? `${body._tag}: ${body.message}` : (body.message || message);
     } catch (_) { /* not JSON */ }
-    throw new Error(message);
+    throw Object.assign(new Error(message), { status: answer.status });
   }
   return answer;
 }
@@ -133,6 +133,8 @@ document.addEventListener("click", async (event) => {
       const answer = await api("POST", `/api/session/${session(button)}/interrupt`);
       say((await answer.json()).interrupted ? "interrupted" : "nothing to interrupt");
     } catch (err) { say(err.message); }
+  } else if (button.classList.contains("trust-folder")) {
+    await trustFolder(button.closest(".trust-notice"), button);
   } else if (button.id === "delete") {
     if (!window.confirm("Delete this session and its children?")) return;
     try {
@@ -141,6 +143,32 @@ document.addEventListener("click", async (event) => {
     } catch (err) { say(err.message); }
   }
 });
+
+// "Trust this folder": trusts the Location with the configuration the notice was rendered for (a different one is
+// refused: the user did not see it), then says what is on from now
+async function trustFolder(notice, button) {
+  const status = notice.querySelector(".trust-status");
+  const query = new URLSearchParams({ "location[directory]": notice.dataset.directory });
+  button.disabled = true;
+  try {
+    const state = await (await api("POST", `/api/experimental/trust?${query}`, { digest: notice.dataset.digest }))
+      .json();
+    if (!state.trusted) throw new Error("the folder is still not trusted");
+    const later = notice.dataset.plugins ? " (its plugins at the next start of the server)" : "";
+    notice.classList.add("trusted");
+    notice.setAttribute("role", "status");
+    notice.querySelector("p").textContent =
+      `This folder is trusted: its ${notice.dataset.off} are on from now on${later}.`;
+    button.remove();
+    status.textContent = "";
+  } catch (err) {
+    button.disabled = false;
+    status.textContent = err.status === 409
+      ? "Not trusted: its configuration changed since this page showed it. Reload the page to see what it says now."
+      : err.message;
+    status.classList.add("error");
+  }
+}
 
 document.addEventListener("change", async (event) => {
   const select = event.target;
