@@ -31,9 +31,24 @@ SLOW = ("cli", "cluster", "ui", "api/test_opencode_run_attach.py", "api/test_ope
         "security/test_data_at_rest.py")
 
 
+def _in_slow(path: Path) -> bool:
+    try:
+        where = path.relative_to(TESTS).as_posix()
+    except ValueError:
+        return False
+    return any(where == s or where.startswith(s + "/") for s in SLOW)
+
+
 def _slow(item: pytest.Item) -> bool:
-    where = item.path.relative_to(TESTS).as_posix()
-    return any(where == s or where.startswith(s + "/") for s in SLOW) or item.get_closest_marker("slow") is not None
+    return _in_slow(item.path) or item.get_closest_marker("slow") is not None
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With `-m "not slow"` (`run.py test --fast`) the folders and modules of SLOW are not even imported: every test
+    in them is slow, and importing them cost each worker seconds of its collection."""
+    if config.getoption("markexpr", "") == "not slow" and _in_slow(collection_path):
+        return True
+    return None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
