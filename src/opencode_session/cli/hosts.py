@@ -14,7 +14,7 @@ from ..client.errors import ClientError
 from ..client.generated import OpenCodeClient
 from ..client.runtime import CallOptions
 from ..schema.errors import UnauthorizedError
-from .startup import StartupError, default_db_path, say_stderr
+from .startup import StartupError, default_db_path, missing_database, say_stderr
 
 if TYPE_CHECKING:
     from ..core.store import DatabaseInUseError
@@ -64,8 +64,7 @@ async def open_host(attach: str | None, db: str | Path | None, directory: Path,
         await host.open()
     except DatabaseNotFoundError:
         await host.aclose()
-        raise StartupError(f"the database {path} does not exist (this command only reads one: `ocs run` creates it;"
-                           " choose another with --db)") from None
+        raise missing_database(path) from None
     except (OSError, StoreError) as unusable:
         await host.aclose()
         raise StartupError(f"cannot open the database {describe_database(path)}: {_reason(unusable)}"
