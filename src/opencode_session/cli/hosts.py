@@ -54,11 +54,17 @@ async def open_host(attach: str | None, db: str | Path | None, directory: Path,
                 raise StartupError(f"cannot reach ocs serve at {attach}: {unreachable}") from None
             yield client
         return
-    from ..core.store import DatabaseInUseError, DatabaseNotFoundError, StoreError, describe_database
-    from ..sdk import OpenCode  # the embedded host brings the whole runtime: only when it is used
     from .listening import read_record
 
     path = db or default_db_path()
+    holding = _holding_server(path)
+    if holding is not None:  # known before the runtime is imported
+        async with through_server(*holding, env, say) as client:
+            yield client
+        return
+    from ..core.store import DatabaseInUseError, DatabaseNotFoundError, StoreError, describe_database
+    from ..sdk import OpenCode  # the embedded host brings the whole runtime: only when it is used
+
     host = OpenCode(db=path, directory=directory, env=env, discover_plugins=plugins, create=create)
     try:
         await host.open()
@@ -82,6 +88,22 @@ async def open_host(attach: str | None, db: str | Path | None, directory: Path,
         return
     async with through_server(server, held, env, say) as client:
         yield client
+
+
+def _holding_server(database: str | Path) -> tuple[ServerRecord, DatabaseInUseError] | None:
+    """The `ocs serve` that holds this SQLite database, and how opening the database fails because it does."""
+    from ..core.store import is_postgres
+    from .listening import read_record
+
+    if is_postgres(database) or str(database) == ":memory:":
+        return None
+    from ..core.store.sqlite.lock import holder
+
+    busy = holder(database)
+    server = None if busy is None else read_record(database)
+    if busy is None or server is None or (busy.pid is not None and server.pid != busy.pid):
+        return None  # free, or another command's embedded host: opening it says so
+    return server, busy
 
 
 @asynccontextmanager

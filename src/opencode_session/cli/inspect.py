@@ -10,7 +10,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .render import make_view, show_transcript, tool_summary
+from .render import show_transcript, tool_summary
+from .views import make_view
 
 if TYPE_CHECKING:  # what the long way (through a host: hosts.py) needs is imported when it is taken
     from ..client import SessionExecutionFailedError

@@ -5,7 +5,6 @@ form, which needs rich, lives in `terminal.py` and is imported only when a termi
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -225,18 +224,6 @@ class EventAdapter:
             self.view.usage(sum(int(tokens.get(k) or 0) for k in ("input", "output", "reasoning")))
         elif kind == "session.retry.scheduled":
             self.view.notice(retry_notice(data, time.time() * 1000))
-
-
-def make_view(as_json: bool = False, *, one_stream: bool = False) -> View:
-    """JSON lines, the terminal view when stdout is a terminal, else plain text: the answer on stdout and the rest on
-    stderr, or (`one_stream`, for a transcript) all of it on stdout in order."""
-    if as_json:
-        return JsonView()
-    if sys.stdout.isatty() and os.environ.get("TERM") != "dumb":
-        from .terminal import TerminalView
-
-        return TerminalView()
-    return PlainView(err=sys.stdout) if one_stream else PlainView()
 
 
 def show_transcript(view: View, messages: list[dict[str, Any]]) -> None:

@@ -23,9 +23,10 @@ from .asking import Answerer, Policy
 from .commands import expand
 from .hosts import open_host
 from .plugins import plugin_problems, said_here
-from .render import EventAdapter, View, make_view
+from .render import EventAdapter, View
 from .startup import StartupError, report_config, say_stderr, survey
 from .turn import Outcome, Turn
+from .views import make_view
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 INTERRUPT_GRACE = 10.0  # seconds an interrupt may take before a Ctrl-C'd command leaves anyway

@@ -4,30 +4,13 @@ store's own, and WAL lets it read while a writer commits."""
 
 from __future__ import annotations
 
-import fcntl
-import os
 import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
 from ..errors import DatabaseNotFoundError, StoreError
-from .lock import LOCK_SUFFIX
+from .lock import holder
 from .migrations import MIGRATIONS
-
-
-def held(database: str | Path) -> bool:
-    """Whether a process holds the database (`DatabaseLock`): an `ocs serve` or another command's embedded host."""
-    try:
-        fd = os.open(f"{database}{LOCK_SUFFIX}", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        return False  # never opened by a holder (one creates the file before it locks it)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)  # the shared lock, if taken, goes with it
-    return False
 
 
 def open_readonly(database: str | Path) -> sqlite3.Connection | None:
@@ -37,7 +20,7 @@ def open_readonly(database: str | Path) -> sqlite3.Connection | None:
     path = Path(database)
     if not path.exists():
         raise DatabaseNotFoundError(str(database))
-    if held(path):
+    if holder(path) is not None:
         return None
     try:
         conn = sqlite3.connect(f"file:{quote(str(path.absolute()))}?mode=ro", uri=True, isolation_level=None,
