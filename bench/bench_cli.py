@@ -11,6 +11,7 @@ side by side. BENCH_CLI_SESSIONS (10000) sizes the big database."""
 from __future__ import annotations
 
 import asyncio
+import compileall
 import json
 import os
 import select
@@ -23,6 +24,7 @@ from typing import Any
 from _common import emit, median, reference_ms, table, workspace
 from bench_http import Loopback
 
+import opencode_session
 from opencode_session.core.session.projector import project
 from opencode_session.core.store import Store, open_backend
 
@@ -64,6 +66,7 @@ def _environment(env: dict[str, str], tree: str | None) -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCODE_", "OPENAI_", "ANTHROPIC_", "OTEL_"))}
     out.update(env)
     out.pop("PYTHONPATH", None)
+    out.pop("PYTHONDONTWRITEBYTECODE", None)
     if tree is not None:
         out["PYTHONPATH"] = tree
     return out
@@ -107,6 +110,10 @@ def main() -> None:
     trees: dict[str, str | None] = {"after": None}
     if BEFORE:
         trees = {"before": BEFORE, "after": None}
+    # An installed package has its bytecode; without it (PYTHONDONTWRITEBYTECODE keeps imports from caching it) every
+    # command would also compile each module it imports, which measures the compiler, not the command.
+    for tree in (Path(opencode_session.__file__).parent.parent, *([Path(BEFORE)] if BEFORE else [])):
+        compileall.compile_dir(tree / "opencode_session", quiet=1)
     llm = Loopback()
     llm.start()
     rows: dict[tuple[str, str], dict[str, list[float]]] = {}
