@@ -16,5 +16,6 @@ __all__ = ["Sessions"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        return getattr(import_module(".service", __name__), name)
+        value = globals()[name] = getattr(import_module(".service", __name__), name)  # looked up once
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,5 +21,6 @@ def __getattr__(name: str) -> Any:
         for where in ("..sql.rows", ".migrations", ".rows", ".backend"):
             module = import_module(where, __name__)
             if hasattr(module, name):
-                return getattr(module, name)
+                value = globals()[name] = getattr(module, name)  # looked up once
+                return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
