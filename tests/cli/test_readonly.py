@@ -14,6 +14,7 @@ import pytest
 from opencode_session.core.store.sqlite.lock import DatabaseLock
 from tests.support import fake_openai as fake
 from tests.support.cli import TIMEOUT, Home
+from tests.support.server import start_server
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -107,3 +108,24 @@ def test_a_database_another_command_holds_goes_the_long_way(home: Home, provider
     assert held.stderr.startswith(f"ocs: The database {home.db} is in use by process "), held.stderr
     free, heavy = probe(home, "sessions")
     assert free.returncode == 0 and len(free.stdout.splitlines()) == 2 and heavy == []
+
+
+def test_through_the_server_that_holds_the_database_they_need_no_client_either(home: Home, provider):
+    provider.enqueue(fake.completion(fake.text_deltas("Served answer.")))
+    assert home.run("run", "hello server").returncode == 0
+    srv = start_server(home.root, env=home.env, workdir=home.work, default_paths=True)
+    try:
+        using = f"using the server at {srv.url} (pid {srv.proc.pid}), which has this database open\n"
+        listed, heavy = probe(home, "sessions")
+        assert (listed.returncode, listed.stderr, heavy) == (0, using, [])
+        sid = listed.stdout.splitlines()[1].split("\t")[0]
+        shown, heavy = probe(home, "show", sid)
+        assert (shown.returncode, shown.stderr, heavy) == (0, using, [])
+        assert "> hello server" in shown.stdout and "Served answer." in shown.stdout
+        counted, heavy = probe(home, "stats")
+        assert (counted.returncode, counted.stderr, heavy) == (0, using, [])
+        assert counted.stdout.startswith("Usage, all time (UTC): 1 session created"), counted.stdout
+        unknown, _ = probe(home, "show", "ses_unknown")  # an error answer: the long way says it, as before
+        assert unknown.returncode == 1 and unknown.stderr.endswith("Session not found: ses_unknown\n"), unknown.stderr
+    finally:
+        assert srv.stop() == 0, "".join(srv.stderr_lines)

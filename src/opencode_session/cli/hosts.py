@@ -14,13 +14,13 @@ from ..client.errors import ClientError
 from ..client.generated import OpenCodeClient
 from ..client.runtime import CallOptions
 from ..schema.errors import UnauthorizedError
+from .listening import PASSWORD_ENV, USERNAME_ENV, credentials, holding_server
 from .startup import StartupError, default_db_path, missing_database, say_stderr
 
 if TYPE_CHECKING:
     from ..core.store import DatabaseInUseError
     from .listening import ServerRecord
 
-PASSWORD_ENV, USERNAME_ENV = "OPENCODE_SERVER_PASSWORD", "OPENCODE_SERVER_USERNAME"
 PROBE_TIMEOUT = 5.0  # seconds a recorded server has to answer before the command runs as if there were none
 
 
@@ -28,13 +28,6 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc) or type(exc).__name__
-
-
-def credentials(env: Mapping[str, str], username: str | None = None) -> tuple[str, str] | None:
-    """HTTP basic credentials from the environment `ocs serve` reads them from (the user: the environment's, else
-    `username`, else opencode); None without a password."""
-    password = env.get(PASSWORD_ENV)
-    return (env.get(USERNAME_ENV) or username or "opencode", password) if password else None
 
 
 @asynccontextmanager
@@ -54,10 +47,8 @@ async def open_host(attach: str | None, db: str | Path | None, directory: Path,
                 raise StartupError(f"cannot reach ocs serve at {attach}: {unreachable}") from None
             yield client
         return
-    from .listening import read_record
-
     path = db or default_db_path()
-    holding = _holding_server(path)
+    holding = holding_server(path)
     if holding is not None:  # known before the runtime is imported
         async with through_server(*holding, env, say) as client:
             yield client
@@ -77,6 +68,8 @@ async def open_host(attach: str | None, db: str | Path | None, directory: Path,
                            " (choose another with --db)") from None
     except DatabaseInUseError as busy:
         await host.aclose()
+        from .listening import read_record
+
         server, held = read_record(path), busy
         if server is None or (busy.pid is not None and server.pid != busy.pid):
             raise  # another command's embedded host, or a server that recorded nothing (yet)
@@ -88,22 +81,6 @@ async def open_host(attach: str | None, db: str | Path | None, directory: Path,
         return
     async with through_server(server, held, env, say) as client:
         yield client
-
-
-def _holding_server(database: str | Path) -> tuple[ServerRecord, DatabaseInUseError] | None:
-    """The `ocs serve` that holds this SQLite database, and how opening the database fails because it does."""
-    from ..core.store import is_postgres
-    from .listening import read_record
-
-    if is_postgres(database) or str(database) == ":memory:":
-        return None
-    from ..core.store.sqlite.lock import holder
-
-    busy = holder(database)
-    server = None if busy is None else read_record(database)
-    if busy is None or server is None or (busy.pid is not None and server.pid != busy.pid):
-        return None  # free, or another command's embedded host: opening it says so
-    return server, busy
 
 
 @asynccontextmanager

@@ -17,6 +17,7 @@ from .startup import default_db_path, missing_database, say_stderr
 
 if TYPE_CHECKING:
     from ..schema.errors import TaggedError
+    from .served import Served
 
 EXIT_OK, EXIT_FAILED = 0, 1
 PAGE = 200  # messages read at a time
@@ -50,21 +51,34 @@ def _reading(attach: str | None, db: str | Path | None, absent: bool) -> Iterato
 
 
 def _answer(attach: str | None, db: str | Path | None, command: Callable[[sqlite3.Connection], int], *,
-            absent: bool = False) -> int | None:
-    """`command`'s exit code on the read-only connection; None for the long way. Failures a user can cause end in
-    one line on stderr, as `run_command` words them."""
+            served: Callable[[Served], int] | None = None, absent: bool = False) -> int | None:
+    """`command`'s exit code on the read-only connection, or `served`'s on the `ocs serve` that holds the database;
+    None for the long way. Failures a user can cause end in one line on stderr, as `run_command` words them."""
     from .startup import StartupError
 
     try:
         with _reading(attach, db, absent) as conn:
             if conn is None:
-                return None
+                return None if attach or served is None else _through_server(db, served)
             return command(conn)
     except StartupError as cannot:
         say_stderr(f"ocs: {cannot}")
         return EXIT_FAILED
     except sqlite3.Error:
         return None  # e.g. a schema changed under the read: the long way opens it properly
+
+
+def _through_server(db: str | Path | None, served: Callable[[Served], int]) -> int | None:
+    from .listening import holding_server
+    from .served import Declined, Served
+
+    holding = holding_server(db or default_db_path())
+    if holding is None:
+        return None
+    try:
+        return served(Served(holding[0]))
+    except Declined:
+        return None
 
 
 def _declined(error: TaggedError) -> int:
@@ -87,7 +101,16 @@ def sessions(attach: str | None, db: str | Path | None, limit: int, as_json: boo
         print_sessions(stored, as_json)
         return EXIT_OK
 
-    return _answer(attach, db, command)
+    def served(server: Served) -> int:
+        from .inspect import print_sessions
+
+        found = server.pages("/api/session", {})  # in the order of creation, as the long way lists them
+        found.sort(key=lambda s: s["time"]["updated"], reverse=True)
+        say_stderr(server.using)
+        print_sessions(found[:limit], as_json)
+        return EXIT_OK
+
+    return _answer(attach, db, command, served=served)
 
 
 def show(attach: str | None, db: str | Path | None, session_id: str, as_json: bool) -> int | None:
@@ -112,7 +135,17 @@ def show(attach: str | None, db: str | Path | None, session_id: str, as_json: bo
         print_transcript(wire(session), messages, as_json, None if as_json else _failure(conn, session_id))
         return EXIT_OK
 
-    return _answer(attach, db, command)
+    def served(server: Served) -> int:
+        from .inspect import print_transcript
+
+        session = server.data(server.session_path(session_id))
+        messages = server.pages(server.session_path(session_id, "/message"), {"order": "asc"})
+        failure = None if as_json else server.execution_failure(session_id)
+        say_stderr(server.using)
+        print_transcript(session, messages, as_json, failure)
+        return EXIT_OK
+
+    return _answer(attach, db, command, served=served)
 
 
 def _failure(conn: sqlite3.Connection, session_id: str) -> tuple[str, str] | None:
@@ -151,5 +184,14 @@ def stats(attach: str | None, db: str | Path | None, since: str | None, by: str,
         print_stats(found, since, by)
         return EXIT_OK
 
-    return _answer(attach, db, command, absent=True)  # the long way creates the database, as it always has
+    def served(server: Served) -> int:
+        from ..schema.stats import SessionStats
+
+        found = SessionStats.model_validate(server.data("/api/experimental/session/stats",
+                                                        {"from": start, "timezone": stats_zone(timezone)}))
+        say_stderr(server.using)
+        print_stats(found, since, by)
+        return EXIT_OK
+
+    return _answer(attach, db, command, served=served, absent=True)  # the long way creates a missing one, as before
 
