@@ -1,7 +1,7 @@
-"""The reading commands' short way to the `ocs serve` that holds the local database (`listening.py`): plain HTTP GETs
-of the V2 API on loopback, without the generated client. Only the way where every answer is the expected one: any
-other (no answer, a password refused or missing, an error) hands the command to the long way (`hosts.py`), which
-asks again and says what is wrong as it always has."""
+"""The reading commands' short way to the `ocs serve` that holds the local database (`listening.py`): plain HTTP
+requests of the V2 API on loopback, without the generated client. Only the way where every answer is the expected
+one: any other (no answer, a password refused or missing, an error) hands the command to the long way (`hosts.py`),
+which asks again and says what is wrong as it always has."""
 
 from __future__ import annotations
 
@@ -47,11 +47,13 @@ class Served:
         return f"using the server at {self.record.url} (pid {self.record.pid}), which has this database open"
 
     def answer(self, path: str, query: Mapping[str, Any] | None = None, *, timeout: float = PROBE_TIMEOUT,
-               expected: tuple[int, ...] = (200,)) -> tuple[int, Any]:
-        """The status and decoded JSON body of `GET path?query`; Declined for any status not `expected`, or none."""
+               expected: tuple[int, ...] = (200,), method: str = "GET") -> tuple[int, Any]:
+        """The status and decoded JSON body of `METHOD path?query` (no request body); Declined for any status not
+        `expected`, or none."""
         given = {k: v for k, v in (query or {}).items() if v is not None}
         url = f"{self.record.url.rstrip('/')}{path}" + (f"?{urlencode(given)}" if given else "")
-        request = urllib.request.Request(url, headers=self._headers)
+        request = urllib.request.Request(url, headers=self._headers, method=method,
+                                         data=b"" if method == "POST" else None)
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (the recorded http URL)
                 status, text = response.status, response.read()
@@ -60,7 +62,7 @@ class Served:
         except (OSError, ValueError) as unreachable:
             raise Unreachable(str(unreachable)) from None
         if status not in expected:
-            raise Declined(f"{status} from GET {path}")
+            raise Declined(f"{status} from {method} {path}")
         try:
             return status, json.loads(text) if text else None
         except ValueError:
@@ -96,7 +98,7 @@ class Served:
             return None
         try:
             status, body = self.answer(self.session_path(session_id, "/wait"), {"outcome": "true"},
-                                       timeout=WAIT_TIMEOUT, expected=(200, 204, 422))
+                                       timeout=WAIT_TIMEOUT, expected=(204, 422), method="POST")
         except Unreachable:
             return None  # as the long way: no outcome to tell yet
         if status == 422 and isinstance(body, dict) and body.get("_tag") == "SessionExecutionFailedError":
