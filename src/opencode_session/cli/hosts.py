@@ -14,13 +14,13 @@ from ..client.errors import ClientError
 from ..client.generated import OpenCodeClient
 from ..client.runtime import CallOptions
 from ..schema.errors import UnauthorizedError
-from .startup import StartupError, default_db_path, say_stderr
+from .listening import PASSWORD_ENV, USERNAME_ENV, credentials, holding_server
+from .startup import StartupError, default_db_path, missing_database, say_stderr
 
 if TYPE_CHECKING:
     from ..core.store import DatabaseInUseError
     from .listening import ServerRecord
 
-PASSWORD_ENV, USERNAME_ENV = "OPENCODE_SERVER_PASSWORD", "OPENCODE_SERVER_USERNAME"
 PROBE_TIMEOUT = 5.0  # seconds a recorded server has to answer before the command runs as if there were none
 
 
@@ -28,13 +28,6 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc) or type(exc).__name__
-
-
-def credentials(env: Mapping[str, str], username: str | None = None) -> tuple[str, str] | None:
-    """HTTP basic credentials from the environment `ocs serve` reads them from (the user: the environment's, else
-    `username`, else opencode); None without a password."""
-    password = env.get(PASSWORD_ENV)
-    return (env.get(USERNAME_ENV) or username or "opencode", password) if password else None
 
 
 @asynccontextmanager
@@ -54,24 +47,29 @@ async def open_host(attach: str | None, db: str | Path | None, directory: Path,
                 raise StartupError(f"cannot reach ocs serve at {attach}: {unreachable}") from None
             yield client
         return
+    path = db or default_db_path()
+    holding = holding_server(path)
+    if holding is not None:  # known before the runtime is imported
+        async with through_server(*holding, env, say) as client:
+            yield client
+        return
     from ..core.store import DatabaseInUseError, DatabaseNotFoundError, StoreError, describe_database
     from ..sdk import OpenCode  # the embedded host brings the whole runtime: only when it is used
-    from .listening import read_record
 
-    path = db or default_db_path()
     host = OpenCode(db=path, directory=directory, env=env, discover_plugins=plugins, create=create)
     try:
         await host.open()
     except DatabaseNotFoundError:
         await host.aclose()
-        raise StartupError(f"the database {path} does not exist (this command only reads one: `ocs run` creates it;"
-                           " choose another with --db)") from None
+        raise missing_database(path) from None
     except (OSError, StoreError) as unusable:
         await host.aclose()
         raise StartupError(f"cannot open the database {describe_database(path)}: {_reason(unusable)}"
                            " (choose another with --db)") from None
     except DatabaseInUseError as busy:
         await host.aclose()
+        from .listening import read_record
+
         server, held = read_record(path), busy
         if server is None or (busy.pid is not None and server.pid != busy.pid):
             raise  # another command's embedded host, or a server that recorded nothing (yet)

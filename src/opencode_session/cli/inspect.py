@@ -10,19 +10,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..client import CallOptions, ClientError, SessionExecutionFailedError
-from ..client.generated import OpenCodeClient
-from ..schema.base import wire
-from .hosts import open_host
 from .render import show_transcript, tool_summary
+from .views import make_view
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # what the long way (through a host: hosts.py) needs is imported when it is taken
+    from ..client import SessionExecutionFailedError
+    from ..client.generated import OpenCodeClient
     from ..core.config import Config
 
 PAGE = 200
 
 
 def _json_line(value: Any) -> None:
+    from ..schema.base import wire
+
     sys.stdout.write(json.dumps(wire(value), ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
@@ -47,6 +48,9 @@ def _table(headers: list[str], rows: list[list[str]], *, piped_header: bool = Fa
 
 async def list_sessions(attach: str | None, db: str | Path | None, directory: Path, limit: int, as_json: bool,
                         children: str | None = None, search: str | None = None) -> None:
+    from ..schema.base import wire
+    from .hosts import open_host
+
     async with open_host(attach, db, directory, create=False) as client:
         if children is not None:
             await client.session.get(children)  # an unknown parent is an error, not an empty table
@@ -64,19 +68,26 @@ async def list_sessions(attach: str | None, db: str | Path | None, directory: Pa
             cursor = page.next
     if search is None:  # a search's order is its ranking
         sessions.sort(key=lambda s: s.time.updated, reverse=True)
-    sessions = sessions[:limit]
+    print_sessions([wire(session) for session in sessions[:limit]], as_json)
+
+
+def print_sessions(sessions: list[dict[str, Any]], as_json: bool) -> None:
+    """Sessions (their wire form) as `ocs sessions` prints them: a table, or (`as_json`) a JSON line each."""
     if as_json:
         for session in sessions:
             _json_line(session)
         return
     _table(["id", "title", "directory", "updated", "cost", "tokens"],
-           [[s.id, s.title, s.location.directory, _when(s.time.updated), f"${s.cost:.4f}",
-             str(s.tokens.input + s.tokens.output + s.tokens.reasoning)] for s in sessions],
+           [[s["id"], s["title"], s["location"]["directory"], _when(s["time"]["updated"]), f"${s.get('cost', 0):.4f}",
+             str(sum(s.get("tokens", {}).get(kind, 0) for kind in ("input", "output", "reasoning")))]
+            for s in sessions],
            piped_header=True)  # a script reads `--format json`
 
 
 async def every_message(client: OpenCodeClient, session_id: str) -> list[dict[str, Any]]:
     """Every projected message of the session as wire data, oldest first."""
+    from ..schema.base import wire
+
     out: list[dict[str, Any]] = []
     page = await client.session.messages(session_id, order="asc", limit=PAGE)
     while True:
@@ -89,29 +100,40 @@ async def every_message(client: OpenCodeClient, session_id: str) -> list[dict[st
 async def show_session(attach: str | None, db: str | Path | None, directory: Path, session_id: str,
                        as_json: bool) -> None:
     """The transcript, or (`as_json`) every projected message as GET .../message answers it, oldest first."""
-    from .run import make_view
+    from ..schema.base import wire
+    from .hosts import open_host
 
     async with open_host(attach, db, directory, create=False) as client:
         session = await client.session.get(session_id)
         messages = await every_message(client, session_id)
         failure = None if as_json else await execution_failure(client, session_id)
+    print_transcript(wire(session), messages, as_json,
+                     None if failure is None else (failure.type, failure.message))
+
+
+def print_transcript(session: dict[str, Any], messages: list[dict[str, Any]], as_json: bool,
+                     failure: tuple[str, str] | None) -> None:
+    """A session's transcript as `ocs show` prints it, from its wire form and its messages', oldest first; `failure`
+    (type, message) is how its latest execution failed, if it did."""
     if as_json:
         for message in messages:
             _json_line(message)
         return
     view = make_view(one_stream=True)
-    view.info(f"{session.title}  ({session.id}, {session.location.directory})")
+    view.info(f"{session['title']}  ({session['id']}, {session['location']['directory']})")
     show_transcript(view, messages)
     last = messages[-1] if messages else {}
     if failure is not None and not (last.get("type") == "assistant" and last.get("error")):
         # the execution failed before a Step could say so (no model, an unknown agent...): only its error tells
-        view.notice(f"✗ execution failed: {failure.type}: {failure.message}")
+        view.notice(f"✗ execution failed: {failure[0]}: {failure[1]}")
     view.close()
 
 
 async def execution_failure(client: OpenCodeClient, session_id: str) -> SessionExecutionFailedError | None:
     """How the session's latest execution failed, when it did and the session is idle (a running one has not
     ended: its outcome is not known yet)."""
+    from ..client import CallOptions, ClientError, SessionExecutionFailedError
+
     if session_id in await client.session.active():
         return None
     try:
@@ -144,6 +166,8 @@ def describe_event(event: dict[str, Any]) -> str:
 
 async def show_log(attach: str | None, db: str | Path | None, directory: Path, session_id: str, after: int | None,
                    follow: bool, as_json: bool) -> None:
+    from .hosts import open_host
+
     async with open_host(attach, db, directory, create=False) as client:
         async with client.session.log(session_id, after=after, follow=follow) as events:
             async for item in events:

@@ -1,17 +1,25 @@
 """Where a running `ocs serve` listens, recorded beside its SQLite database (`<database>.server`, private, no secret
 in it), so that a local command on that database talks to the server instead of refusing: written once the server
-listens, removed when it stops cleanly, and ignored when the process it names is gone."""
+listens, removed when it stops cleanly, and ignored when the process it names is gone; and what a command needs to
+talk to it (the server holding a database, the credentials)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ..core.store import server_record_file
+from ..core.store import is_postgres, server_record_file
+
+if TYPE_CHECKING:
+    from ..core.store import DatabaseInUseError
+
+PASSWORD_ENV, USERNAME_ENV = "OPENCODE_SERVER_PASSWORD", "OPENCODE_SERVER_USERNAME"
 
 _WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}
 
@@ -85,3 +93,24 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True  # another user's process: it exists
     return True
+
+
+def credentials(env: Mapping[str, str], username: str | None = None) -> tuple[str, str] | None:
+    """HTTP basic credentials from the environment `ocs serve` reads them from (the user: the environment's, else
+    `username`, else opencode); None without a password."""
+    password = env.get(PASSWORD_ENV)
+    return (env.get(USERNAME_ENV) or username or "opencode", password) if password else None
+
+
+def holding_server(database: str | Path) -> tuple[ServerRecord, DatabaseInUseError] | None:
+    """The `ocs serve` that holds this SQLite database, and how opening the database fails because it does; None
+    when no process holds it, or one that recorded nothing (another command's embedded host: opening it says so)."""
+    if is_postgres(database) or str(database) == ":memory:":
+        return None
+    from ..core.store.sqlite.lock import holder
+
+    busy = holder(database)
+    server = None if busy is None else read_record(database)
+    if busy is None or server is None or (busy.pid is not None and server.pid != busy.pid):
+        return None
+    return server, busy

@@ -132,6 +132,12 @@ def sessions(limit: int, output: str, attach: str | None, db: str | Path | None,
              search: str | None = None) -> int:
     """List sessions, most recently updated first (with --search, the best matches first); manage them with
     `ocs sessions ACTION` (rm, rename, export, import, diff, stats: `ocs sessions ACTION --help`)."""
+    if children is None and search is None:
+        from . import local
+
+        answered = local.sessions(attach, db, limit, output == "json")
+        if answered is not None:
+            return answered
     from .inspect import list_sessions
 
     return _finish(lambda: list_sessions(attach, db, _cwd(), limit, output == "json", children, search))
@@ -206,6 +212,11 @@ def sessions_diff(session: str, turn: str | None, attach: str | None, db: str | 
 def stats(since: str | None, by: str, timezone: str | None, attach: str | None, db: str | Path | None) -> int:
     """Print a table of sessions, prompts, Steps, tokens and cost per model, day or agent, and each tool's calls and
     failures."""
+    from . import local
+
+    answered = local.stats(attach, db, since, by, timezone)
+    if answered is not None:
+        return answered
     from .manage import stats_command
 
     return _finish_with(lambda: stats_command(attach, db, _cwd(), since, by, timezone))
@@ -237,6 +248,11 @@ SESSION_ACTIONS: dict[str, tuple[Command, Callable[[argparse.ArgumentParser], No
 
 def show(session: str, output: str, attach: str | None, db: str | Path | None) -> int:
     """Show a session's transcript: prompts, answers, tool calls and their results."""
+    from . import local
+
+    answered = local.show(attach, db, session, output == "json")
+    if answered is not None:
+        return answered
     from .inspect import show_session
 
     return _finish(lambda: show_session(attach, db, _cwd(), session, output == "json"))

@@ -23,9 +23,10 @@ from .asking import Answerer, Policy
 from .commands import expand
 from .hosts import open_host
 from .plugins import plugin_problems, said_here
-from .render import EventAdapter, JsonView, PlainView, View
+from .render import EventAdapter, View
 from .startup import StartupError, report_config, say_stderr, survey
 from .turn import Outcome, Turn
+from .views import make_view
 
 EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
 INTERRUPT_GRACE = 10.0  # seconds an interrupt may take before a Ctrl-C'd command leaves anyway
@@ -60,18 +61,6 @@ def model_ref(value: str) -> dict[str, str]:
     if parsed is None:
         raise StartupError(f"--model takes provider/model, not {value!r}")
     return {"providerID": parsed[0], "id": parsed[1]}
-
-
-def make_view(as_json: bool = False, *, one_stream: bool = False) -> View:
-    """JSON lines, the terminal view when stdout is a terminal, else plain text: the answer on stdout and the rest on
-    stderr, or (`one_stream`, for a transcript) all of it on stdout in order."""
-    if as_json:
-        return JsonView()
-    if sys.stdout.isatty() and os.environ.get("TERM") != "dumb":
-        from .terminal import TerminalView
-
-        return TerminalView()
-    return PlainView(err=sys.stdout) if one_stream else PlainView()
 
 
 # --- Ctrl-C ---------------------------------------------------------------------------------------------------

@@ -34,6 +34,12 @@ def default_db_path() -> Path:
     return folder / "sessions.db"
 
 
+def missing_database(path: str | Path) -> StartupError:
+    """Why a command that only reads a database cannot run: it does not exist (and is not created for it)."""
+    return StartupError(f"the database {path} does not exist (this command only reads one: `ocs run` creates it;"
+                        " choose another with --db)")
+
+
 def require_directory(directory: Path) -> Path:
     if not directory.is_dir():
         raise StartupError(f"the directory {directory} does not exist (or is not a directory)")

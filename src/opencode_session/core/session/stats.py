@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import time
 import zoneinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...schema.common import TokenCache, Tokens
 from ...schema.errors import InvalidRequestError
 from ...schema.stats import SessionStats, StatsAgent, StatsDay, StatsModel, StatsRange, StatsTool, StatsUsage
-from ..store import Reader, Store, now_ms
 from ..store.rows import StatsFilter, UsageRow
+
+if TYPE_CHECKING:  # `counted_stats` reads through a read-only connection's StatsReads, without the store
+    from ..store import Store
+    from ..store.rows import StatsReads
 
 _HOUR_MS = 3_600_000
 _DAY_MS = 24 * _HOUR_MS
@@ -72,27 +76,48 @@ def _usage(row: UsageRow | None) -> dict[str, Any]:
 
 async def session_stats(store: Store, *, start: int | None = None, end: int | None = None,
                         project: str | None = None, timezone: str | None = None, tools: bool = True) -> SessionStats:
-    """Usage in [start, end) (epoch ms; omitted: from the beginning, until now), in sessions of `project` (None:
-    every project), its days counted in `timezone` (IANA; None: UTC). InvalidRequestError for an unknown zone or an
-    empty range."""
+    """Usage in [start, end) (epoch ms; omitted: from the beginning, until now), in sessions of `project` (None: every
+    project), its days counted in `timezone` (IANA; None: UTC). InvalidRequestError for an unknown zone or an empty
+    range."""
+    tz, lo, hi = _range(start, end, timezone)
+    counted = await store.read(lambda reader: _count(reader.stats, tz, lo, hi, project, tools))
+    return _assemble(counted, start, end, timezone)
+
+
+def counted_stats(stats: StatsReads, *, start: int | None = None, end: int | None = None, project: str | None = None,
+                  timezone: str | None = None, tools: bool = True) -> SessionStats:
+    """`session_stats` read through `stats` as it is (a read-only connection's: `ocs stats` on a local database)."""
+    tz, lo, hi = _range(start, end, timezone)
+    return _assemble(_count(stats, tz, lo, hi, project, tools), start, end, timezone)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _range(start: int | None, end: int | None, timezone: str | None) -> tuple[dt.tzinfo, int, int]:
     tz = zone(timezone)
     lo = 0 if start is None else start
-    hi = now_ms() + 1 if end is None else end
+    hi = _now_ms() + 1 if end is None else end
     if hi <= lo:
         raise InvalidRequestError("The range ends before it starts: `to` must be later than `from`", kind="query",
                                   field="to")
+    return tz, lo, hi
 
-    def _read(reader: Reader) -> tuple[Any, ...]:
-        # the zone's offsets matter only from the oldest session on and until now (no message is newer); whole days
-        # keep the cache warm
-        until = min(hi, now_ms() + _DAY_MS)
-        until = until - until % _DAY_MS + _DAY_MS
-        oldest = min(max(lo, reader.stats.earliest() or until), until)
-        steps, last = shifts(tz, oldest - oldest % _DAY_MS, until)
-        where = StatsFilter(start=lo, end=hi, project=project, shifts=steps, offset=last)
-        return (reader.stats.created(where), reader.stats.usage(where), reader.stats.tools(where) if tools else None)
 
-    created, usage, used = await store.read(_read)
+def _count(stats: StatsReads, tz: dt.tzinfo, lo: int, hi: int, project: str | None, tools: bool) -> tuple[Any, ...]:
+    # the zone's offsets matter only from the oldest session on and until now (no message is newer); whole days keep
+    # the cache warm
+    until = min(hi, _now_ms() + _DAY_MS)
+    until = until - until % _DAY_MS + _DAY_MS
+    oldest = min(max(lo, stats.earliest() or until), until)
+    steps, last = shifts(tz, oldest - oldest % _DAY_MS, until)
+    where = StatsFilter(start=lo, end=hi, project=project, shifts=steps, offset=last)
+    return stats.created(where), stats.usage(where), stats.tools(where) if tools else None
+
+
+def _assemble(counted: tuple[Any, ...], start: int | None, end: int | None, timezone: str | None) -> SessionStats:
+    created, usage, used = counted
     total, models, agents, days = usage["total"], usage["model"], usage["agent"], usage["day"]
     epoch = dt.date(1970, 1, 1)
     return SessionStats(

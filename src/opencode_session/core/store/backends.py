@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from .backend import Backend
 from .errors import BackendNotInstalledError
+
+if TYPE_CHECKING:
+    from .backend import Backend
 
 _POSTGRES = ("postgresql://", "postgres://")
 

@@ -7,20 +7,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ...schema.common import LocationRef
-from ...schema.events import EventRecord
-from ...schema.message import SessionMessage
-from ...schema.message_data import (
-    SessionMessageAssistantData,
-    SessionMessageCompactionData,
-    SessionMessageData,
-    SessionMessageShellData,
-)
-from ...schema.permission import PermissionSavedInfo
-from ...schema.session import SessionV2Info
 from .keyset import KeysetPage, PageRequest
+
+if TYPE_CHECKING:  # names of the protocols' signatures only: importing the plain values loads no schema
+    from ...schema.common import LocationRef
+    from ...schema.events import EventRecord
+    from ...schema.message import SessionMessage
+    from ...schema.message_data import (
+        SessionMessageAssistantData,
+        SessionMessageCompactionData,
+        SessionMessageData,
+        SessionMessageShellData,
+    )
+    from ...schema.permission import PermissionSavedInfo
+    from ...schema.session import SessionV2Info
 
 # --- values ------------------------------------------------------------------------------------------------
 

@@ -3,16 +3,19 @@ its last activity, and pages of sessions under a filter."""
 
 from __future__ import annotations
 
+import functools
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ....schema.common import LocationRef
-from ....schema.session import SessionV2Info
 from ..keyset import KeysetPage, PageRequest
-from ..rows import SessionFilter
 from .connection import Connection, Row
 from .keyset import Keyset, keyset_page
 from .search import SqlSearch, terms
+
+if TYPE_CHECKING:
+    from ....schema.common import LocationRef
+    from ....schema.session import SessionV2Info
+    from ..rows import SessionFilter
 
 
 def _dump(value: Any) -> str:
@@ -54,11 +57,19 @@ class SqlSessions:
 
     def location(self, session_id: str) -> LocationRef | None:
         row = self.conn.execute("SELECT directory, workspace_id FROM session WHERE id = ?", (session_id,)).fetchone()
-        return None if row is None else LocationRef(directory=row[0], workspaceID=row[1])
+        return None if row is None else _models()[0](directory=row[0], workspaceID=row[1])
 
     def load(self, session_id: str) -> SessionV2Info | None:
         row = self.conn.execute("SELECT data, time_updated FROM session WHERE id = ?", (session_id,)).fetchone()
         return None if row is None else _info(row)
+
+    def recent(self, limit: int) -> list[dict[str, Any]]:
+        """The `limit` most recently updated sessions as stored (the JSON of their SessionV2Info), newest first, the
+        later created first at equal times: what `ocs sessions` prints, read without building a model of each."""
+        rows = self.conn.execute(
+            "SELECT data, time_updated FROM session ORDER BY time_updated DESC, time_created DESC, created_order DESC"
+            " LIMIT ?", (limit,))
+        return [_stored(row) for row in rows]
 
     def suspended(self, session_ids: list[str]) -> set[str]:
         found: set[str] = set()
@@ -92,7 +103,20 @@ class SqlSessions:
         return keyset_page(self.conn, keyset, request, _info)
 
 
+@functools.cache
+def _models() -> tuple[type[LocationRef], type[SessionV2Info]]:
+    """The public models, imported on first use: a reader of stored JSON alone (`recent`) loads no pydantic."""
+    from ....schema.common import LocationRef
+    from ....schema.session import SessionV2Info
+
+    return LocationRef, SessionV2Info
+
+
+def _stored(row: Row) -> dict[str, Any]:
+    info: dict[str, Any] = json.loads(row["data"])
+    info["time"]["updated"] = row["time_updated"]  # the last activity is kept in its column
+    return info
+
+
 def _info(row: Row) -> SessionV2Info:
-    info = json.loads(row["data"])
-    info["time"]["updated"] = row["time_updated"]
-    return SessionV2Info.model_validate(info)
+    return _models()[1].model_validate(_stored(row))

@@ -44,6 +44,22 @@ class DatabaseLock:
             os.close(fd)
 
 
+def holder(database: str | Path) -> DatabaseInUseError | None:
+    """What opening the database would fail with now: DatabaseInUseError naming the process that holds it, or None
+    when none does. Takes nothing: the lock file is only tried (a holder creates it before it locks it)."""
+    try:
+        fd = os.open(f"{database}{LOCK_SUFFIX}", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return DatabaseInUseError(str(database), _read_pid(fd))
+    finally:
+        os.close(fd)  # and the shared lock with it, if it was taken
+    return None
+
+
 def _read_pid(fd: int) -> int | None:
     try:
         return int(os.pread(fd, 32, 0).decode().strip())
