@@ -428,6 +428,18 @@ MIGRATIONS: list[str] = [
     # its usage row when that Step's row is first written): the prompts stored before are given theirs, and the
     # usage triggers move their sums
     PROMPTS_ANSWERED,
+    # 7: what each Step sent (core/execution/context_record.py): kept beside the projections, not derived from
+    # events; a record is the change from its base record, the chain of a session starting at its root
+    """
+    CREATE TABLE step_context (
+        session_id TEXT NOT NULL REFERENCES session (id) ON DELETE CASCADE,
+        message_id TEXT NOT NULL,
+        root_id TEXT NOT NULL,
+        base_id TEXT,
+        data TEXT NOT NULL,
+        PRIMARY KEY (session_id, message_id)
+    );
+    """,
 ]
 
 
