@@ -6,10 +6,12 @@ full one every CHAIN records, so that reading one back walks a bounded chain."""
 from __future__ import annotations
 
 import json
+import operator
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import compress, count
+from typing import Any, cast
 
 from ..llm import model as llm
 from ..redaction import Redactor
@@ -61,11 +63,21 @@ def _common_prefix(a: bytes, b: bytes) -> int:
     return lo
 
 
+def _common_suffix(a: bytes, b: bytes, most: int) -> int:
+    lo, hi, la, lb = 0, most, len(a), len(b)
+    while lo < hi:  # a[la-lo:] == b[lb-lo:]; halve the window still unknown
+        mid = (lo + hi + 1) // 2
+        if a[la - mid:la - lo] == b[lb - mid:lb - lo]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def change(old: bytes, new: bytes) -> list[Any]:
     """`new` as `[kept prefix bytes, kept suffix bytes, the text between]` over `old` (both UTF-8)."""
     prefix = _utf8_start(new, _common_prefix(old, new))
-    room = min(len(old), len(new)) - prefix
-    suffix = _common_prefix(old[::-1][:room], new[::-1][:room]) if room > 0 else 0
+    suffix = _common_suffix(old, new, min(len(old), len(new)) - prefix)
     end = len(new) - suffix
     while end < len(new) and new[end] & 0xC0 == 0x80:  # the suffix starts on a character of `new`
         end += 1
@@ -94,15 +106,23 @@ def _controls(controls: llm.GenerationControls) -> dict[str, Any]:
     return out
 
 
-def meta_of(sources: StepSources, request: llm.LLMRequest, model: Mapping[str, Any], encoded: bool) -> dict[str, Any]:
-    """A Step's sections, by source, as its record keeps them."""
+def _compact(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+# stands for the history list in a record's sections while they are encoded (no JSON text can hold a raw NUL)
+_HISTORY_MARK = "\x00history"
+_MARK_BYTES = _compact(_HISTORY_MARK)
+
+
+def meta_of(sources: StepSources, request: llm.LLMRequest, model: Mapping[str, Any], encoded: bool,
+            updates: list[list[str]]) -> dict[str, Any]:
+    """A Step's sections, by source, as its record keeps them (`history` a mark the encoded list replaces)."""
     resolved = request.model
     system = [["agent", sources.agent_text]] if sources.agent_text else []
     instructions = [["baseline", sources.baseline]] if sources.baseline else []
     if request.system != sources.original.system:  # a hook's own system text: by position
         system, instructions = [[f"system.{i}", s] for i, s in enumerate(request.system)], []
-    history = [[e.id, e.message["type"], e.rev] for e in sources.history]
-    updates = [[e.id, e.message["text"]] for e in sources.history if e.message["type"] == "system"]
     options: dict[str, Any] = {"providerID": resolved.provider_id, "modelID": resolved.model_id,
                                "variant": model.get("variant"), "protocol": resolved.protocol,
                                "wireModel": resolved.wire_model, "toolChoice": request.tool_choice,
@@ -115,13 +135,22 @@ def meta_of(sources: StepSources, request: llm.LLMRequest, model: Mapping[str, A
         "system": system,
         "instructions": instructions,
         "updates": updates,
-        "history": history,
         "additions": [["step-limit", _text(m)] for m in sources.additions],
         "tools": [[t.name, {"description": t.description, "parameters": t.parameters}] for t in request.tools],
         "options": [[k, v] for k, v in options.items() if v is not None],
         "encoded": encoded,
         "rewritten": request is not sources.original,
+        "history": _HISTORY_MARK,
     }
+
+
+@dataclass
+class _History:
+    """A session's history as its last record listed it: the entries, each one's encoding, its updates by index."""
+
+    entries: list[HistoryEntry]
+    parts: list[bytes]
+    updates: list[tuple[int, list[str]]]
 
 
 class ContextRecorder:
@@ -131,6 +160,34 @@ class ContextRecorder:
         self.redactor = redactor
         self.max_sessions = max_sessions
         self._last: OrderedDict[str, _Kept] = OrderedDict()
+        self._history: OrderedDict[str, _History] = OrderedDict()
+
+    def _listed(self, session_id: str, entries: Sequence[HistoryEntry]) -> _History:
+        """The history list of a record: the entries the previous record of the session listed too (the same
+        objects: the history cache hands out unchanged entries again) keep their encoding; only the others are
+        encoded."""
+        kept = self._history.pop(session_id, None) or _History([], [], [])
+        seen = kept.entries
+        same = next(compress(count(), map(operator.is_not, entries, seen)), min(len(entries), len(seen)))
+        parts, updates = kept.parts[:same], [u for u in kept.updates if u[0] < same]
+        for index in range(same, len(entries)):
+            entry = entries[index]
+            kind = entry.message["type"]
+            parts.append(_compact([entry.id, kind, entry.rev]))
+            if kind == "system":
+                updates.append((index, [entry.id, cast(Any, entry.message)["text"]]))
+        listed = self._history[session_id] = _History(list(entries), parts, updates)
+        while len(self._history) > self.max_sessions:
+            self._history.popitem(last=False)
+        return listed
+
+    def fields(self, session_id: str, sources: StepSources, request: llm.LLMRequest, model: Mapping[str, Any],
+               body: bytes | None) -> dict[str, bytes]:
+        """A Step's record before it is stored: its sections (JSON) and the body as sent."""
+        listed = self._listed(session_id, sources.history)
+        meta = _compact(meta_of(sources, request, model, body is not None, [u for _, u in listed.updates]))
+        head, _mark, tail = meta.rpartition(_MARK_BYTES)
+        return {"meta": b"".join((head, b"[", b",".join(listed.parts), b"]", tail)), "body": body or b""}
 
     def encode(self, session_id: str, message_id: str, fields: dict[str, bytes]) -> tuple[str, str | None, str]:
         """The row of a record: its root, its base (None: full) and its data."""
@@ -165,9 +222,7 @@ class ContextRecorder:
                request: llm.LLMRequest, model: Mapping[str, Any], body: bytes | None) -> Any:
         """Queue the Step's record with its other writes (lazily: it commits with the next one); the future of
         that write."""
-        meta = json.dumps(meta_of(sources, request, model, body is not None), ensure_ascii=False,
-                          separators=(",", ":")).encode("utf-8")
-        root, base, data = self.encode(session_id, message_id, {"meta": meta, "body": body or b""})
+        root, base, data = self.encode(session_id, message_id, self.fields(session_id, sources, request, model, body))
 
         def put(tx: Tx) -> None:
             tx.contexts.put(session_id, message_id, root, base, data)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import psycopg
 
+from ..sql.contexts import STEP_CONTEXT_TABLE
 from ..sql.usage import PROMPTS_ANSWERED
 
 # The advisory lock every host takes while it migrates (an arbitrary constant of this program's).
@@ -430,16 +431,7 @@ MIGRATIONS: list[str] = [
     PROMPTS_ANSWERED,
     # 7: what each Step sent (core/execution/context_record.py): kept beside the projections, not derived from
     # events; a record is the change from its base record, the chain of a session starting at its root
-    """
-    CREATE TABLE step_context (
-        session_id TEXT NOT NULL REFERENCES session (id) ON DELETE CASCADE,
-        message_id TEXT NOT NULL,
-        root_id TEXT NOT NULL,
-        base_id TEXT,
-        data TEXT NOT NULL,
-        PRIMARY KEY (session_id, message_id)
-    );
-    """,
+    STEP_CONTEXT_TABLE,
 ]
 
 

@@ -6,6 +6,18 @@ from __future__ import annotations
 from ..rows import StepContextRow
 from .connection import Connection
 
+# the table, as both backends' migrations create it
+STEP_CONTEXT_TABLE = """
+    CREATE TABLE step_context (
+        session_id TEXT NOT NULL REFERENCES session (id) ON DELETE CASCADE,
+        message_id TEXT NOT NULL,
+        root_id TEXT NOT NULL,
+        base_id TEXT,
+        data TEXT NOT NULL,
+        PRIMARY KEY (session_id, message_id)
+    );
+    """
+
 
 class SqlContexts:
     def __init__(self, conn: Connection) -> None:

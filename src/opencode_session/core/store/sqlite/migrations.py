@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
+from ..sql.contexts import STEP_CONTEXT_TABLE
 from ..sql.usage import PROMPTS_ANSWERED
 
 # The FTS5 indexes of session search (messages' text, titles) and their shadow tables: derived from
@@ -392,16 +393,7 @@ MIGRATIONS: list[str] = [
     PROMPTS_ANSWERED,
     # 13: what each Step sent (core/execution/context_record.py): kept beside the projections, not derived from
     # events; a record is the change from its base record, the chain of a session starting at its root
-    """
-    CREATE TABLE step_context (
-        session_id TEXT NOT NULL REFERENCES session (id) ON DELETE CASCADE,
-        message_id TEXT NOT NULL,
-        root_id TEXT NOT NULL,
-        base_id TEXT,
-        data TEXT NOT NULL,
-        PRIMARY KEY (session_id, message_id)
-    );
-    """,
+    STEP_CONTEXT_TABLE,
 ]
 
 
