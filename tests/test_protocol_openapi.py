@@ -223,6 +223,7 @@ def test_every_requested_operation_is_declared_once():
         "v2.mcp.connect",
         "v2.experimental.trust.get",
         "v2.experimental.trust.grant",
+        "v2.session.message.context",
     } | UPSTREAM_SESSION_MANAGEMENT == set(ids)
     assert endpoint("v2.session.get").path == "/api/session/{sessionID}"
     with pytest.raises(KeyError):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
 import subprocess
@@ -59,6 +60,32 @@ def test_show_prints_the_transcript(two_sessions):
     assert done.stderr == ""
     missing = two_sessions.run("show", "ses_nope")
     assert missing.returncode == 1 and "SessionNotFoundError" in missing.stderr
+
+
+def test_show_context_prints_what_a_step_sent_and_what_changed(two_sessions):
+    older = two_sessions.run("sessions").stdout.splitlines()[2].split("\t")[0]
+    messages = [json.loads(line) for line in two_sessions.run("show", older, "--format", "json").stdout.splitlines()]
+    first, second = [m["id"] for m in messages if m["type"] == "assistant"]
+    # the session may be left out: it is found among this directory's sessions
+    done = two_sessions.run("show", "--context", second)
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    assert text.startswith(f"Step {second} of {older}: agent build, model loop/fake-model, protocol chat\n")
+    assert f"previous Step: {first}\n" in text
+    # the tool call and its result entered the history since the first Step; the tools and baseline did not change
+    assert f"+ {first}  assistant" in text and "== tools (" in text and "; +0 -0 ~0)" in text.split("== tools")[1]
+    assert "== instructions (1; +0 -0 ~0)\n  baseline\n" in text
+    assert "\nrequest body sent: " in text and " bytes, sha256 " in text
+    as_json = json.loads(two_sessions.run("show", older, "--context", second, "--format", "json").stdout)
+    assert as_json["messageID"] == second and as_json["previousMessageID"] == first
+    body = as_json["request"]["body"]
+    assert hashlib.sha256(body.encode()).hexdigest() == as_json["request"]["sha256"]
+    assert json.loads(body)["messages"][-1]["role"] == "tool"  # the read's result, as sent
+    missing = two_sessions.run("show", "--context", "msg_nope")
+    assert missing.returncode == 1 and "MessageNotFoundError" in missing.stderr
+    user = next(m["id"] for m in messages if m["type"] == "user")
+    refused = two_sessions.run("show", older, "--context", user)
+    assert refused.returncode == 1 and "InvalidRequestError" in refused.stderr
 
 
 async def test_show_prints_why_an_execution_failed_before_its_first_step(tmp_path):

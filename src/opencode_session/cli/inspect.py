@@ -1,5 +1,6 @@
-"""The reading commands: `ocs sessions` (a table, newest first), `ocs show` (a session's transcript), `ocs log`
-(its durable events), `ocs models` (what the catalog knows, and which providers have keys), `ocs openapi`."""
+"""The reading commands: `ocs sessions` (a table, newest first), `ocs show` (a session's transcript, or what one Step
+sent its model), `ocs log` (its durable events), `ocs models` (what the catalog knows, and which providers have
+keys), `ocs openapi`."""
 
 from __future__ import annotations
 
@@ -127,6 +128,84 @@ def print_transcript(session: dict[str, Any], messages: list[dict[str, Any]], as
         # the execution failed before a Step could say so (no model, an unknown agent...): only its error tells
         view.notice(f"✗ execution failed: {failure[0]}: {failure[1]}")
     view.close()
+
+
+async def session_of(client: OpenCodeClient, message_id: str) -> str:
+    """The session of this directory that holds the message (newest sessions first); MessageNotFoundError when
+    none does."""
+    from ..client import MessageNotFoundError
+
+    page = await client.session.list(limit=PAGE)
+    while True:
+        for session in page.items:
+            try:
+                await client.session.message(session.id, message_id)
+            except MessageNotFoundError:
+                continue
+            return session.id
+        if page.next is None or not page.items:
+            raise MessageNotFoundError(f"No session of this directory has message {message_id}: name its session",
+                                       sessionID="", messageID=message_id)
+        page = await client.session.list(cursor=page.next)
+
+
+# how a section's item is marked against the previous Step
+_MARKS = {"added": "+", "changed": "~"}
+# sections whose items are texts, printed whole
+_TEXT_SECTIONS = ("system", "instructions", "updates", "additions")
+
+
+def _indented(text: str) -> str:
+    return "".join(f"    {line}\n" for line in text.splitlines() or [""])
+
+
+def render_context(context: Any) -> str:
+    """A Step's Model Context as text: each section with its items (texts whole, others one a line), each marked
+    `+` (new since the previous Step) or `~` (changed), then what the previous Step had that this one has not."""
+    model = context.model
+    lines = [f"Step {context.messageID} of {context.sessionID}: agent {context.agent}, model "
+             f"{model.providerID}/{model.id}{'/' + model.variant if model.variant else ''}, protocol "
+             f"{context.request.protocol}",
+             f"previous Step: {context.previousMessageID or '(none: the first recorded)'}"]
+    changes = {c.section: c for c in context.changes}
+    out = "\n".join(lines) + "\n"
+    for section in context.sections:
+        change = changes[section.key]
+        marks = {s: _MARKS[kind] for kind in ("added", "changed") for s in getattr(change, kind)}
+        counts = f"+{len(change.added)} -{len(change.removed)} ~{len(change.changed)}"
+        out += f"\n== {section.key} ({len(section.items)}; {counts})\n"
+        for item in section.items:
+            mark = marks.get(item.source, " ")
+            if section.key in _TEXT_SECTIONS:
+                out += f"{mark} {item.source}\n" + _indented(str(item.value))
+            elif section.key == "history":
+                out += f"{mark} {item.source}  {item.value['type']}  rev {item.value['rev']}\n"
+            elif section.key == "tools":
+                description = " ".join(str(item.value.get("description", "")).split())
+                out += f"{mark} {item.source}  {description[:80]}\n"
+            else:
+                out += f"{mark} {item.source}: {json.dumps(item.value, ensure_ascii=False)}\n"
+        for source in change.removed:
+            out += f"- {source}\n"
+    request = context.request
+    sent = f"{request.size} bytes, sha256 {request.sha256}" if request.body is not None else "no JSON body"
+    notes = [n for n, on in (("rewritten by a plugin hook", context.rewritten),
+                             ("a secret was cut from the record", context.redacted)) if on]
+    return out + f"\nrequest body sent: {sent}" + (f" ({'; '.join(notes)})" if notes else "") + "\n"
+
+
+async def show_context(attach: str | None, db: str | Path | None, directory: Path, session_id: str | None,
+                       step: str, as_json: bool) -> None:
+    """What the Step of assistant message `step` sent its model (`as_json`: as the API answers it)."""
+    from .hosts import open_host
+
+    async with open_host(attach, db, directory, create=False) as client:
+        sid = session_id or await session_of(client, step)
+        context = await client.session.message_context(sid, step)
+    if as_json:
+        _json_line(context)
+        return
+    sys.stdout.write(render_context(context))
 
 
 async def execution_failure(client: OpenCodeClient, session_id: str) -> SessionExecutionFailedError | None:

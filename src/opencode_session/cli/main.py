@@ -246,8 +246,18 @@ SESSION_ACTIONS: dict[str, tuple[Command, Callable[[argparse.ArgumentParser], No
 }
 
 
-def show(session: str, output: str, attach: str | None, db: str | Path | None) -> int:
-    """Show a session's transcript: prompts, answers, tool calls and their results."""
+def show(session: str | None, output: str, attach: str | None, db: str | Path | None,
+         context: str | None = None) -> int:
+    """Show a session's transcript: prompts, answers, tool calls and their results.
+
+    With --context STEP: what that Step (an assistant message ID) sent its model, section by section, and what
+    changed since the session's previous Step."""
+    if context is not None:
+        from .inspect import show_context
+
+        step = context
+        return _finish(lambda: show_context(attach, db, _cwd(), session, step, output == "json"))
+    assert session is not None  # the parser requires it without --context
     from . import local
 
     answered = local.show(attach, db, session, output == "json")
@@ -255,7 +265,8 @@ def show(session: str, output: str, attach: str | None, db: str | Path | None) -
         return answered
     from .inspect import show_session
 
-    return _finish(lambda: show_session(attach, db, _cwd(), session, output == "json"))
+    chosen = session
+    return _finish(lambda: show_session(attach, db, _cwd(), chosen, output == "json"))
 
 
 def log(session: str, after: int | None, follow: bool, output: str, attach: str | None, db: str | Path | None) -> int:
@@ -418,6 +429,8 @@ def _db_option(parser: argparse.ArgumentParser) -> None:
 def _checked(parser: argparse.ArgumentParser, options: dict[str, Any]) -> dict[str, Any]:
     """The parsed options, once a --db file's directory exists or --mkdir asks for it (which the store creates)."""
     create = options.pop("mkdir", False)
+    if "context" in options and options["context"] is None and options.get("session") is None:
+        parser.error("the following arguments are required: session")  # `ocs show` without --context
     db = options.get("db")
     if isinstance(db, Path) and not create and not db.parent.exists():
         parser.error(f"argument --db: the directory {str(db.parent)!r} does not exist: create it, or add --mkdir to"
@@ -496,9 +509,13 @@ def _sessions_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _show_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("session", help="The session ID.")
+    p.add_argument("session", nargs="?", help="The session ID (with --context: optional, found among this"
+                                              " directory's sessions when left out).")
+    p.add_argument("--context", metavar="STEP", help="Show the Model Context the Step of this assistant message sent"
+                                                     " instead, and what changed since the Step before.")
     p.add_argument("--format", dest="output", default="default", metavar="FORMAT",
-                   help="default (the transcript) or json (its projected messages, one a line, oldest first).")
+                   help="default (the transcript) or json (its projected messages, one a line, oldest first; with"
+                        " --context the Model Context as the API answers it).")
     _reading(p)
 
 

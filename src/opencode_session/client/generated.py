@@ -45,6 +45,7 @@ from opencode_session.schema.instruction_entry import InstructionEntry
 from opencode_session.schema.lifecycle import InboxItem, InboxSyntheticItem, SessionTranscript
 from opencode_session.schema.location import LocationInfo
 from opencode_session.schema.message import SessionMessage
+from opencode_session.schema.model_context import StepModelContext
 from opencode_session.schema.permission import (
     PermissionSavedInfo,
     PermissionV2Request,
@@ -1530,6 +1531,33 @@ class SessionGroup:
         """
         return cast("SessionMessage", await self._client._call(
             "v2.session.message",
+            path={"sessionID": session_id, "messageID": message_id},
+            options=options,
+        ))
+
+    async def message_context(
+        self,
+        session_id: str,
+        message_id: str,
+        *,
+        options: CallOptions | None = None,
+    ) -> StepModelContext:
+        """Step Model Context.
+
+        Extension (not in OpenCode 1.18.33's V2 API): the Model Context the Step of this assistant
+        message sent, as recorded when it was sent: the agent's system text, the Instruction Baseline,
+        the Instruction Updates in the history sent, the Session History selected (after compaction
+        and checkpoint cutoffs), the tool definitions offered, step-local additions and the request
+        options, as sections keyed by source; per section what was added, removed or changed since the
+        session's previous Step; and the request body exactly as the provider received it.
+
+        `GET /api/session/{sessionID}/message/{messageID}/context` (v2.session.message.context).
+        Declared errors: InvalidRequestError (400), UnauthorizedError (401), ForbiddenError (403),
+        MessageNotFoundError (404), SessionNotFoundError (404), StepContextNotFoundError (404),
+        InvalidRequestError (413), InvalidRequestError (415), TooManyAttemptsError (429).
+        """
+        return cast("StepModelContext", await self._client._call(
+            "v2.session.message.context",
             path={"sessionID": session_id, "messageID": message_id},
             options=options,
         ))

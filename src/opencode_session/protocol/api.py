@@ -35,6 +35,7 @@ from opencode_session.schema.errors import (
     SessionBusyError,
     SessionExecutionFailedError,
     SessionNotFoundError,
+    StepContextNotFoundError,
     UnknownError,
 )
 from opencode_session.schema.events import (
@@ -66,6 +67,7 @@ from opencode_session.schema.lifecycle import InboxDelivery, InboxItem, InboxSyn
 from opencode_session.schema.location import LocationInfo
 from opencode_session.schema.mcp import McpServerStatus
 from opencode_session.schema.message import SessionMessage
+from opencode_session.schema.model_context import StepModelContext
 from opencode_session.schema.permission import (
     PermissionSavedInfo,
     PermissionV2Effect,
@@ -154,6 +156,11 @@ class SessionPath(Struct):
 class SessionMessagePath(Struct):
     sessionID: SessionID
     messageID: MessageID
+
+
+class StepMessagePath(Struct):
+    sessionID: SessionID
+    messageID: MessageID = Field(description="The assistant message of the Step.")
 
 
 class PermissionRequestPath(Struct):
@@ -1016,6 +1023,25 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         success=SessionMessage,
         unwrap_data=True,
         errors=(SessionNotFoundError, MessageNotFoundError),
+    ),
+    Endpoint(
+        operation_id="v2.session.message.context",
+        method="GET",
+        path="/api/session/{sessionID}/message/{messageID}/context",
+        summary="Step Model Context",
+        description=(
+            "Extension (not in OpenCode 1.18.33's V2 API): the Model Context the Step of this assistant message sent,"
+            " as recorded when it was sent: the agent's system text, the Instruction Baseline, the Instruction"
+            " Updates in the history sent, the Session History selected (after compaction and checkpoint cutoffs),"
+            " the tool definitions offered, step-local additions and the request options, as sections keyed by"
+            " source; per section what was added, removed or changed since the session's previous Step; and the"
+            " request body exactly as the provider received it."
+        ),
+        path_params=StepMessagePath,
+        success=StepModelContext,
+        unwrap_data=True,
+        errors=(SessionNotFoundError, MessageNotFoundError, StepContextNotFoundError),
+        refusals=(Refusal(InvalidRequestError, "messageID", "the message is not a Step's assistant message"),),
     ),
     Endpoint(
         operation_id="v2.session.messages",

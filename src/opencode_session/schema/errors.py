@@ -132,6 +132,17 @@ class MessageNotFoundError(TaggedError):
         return f"Message not found: {self.values['messageID']}"
 
 
+class StepContextNotFoundError(TaggedError):
+    """An assistant message with no recorded Model Context: its Step sent no request (it failed before), or ran
+    before this server recorded what Steps send."""
+
+    status = 404
+    fields = ("sessionID", "messageID")
+
+    def default_message(self) -> str:
+        return f"No Model Context recorded for {self.values['messageID']}"
+
+
 class PermissionNotFoundError(TaggedError):
     status = 404
     fields = ("requestID",)

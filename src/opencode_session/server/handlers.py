@@ -96,6 +96,7 @@ from ..protocol.api import (
     SessionViewBody,
     SessionWaitQuery,
     SkillList,
+    StepMessagePath,
     TrustGrantBody,
     TrustInfo,
 )
@@ -115,6 +116,7 @@ from ..schema.lifecycle import InboxItem, InboxSyntheticItem, SessionTranscript
 from ..schema.location import LocationInfo
 from ..schema.mcp import McpServerStatus
 from ..schema.message import SessionMessage
+from ..schema.model_context import StepModelContext
 from ..schema.page import CursorLinks
 from ..schema.permission import PermissionSavedInfo, PermissionV2Request
 from ..schema.question import QuestionV2Reply, QuestionV2Request
@@ -375,6 +377,13 @@ async def session_environment(rt: Runtime, call: Call[SessionPath, None, Session
 @op("v2.session.message")
 async def session_message(rt: Runtime, call: Call[SessionMessagePath, None, None]) -> SessionMessage:
     return await rt.sessions.message(call.path.sessionID, call.path.messageID)
+
+
+@op("v2.session.message.context")
+async def session_message_context(rt: Runtime, call: Call[StepMessagePath, None, None]) -> StepModelContext:
+    from ..core.execution import context_view  # imported by the first context request
+
+    return await context_view.step_context(rt.store, call.path.sessionID, call.path.messageID)
 
 
 @op("v2.session.messages")

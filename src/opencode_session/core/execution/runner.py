@@ -21,7 +21,7 @@ from ...schema import events as ev
 from ...schema import session_errors
 from ...schema.common import ModelRef, SessionErrorInfo
 from ...schema.ids import message_id
-from ..agents import AgentNotFoundError, resolve_agent
+from ..agents import BUILD_PROMPT, AgentNotFoundError, resolve_agent
 from ..boundary import Boundary
 from ..cancellation import shielded
 from ..compaction.compactor import CompactionSettings, Compactor
@@ -42,6 +42,7 @@ from ..telemetry import hooks, telemetry
 from ..tools.registry import ToolErrored, ToolRegistry, ToolSet, ToolSucceeded, default_registry
 from ..tools.tool import ToolContext
 from ..userhooks import HookRun, UserHooks
+from .context_record import ContextRecorder, StepSources
 from .coordinator import DrainFailure, DrainInterrupted
 from .drain import DrainState, Next
 from .gate import ToolGate
@@ -112,6 +113,7 @@ class Runner:
         configs = deps.config if deps.config is not None else ConfigSource(deps.env)
         self.sampler = BoundarySampler(deps.store, configs, deps.env, deps.instructions)
         self.contexts = ModelContextBuilder(deps.store, deps.env, deps.tools, self.history)
+        self.recorder = ContextRecorder(deps.store.redactor)
         self.compaction = StepCompaction(deps.store, Compactor(deps.store, deps.clock, deps.retry_base_delay_ms),
                                          self.history, deps.env, deps.provider_for, deps.user_hooks)
 
@@ -302,6 +304,8 @@ class Runner:
                 await self._fail_unsent(b, assistant_id, ref, failure)
             raise DrainFailure(failure) from None
         context = await self.contexts.build(b, baseline, state.step, call)
+        sources = StepSources(b.agent.name, b.agent.prompt or BUILD_PROMPT, baseline, context.history,
+                              context.additions, context.request)
         settings = CompactionSettings.of(b.config.compaction)
         if await self.compaction.before_sending(b, settings, assistant_id, call, context):
             return _Stepped(None, assistant_id)
@@ -320,7 +324,7 @@ class Runner:
         files = await StepFiles.begin(self.deps.snapshots, b.location, b.config,
                                       any(context.tools.changes_files(t.name) for t in context.request.tools))
         outcome = await Step(self._step_context(b, assistant_id, call, context, retry_policy, hold_overflow,
-                                                files)).run()
+                                                files, sources)).run()
         if outcome.overflow:
             await self.compaction.after_overflow(b, settings, assistant_id, call, context, outcome)
         elif self.deps.titles is not None:
@@ -337,7 +341,7 @@ class Runner:
 
     def _step_context(self, b: Boundary, assistant_id: str, call: ModelCall, context: ModelContext,
                       retry_policy: Callable[[ProviderError], bool], hold_overflow: bool,
-                      files: StepFiles) -> StepContext:
+                      files: StepFiles, sources: StepSources) -> StepContext:
         session_id = b.session.id
         on_read = self.deps.on_read(b, assistant_id) if self.deps.on_read else None
         permissions, questions = self.deps.permissions, self.deps.questions
@@ -356,6 +360,8 @@ class Runner:
             max_output_bytes=_positive(limits.max_bytes if limits else None),
             managed_roots=() if outputs is None else (outputs.root,),
             config=b.config, files=files, hooks=self.deps.hooks, user_hooks=self.deps.user_hooks,
+            record=partial(self.recorder.record, self.deps.store, session_id, assistant_id, sources, context.request,
+                           call.model_ref.wire()),
         )
 
     # --- manual compaction ---------------------------------------------------------------------------------

@@ -93,6 +93,8 @@ class StepContext:
     files: StepFiles = field(default_factory=StepFiles)  # the Location's snapshots around this Step
     hooks: PluginHooks | None = None  # the plugins' before-tool and after-tool-result hooks, around local calls
     user_hooks: UserHooks | None = None  # the config's PreToolUse and PostToolUse hooks, around local calls
+    # queues the durable record of what the Step sends (given the body as encoded, None: the adapter encodes none)
+    record: Callable[[bytes | None], asyncio.Future[Any]] | None = None
 
     def hook_run(self) -> HookRun:
         return HookRun(self.session_id, self.directory, self.project_root, self.env or {}, self.config)
@@ -215,10 +217,10 @@ class Step:
 
     async def run(self) -> StepOutcome:
         await confirm_lease()  # no provider request for a session whose lease may have lapsed (renewed first if old)
-        self.stream = self.ctx.provider.stream(self.ctx.request)
         r = self.ctx.resolved
-        self.attempt = hooks.attempt(r.provider_id, r.model_id, r.wire_model, self.ctx.request)
         try:
+            self.stream = self._open()
+            self.attempt = hooks.attempt(r.provider_id, r.model_id, r.wire_model, self.ctx.request)
             # the Step owns its local calls' tasks: the block ends once every one settled; an interrupt or a defect
             # here cancels those still running, and the block ends once they stopped
             async with owned_tasks() as self._tools:
@@ -253,6 +255,19 @@ class Step:
         assert self.attempt is not None
         self.attempt.end(self.outcome.finish, self.usage, step_cost(self.usage, self.ctx.resolved.cost),
                          self.outcome.error)
+
+    def _open(self) -> Any:
+        """The provider's stream of this Step's request; its record queued with the Step's writes (the body as the
+        adapter encoded it, once: what is recorded is what is sent)."""
+        provider, request, record = self.ctx.provider, self.ctx.request, self.ctx.record
+        if isinstance(provider, llm.EncodingProvider):
+            body = provider.encode_request(request)
+            if record is not None:
+                self.queued.append(record(body))
+            return provider.stream(request, body)
+        if record is not None:
+            self.queued.append(record(None))
+        return provider.stream(request)
 
     async def _close(self) -> None:
         stream, self.stream = self.stream, None

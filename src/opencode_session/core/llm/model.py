@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 # ---------------------------------------------------------------------------------------------
 # The resolved model a request targets (resolution itself lives in `catalog`).
@@ -320,8 +320,19 @@ class Provider(Protocol):
     def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]: ...
 
 
+@runtime_checkable
+class EncodingProvider(Protocol):
+    """An adapter that sends one JSON body per call and can encode it first: the caller keeps the exact bytes
+    (what a Step records of its request) and hands them to `stream`."""
+
+    def encode_request(self, request: LLMRequest) -> bytes: ...
+
+    def stream(self, request: LLMRequest, body: bytes | None = None) -> AsyncIterator[StreamEvent]: ...
+
+
 __all__ = [
     "AssistantMessage",
+    "EncodingProvider",
     "Capabilities",
     "GenerationControls",
     "WireProtocol",

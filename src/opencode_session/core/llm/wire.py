@@ -321,8 +321,10 @@ class SDKAdapter:
     def decoder(self) -> StreamDecoder:
         raise NotImplementedError
 
-    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
-        body = self.encode_request(request)
+    async def stream(self, request: LLMRequest, body: bytes | None = None) -> AsyncIterator[StreamEvent]:
+        """One call with `request`, sent as `body` when the caller encoded it already (`encode_request`)."""
+        if body is None:
+            body = self.encode_request(request)
         if self._first is not None:
             items = await self._send_again(self._first, body)
         else:

@@ -1,7 +1,7 @@
 """The store's operations as a backend must provide them: per concern (events, sessions, messages, pending input,
-instruction state, saved permissions, suspension marks, continuation claims, session leases) a read protocol
-and a write protocol, plus the plain values they exchange. Core speaks only these; `sqlite/` (and any other
-backend) implements them."""
+instruction state, Step context records, saved permissions, suspension marks, continuation claims, session leases)
+a read protocol and a write protocol, plus the plain values they exchange. Core speaks only these; `sqlite/` (and
+any other backend) implements them."""
 
 from __future__ import annotations
 
@@ -71,6 +71,14 @@ class Checkpoint(NamedTuple):
     baseline: str
     applied: str
     baseline_seq: int
+
+
+class StepContextRow(NamedTuple):
+    """One Step's stored context record: the change from its base record (None: a full record), as JSON text."""
+
+    message_id: str
+    base_id: str | None
+    data: str
 
 
 class Lease(NamedTuple):
@@ -361,6 +369,9 @@ class Reader(Protocol):
     def instructions(self) -> InstructionReads: ...
 
     @property
+    def contexts(self) -> ContextReads: ...
+
+    @property
     def permissions(self) -> PermissionReads: ...
 
     @property
@@ -464,6 +475,20 @@ class PermissionWrites(PermissionReads, Protocol):
         ...
 
     def remove(self, saved_id: str) -> None: ...
+
+
+class ContextReads(Protocol):
+    def chain(self, session_id: str, message_id: str) -> list[StepContextRow]:
+        """The records that rebuild the Step's context record and the session's record before it, oldest first
+        (the Step's last); empty when the Step has none."""
+        ...
+
+
+class ContextWrites(ContextReads, Protocol):
+    def put(self, session_id: str, message_id: str, root_id: str, base_id: str | None, data: str) -> None:
+        """Store (or replace) the Step's context record: the change from `base_id`'s, its chain starting at
+        `root_id`."""
+        ...
 
 
 class SuspensionWrites(Protocol):
@@ -570,6 +595,9 @@ class Writer(Protocol):
     def instructions(self) -> InstructionWrites: ...
 
     @property
+    def contexts(self) -> ContextWrites: ...
+
+    @property
     def permissions(self) -> PermissionWrites: ...
 
     @property
@@ -589,7 +617,7 @@ class Writer(Protocol):
 
     def replace_projections(self, replay: Callable[[], None]) -> None:
         """Empty every table the projector writes and call `replay` to write them again from the log. State kept
-        beside the projections but not derived from events (instruction checkpoints and entries, saved permissions,
-        suspension marks, continuation claims and records, removal counts) reads exactly the same afterwards,
-        whatever replay touched."""
+        beside the projections but not derived from events (instruction checkpoints and entries, Step context records,
+        saved permissions, suspension marks, continuation claims and records, removal counts) reads exactly the same
+        afterwards, whatever replay touched."""
         ...

@@ -27,6 +27,7 @@ from .backends import open_backend
 from .feed import DurableFeed, LiveBus
 from .fencing import SessionFencedError, current_fence, current_tenure
 from .rows import (
+    ContextWrites,
     ContinuationWrites,
     EventWrites,
     InstructionWrites,
@@ -72,6 +73,7 @@ class Tx:
         self.messages: MessageWrites = rows.messages
         self.pending: PendingWrites = rows.pending
         self.instructions: InstructionWrites = rows.instructions
+        self.contexts: ContextWrites = rows.contexts
         self.permissions: PermissionWrites = rows.permissions
         self.suspension: SuspensionWrites = rows.suspension
         self.leases: LeaseWrites = rows.leases

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import psycopg
 
+from ..sql.contexts import STEP_CONTEXT_TABLE
 from ..sql.usage import PROMPTS_ANSWERED
 
 # The advisory lock every host takes while it migrates (an arbitrary constant of this program's).
@@ -428,6 +429,9 @@ MIGRATIONS: list[str] = [
     # its usage row when that Step's row is first written): the prompts stored before are given theirs, and the
     # usage triggers move their sums
     PROMPTS_ANSWERED,
+    # 7: what each Step sent (core/execution/context_record.py): kept beside the projections, not derived from
+    # events; a record is the change from its base record, the chain of a session starting at its root
+    STEP_CONTEXT_TABLE,
 ]
 
 

@@ -12,7 +12,8 @@ from .pending import _pending
 # What a session holds beside its projection, removed with it (its usage rows before the messages they belong to; its
 # messages before session_message_removal: their removal trigger counts into it).
 _SESSION_TABLES = ("session_usage_tool", "session_usage", "session_message", "session_message_removal",
-                   "session_pending", "instruction_checkpoint", "instruction_entry", "session_lease")
+                   "session_pending", "instruction_checkpoint", "instruction_entry", "session_lease",
+                   "step_context")
 
 
 class SqlLifecycle:

@@ -4,6 +4,7 @@ transaction, as its `Writer` (the backend adds `replace_projections`)."""
 from __future__ import annotations
 
 from .connection import Connection
+from .contexts import SqlContexts
 from .continuation import SqlContinuation
 from .events import SqlEvents
 from .instructions import SqlInstructions
@@ -24,10 +25,10 @@ PROJECTION_TABLES = ("session", "session_message", "session_usage", "session_usa
                      "session_search_doc")
 # State kept beside the projections but not derived from events, which a rebuild leaves as it was: the instruction
 # checkpoint and entries (the files and values a baseline was read from are not in the log), the "always"
-# permissions, the count of removed messages the history cache watches, the session leases, and the suspension mark,
-# continuation claim and continuation record of a session row.
+# permissions, the count of removed messages the history cache watches, the session leases, what each Step sent
+# (step_context), and the suspension mark, continuation claim and continuation record of a session row.
 STATE_TABLES = ("instruction_checkpoint", "instruction_entry", "permission_saved", "session_message_removal",
-                "session_lease")
+                "session_lease", "step_context")
 SESSION_STATE_COLUMNS = ("time_suspended", "time_claimed", "continued")
 
 
@@ -41,6 +42,7 @@ class SqlRows:
         self.messages = SqlMessages(conn)
         self.pending = SqlPending(conn)
         self.instructions = SqlInstructions(conn)
+        self.contexts = SqlContexts(conn)
         self.permissions = SqlPermissions(conn)
         self.suspension = SqlSuspension(conn)
         self.leases = SqlLeases(conn)

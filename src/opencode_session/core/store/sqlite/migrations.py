@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
+from ..sql.contexts import STEP_CONTEXT_TABLE
 from ..sql.usage import PROMPTS_ANSWERED
 
 # The FTS5 indexes of session search (messages' text, titles) and their shadow tables: derived from
@@ -390,6 +391,9 @@ MIGRATIONS: list[str] = [
     # its usage row when that Step's row is first written): the prompts stored before are given theirs, and the
     # usage triggers move their sums
     PROMPTS_ANSWERED,
+    # 13: what each Step sent (core/execution/context_record.py): kept beside the projections, not derived from
+    # events; a record is the change from its base record, the chain of a session starting at its root
+    STEP_CONTEXT_TABLE,
 ]
 
 
