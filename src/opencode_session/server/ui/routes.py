@@ -45,7 +45,7 @@ from ...schema.events import (
 )
 from ...schema.session import SessionV2Info
 from ..sse import text_frame
-from . import login, marks, parts, reading
+from . import login, marks, parts, reading, trace
 
 DIFF_CONTEXT = 3  # unchanged lines around each hunk, as `git diff` shows them
 EXECUTION_ENDED = (ExecutionSucceeded, ExecutionFailed, ExecutionInterrupted)
@@ -277,5 +277,6 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
         Route("/ui/session/{sessionID}/diff", session_diff, methods=["GET"], name="ui.session.diff"),
         Route("/ui/session/{sessionID}/live", session_live, methods=["GET"], name="ui.session.live"),
         *parts.part_routes(runtime, _render, _html, lambda ms: [m.model_dump(mode="json") for m in ms]),
+        *trace.trace_routes(runtime, _render, _html),
         Mount("/ui/static", StaticFiles(directory=STATIC), name="ui.static"),
     ]
