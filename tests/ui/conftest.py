@@ -51,7 +51,8 @@ def ui_provider() -> Iterator[fake.FakeOpenAI]:
 @pytest.fixture(scope="module")
 def ocs(tmp_path_factory, ui_provider) -> Iterator[ServerProcess]:
     config = ui_provider.serve_config(
-        {"fake-model": {"limit": {"context": 100_000, "output": 1_000}}, "other-model": {}}, model="loop/fake-model",
+        {"fake-model": {"limit": {"context": 100_000, "output": 1_000}},
+         "other-model": {"cost": {"input": 3, "output": 15}}}, model="loop/fake-model",  # usage counts its cost
         permission={"bash": "ask"},  # the tray's test asks
         command={"greet": {"template": "Say hello to $1 politely", "description": "a greeting"}})
     root = tmp_path_factory.mktemp("ui")

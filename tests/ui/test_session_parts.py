@@ -25,7 +25,7 @@ def test_the_header_switches_agent_and_model_and_shows_the_context_used(page, ap
     page.goto(f"/ui/session/{sid}")
     gauge = page.get_by_role("meter", name="Context used")
     assert "1,500 / 100,000 (2%)" in gauge.inner_text()  # the newest Step's window against the model's limit
-    assert "1200 in / 300 out" in page.locator(".stats").inner_text()
+    assert "1,200 in / 300 out" in page.locator(".stats").inner_text()  # thousands apart
     page.get_by_label("Model").select_option("loop/other-model")
     page.locator("#switch-status").get_by_text("model: loop/other-model").wait_for()
     page.locator("#transcript .marker").get_by_text("Model: loop/other-model").wait_for()  # live, as a marker

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
-from markdown_it import MarkdownIt
 from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -46,7 +45,7 @@ from ...schema.events import (
 )
 from ...schema.session import SessionV2Info
 from ..sse import text_frame
-from . import login, marks, parts
+from . import login, marks, parts, reading, trace, usage
 
 DIFF_CONTEXT = 3  # unchanged lines around each hunk, as `git diff` shows them
 EXECUTION_ENDED = (ExecutionSucceeded, ExecutionFailed, ExecutionInterrupted)
@@ -58,7 +57,7 @@ LISTED = (SessionCreated, Forked, Imported, Renamed, Updated, Moved, Deleted, Ex
 STATIC = Path(__file__).parent / "static"
 _templates = Environment(loader=PackageLoader(__package__, "templates"), autoescape=select_autoescape(),
                          trim_blocks=True, lstrip_blocks=True)
-_markdown = MarkdownIt("js-default")  # CommonMark with tables; raw HTML is escaped, javascript: links refused
+_markdown = reading.markdown()  # CommonMark with tables; raw HTML is escaped, javascript: links refused
 MARKDOWN_KEPT = 4096  # rendered answers kept: a settled answer's text never changes, and every re-render shows it
 
 
@@ -70,6 +69,10 @@ def _markdown_html(text: str) -> Markup:
 _templates.filters["markdown"] = _markdown_html
 # JSON to read (a tool's input): as written, not with `'` and `<` as \u escapes; autoescape makes it safe in HTML
 _templates.filters["pretty_json"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False)
+_templates.filters["thousands"] = reading.thousands
+_templates.filters["tool_label"] = reading.tool_label
+_templates.filters["tool_output"] = reading.tool_output
+_templates.globals["code_block"] = reading.code_block
 
 
 def _render(name: str, **values: Any) -> str:
@@ -284,5 +287,7 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
         Route("/ui/session/{sessionID}/diff", session_diff, methods=["GET"], name="ui.session.diff"),
         Route("/ui/session/{sessionID}/live", session_live, methods=["GET"], name="ui.session.live"),
         *parts.part_routes(runtime, _render, _html, lambda ms: [m.model_dump(mode="json") for m in ms]),
+        *trace.trace_routes(runtime, _render, _html),
+        *usage.usage_routes(runtime, _render, _html),
         Mount("/ui/static", StaticFiles(directory=STATIC), name="ui.static"),
     ]

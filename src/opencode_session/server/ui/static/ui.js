@@ -277,3 +277,26 @@ document.addEventListener("htmx:sseBeforeMessage", (event) => {
   }
   if (atBottom) requestAnimationFrame(() => window.scrollTo(0, document.body.scrollHeight));
 });
+// A code block's copy button copies the block's text (the clipboard API where the page is a secure context, else
+// the selection), then says so for a moment.
+async function copyText(text) {
+  if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
+  const box = Object.assign(document.createElement("textarea"), { value: text });
+  document.body.append(box);
+  box.select();
+  const done = document.execCommand("copy");
+  box.remove();
+  if (!done) throw new Error("copy refused");
+}
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest("button.copy");
+  const block = button && button.closest(".code");
+  if (!block) return;
+  try {
+    await copyText(block.querySelector("pre").textContent);
+    button.textContent = "Copied";
+  } catch (_) {
+    button.textContent = "Copy failed";
+  }
+  setTimeout(() => { button.textContent = "Copy"; }, 1500);
+});
