@@ -260,6 +260,20 @@ def _read_deadline_class() -> type[asyncio.Protocol]:
     return ReadDeadlineH11Protocol
 
 
+def late_accept_retry(context: Mapping[str, Any]) -> bool:
+    """Whether an event loop error is one of asyncio's accept retries firing on a server socket closed since: out
+    of descriptors, asyncio (3.11) schedules a retry for each failed accept of a pass, up to the backlog, and each
+    fails once the server has stopped. Read from the failed callback (the timer handle's `_callback` and `_args`,
+    private in every release): where they are gone, False, and the error is reported as any other."""
+    import socket
+
+    handle = context.get("handle")
+    callback = getattr(handle, "_callback", None)
+    return (getattr(callback, "__name__", None) == "_start_serving"
+            and any(isinstance(arg, socket.socket) and arg.fileno() == -1 for arg in getattr(handle, "_args", ())))
+
+
 __all__ = ["WRITTEN_FOR", "IncompatibleDependencyError", "can_resend", "check_versions", "installed_version",
-           "patched", "pin_sdk_headers", "read_deadline_protocol", "ready_server", "sdk_custom_headers",
-           "sdk_http_client", "sdk_status_error", "sdk_stream", "set_network_backend", "untested"]
+           "late_accept_retry", "patched", "pin_sdk_headers", "read_deadline_protocol", "ready_server",
+           "sdk_custom_headers", "sdk_http_client", "sdk_status_error", "sdk_stream", "set_network_backend",
+           "untested"]

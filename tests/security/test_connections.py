@@ -8,6 +8,7 @@ import resource
 import select
 import socket
 import subprocess
+import sys
 import time
 from urllib.parse import urlsplit
 
@@ -137,3 +138,44 @@ def test_running_out_of_file_descriptors_is_logged_once(tmp_path, http):
             assert time.monotonic() < deadline, "the server did not recover"
     finally:
         assert srv.stop() == 0, "".join(srv.stderr_lines)[-2000:]
+
+
+# A server socket out of descriptors: asyncio (3.11) schedules one accept retry per failed accept of a pass, up to the
+# backlog, and when the server is closed meanwhile every one of them later fails on the closed socket. Run in a child
+# process, whose descriptor limit can be lowered.
+_RETRIES_AFTER_CLOSE = """
+import asyncio, resource, socket
+from opencode_session.server.connections import ResourceExhaustionLog
+
+resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))
+
+async def main():
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(ResourceExhaustionLog())
+    server = await loop.create_server(asyncio.Protocol, "127.0.0.1", 0, backlog=200)
+    port = server.sockets[0].getsockname()[1]
+    held = []
+
+    def connect():
+        for _ in range(60):
+            try:
+                held.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+            except OSError:
+                return
+
+    await loop.run_in_executor(None, connect)
+    await asyncio.sleep(1.5)  # (a timer: asyncio retries the accept a second after each failure)
+    server.close()
+    await asyncio.sleep(1.5)  # (a timer: past the retries scheduled before the close)
+    for sock in held:
+        sock.close()
+
+asyncio.run(main())
+"""
+
+
+def test_accept_retries_left_when_the_server_closes_are_dropped_quietly():
+    done = subprocess.run([sys.executable, "-c", _RETRIES_AFTER_CLOSE], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Too many open files" in done.stderr  # the one line about running out
+    assert "Traceback" not in done.stderr, f"{done.stderr.count('Traceback')} tracebacks: {done.stderr[-1500:]}"

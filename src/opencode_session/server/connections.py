@@ -1,5 +1,6 @@
 """A connection-level defence of the served socket: one log line, not a traceback per accept, when file descriptors
-run out (the deadline on reading each request is compat.read_deadline_protocol: it subclasses uvicorn's)."""
+run out, and none for the accept retries asyncio left behind when the server stopped meanwhile (the deadline on
+reading each request is compat.read_deadline_protocol: it subclasses uvicorn's)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import errno
 import logging
 import time
 from typing import Any
+
+from ..compat import late_accept_retry
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +28,8 @@ class ResourceExhaustionLog:
 
     def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         exc = context.get("exception")
+        if isinstance(exc, ValueError) and late_accept_retry(context):
+            return  # a retry of an accept that ran out, on the server socket closed since: nothing left to accept
         if not (isinstance(exc, OSError) and exc.errno in _RESOURCE_ERRNOS):
             loop.default_exception_handler(context)
             return
