@@ -141,7 +141,7 @@ async def test_a_typed_function_is_a_tool_with_its_signature_as_schema_and_docst
     out = await registry.settle("greet", {"who": "Ada", "times": 2}, make_ctx(tmp_path))
     assert out.output.text() == "build: hello Ada hello Ada"  # type: ignore[union-attr]
     out = await registry.settle("measure", {"points": [{"x": 0}, {"x": 2}]}, make_ctx(tmp_path))
-    assert out.output.structured == {"points": 2} and out.output.model_text() == '{"points":2}'  # type: ignore[union-attr]
+    assert out.output.structured == {"points": 2} and out.output.model_text() == '{"points": 2}'  # type: ignore[union-attr]
     assert threads and threads[0] != threading.main_thread().name  # a plain function runs off the event loop
     refused = await registry.settle("greet", {"who": "Ada", "loud": True}, make_ctx(tmp_path))
     assert refused.error.type == session_errors.TOOL_INVALID_INPUT  # type: ignore[union-attr]

@@ -181,7 +181,7 @@ class TaskArguments(BaseModel):
 
 def task_arguments(agents: Sequence[str]) -> type[TaskArguments]:
     """TaskArguments whose `subagent_type` is one of `agents` (the schema lists them as its enum)."""
-    names = Literal.__getitem__(tuple(agents))  # the names are known only at run time
+    names: Any = Literal.__getitem__(tuple(agents))  # the names are known only at run time
     return create_model("TaskArguments", __base__=TaskArguments,
                         subagent_type=(names, Field(description="Which subagent does the task.")))
 

@@ -8,7 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, TypeAlias, TypeVar
+from typing import Any, Final, TypeAlias, TypeVar, cast
 
 from ...schema.events import EventRecord
 from ..boundary import Boundary
@@ -146,11 +146,11 @@ class PluginRegistry:
              description: str | None = None, changes_files: bool = True, idempotent: bool = False) -> Any:
         """Offer a Python tool (after the built-ins: a built-in of the same name wins): a tool object, or a typed
         function as `@registry.tool` / `@registry.tool(name=...)` (FunctionTool; the function is returned)."""
-        if tool is not None and hasattr(tool, "execute"):
-            for attribute in ("name", "description", "parameters"):
+        if tool is not None and (hasattr(tool, "execute") or not callable(tool)):
+            for attribute in ("name", "description", "parameters", "execute"):
                 if not hasattr(tool, attribute):
                     raise TypeError(f"a tool needs {attribute!r}; {tool!r} has none")
-            self.tools.add(tool)
+            self.tools.add(cast(Tool, tool))
             return tool
         return registering(self.tools.add, tool, {"name": name, "description": description,
                                                   "changes_files": changes_files, "idempotent": idempotent})
