@@ -6,9 +6,10 @@ its log."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import anyio
+from pydantic import BaseModel, Field, create_model
 
 from ..schema import events as ev
 from ..schema.events import EventRecord
@@ -22,6 +23,7 @@ from .boundary import Boundary
 from .cancellation import shielded
 from .session import Sessions
 from .store import Reader
+from .tools.arguments import schema_of
 from .tools.tool import Tool, ToolContext, ToolFailure, ToolOutput
 
 TASK: Final = "task"
@@ -170,6 +172,20 @@ class _Progress:
                                               structured={"sessionID": self.child_id, "running": tools}))
 
 
+class TaskArguments(BaseModel):
+    description: str = Field(description="A short (3-5 words) description of the task.")
+    prompt: str = Field(description="The task for the subagent, complete in itself.")
+    subagent_type: str = Field(description="Which subagent does the task.")
+    task_id: str | None = Field(None, description="A task_id an earlier task returned, to go on there.")
+
+
+def task_arguments(agents: Sequence[str]) -> type[TaskArguments]:
+    """TaskArguments whose `subagent_type` is one of `agents` (the schema lists them as its enum)."""
+    names: Any = Literal.__getitem__(tuple(agents))  # the names are known only at run time
+    return create_model("TaskArguments", __base__=TaskArguments,
+                        subagent_type=(names, Field(description="Which subagent does the task.")))
+
+
 class TaskTool:
     """`task` as OpenCode offers it, for the subagents of one configuration (its description lists them)."""
 
@@ -188,21 +204,15 @@ class TaskTool:
             "independent tasks at once. The subagent knows only what the prompt tells it: say exactly what to do "
             "and what to report back. To continue an earlier task with what it already knows, pass its task_id.\n"
             f"Subagents:\n{listed}")
-        self.parameters: dict[str, Any] = {
-            "type": "object", "required": ["description", "prompt", "subagent_type"], "properties": {
-                "description": {"type": "string", "description": "A short (3-5 words) description of the task."},
-                "prompt": {"type": "string", "description": "The task for the subagent, complete in itself."},
-                "subagent_type": {"type": "string", "enum": list(self.agents),
-                                  "description": "Which subagent does the task."},
-                "task_id": {"type": "string", "description": "A task_id an earlier task returned, to go on there."},
-            }}
+        self.arguments = task_arguments(list(self.agents))
+        self.parameters = schema_of(self.arguments)
 
-    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        agent = self.agents.get(input["subagent_type"])
+    async def execute(self, args: TaskArguments, ctx: ToolContext) -> ToolOutput:
+        agent = self.agents.get(args.subagent_type)
         if agent is None:
-            raise ToolFailure(f"Unknown subagent {input['subagent_type']!r}; one of: {', '.join(self.agents)}")
-        await ctx.permit(TASK, [agent.name], metadata={"description": input["description"]})
-        return await self.delegation.run(agent, input["description"], input["prompt"], input.get("task_id"), ctx)
+            raise ToolFailure(f"Unknown subagent {args.subagent_type!r}; one of: {', '.join(self.agents)}")
+        await ctx.permit(TASK, [agent.name], metadata={"description": args.description})
+        return await self.delegation.run(agent, args.description, args.prompt, args.task_id, ctx)
 
 
 class SubagentTools:

@@ -17,12 +17,14 @@ from ..core.plugins import (
 )
 from ..core.store import BackendNotInstalledError
 from ..core.tools import StaticTools, Tool, ToolContext, ToolFailure, ToolOutput, ToolSource
+from ..core.tools.arguments import Arguments, FunctionTool, schema_of
 from ..core.userhooks import ToolVerdict
 from ..schema.events import EventRecord
 from ..schema.message import ToolContent, ToolFileContent, ToolTextContent
 from .embedded import OpenCode
 
-__all__ = ["ENTRY_POINT_GROUP", "AdapterSpec", "BackendNotInstalledError", "EventRecord", "InstructionRequest",
-           "LLMRequest", "OpenCode", "Plugin", "PluginInstructionsUnavailable", "PluginRegistry", "ProviderRequest",
-           "StaticTools", "TerminalRequest", "Tool", "ToolContent", "ToolContext", "ToolFailure", "ToolFileContent",
-           "ToolCallRequest", "ToolOutput", "ToolResult", "ToolSource", "ToolTextContent", "ToolVerdict"]
+__all__ = ["ENTRY_POINT_GROUP", "AdapterSpec", "Arguments", "BackendNotInstalledError", "EventRecord", "FunctionTool",
+           "InstructionRequest", "LLMRequest", "OpenCode", "Plugin", "PluginInstructionsUnavailable", "PluginRegistry",
+           "ProviderRequest", "StaticTools", "TerminalRequest", "Tool", "ToolCallRequest", "ToolContent", "ToolContext",
+           "ToolFailure", "ToolFileContent", "ToolOutput", "ToolResult", "ToolSource", "ToolTextContent", "ToolVerdict",
+           "schema_of"]

@@ -18,6 +18,7 @@ from ..core.llm.retry import Clock
 from ..core.plugins import Plugin
 from ..core.runtime import PtyEnvironment, Runtime, RuntimeOptions, no_overlay
 from ..core.store import require_backend
+from ..core.tools.arguments import as_tool
 from ..core.tools.registry import ToolRegistry, default_registry
 from ..core.tools.tool import Tool
 from ..core.wiring import make_drain_factory
@@ -34,7 +35,8 @@ class OpenCode(OpenCodeClient):
     """`async with OpenCode(db=...) as oc: await oc.session.create()`.
 
     Shares the networked client's methods, routing, middleware, codecs and errors; only the transport differs.
-    Embedded-only: `tools` (register Python tools the runner may call; read when the host opens), `runtime`
+    Embedded-only: `tools` (Python tools the runner may call, tool objects or typed functions; read when the host
+    opens; `oc.tools.tool` is a decorator for more), `runtime`
     (the core objects), `transport`
     and `websockets` (the in-memory HTTP transport and WebSocket connector, for another client of the same host) and
     `pty_environment` (the host's additions to a new terminal's environment), `plugins` (Python plugins given in code)
@@ -56,7 +58,7 @@ class OpenCode(OpenCodeClient):
         db: str | Path = ":memory:",
         directory: str | Path | None = None,
         env: Mapping[str, str] | None = None,
-        tools: Sequence[Tool] = (),
+        tools: Sequence[Tool | Callable[..., Any]] = (),
         provider: Callable[[ResolvedModel], Provider] | None = None,
         clock: Clock | None = None,
         heartbeat: float = 15.0,
@@ -71,7 +73,7 @@ class OpenCode(OpenCodeClient):
         require_backend(db)  # a postgresql:// address without the `postgres` extra: BackendNotInstalledError, now
         self.tools: ToolRegistry = default_registry()
         for tool in tools:
-            self.tools.register(tool)
+            self.tools.register(as_tool(tool))
         self._options = RuntimeOptions(
             db_path=db, directory=directory or os.getcwd(), env=dict(os.environ if env is None else env),
             drain_factory=make_drain_factory(tools=self.tools, provider=provider, clock=clock),

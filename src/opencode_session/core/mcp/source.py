@@ -9,10 +9,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 from opencode_session.schema import session_errors
 from opencode_session.schema.message import ToolTextContent
 
 from ..boundary import Boundary
+from ..tools.arguments import schema_of
 from ..tools.tool import Tool, ToolContext, ToolFailure, ToolOutput
 from .connection import McpServer, McpUnavailable
 from .lowering import error_text, lower_resource, lower_result, parameters, tool_name
@@ -48,6 +51,15 @@ LIST_RESOURCES = "list_mcp_resources"
 READ_RESOURCE = "read_mcp_resource"
 
 
+class ListResourcesArguments(BaseModel):
+    server: str | None = Field(None, description="The MCP server's configured name; every server when omitted.")
+
+
+class ReadResourceArguments(BaseModel):
+    server: str = Field(description="The MCP server's configured name.")
+    uri: str = Field(description="The resource's exact URI.")
+
+
 class _ResourceTool:
     """What both resource tools share: the Location whose servers they reach (through its configuration at the
     call's boundary), and that they only read."""
@@ -71,12 +83,12 @@ class ListMcpResources(_ResourceTool):
                    "not local files, often named by URIs with their own scheme), each with the server to read it "
                    "from with read_mcp_resource. A template names resources by a parameter: fill in its "
                    "placeholders to read one.")
-    parameters: dict[str, Any] = {"type": "object", "properties": {
-        "server": {"type": "string", "description": "The MCP server's configured name; every server when omitted."}}}
+    arguments = ListResourcesArguments
+    parameters = schema_of(ListResourcesArguments)
 
-    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def execute(self, args: ListResourcesArguments, ctx: ToolContext) -> ToolOutput:
         offering = self._offering(ctx)
-        wanted = input.get("server")
+        wanted = args.server
         if wanted is not None:
             offering = [s for s in offering if s.name == wanted]
             if not offering:
@@ -117,12 +129,11 @@ class ReadMcpResource(_ResourceTool):
     description = ("Read one MCP resource by its server and URI: a resource link a tool returned, one "
                    "list_mcp_resources found (or a filled-in template), or one the user named. Not for local files. "
                    "Images come back as images when the model accepts them.")
-    parameters: dict[str, Any] = {"type": "object", "required": ["server", "uri"], "properties": {
-        "server": {"type": "string", "description": "The MCP server's configured name."},
-        "uri": {"type": "string", "description": "The resource's exact URI."}}}
+    arguments = ReadResourceArguments
+    parameters = schema_of(ReadResourceArguments)
 
-    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        name, uri = input["server"], input["uri"]
+    async def execute(self, args: ReadResourceArguments, ctx: ToolContext) -> ToolOutput:
+        name, uri = args.server, args.uri
         await ctx.permit(READ_RESOURCE, [f"{name}:{uri}"], save=[f"{name}:*"],
                          metadata={"server": name, "uri": uri})
         server = next((s for s in self._offering(ctx) if s.name == name), None)

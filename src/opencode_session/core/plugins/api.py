@@ -8,7 +8,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, TypeAlias, TypeVar
+from typing import Any, Final, TypeAlias, TypeVar, cast
 
 from ...schema.events import EventRecord
 from ..boundary import Boundary
@@ -16,6 +16,7 @@ from ..instructions.algebra import EMPTY, UNAVAILABLE, Instructions, Source, Una
 from ..instructions.composition import POSITIONS, InstructionProducer
 from ..llm.model import LLMRequest
 from ..llm.providers import AdapterSpec
+from ..tools.arguments import registering
 from ..tools.source import StaticTools, ToolSource
 from ..tools.tool import Tool, ToolOutput
 from ..userhooks.service import ToolVerdict
@@ -141,12 +142,18 @@ class PluginRegistry:
     def __post_init__(self) -> None:
         self.tools = StaticTools(f"plugin:{self.plugin}")
 
-    def tool(self, tool: Tool) -> None:
-        """Offer a Python tool (after the built-ins: a built-in of the same name wins)."""
-        for attribute in ("name", "description", "parameters", "execute"):
-            if not hasattr(tool, attribute):
-                raise TypeError(f"a tool needs {attribute!r}; {tool!r} has none")
-        self.tools.add(tool)
+    def tool(self, tool: Tool | Callable[..., Any] | None = None, /, *, name: str | None = None,
+             description: str | None = None, changes_files: bool = True, idempotent: bool = False) -> Any:
+        """Offer a Python tool (after the built-ins: a built-in of the same name wins): a tool object, or a typed
+        function as `@registry.tool` / `@registry.tool(name=...)` (FunctionTool; the function is returned)."""
+        if tool is not None and (hasattr(tool, "execute") or not callable(tool)):
+            for attribute in ("name", "description", "parameters", "execute"):
+                if not hasattr(tool, attribute):
+                    raise TypeError(f"a tool needs {attribute!r}; {tool!r} has none")
+            self.tools.add(cast(Tool, tool))
+            return tool
+        return registering(self.tools.add, tool, {"name": name, "description": description,
+                                                  "changes_files": changes_files, "idempotent": idempotent})
 
     def tool_source(self, source: ToolSource) -> None:
         """Offer the tools of a source with a lifetime (started before the first Step, stopped at shutdown)."""

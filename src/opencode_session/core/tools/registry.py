@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
 
 from opencode_session.schema import session_errors
 from opencode_session.schema.common import SessionErrorInfo
@@ -16,6 +18,7 @@ from opencode_session.schema.message import ToolTextContent
 
 from ..config import Config
 from ..llm.model import ToolSpec
+from .arguments import registering
 from .builtin import (
     ApplyPatchTool,
     BashTool,
@@ -91,13 +94,34 @@ class _Compiled:
     tool: Tool
     validator: Draft202012Validator
     schema: str  # parameters as JSON text: decoding it is the cheapest fresh copy
+    arguments: type[BaseModel] | None  # what `execute` receives, parsed from input the schema admitted; None: the dict
 
 
 def _compile(tool: Tool) -> _Compiled:
     from jsonschema import Draft202012Validator  # loaded with the first tool offered, not at start-up
 
     Draft202012Validator.check_schema(tool.parameters)
-    return _Compiled(tool, Draft202012Validator(tool.parameters), json.dumps(tool.parameters))
+    arguments = getattr(tool, "arguments", None)
+    if arguments is not None and not (isinstance(arguments, type) and issubclass(arguments, BaseModel)):
+        raise TypeError(f"tool {tool.name}: `arguments` is not a pydantic model")
+    return _Compiled(tool, Draft202012Validator(tool.parameters), json.dumps(tool.parameters), arguments)
+
+
+def _parse(compiled: _Compiled, input: dict[str, Any]) -> Any:
+    """The value `execute` receives: the arguments model parsed from `input` (which the schema, derived from that
+    model, admitted: the check above names the field the model got wrong), or the input itself."""
+    if compiled.arguments is None:
+        return input
+    return compiled.arguments.model_validate(input)
+
+
+def _describe_validation_error(name: str, invalid: ValidationError) -> str:
+    """What a model's own validators (the checks its schema cannot say) found wrong, as the schema check says it."""
+    lines = [f"{'/'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}"
+             for e in invalid.errors(include_url=False)[:_MAX_REPORTED_INPUT_ERRORS]]
+    if invalid.error_count() > _MAX_REPORTED_INPUT_ERRORS:
+        lines.append(f"... and {invalid.error_count() - _MAX_REPORTED_INPUT_ERRORS} more")
+    return f"Invalid input for tool {name}: " + "; ".join(lines)
 
 
 class ToolSet:
@@ -161,7 +185,11 @@ class ToolSet:
         if problem is not None:
             return _errored(session_errors.TOOL_INVALID_INPUT, problem)
         try:
-            output = await compiled.tool.execute(input, ctx)
+            arguments = _parse(compiled, input)
+        except ValidationError as invalid:
+            return _errored(session_errors.TOOL_INVALID_INPUT, _describe_validation_error(name, invalid))
+        try:
+            output = await compiled.tool.execute(arguments, ctx)
         except ToolFailure as failure:
             return _errored(failure.type, failure.message)
         except Exception as defect:
@@ -219,6 +247,13 @@ class ToolRegistry:
             self._sources.append(self._registered)
         self._registered.add(tool)
         self._compiled[id(tool)] = compiled
+
+    def tool(self, function: Callable[..., Any] | None = None, /, *, name: str | None = None,
+             description: str | None = None, changes_files: bool = True, idempotent: bool = False) -> Any:
+        """Register a typed function as a tool (tools/arguments.py, FunctionTool): `@registry.tool` or
+        `@registry.tool(name=..., changes_files=False)`. The function is returned unchanged."""
+        return registering(self.register, function, {"name": name, "description": description,
+                                                     "changes_files": changes_files, "idempotent": idempotent})
 
     async def start(self) -> None:
         """Start every source not started yet, concurrently; one that fails is logged and left out (its tools are

@@ -152,7 +152,9 @@ def refusals_as_failures() -> Iterator[None]:
 
 @runtime_checkable
 class Tool(Protocol):
-    """A named capability the model can call. `parameters` is the JSON Schema (2020-12) of its input. A tool that
+    """A named capability the model can call. `parameters` is the JSON Schema (2020-12) of its input. A tool with
+    `arguments` (a pydantic model; `parameters = schema_of(arguments)`, tools/arguments.py) gets that model, parsed
+    from the input, in `execute`; one without gets the input dict. A tool that
     never changes files says `changes_files = False` (no snapshot is taken after it). A tool whose call may safely
     run again, because running it twice has the effect of running it once, says `idempotent = True`: a call the host
     was lost during is then re-run when the session continues; without it (the default), such a call stays failed."""
@@ -161,4 +163,4 @@ class Tool(Protocol):
     description: str
     parameters: dict[str, Any]
 
-    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput: ...
+    async def execute(self, input: Any, ctx: ToolContext) -> ToolOutput: ...

@@ -7,10 +7,11 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio.to_thread
+from pydantic import BaseModel, Field
 
+from ..arguments import schema_of
 from ..files import changing, read_text, write_atomic
 from ..patch import FileOp, apply_hunks, parse_patch
 from ..tool import ToolContext, ToolFailure, ToolOutput
@@ -42,17 +43,18 @@ class _Change:
     label: str  # "A", "M" or "D" with the path, for the summary
 
 
+class ApplyPatchArguments(BaseModel):
+    patchText: str = Field(min_length=1, description="The whole patch text")  # noqa: N815 - OpenCode's name
+
+
 class ApplyPatchTool:
     name = "apply_patch"
     description = DESCRIPTION
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {"patchText": {"type": "string", "minLength": 1, "description": "The whole patch text"}},
-        "required": ["patchText"],
-    }
+    arguments = ApplyPatchArguments
+    parameters = schema_of(ApplyPatchArguments)
 
-    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        ops = parse_patch(input["patchText"])
+    async def execute(self, args: ApplyPatchArguments, ctx: ToolContext) -> ToolOutput:
+        ops = parse_patch(args.patchText)
         targets: list[tuple[FileOp, Path, Path | None]] = []
         for op in ops:
             path = await ctx.permit_path("edit", op.path)

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
+from pydantic import BaseModel, Field
 
 from ...child_env import inherited
 from ...permission import AccessRefused, Authority, Requirement
 from ...permission.command import save_pattern, simple_commands
 from ...permission.shell_paths import command_paths
 from ...telemetry import hooks
+from ..arguments import schema_of
 from ..tool import ToolContext, ToolFailure, ToolOutput, refusals_as_failures
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -50,27 +52,26 @@ DESCRIPTION = (
 )
 
 
+class BashArguments(BaseModel):
+    command: str = Field(min_length=1, description="The command line to run")
+    workdir: str | None = Field(None, description="Directory to run in (default: the working directory)")
+    timeout: int = Field(DEFAULT_TIMEOUT_MS, gt=0, le=MAX_TIMEOUT_MS,
+                         description="Timeout in milliseconds (default 120000)")
+
+
 class BashTool:
     name = "bash"
     description = DESCRIPTION
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "minLength": 1, "description": "The command line to run"},
-            "workdir": {"type": "string", "description": "Directory to run in (default: the working directory)"},
-            "timeout": {"type": "integer", "exclusiveMinimum": 0, "maximum": MAX_TIMEOUT_MS,
-                        "description": "Timeout in milliseconds (default 120000)"},
-        },
-        "required": ["command"],
-    }
+    arguments = BashArguments
+    parameters = schema_of(BashArguments)
 
     def __init__(self, overlay: Mapping[str, str] | None = None) -> None:
         # The host's environment overlay: applied over the caller's environment, under the forced values.
         self.overlay = dict(overlay or {})
 
-    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        command: str = input["command"]
-        timeout = int(input.get("timeout", DEFAULT_TIMEOUT_MS)) / 1000
+    async def execute(self, args: BashArguments, ctx: ToolContext) -> ToolOutput:
+        command = args.command
+        timeout = args.timeout / 1000
         simple = simple_commands(command)
         if not simple:
             raise ToolFailure("The command is empty.")
@@ -78,7 +79,7 @@ class BashTool:
         env = hooks.with_traceparent(command_environment(
             inherited(ctx.env if ctx.env is not None else os.environ, ctx.config), self.overlay))
         workdir, outside = await anyio.to_thread.run_sync(
-            lambda: _outside_directories(ctx.authority, input.get("workdir") or ".", command, env.get("HOME")),
+            lambda: _outside_directories(ctx.authority, args.workdir or ".", command, env.get("HOME")),
             abandon_on_cancel=True)
         # Leaving the Location is asked first (all directories in one request), then the commands; a `deny` of
         # either fails the call before anything is asked.

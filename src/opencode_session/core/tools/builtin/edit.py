@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any
 
 import anyio.to_thread
+from pydantic import BaseModel, Field
 
+from ..arguments import schema_of
 from ..files import changing, read_text, write_atomic
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
@@ -26,27 +27,24 @@ DESCRIPTION = (
 )
 
 
+class EditArguments(BaseModel):
+    path: str = Field(min_length=1, description="Path of the file to change")
+    oldString: str = Field(description="The exact text to replace")  # noqa: N815 - OpenCode's argument names
+    newString: str = Field(description="The text to put in its place")  # noqa: N815
+    replaceAll: bool = Field(False, description="Replace every occurrence (default false)")  # noqa: N815
+
+
 class EditTool:
     name = "edit"
     description = DESCRIPTION
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "minLength": 1, "description": "Path of the file to change"},
-            "oldString": {"type": "string", "description": "The exact text to replace"},
-            "newString": {"type": "string", "description": "The text to put in its place"},
-            "replaceAll": {"type": "boolean", "description": "Replace every occurrence (default false)"},
-        },
-        "required": ["path", "oldString", "newString"],
-    }
+    arguments = EditArguments
+    parameters = schema_of(EditArguments)
 
-    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        old: str = input["oldString"]
-        new: str = input["newString"]
-        replace_all = bool(input.get("replaceAll", False))
+    async def execute(self, args: EditArguments, ctx: ToolContext) -> ToolOutput:
+        old, new, replace_all = args.oldString, args.newString, args.replaceAll
         if old == new:
             raise ToolFailure("oldString and newString are identical; there is nothing to change.")
-        path = await ctx.permit_path("edit", input["path"])
+        path = await ctx.permit_path("edit", args.path)
         ctx.refuse_unreadable(path)
 
         def edit() -> tuple[int, str]:

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
+from pydantic import BaseModel, Field
 from wcmatch import glob as wcglob
 
 from ...permission import Authority
+from ..arguments import schema_of
 from ..ignores import named_by, walk
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
@@ -36,31 +38,25 @@ DESCRIPTION = """Find files by glob pattern.
   symlinks always are."""
 
 
+class GlobArguments(BaseModel):
+    pattern: str = Field(min_length=1, description="The glob pattern to match files against")
+    path: str | None = Field(None, description="Directory to search in, absolute or relative to the working directory"
+                                               " (default: the working directory)")
+    limit: int = Field(MAX_RESULTS, ge=1, description="Maximum number of paths to return (default 100)")
+
+
 class GlobTool:
     name = "glob"
     changes_files = False
     idempotent = True  # no effect beyond its answer: after a lost host it may run again
     description = DESCRIPTION
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "minLength": 1, "description": "The glob pattern to match files against"},
-            "path": {
-                "type": "string",
-                "description": "Directory to search in, absolute or relative to the working directory"
-                               " (default: the working directory)",
-            },
-            "limit": {"type": "integer", "minimum": 1,
-                      "description": "Maximum number of paths to return (default 100)"},
-        },
-        "required": ["pattern"],
-    }
+    arguments = GlobArguments
+    parameters = schema_of(GlobArguments)
 
-    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        pattern: str = input["pattern"]
-        limit = int(input.get("limit", MAX_RESULTS))
+    async def execute(self, args: GlobArguments, ctx: ToolContext) -> ToolOutput:
+        pattern, limit = args.pattern, args.limit
         stop = threading.Event()
-        base, rest, anchored = _split_pattern(input.get("path") or ".", pattern)
+        base, rest, anchored = _split_pattern(args.path or ".", pattern)
         root = await ctx.locate(base)
         await ctx.permit("glob", [pattern])
 

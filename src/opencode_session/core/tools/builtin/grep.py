@@ -20,9 +20,11 @@ from typing import Any
 
 import anyio.to_thread
 import regex  # type: ignore[import-untyped]
+from pydantic import BaseModel, Field
 from wcmatch import glob as wcglob
 
 from ...permission import open_regular_file
+from ..arguments import schema_of
 from ..ignores import SKIPPED, named_by, walk
 from ..tool import ToolContext, ToolFailure, ToolOutput
 from .glob import MAX_ENTRIES, MAX_EXPANSIONS, MAX_SECONDS
@@ -60,27 +62,24 @@ class _Found:
     withheld: int = 0  # files with matches the read rules do not let the model see
 
 
+class GrepArguments(BaseModel):
+    pattern: str = Field(min_length=1, description="The regular expression to search for")
+    path: str | None = Field(None, description="Directory or file to search (default: the working directory)")
+    include: str | None = Field(None, description='Glob of the files to search, e.g. "*.py"')
+    limit: int = Field(DEFAULT_LIMIT, ge=1, description="Maximum number of matches (default 100)")
+
+
 class GrepTool:
     name = "grep"
     changes_files = False
     idempotent = True  # no effect beyond its answer: after a lost host it may run again
     description = DESCRIPTION
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "minLength": 1, "description": "The regular expression to search for"},
-            "path": {"type": "string", "description": "Directory or file to search (default: the working directory)"},
-            "include": {"type": "string", "description": "Glob of the files to search, e.g. \"*.py\""},
-            "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of matches (default 100)"},
-        },
-        "required": ["pattern"],
-    }
+    arguments = GrepArguments
+    parameters = schema_of(GrepArguments)
 
-    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        pattern: str = input["pattern"]
-        include: str | None = input.get("include") or None
-        limit = int(input.get("limit", DEFAULT_LIMIT))
-        root = await ctx.locate(input.get("path") or ".")
+    async def execute(self, args: GrepArguments, ctx: ToolContext) -> ToolOutput:
+        pattern, include, limit = args.pattern, args.include or None, args.limit
+        root = await ctx.locate(args.path or ".")
         await ctx.permit("grep", [pattern])
         if not root.exists():
             raise ToolFailure(f"Path not found: {root}")

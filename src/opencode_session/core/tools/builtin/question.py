@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic import BaseModel, Field
 
+from ..arguments import Arguments, schema_of
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
 _OPTION = {
@@ -28,6 +29,22 @@ _PROMPT = {
 }
 
 
+class QuestionOption(Arguments):
+    label: str = Field(description="The choice as shown, in a few words")
+    description: str = Field(description="What choosing it means")
+
+
+class Question(Arguments):
+    question: str = Field(description="The full question")
+    header: str = Field(description="A very short label for the question (at most 30 characters)")
+    options: list[QuestionOption] = Field(description="The choices offered")
+    multiple: bool = Field(False, description="Whether several choices may be picked")
+
+
+class QuestionArguments(BaseModel):
+    questions: list[Question] = Field(min_length=1, description="The questions to ask")
+
+
 class QuestionTool:
     name = "question"
     changes_files = False
@@ -40,15 +57,11 @@ class QuestionTool:
         "- Set `multiple` when more than one option may be picked.\n"
         "- Ask only what you cannot reasonably decide yourself."
     )
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {"questions": {"type": "array", "minItems": 1, "items": _PROMPT,
-                                     "description": "The questions to ask"}},
-        "required": ["questions"],
-    }
+    arguments = QuestionArguments
+    parameters = schema_of(QuestionArguments)
 
-    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        questions: list[dict[str, Any]] = input["questions"]
+    async def execute(self, args: QuestionArguments, ctx: ToolContext) -> ToolOutput:
+        questions = [q.model_dump(exclude_unset=True) for q in args.questions]  # as the model wrote them
         await ctx.permit("question", [q["header"] for q in questions])
         if ctx.questioner is None:
             raise ToolFailure("No one can answer questions in this session. Decide yourself, or state the open "

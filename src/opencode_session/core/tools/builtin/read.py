@@ -8,13 +8,15 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import anyio.to_thread
+from pydantic import BaseModel, Field
 
 from opencode_session.schema.message import ToolFileContent, ToolTextContent
 
 from ...permission import NotRegularFileError, open_regular_file
+from ..arguments import schema_of
 from ..output import DEFAULT_MAX_BYTES, DEFAULT_MAX_LINES
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
@@ -56,32 +58,26 @@ DESCRIPTION = (
 )
 
 
+class ReadArguments(BaseModel):
+    path: str = Field(min_length=1, description="Path of the file or directory to read, absolute or relative to the"
+                                                " working directory")
+    offset: int = Field(1, ge=1, description="Line number to start from (1-based)")
+    limit: int = Field(DEFAULT_LIMIT, ge=1, le=DEFAULT_LIMIT,
+                       description="Maximum number of lines to read (default 2000)")
+
+
 class ReadTool:
     name = "read"
     changes_files = False
     idempotent = True  # no effect beyond its answer: after a lost host it may run again
     description = DESCRIPTION
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "path": {
-                "type": "string",
-                "minLength": 1,
-                "description": "Path of the file or directory to read, absolute or relative to the working directory",
-            },
-            "offset": {"type": "integer", "minimum": 1, "description": "Line number to start from (1-based)"},
-            "limit": {"type": "integer", "minimum": 1, "maximum": DEFAULT_LIMIT,
-                      "description": "Maximum number of lines to read (default 2000)"},
-        },
-        "required": ["path"],
-    }
+    arguments = ReadArguments
+    parameters = schema_of(ReadArguments)
 
-    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        # JSON Schema "integer" admits 5.0; ints keep line numbers and "offset=" hints printing as integers.
-        offset = int(input.get("offset", 1))
-        limit = int(input.get("limit", DEFAULT_LIMIT))
-
-        path = await ctx.permit_path("read", input["path"])
+    async def execute(self, args: ReadArguments, ctx: ToolContext) -> ToolOutput:
+        # JSON Schema "integer" admits 5.0; parsed as int, line numbers and "offset=" hints print as integers.
+        offset, limit = args.offset, args.limit
+        path = await ctx.permit_path("read", args.path)
         # Abandoning on cancel is safe: the worker only reads, and its result is simply dropped.
         output = await anyio.to_thread.run_sync(_read, path, offset, limit, ctx.model_accepts_images,
                                                 abandon_on_cancel=True)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import os
-from typing import Any
 
 import anyio
+from pydantic import Field
 
 from ...config import global_config_dir, project_config_disabled
 from ...skills import discover_skills, skill_action, skill_roots
+from ..arguments import Arguments, schema_of
 from ..tool import ToolContext, ToolFailure, ToolOutput
+
+
+class SkillArguments(Arguments):
+    name: str = Field(min_length=1, description="The skill's name.")
 
 
 class SkillTool:
@@ -19,16 +24,12 @@ class SkillTool:
         "Load a skill's full instructions by name. Use it when a task matches one of the available skills listed "
         "in your instructions."
     )
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {"name": {"type": "string", "minLength": 1, "description": "The skill's name."}},
-        "required": ["name"],
-        "additionalProperties": False,
-    }
+    arguments = SkillArguments
+    parameters = schema_of(SkillArguments)
 
-    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def execute(self, args: SkillArguments, ctx: ToolContext) -> ToolOutput:
         env = ctx.env if ctx.env is not None else os.environ
-        name = input["name"]
+        name = args.name
         roots = skill_roots(global_config_dir(env), ctx.project_root, ctx.directory, not project_config_disabled(env))
         skills = {s.name: s for s in await anyio.to_thread.run_sync(discover_skills, roots)}
         skill = skills.get(name)

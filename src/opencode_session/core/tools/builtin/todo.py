@@ -3,13 +3,24 @@ published live as `todo.updated`."""
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic import BaseModel, Field
 
 from opencode_session.schema.events import Todo, TodoUpdated
 
+from ..arguments import Arguments, schema_of
 from ..tool import ToolContext, ToolOutput
 
 _MARKS = {"completed": "[x]", "in_progress": "[~]", "cancelled": "[-]"}
+
+
+class TodoItem(Arguments):
+    content: str = Field(description="What the task is, briefly")
+    status: str = Field(description="pending, in_progress, completed or cancelled")
+    priority: str = Field(description="high, medium or low")
+
+
+class TodoWriteArguments(BaseModel):
+    todos: list[TodoItem] = Field(description="The complete, updated todo list")
 
 
 class TodoWriteTool:
@@ -22,30 +33,11 @@ class TodoWriteTool:
         " cancelled) and `priority` (high, medium or low).\n"
         "- Keep one item in_progress at a time and mark items completed as soon as they are done."
     )
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "todos": {
-                "type": "array",
-                "description": "The complete, updated todo list",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "content": {"type": "string", "description": "What the task is, briefly"},
-                        "status": {"type": "string",
-                                   "description": "pending, in_progress, completed or cancelled"},
-                        "priority": {"type": "string", "description": "high, medium or low"},
-                    },
-                    "required": ["content", "status", "priority"],
-                    "additionalProperties": False,
-                },
-            },
-        },
-        "required": ["todos"],
-    }
+    arguments = TodoWriteArguments
+    parameters = schema_of(TodoWriteArguments)
 
-    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        todos = [{"content": t["content"], "status": t["status"], "priority": t["priority"]} for t in input["todos"]]
+    async def execute(self, args: TodoWriteArguments, ctx: ToolContext) -> ToolOutput:
+        todos = [t.model_dump() for t in args.todos]
         await ctx.permit("todowrite", ["*"])
         if ctx.publish_live is not None:  # clients following the instance stream see the new list at once
             ctx.publish_live(TodoUpdated(sessionID=ctx.session_id, todos=[Todo(**t) for t in todos]))

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Literal
 from urllib.parse import urlsplit
 
 import anyio.to_thread
+from pydantic import BaseModel, Field
 
 from ...own_address import is_own
 from ...permission.rules import OWN_SERVER
+from ..arguments import schema_of
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
 MAX_BYTES = 5 * 1024 * 1024
@@ -19,6 +21,13 @@ MAX_REDIRECTS = 5
 _ACCEPT = "text/markdown, text/html;q=0.9, text/*;q=0.8, */*;q=0.5"
 _TEXTUAL = ("text/", "application/json", "application/xml", "application/xhtml", "application/javascript",
             "application/x-javascript", "application/ld+json", "application/rss", "application/atom")
+
+
+class WebFetchArguments(BaseModel):
+    url: str = Field(min_length=1, description="The URL to fetch")
+    format: Literal["text", "markdown", "html"] = Field(
+        "markdown", description="How to return the content (default markdown)")
+    timeout: float = Field(DEFAULT_TIMEOUT, gt=0, description="Timeout in seconds (at most 120)")
 
 
 class WebFetchTool:
@@ -33,21 +42,13 @@ class WebFetchTool:
         " (the page as served).\n"
         "- `timeout` is in seconds (default 30, at most 120). Responses over 5 MB are refused."
     )
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "url": {"type": "string", "minLength": 1, "description": "The URL to fetch"},
-            "format": {"type": "string", "enum": ["text", "markdown", "html"],
-                       "description": "How to return the content (default markdown)"},
-            "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Timeout in seconds (at most 120)"},
-        },
-        "required": ["url"],
-    }
+    arguments = WebFetchArguments
+    parameters = schema_of(WebFetchArguments)
 
-    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        url: str = input["url"].strip()
-        fmt: str = input.get("format", "markdown")
-        timeout = min(float(input.get("timeout", DEFAULT_TIMEOUT)), MAX_TIMEOUT)
+    async def execute(self, args: WebFetchArguments, ctx: ToolContext) -> ToolOutput:
+        url = args.url.strip()
+        fmt = args.format
+        timeout = min(args.timeout, MAX_TIMEOUT)
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ToolFailure(f"Cannot fetch {url!r}: only http:// and https:// URLs are supported.")

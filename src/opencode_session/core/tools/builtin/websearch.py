@@ -8,15 +8,28 @@ answers with the results as text (any text type, or JSON, which is passed on as 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
 
 from ...config import Config
+from ..arguments import schema_of
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
 DEFAULT_RESULTS = 8
 DEFAULT_CONTEXT_CHARS = 10_000
 TIMEOUT_SECONDS = 30.0
 MAX_RESPONSE_BYTES = 1024 * 1024
+
+
+class WebSearchArguments(BaseModel):
+    query: str = Field(min_length=1, description="What to search for")
+    numResults: int = Field(DEFAULT_RESULTS, gt=0, le=20, description="How many results (default 8)")  # noqa: N815
+    livecrawl: Literal["fallback", "preferred"] = Field(
+        "fallback", description="Whether to fetch pages live: as a fallback or preferred")
+    type: Literal["auto", "fast", "deep"] = Field("auto", description="Search depth")
+    contextMaxCharacters: int = Field(DEFAULT_CONTEXT_CHARS, gt=0, le=50_000,  # noqa: N815 - OpenCode's names
+                                      description="Most characters of result text (default 10000)")
 
 
 class WebSearchTool:
@@ -28,35 +41,22 @@ class WebSearchTool:
         "- Use it for current information or anything beyond what you know; cite the sources you use.\n"
         "- `numResults` (default 8, at most 20) and `contextMaxCharacters` (default 10000) bound the answer."
     )
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "query": {"type": "string", "minLength": 1, "description": "What to search for"},
-            "numResults": {"type": "integer", "exclusiveMinimum": 0, "maximum": 20,
-                           "description": "How many results (default 8)"},
-            "livecrawl": {"type": "string", "enum": ["fallback", "preferred"],
-                          "description": "Whether to fetch pages live: as a fallback or preferred"},
-            "type": {"type": "string", "enum": ["auto", "fast", "deep"], "description": "Search depth"},
-            "contextMaxCharacters": {"type": "integer", "exclusiveMinimum": 0, "maximum": 50_000,
-                                     "description": "Most characters of result text (default 10000)"},
-        },
-        "required": ["query"],
-    }
+    arguments = WebSearchArguments
+    parameters = schema_of(WebSearchArguments)
 
     @staticmethod
     def offered(config: Config) -> bool:
         """Offered to the model only when a backend is configured."""
         return bool(config.websearch and config.websearch.url)
 
-    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+    async def execute(self, args: WebSearchArguments, ctx: ToolContext) -> ToolOutput:
         backend = ctx.config.websearch
         if backend is None or not backend.url:
             raise ToolFailure("Web search is not available: no search backend is configured.")
-        query: str = input["query"]
+        query = args.query
         await ctx.permit("websearch", [query])
-        limit = int(input.get("contextMaxCharacters", DEFAULT_CONTEXT_CHARS))
-        body = {"query": query, "numResults": int(input.get("numResults", DEFAULT_RESULTS)),
-                "livecrawl": input.get("livecrawl", "fallback"), "type": input.get("type", "auto"),
+        limit = args.contextMaxCharacters
+        body = {"query": query, "numResults": args.numResults, "livecrawl": args.livecrawl, "type": args.type,
                 "contextMaxCharacters": limit}
         text = await _search(backend.url, backend.headers, body)
         if len(text) > limit:

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import anyio.to_thread
+from pydantic import BaseModel, Field
 
+from ..arguments import schema_of
 from ..files import changing, write_atomic
 from ..tool import ToolContext, ToolFailure, ToolOutput
+
+
+class WriteArguments(BaseModel):
+    path: str = Field(min_length=1, description="Path of the file to write")
+    content: str = Field(description="The complete new content of the file")
 
 
 class WriteTool:
@@ -19,18 +24,12 @@ class WriteTool:
         "- The file ends up holding exactly `content`. To change part of an existing file, prefer `edit`.\n"
         "- An existing file keeps its permissions."
     )
-    parameters: dict[str, Any] = {
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "minLength": 1, "description": "Path of the file to write"},
-            "content": {"type": "string", "description": "The complete new content of the file"},
-        },
-        "required": ["path", "content"],
-    }
+    arguments = WriteArguments
+    parameters = schema_of(WriteArguments)
 
-    async def execute(self, input: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        path = await ctx.permit_path("edit", input["path"])
-        content: str = input["content"]
+    async def execute(self, args: WriteArguments, ctx: ToolContext) -> ToolOutput:
+        path = await ctx.permit_path("edit", args.path)
+        content = args.content
 
         def write() -> bool:
             if path.is_dir():
