@@ -34,7 +34,7 @@ from opencode_session.core.llm.errors import (
 )
 from opencode_session.core.llm.retry import Clock, base_delay_ms, retry_delay_ms
 from opencode_session.core.plugins import PluginHooks
-from opencode_session.core.plugins.api import Hooked, ToolCallRequest
+from opencode_session.core.plugins.api import Hooked, ToolCallRequest, ToolResult
 from opencode_session.core.runtime import Runtime, RuntimeOptions
 from opencode_session.core.tools.builtin import BashTool, WebSearchTool
 from opencode_session.core.tools.managed import ManagedOutputs
@@ -929,7 +929,7 @@ if n == 2:
 
 async def test_an_orphan_run_again_goes_through_the_pre_tool_use_and_plugin_hooks_as_a_first_run_does(tmp_path):
     # item 6 of "safe by default, round four": a re-run is vetoed (by the user's hook or a plugin's), or runs with the
-    # input a hook rewrote
+    # input a hook rewrote, and what it returns passes the plugins' after-tool-result hooks as a first run's does
     hook = tmp_path / "hook.py"
     hook.write_text(VETO_OR_REWRITE)
     command = shlex.join([sys.executable, str(hook)])
@@ -940,7 +940,11 @@ async def test_an_orphan_run_again_goes_through_the_pre_tool_use_and_plugin_hook
     async def plugin_guard(call: ToolCallRequest) -> ToolVerdict | None:
         return ToolVerdict("deny", "the plugin says no") if call.input.get("n") == 3 else None
 
-    plugins = PluginHooks(before_tool=[Hooked("guard", plugin_guard)])
+    async def plugin_checked(result: ToolResult) -> ToolOutput:
+        return ToolOutput.of_text(result.output.text() + f" (checked {result.input})")
+
+    plugins = PluginHooks(before_tool=[Hooked("guard", plugin_guard)],
+                          after_tool_result=[Hooked("check", plugin_checked)])
     async with harness(tmp_path, [text("carrying on")], tools=[again], hooks=hooks, plugin_hooks=plugins) as h:
         sid = await h.session()
         crashed = "msg_crashed_assistant_0003"
@@ -964,7 +968,7 @@ async def test_an_orphan_run_again_goes_through_the_pre_tool_use_and_plugin_hook
         assert [d["callID"] for d in of_type(records, "session.tool.success")] == ["c2"]
         results = {r.call_id: (r.is_error, r.text) for r in h.provider.requests[0].messages
                    if isinstance(r, llm.ToolResultMessage)}
-        assert results["c2"] == (False, "again ran 1") and results["c1"][0] is True
+        assert results["c2"] == (False, "again ran 1 (checked {'n': 20})") and results["c1"][0] is True
 
 
 # --- 9. models ----------------------------------------------------------------------------------------------------

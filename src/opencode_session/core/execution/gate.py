@@ -1,6 +1,7 @@
-"""The gate every local tool call passes before it runs, whether a Step's model just made it or a lost host left it
-running and it runs again: the user's PreToolUse hooks, then the plugins' before-tool hooks. One path for both, so a
-re-run is vetoed, rewritten or asked about exactly as a first run is."""
+"""The gate every local tool call passes, whether a Step's model just made it or a lost host left it running and it
+runs again: before it runs, the user's PreToolUse hooks, then the plugins' before-tool hooks; once it ran, the plugins'
+after-tool-result hooks, then the user's PostToolUse hooks. One path for both, so a re-run is vetoed, rewritten, asked
+about and annotated exactly as a first run is."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from typing import Any
 
 from ...schema import session_errors
 from ...schema.common import SessionErrorInfo
+from ...schema.message import ToolTextContent
 from ..permission import AccessRefused, PermissionAsk
-from ..plugins import PluginHookError, PluginHooks, ToolCallRequest
-from ..tools.registry import ToolErrored
+from ..plugins import PluginHookError, PluginHooks, ToolCallRequest, ToolResult
+from ..tools.registry import ToolErrored, ToolSucceeded
 from ..tools.tool import ToolContext
 from ..userhooks import NO_VERDICT, HookRun, ToolVerdict, UserHooks, stricter
 
@@ -51,6 +53,35 @@ class ToolGate:
         if verdict.decision == "allow" and tool_ctx.asker is not None:
             tool_ctx = replace(tool_ctx, asker=_granted)
         return tool_input, tool_ctx, None
+
+    async def after(self, name: str, call_id: str, tool_input: dict[str, Any],
+                    settlement: ToolSucceeded | ToolErrored) -> ToolSucceeded | ToolErrored:
+        """What the model is told of a call that ran: the plugins' say on a successful output (a hook that raises
+        fails this call only, `plugin.hook`), then what the user's PostToolUse hooks add to it."""
+        if self.hooks is not None and self.hooks.after_tool_result_hooks and isinstance(settlement, ToolSucceeded):
+            try:
+                output = await self.hooks.after_tool_result(ToolResult(
+                    self.run.session_id, self.assistant_id, call_id, name, tool_input, settlement.output))
+            except PluginHookError as failed:
+                settlement = ToolErrored(failed.to_session_error())
+            else:
+                settlement = settlement if output is settlement.output else ToolSucceeded(output)
+        if self.user_hooks is None or not self.run.config.hooks:
+            return settlement
+        note = await self.user_hooks.post_tool_use(self.run, name, call_id, tool_input, _text_of(settlement))
+        if note is None:
+            return settlement
+        added = ToolTextContent(text=f"[PostToolUse hook] {note}")
+        if isinstance(settlement, ToolErrored):
+            return ToolErrored(SessionErrorInfo(type=settlement.error.type,
+                                                message=f"{settlement.error.message}\n{added.text}"))
+        return replace(settlement, output=replace(settlement.output, content=[*settlement.output.content, added]))
+
+
+def _text_of(settlement: ToolSucceeded | ToolErrored) -> str:
+    if isinstance(settlement, ToolErrored):
+        return settlement.error.message
+    return "\n".join(part.text for part in settlement.output.content if isinstance(part, ToolTextContent))
 
 
 async def _hook_ask(name: str, tool_input: dict[str, Any], tool_ctx: ToolContext,

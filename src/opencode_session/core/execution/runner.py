@@ -253,7 +253,7 @@ class Runner:
     async def _run_again(self, b: Boundary, tools: ToolSet, orphan: Orphan) -> ev.ToolSuccess | ev.ToolFailed:
         """Run an idempotent call again for the assistant message that made it, under the rules of the agent that
         made it (as configured at this boundary; the boundary's own agent if that one is gone), through the hooks a
-        first run goes through (`gate.py`)."""
+        first run goes through, before and after it runs (`gate.py`)."""
         d, sid = self.deps, b.session.id
         outputs = d.tools.outputs
         try:
@@ -277,7 +277,8 @@ class Runner:
             settlement: ToolSucceeded | ToolErrored = refused
         else:
             await confirm_lease()  # run again only while the lease cannot have lapsed
-            settlement = await tools.run(orphan.name, tool_input, ctx)
+            settlement = await gate.after(orphan.name, orphan.call_id, tool_input,
+                                          await tools.run(orphan.name, tool_input, ctx))
         limits = b.config.tool_output
         lines = _positive(limits.max_lines if limits else None)
         size = _positive(limits.max_bytes if limits else None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -25,7 +25,7 @@ from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ContextOverflowError, ProviderError
 from ..permission import DEFAULT_RULES, AccessRefused, Asker, Correction, PermissionAsk, Ruleset
-from ..plugins import PluginHookError, PluginHooks, ToolResult
+from ..plugins import PluginHooks
 from ..questions import Questioner
 from ..snapshot.steps import StepFiles
 from ..store import SessionFencedError, Store, confirm_lease
@@ -127,12 +127,6 @@ class HostedResult:
 class _Block:
     ordinal: int
     parts: list[str] = field(default_factory=list)
-
-
-def _text_of(settlement: ToolSucceeded | ToolErrored) -> str:
-    if isinstance(settlement, ToolErrored):
-        return settlement.error.message
-    return "\n".join(part.text for part in settlement.output.content if isinstance(part, ToolTextContent))
 
 
 def local_settlement(session_id: str, assistant_id: str, call_id: str,
@@ -422,10 +416,7 @@ class Step:
             else:
                 settlement = await c.tools.run(record.name, tool_input, tool_ctx)
                 ran.append(True)
-                if c.hooks is not None and c.hooks.after_tool_result_hooks and isinstance(settlement, ToolSucceeded):
-                    settlement = await self._after_tool_result(record, tool_input, settlement)
-                if c.user_hooks is not None and c.config.hooks:
-                    settlement = await self._post_tool_use(record, tool_input, settlement)
+                settlement = await gate.after(record.name, record.call_id, tool_input, settlement)
             if traced is not None:
                 traced.settled(settlement.error.type if isinstance(settlement, ToolErrored) else None)
         if isinstance(settlement, ToolErrored) and settlement.error.type in session_errors.DECLINES:
@@ -436,34 +427,6 @@ class Step:
         # the tool is done: bounding (which may write a Managed Tool Output File) and publishing the one settlement
         # must not be torn by an interrupt
         await shielded(self._bound_and_publish(record, settlement))
-
-    async def _post_tool_use(self, record: _Call, tool_input: dict[str, Any],
-                             settlement: ToolSucceeded | ToolErrored) -> ToolSucceeded | ToolErrored:
-        """The user's PostToolUse hooks on a call that ran; what they tell the model is added to its output."""
-        assert self.ctx.user_hooks is not None
-        shown = _text_of(settlement)
-        note = await self.ctx.user_hooks.post_tool_use(self.ctx.hook_run(), record.name, record.call_id,
-                                                       tool_input, shown)
-        if note is None:
-            return settlement
-        added = ToolTextContent(text=f"[PostToolUse hook] {note}")
-        if isinstance(settlement, ToolErrored):
-            return ToolErrored(SessionErrorInfo(type=settlement.error.type,
-                                                message=f"{settlement.error.message}\n{added.text}"))
-        return replace(settlement, output=replace(settlement.output,
-                                                  content=[*settlement.output.content, added]))
-
-    async def _after_tool_result(self, record: _Call, tool_input: dict[str, Any],
-                                 settlement: ToolSucceeded) -> ToolSucceeded | ToolErrored:
-        """The plugins' say on a call's output; a hook that raises fails this call only (`plugin.hook`)."""
-        assert self.ctx.hooks is not None
-        try:
-            output = await self.ctx.hooks.after_tool_result(ToolResult(
-                self.ctx.session_id, self.ctx.assistant_id, record.call_id, record.name, tool_input,
-                settlement.output))
-        except PluginHookError as failed:
-            return ToolErrored(failed.to_session_error())
-        return settlement if output is settlement.output else ToolSucceeded(output)
 
     def _asker(self, ask: Asker) -> Asker:
         """A call's asker that stops asking once the user refused one of the Step's calls: a refusal with feedback
