@@ -51,7 +51,7 @@ def test_a_revert_is_previewed_staged_cleared_and_committed_from_the_page(page, 
     second.get_by_role("button", name="Revert from here").click()
     second.locator(".revert-preview").get_by_role("button", name="Stage revert").click()
     page.get_by_role("region", name="Staged revert").get_by_role("button", name="Commit revert").click()
-    transcript.get_by_text("Write drop.txt").wait_for(state="detached")  # the prompt left the history
+    transcript.get_by_text("Write drop.txt", exact=True).wait_for(state="detached")  # the prompt left the history
     assert transcript.get_by_text("Wrote keep.txt.").is_visible()
     mark = transcript.locator(".marker.revert")  # and the transcript says where history was cut
     assert "Reverted here" in mark.inner_text()
