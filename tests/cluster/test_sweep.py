@@ -21,7 +21,11 @@ from opencode_session.core.store.postgres import PostgresBackend
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
-TTL_MS = 600
+TTL_MS = 600  # the dying hosts' leases: they expire soon after each host dies
+# The sweeping hosts' own leases last longer: a taken lease nobody renews (the test runs no execution) stays the
+# taker's while the test checks it, however slowly a loaded machine runs it. Their sweeps still look just after the
+# dying hosts' leases expire.
+TAKER_TTL_MS = 3_000  # (their sweeps look every 0.3 s, and just after another lease expires)
 SESSIONS = [f"ses_{n}" for n in range(6)]
 
 
@@ -54,9 +58,9 @@ async def _all_taken(sweepers: list[Takeovers], since: list[int], count: int) ->
 
 
 @contextlib.asynccontextmanager
-async def _owner(url: str, name: str) -> AsyncIterator[tuple[Store, Ownership]]:
-    async with Store(PostgresBackend(url, TTL_MS), project=project) as store:  # (its time limits: of this lease)
-        yield store, Ownership(store, name, TTL_MS)
+async def _owner(url: str, name: str, ttl_ms: int = TTL_MS) -> AsyncIterator[tuple[Store, Ownership]]:
+    async with Store(PostgresBackend(url, ttl_ms), project=project) as store:  # (its time limits: of this lease)
+        yield store, Ownership(store, name, ttl_ms)
 
 
 class Failing:
@@ -77,7 +81,7 @@ class Failing:
 async def test_a_hosts_sweep_takes_over_a_second_and_a_third_failover_after_the_first(url, caplog):
     caplog.set_level(logging.WARNING)
     async with contextlib.AsyncExitStack() as stack:
-        store, sweeper = await stack.enter_async_context(_owner(url, "host-s"))
+        store, sweeper = await stack.enter_async_context(_owner(url, "host-s", TAKER_TTL_MS))
         mine = Takeovers("host-s")
         sweeper.sweep(mine)
         stack.push_async_callback(sweeper.stop)
@@ -91,7 +95,7 @@ async def test_a_hosts_sweep_takes_over_a_second_and_a_third_failover_after_the_
             if failover == 2:
                 Failing(store)  # the surviving sweep's next looks fail before this failover
             if failover == 3:  # another host starts (a restart) and sweeps beside it
-                joined_store, joined = await stack.enter_async_context(_owner(url, "host-r"))
+                joined_store, joined = await stack.enter_async_context(_owner(url, "host-r", TAKER_TTL_MS))
                 sweepers.append(Takeovers("host-r"))
                 joined.sweep(sweepers[-1])
                 stack.push_async_callback(joined.stop)
