@@ -1,6 +1,7 @@
 """The trace of a turn, read from the durable log: the execution an answer belongs to, its Steps with where their time
-went (waiting for the first token, streaming, each tool call, retry back-off) as a waterfall, their tokens and cost,
-and each tool call's input, output and error. A value for trace.html, and its route."""
+went (waiting for the first token, streaming, each tool call and its waits for the user's permission, retry back-off)
+as a waterfall, their tokens and cost, and each tool call's input, output and error. A value for trace.html, and its
+route."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from ...core.permission import PermissionWait, recorded_waits
 from ...core.runtime import Runtime
 from ...schema import events as ev
 from ...schema.errors import TaggedError
@@ -26,7 +28,8 @@ _OUTPUT = (ev.TextStarted, ev.TextEnded, ev.ReasoningStarted, ev.ReasoningEnded,
 
 @dataclass
 class Span:
-    """A stretch of time on the waterfall: `kind` is waiting, streaming, back-off or tool."""
+    """A stretch of time on the waterfall: `kind` is waiting, streaming, back-off, tool or permission (a call waiting
+    for the user's answer)."""
 
     kind: str
     start: int
@@ -43,6 +46,28 @@ class Call:
     ended: int | None = None
     status: str = "running"
     part: dict[str, Any] = field(default_factory=dict)
+    waits: list[PermissionWait] = field(default_factory=list)  # recorded with its settlement
+
+    @property
+    def waited_ms(self) -> int:
+        return sum(s.end - s.start for s in self.segments if s.kind == "permission")
+
+    @property
+    def segments(self) -> list[Span]:
+        """Its bar in pieces: running (`tool`) and waiting for the user (`permission`), in time order."""
+        end = self.ended if self.ended is not None else max([self.started, *(w.replied for w in self.waits)])
+        found, at = [], self.started
+        for wait in sorted(self.waits, key=lambda w: w.asked):
+            start, stop = max(at, wait.asked), min(end, max(wait.replied, wait.asked))
+            if stop <= start:
+                continue
+            if start > at:
+                found.append(Span("tool", at, start))
+            found.append(Span("permission", start, stop))
+            at = stop
+        if end > at or not found:
+            found.append(Span("tool", at, end))
+        return found
 
 
 @dataclass
@@ -198,7 +223,8 @@ def _step_event(step: TraceStep, r: EventRecord, message: dict[str, Any]) -> Non
         for call in step.calls:
             if call.call_id == d.callID and call.ended is None:
                 call.ended, call.status = r.created, "completed" if isinstance(d, ev.ToolSuccess) else "error"
-                step.spans.append(Span("tool", call.started, r.created))
+                call.waits = recorded_waits(d.resultState)
+                step.spans.extend(call.segments)
     elif isinstance(d, ev.RetryScheduled):
         step.close_attempt(r.created)
         step.spans.append(Span("back-off", r.created, max(r.created, d.at)))
