@@ -10,7 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
@@ -18,9 +17,10 @@ from ...core.execution.context_view import step_context
 from ...core.runtime import Runtime
 from ...schema import events as ev
 from ...schema.errors import InvalidRequestError, MessageNotFoundError, StepContextNotFoundError, TaggedError
+from ...schema.events import EventRecord
 from ...schema.model_context import StepModelContext
-from . import login
-from .parts import read_log
+from ...schema.session import SessionV2Info
+from .parts import step_page
 
 DIFF_CONTEXT = 2  # unchanged lines around each changed run of a changed item
 GIST_MAX = 100  # characters of a history message's gist
@@ -144,22 +144,13 @@ def body_text(body: str | None) -> str | None:
 def context_routes(runtime: Runtime, render: Callable[..., str], html: Callable[..., Response]) -> list[BaseRoute]:
     """`/ui/session/{id}/context/{messageID}`: what the Step of an answer sent its model."""
 
-    async def page(request: Request) -> Response:
-        session_id, message_id = request.path_params["sessionID"], request.path_params["messageID"]
-        signed_in = login.COOKIE in request.cookies
-        try:
-            info = await runtime.sessions.get(session_id)
-            records = await read_log(runtime, session_id)
-        except TaggedError as err:
-            if err.status != 404:
-                raise
-            return html(render("missing.html", session_id=session_id, signed_in=signed_in), status=404)
+    async def build(info: SessionV2Info, records: list[EventRecord], message_id: str, signed_in: bool) -> Response:
         steps = [r.data.assistantMessageID for r in records if isinstance(r.data, ev.StepStarted)]
         values: dict[str, Any] = dict(session=info.model_dump(mode="json"), message_id=message_id, signed_in=signed_in,
                                       context=None, problem=None, steps=steps,
                                       index=steps.index(message_id) if message_id in steps else None)
         try:
-            now = await step_context(runtime.store, session_id, message_id)
+            now = await step_context(runtime.store, info.id, message_id)
         except StepContextNotFoundError:
             return html(render("context.html", **{**values, "problem": NO_RECORD}))
         except (MessageNotFoundError, InvalidRequestError):
@@ -168,12 +159,13 @@ def context_routes(runtime: Runtime, render: Callable[..., str], html: Callable[
         before = None
         if now.previousMessageID is not None:
             try:
-                before = await step_context(runtime.store, session_id, now.previousMessageID)
+                before = await step_context(runtime.store, info.id, now.previousMessageID)
             except TaggedError:
                 before = None
         found = sections(now, before)
         return html(render("context.html", **{**values, "context": now.model_dump(mode="json"), "sections": found,
-                                              "gists": await gists(runtime, session_id, found),
+                                              "gists": await gists(runtime, info.id, found),
                                               "body": body_text(now.request.body)}))
 
-    return [Route("/ui/session/{sessionID}/context/{messageID}", page, methods=["GET"], name="ui.session.context")]
+    return [Route("/ui/session/{sessionID}/context/{messageID}", step_page(runtime, render, html, build),
+                  methods=["GET"], name="ui.session.context")]

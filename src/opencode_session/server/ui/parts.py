@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from ...schema.common import ModelRef
 from ...schema.errors import InvalidRequestError, SessionNotFoundError, TaggedError
 from ...schema.events import EventRecord
 from ...schema.session import SessionV2Info
-from . import marks
+from . import login, marks
 
 # messages per transcript page: the live window (rendered again at every durable event) and each older page; under
 # MESSAGE_PAGE_MAX, so first paint and every re-render stay cheap
@@ -295,6 +295,29 @@ async def read_log(runtime: Runtime, session_id: str) -> list[EventRecord]:
     async for batch in await runtime.sessions.log_batches(session_id, follow=False):
         out.extend(r for r in batch if isinstance(r, EventRecord))
     return out
+
+
+# a page about one Step: given the session, its log (`read_log`), the Step's message ID and whether a login cookie came
+StepPage = Callable[[SessionV2Info, list[EventRecord], str, bool], Awaitable[Response]]
+
+
+def step_page(runtime: Runtime, render: Callable[..., str], html: Callable[..., Response],
+              build: StepPage) -> Callable[[Request], Awaitable[Response]]:
+    """The handler of `/ui/session/{sessionID}/.../{messageID}`: `build` makes the page, or a session that does not
+    exist gets the not-found page (404)."""
+
+    async def page(request: Request) -> Response:
+        session_id, message_id = request.path_params["sessionID"], request.path_params["messageID"]
+        signed_in = login.COOKIE in request.cookies
+        try:
+            info, records = await runtime.sessions.get(session_id), await read_log(runtime, session_id)
+        except TaggedError as err:
+            if err.status != 404:
+                raise
+            return html(render("missing.html", session_id=session_id, signed_in=signed_in), status=404)
+        return await build(info, records, message_id, signed_in)
+
+    return page
 
 
 def log_rows(records: list[EventRecord], kind: str) -> list[dict[str, Any]]:

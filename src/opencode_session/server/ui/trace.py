@@ -9,7 +9,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
@@ -18,8 +17,8 @@ from ...core.runtime import Runtime
 from ...schema import events as ev
 from ...schema.errors import TaggedError
 from ...schema.events import EventRecord
-from . import login
-from .parts import read_log
+from ...schema.session import SessionV2Info
+from .parts import step_page
 
 EXECUTION_ENDED = (ev.ExecutionSucceeded, ev.ExecutionFailed, ev.ExecutionInterrupted)
 _OUTPUT = (ev.TextStarted, ev.TextEnded, ev.ReasoningStarted, ev.ReasoningEnded, ev.ToolInputStarted,
@@ -244,24 +243,16 @@ def _step_event(step: TraceStep, r: EventRecord, message: dict[str, Any]) -> Non
 def trace_routes(runtime: Runtime, render: Callable[..., str], html: Callable[..., Response]) -> list[BaseRoute]:
     """`/ui/session/{id}/trace/{messageID}`: the trace page of the turn an answer belongs to."""
 
-    async def page(request: Request) -> Response:
-        session_id, message_id = request.path_params["sessionID"], request.path_params["messageID"]
-        signed_in = login.COOKIE in request.cookies
-        try:
-            info = await runtime.sessions.get(session_id)
-            records = await read_log(runtime, session_id)
-        except TaggedError as err:
-            if err.status != 404:
-                raise
-            return html(render("missing.html", session_id=session_id, signed_in=signed_in), status=404)
+    async def build(info: SessionV2Info, records: list[EventRecord], message_id: str, signed_in: bool) -> Response:
         answers: dict[str, dict[str, Any]] = {}
         for wanted in step_ids(records, message_id):  # the tool parts of its answers: inputs and outputs as shown
             try:
-                answers[wanted] = (await runtime.sessions.message(session_id, wanted)).model_dump(mode="json")
+                answers[wanted] = (await runtime.sessions.message(info.id, wanted)).model_dump(mode="json")
             except TaggedError:
                 continue
         found = trace(records, message_id, answers)
         return html(render("trace.html", session=info.model_dump(mode="json"), trace=found, message_id=message_id,
                            signed_in=signed_in), status=200 if found is not None else 404)
 
-    return [Route("/ui/session/{sessionID}/trace/{messageID}", page, methods=["GET"], name="ui.session.trace")]
+    return [Route("/ui/session/{sessionID}/trace/{messageID}", step_page(runtime, render, html, build), methods=["GET"],
+                  name="ui.session.trace")]
