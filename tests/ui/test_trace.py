@@ -89,6 +89,14 @@ def test_the_trace_of_a_turn_shows_where_its_time_went(page, api, ui_provider, t
     page.set_viewport_size({"width": 375, "height": 740})
     shoot(page, tmp_path, "trace-narrow")
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    # the session's Step details count the wait apart from the tools too
+    page.set_viewport_size({"width": 1100, "height": 800})
+    page.goto(f"/ui/session/{sid}")
+    page.get_by_text("Step details and event log").click()
+    rows = page.locator("table.steps tbody tr.step")
+    rows.first.wait_for()
+    assert "waiting for your permission" in rows.nth(1).inner_text()
+    assert "waiting for your permission" not in rows.nth(0).inner_text() + rows.nth(2).inner_text()
     # a Step the log does not have: said so, 404
     missing = api.get(f"/ui/session/{sid}/trace/msg_nothing")
     assert missing.status_code == 404 and "No such Step" in missing.text

@@ -22,6 +22,7 @@ from ...core.config.source import left_out_words
 from ...core.llm import listing
 from ...core.llm.catalog import model_ref_from_string
 from ...core.location import Location, select_location
+from ...core.permission import recorded_waits
 from ...core.runtime import Runtime
 from ...core.store import Reader, now_ms
 from ...core.store.keyset import PageRequest
@@ -230,6 +231,7 @@ class Step:
     ended: int | None = None
     first_output: int | None = None  # the first text, reasoning or tool input: the first token's arrival
     tools_ms: int = 0
+    permission_ms: int = 0  # of its calls' time, what they spent waiting for the user's answer
     backoff_ms: int = 0
     retries: int = 0
     finish: str | None = None
@@ -251,7 +253,7 @@ class Step:
         if self.ended is None:
             return None
         begun = self.first_output if self.first_output is not None else self.ended
-        return max(0, self.ended - begun - self.tools_ms - self.backoff_ms)
+        return max(0, self.ended - begun - self.tools_ms - self.permission_ms - self.backoff_ms)
 
 
 _FIRST_OUTPUT = (ev.TextStarted, ev.ReasoningStarted, ev.ToolInputStarted, ev.ToolCalled)
@@ -274,7 +276,9 @@ def steps(records: list[EventRecord]) -> list[Step]:
         if isinstance(d, ev.ToolCalled):
             step._calls[d.callID] = r.created
         elif isinstance(d, ev.ToolSuccess | ev.ToolFailed) and d.callID in step._calls:
-            step.tools_ms += r.created - step._calls.pop(d.callID)
+            waited = sum(w.replied - w.asked for w in recorded_waits(d.resultState))
+            step.tools_ms += r.created - step._calls.pop(d.callID) - waited
+            step.permission_ms += waited
         elif isinstance(d, ev.RetryScheduled):
             step.retries += 1
             step.backoff_ms += max(0, d.at - r.created)
