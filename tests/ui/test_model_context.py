@@ -93,6 +93,7 @@ def test_what_the_model_saw_per_step_and_what_changed_since_the_step_before(page
     removed = page.locator("details#ctx-history .ctx-item.k-removed")
     assert removed.count() >= 2 and removed.locator(".mark.removed").count() == removed.count()
     assert page.locator("details#ctx-history .ctx-item.k-added .meta", has_text="compaction").count() == 1
+    shoot(page, tmp_path, "context-after-compaction")
     # the first Step: everything is new, nothing to compare with
     page.goto(f"/ui/session/{sid}/context/{steps[0]}")
     assert "nothing before it to compare with" in page.locator(".ctx-head").inner_text()
