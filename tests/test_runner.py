@@ -1230,3 +1230,41 @@ async def test_a_decline_stops_the_turn_and_runs_none_of_the_steps_later_calls(t
         assert reach.ran == [] and echo.calls == []
         assert len(h.provider.requests) == 1  # the model was not asked to go on
         assert types(records)[-2:] == ["session.step.failed", "session.execution.interrupted"]
+
+
+async def test_each_calls_wait_for_the_user_is_recorded_with_its_settlement(tmp_path):
+    """When a call was asked and answered travels with its settlement (`resultState`, the tool part's
+    `provider.resultMetadata`), so the trace can show the wait apart from the run; a call nobody was asked for has
+    no record, and what the model reads is unchanged."""
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+    reach, echo = ReachTool(), EchoTool()
+    scripts = [[llm.ToolCall("c1", "reach", {"path": str(tmp_path / "a")}),
+                llm.ToolCall("c2", "reach", {"path": str(tmp_path / "b")}),
+                llm.ToolCall("c3", "echo", {}), llm.Finish("tool-calls", USAGE)], text("understood")]
+    async with harness(tmp_path, scripts, tools=[reach, echo], asking=True) as h:
+        sid = await h.session()
+        sub = h.rt.store.live.subscribe()
+        await h.admit(sid, "p1")
+        requests = {r.source.callID: r for r in await asked(sub, sid, 2)}
+        await h.rt.permissions.reply(sid, requests["c1"].id, "once", None)
+        await h.rt.permissions.reply(sid, requests["c2"].id, "reject", "not that one")
+        records = await h.settled_log(sid)
+
+        called = {r.data.callID: r.created for r in records if isinstance(r.data, ev.ToolCalled)}
+        settled = {r.data.callID: r for r in records if isinstance(r.data, ev.ToolSuccess | ev.ToolFailed)}
+        waits = {call: (r.data.resultState or {}).get("opencode-session", {}).get("permission")
+                 for call, r in settled.items()}
+        assert waits["c3"] is None and settled["c3"].data.resultState is None
+        [once], [rejected] = waits["c1"], waits["c2"]
+        assert (once["id"], once["reply"]) == (requests["c1"].id, "once")
+        assert (rejected["id"], rejected["reply"]) == (requests["c2"].id, "reject")
+        for call, wait in (("c1", once), ("c2", rejected)):
+            assert called[call] <= wait["asked"] and wait["asked"] <= wait["replied"]
+            assert wait["replied"] <= settled[call].created
+        # the projection keeps it on the tool part; the model reads the same result as before
+        message = (await h.rt.sessions.message(sid, settled["c1"].data.assistantMessageID)).model_dump(mode="json")
+        parts = {p["id"]: p for p in message["content"] if p["type"] == "tool"}
+        assert parts["c1"]["provider"]["resultMetadata"] == {"opencode-session": {"permission": [once]}}
+        assert (parts["c3"].get("provider") or {}).get("resultMetadata") is None
+        assert "opencode-session" not in json.dumps(h.provider.requests[-1], default=str)

@@ -56,7 +56,13 @@ def test_the_trace_of_a_turn_shows_where_its_time_went(page, api, ui_provider, t
     track = first.locator(".track").bounding_box()
     assert backoff and track and backoff["width"] > 0.05 * track["width"]  # seconds of a short turn: plain to see
     calls = fall.locator(".call-row")
-    assert calls.locator(".bar.k-tool.k-error").count() == 1 and calls.locator(".bar.k-tool.k-completed").count() == 2
+    assert calls.filter(has=page.locator(".bar.k-tool.k-error")).count() == 1
+    assert calls.filter(has=page.locator(".bar.k-tool.k-completed")).count() == 2
+    # the bash call's wait for "Allow once" is its own segment, apart from its run; the reads asked nobody
+    asking = calls.filter(has_text="bash echo traced")
+    assert asking.locator(".bar.k-permission").count() == 1 and calls.locator(".bar.k-permission").count() == 1
+    assert asking.locator(".bar.k-permission").bounding_box()["width"] > 0
+    assert fall.locator(".legend .bar.k-permission").count() == 1
     # the chosen Step unfolded with its retry, times and tokens; the others folded until asked for
     step1, step3 = page.locator("details.trace-step").nth(0), page.locator("details.trace-step").nth(2)
     assert step1.get_attribute("open") is not None and step3.get_attribute("open") is None
@@ -74,10 +80,23 @@ def test_the_trace_of_a_turn_shows_where_its_time_went(page, api, ui_provider, t
     page.keyboard.press("Enter")
     assert step3.get_attribute("open") is not None
     assert "Done" not in step3.inner_text() and "2,345 in" in step3.inner_text()
+    step2 = page.locator("details.trace-step").nth(1)
+    step2.locator("summary").first.click()
+    assert "waiting for your permission" in step2.locator("p.meta").first.inner_text()
+    waited = step2.locator("details.tool.completed .permission-wait")
+    assert waited.count() == 1 and "for your permission, answered once" in " ".join(waited.text_content().split())
     shoot(page, tmp_path, "trace")
     page.set_viewport_size({"width": 375, "height": 740})
     shoot(page, tmp_path, "trace-narrow")
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    # the session's Step details count the wait apart from the tools too
+    page.set_viewport_size({"width": 1100, "height": 800})
+    page.goto(f"/ui/session/{sid}")
+    page.get_by_text("Step details and event log").click()
+    rows = page.locator("table.steps tbody tr.step")
+    rows.first.wait_for()
+    assert "waiting for your permission" in rows.nth(1).inner_text()
+    assert "waiting for your permission" not in rows.nth(0).inner_text() + rows.nth(2).inner_text()
     # a Step the log does not have: said so, 404
     missing = api.get(f"/ui/session/{sid}/trace/msg_nothing")
     assert missing.status_code == 404 and "No such Step" in missing.text

@@ -30,7 +30,7 @@ from ..instructions.algebra import InstructionsBlocked
 from ..llm import model as llm
 from ..llm.errors import ProviderError
 from ..llm.retry import BASE_DELAY_MS, Clock, may_retry, retry_delay_ms
-from ..permission import PermissionRequests, with_session_rules
+from ..permission import PermissionRequests, PermissionWait, with_session_rules
 from ..plugins import PluginHookError, PluginHooks, ProviderRequest
 from ..questions import QuestionRequests
 from ..session import admission
@@ -256,6 +256,7 @@ class Runner:
         first run goes through, before and after it runs (`gate.py`)."""
         d, sid = self.deps, b.session.id
         outputs = d.tools.outputs
+        waits: list[PermissionWait] = []  # recorded with its settlement, as a first run's are
         try:
             agent = resolve_agent(b.config, orphan.agent)
         except AgentNotFoundError:
@@ -266,7 +267,8 @@ class Runner:
             on_read=d.on_read(b, orphan.assistant_id) if d.on_read else None, env=d.env,
             rules=with_session_rules(agent.rules(b.config.permission, d.env), b.session.permissions),
             asker=None if d.permissions is None else d.permissions.asker(sid, b.location.project_id,
-                                                                         orphan.assistant_id, orphan.call_id),
+                                                                         orphan.assistant_id, orphan.call_id,
+                                                                         waits.append),
             managed_roots=() if outputs is None else (outputs.root,), config=b.config,
             publish_live=lambda data: d.store.publish_live(data, sid))  # its progress, as in a Step
         # the same gate as a first run: the PreToolUse and plugin hooks may refuse it, rewrite its input or ask
@@ -284,7 +286,7 @@ class Runner:
         size = _positive(limits.max_bytes if limits else None)
         if not tools.within_bounds(settlement, lines, size):
             settlement = await anyio.to_thread.run_sync(tools.bound, settlement, lines, size)
-        return local_settlement(sid, orphan.assistant_id, orphan.call_id, settlement)
+        return local_settlement(sid, orphan.assistant_id, orphan.call_id, settlement, waits)
 
     # --- one Step --------------------------------------------------------------------------------------
 

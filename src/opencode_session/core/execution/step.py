@@ -24,7 +24,17 @@ from ..config import Config
 from ..llm import model as llm
 from ..llm.catalog import step_cost
 from ..llm.errors import ContextOverflowError, ProviderError
-from ..permission import DEFAULT_RULES, AccessRefused, Asker, Correction, PermissionAsk, Ruleset
+from ..permission import (
+    DEFAULT_RULES,
+    AccessRefused,
+    Asker,
+    Correction,
+    PermissionAsk,
+    PermissionWait,
+    Ruleset,
+    Waited,
+    waits_state,
+)
 from ..plugins import PluginHooks
 from ..questions import Questioner
 from ..snapshot.steps import StepFiles
@@ -85,8 +95,9 @@ class StepContext:
     max_output_lines: int | None = None  # the Model Tool Output bounds (config `tool_output`); None: the registry's
     max_output_bytes: int | None = None
     managed_roots: tuple[Path, ...] = ()  # where Managed Tool Output Files are: readable without asking
-    # by call ID: who asks the user for a permission, or a tool's questions; None: nobody can answer
-    asker_for: Callable[[str], Asker] | None = None
+    # by call ID: who asks the user for a permission (telling `waited` of each answered wait), or a tool's
+    # questions; None: nobody can answer
+    asker_for: Callable[[str, Waited], Asker] | None = None
     questioner_for: Callable[[str], Questioner] | None = None
     hold_overflow: bool = False  # a context overflow before any output publishes nothing (the runner recovers)
     config: Config = field(default_factory=Config)  # sampled at the boundary: what the Step's tools are configured by
@@ -113,6 +124,7 @@ class _Call:
     name: str
     settled: bool = False
     running: bool = False  # a local call's task is running in the Step's group
+    waits: list[PermissionWait] = field(default_factory=list)  # the user's answers it waited for, recorded with it
 
 
 @dataclass
@@ -129,15 +141,19 @@ class _Block:
     parts: list[str] = field(default_factory=list)
 
 
-def local_settlement(session_id: str, assistant_id: str, call_id: str,
-                     settlement: ToolSucceeded | ToolErrored) -> ev.ToolSuccess | ev.ToolFailed:
-    """The durable event that settles a local call with its (bounded) settlement."""
+def local_settlement(session_id: str, assistant_id: str, call_id: str, settlement: ToolSucceeded | ToolErrored,
+                     waits: list[PermissionWait] | None = None) -> ev.ToolSuccess | ev.ToolFailed:
+    """The durable event that settles a local call with its (bounded) settlement, and the `waits` for the user's
+    permission it went through (`permission.ask.waits_state`)."""
+    state = waits_state(waits or [])
     if isinstance(settlement, ToolSucceeded):
         out = settlement.output
         return ev.ToolSuccess(sessionID=session_id, assistantMessageID=assistant_id, callID=call_id,
                               structured=out.structured, content=list(out.content),
-                              outputPaths=[settlement.output_path] if settlement.output_path else None)
-    return ev.ToolFailed(sessionID=session_id, assistantMessageID=assistant_id, callID=call_id, error=settlement.error)
+                              outputPaths=[settlement.output_path] if settlement.output_path else None,
+                              resultState=state)
+    return ev.ToolFailed(sessionID=session_id, assistantMessageID=assistant_id, callID=call_id, error=settlement.error,
+                         resultState=state)
 
 
 class Step:
@@ -403,7 +419,8 @@ class Step:
         tool_ctx = ToolContext(session_id=c.session_id, message_id=c.assistant_id, call_id=record.call_id,
                                agent=c.agent, directory=c.directory, project_root=c.project_root, on_read=c.on_read,
                                env=c.env, rules=c.rules, managed_roots=c.managed_roots,
-                               asker=self._asker(c.asker_for(record.call_id)) if c.asker_for else None,
+                               asker=self._asker(c.asker_for(record.call_id, record.waits.append))
+                               if c.asker_for else None,
                                questioner=c.questioner_for(record.call_id) if c.questioner_for else None,
                                on_output=self._progress(record.call_id), publish_live=self._live,
                                model_accepts_images=c.resolved.capabilities.images, config=c.config)
@@ -490,7 +507,8 @@ class Step:
                 data = ev.ToolSuccess(**ids, callID=record.call_id, content=settlement.content,
                                       result=hosted.result, executed=True, resultState=hosted.metadata)
         else:
-            data = local_settlement(self.ctx.session_id, self.ctx.assistant_id, record.call_id, settlement)
+            data = local_settlement(self.ctx.session_id, self.ctx.assistant_id, record.call_id, settlement,
+                                    record.waits)
         # committed now (clients see a finished call while others still run), waited for by the terminal
         self._defer(data, lazy=False)
         record.settled = True

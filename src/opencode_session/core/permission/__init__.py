@@ -2,7 +2,7 @@
 refusal (`authority`), what a shell command asks for and saves (`command`), what a tool call asks the user and how
 its requirements are checked (`ask`), and the service that asks, answers and remembers `always` (`requests`)."""
 
-from .ask import Asker, PermissionAsk, satisfy
+from .ask import Asker, PermissionAsk, PermissionWait, Waited, recorded_waits, satisfy, waits_state
 from .authority import (
     AccessRefused,
     Authority,
@@ -29,6 +29,7 @@ from .rules import (
 )
 
 __all__ = ["DECLINED", "DEFAULT_RULES", "AccessRefused", "Asker", "Authority", "Correction", "Effect",
-           "NotRegularFileError", "PermissionAsk", "PermissionRequests", "Requirement", "Rule", "Ruleset",
-           "agent_rules", "disabled", "effective_rules", "evaluate", "open_regular_file", "parse_rules",
-           "read_regular_file", "satisfy", "save_pattern", "simple_commands", "wildcard_match", "with_session_rules"]
+           "NotRegularFileError", "PermissionAsk", "PermissionRequests", "PermissionWait", "Requirement", "Rule",
+           "Ruleset", "Waited", "agent_rules", "disabled", "effective_rules", "evaluate", "open_regular_file",
+           "parse_rules", "read_regular_file", "recorded_waits", "satisfy", "save_pattern", "simple_commands",
+           "waits_state", "wildcard_match", "with_session_rules"]

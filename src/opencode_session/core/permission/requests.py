@@ -16,7 +16,7 @@ from ...schema.ids import permission_id
 from ...schema.permission import PermissionSavedInfo, PermissionV2Reply, PermissionV2Request, PermissionV2Source
 from ..store import Store, now_ms
 from ..waiting import Waiting, WaitingRequests
-from .ask import Asker, PermissionAsk
+from .ask import Asker, PermissionAsk, PermissionWait, Waited
 from .authority import AccessRefused, Correction
 from .rules import Effect, Rule, Ruleset, evaluate, literal
 
@@ -53,22 +53,31 @@ class PermissionRequests:
 
     # --- asking -------------------------------------------------------------------------------------
 
-    def asker(self, session_id: str, project_id: str, message_id: str, call_id: str) -> Asker:
-        """The Asker of one tool call."""
+    def asker(self, session_id: str, project_id: str, message_id: str, call_id: str,
+              waited: Waited | None = None) -> Asker:
+        """The Asker of one tool call; `waited` hears of each time it waited for the user, once answered."""
         source = PermissionV2Source(messageID=message_id, callID=call_id)
 
         async def ask(need: PermissionAsk) -> None:
-            await self.ask(session_id, project_id, need, source)
+            await self.ask(session_id, project_id, need, source, waited)
 
         return ask
 
-    async def ask(self, session_id: str, project_id: str, need: PermissionAsk, source: PermissionV2Source) -> None:
-        """Return once the user allows `need` (or a saved rule already does); AccessRefused when they refuse."""
+    async def ask(self, session_id: str, project_id: str, need: PermissionAsk, source: PermissionV2Source,
+                  waited: Waited | None = None) -> None:
+        """Return once the user allows `need` (or a saved rule already does); AccessRefused when they refuse.
+        `waited` hears when the user was asked and answered (nothing when a saved rule answered)."""
         if _covered(await self.saved(project_id), need.action, need.resources, need.explicit):
             return
+        asked = now_ms()
         request = self._asked(permission_id(), session_id, project_id, need, source)
-        # an interrupted call withdraws its request: clients see it answered `reject`
-        await self._waiting.wait(request, lambda r: self._publish(r, "reject"))
+        reply: PermissionV2Reply = "reject"
+        try:
+            # an interrupted call withdraws its request: clients see it answered `reject`
+            reply = await self._waiting.wait(request, lambda r: self._publish(r, "reject"))
+        finally:
+            if waited is not None:
+                waited(PermissionWait(request.id, asked, now_ms(), reply))
 
     async def create(self, session_id: str, project_id: str, rules: Ruleset, need: PermissionAsk,
                      source: PermissionV2Source | None = None, request_id: str | None = None) -> tuple[str, Effect]:
@@ -148,7 +157,7 @@ class PermissionRequests:
             return
         self._publish(waiting.request, reply)
         if refusal is None:
-            waiting.answer.set_result(None)
+            waiting.answer.set_result(reply)
         else:
             waiting.answer.set_exception(refusal)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from ...core.config.source import left_out_words
 from ...core.llm import listing
 from ...core.llm.catalog import model_ref_from_string
 from ...core.location import Location, select_location
+from ...core.permission import recorded_waits
 from ...core.runtime import Runtime
 from ...core.store import Reader, now_ms
 from ...core.store.keyset import PageRequest
@@ -32,7 +33,7 @@ from ...schema.common import ModelRef
 from ...schema.errors import InvalidRequestError, SessionNotFoundError, TaggedError
 from ...schema.events import EventRecord
 from ...schema.session import SessionV2Info
-from . import marks
+from . import login, marks
 
 # messages per transcript page: the live window (rendered again at every durable event) and each older page; under
 # MESSAGE_PAGE_MAX, so first paint and every re-render stay cheap
@@ -230,6 +231,7 @@ class Step:
     ended: int | None = None
     first_output: int | None = None  # the first text, reasoning or tool input: the first token's arrival
     tools_ms: int = 0
+    permission_ms: int = 0  # of its calls' time, what they spent waiting for the user's answer
     backoff_ms: int = 0
     retries: int = 0
     finish: str | None = None
@@ -251,7 +253,7 @@ class Step:
         if self.ended is None:
             return None
         begun = self.first_output if self.first_output is not None else self.ended
-        return max(0, self.ended - begun - self.tools_ms - self.backoff_ms)
+        return max(0, self.ended - begun - self.tools_ms - self.permission_ms - self.backoff_ms)
 
 
 _FIRST_OUTPUT = (ev.TextStarted, ev.ReasoningStarted, ev.ToolInputStarted, ev.ToolCalled)
@@ -274,7 +276,9 @@ def steps(records: list[EventRecord]) -> list[Step]:
         if isinstance(d, ev.ToolCalled):
             step._calls[d.callID] = r.created
         elif isinstance(d, ev.ToolSuccess | ev.ToolFailed) and d.callID in step._calls:
-            step.tools_ms += r.created - step._calls.pop(d.callID)
+            waited = sum(w.replied - w.asked for w in recorded_waits(d.resultState))
+            step.tools_ms += r.created - step._calls.pop(d.callID) - waited
+            step.permission_ms += waited
         elif isinstance(d, ev.RetryScheduled):
             step.retries += 1
             step.backoff_ms += max(0, d.at - r.created)
@@ -295,6 +299,29 @@ async def read_log(runtime: Runtime, session_id: str) -> list[EventRecord]:
     async for batch in await runtime.sessions.log_batches(session_id, follow=False):
         out.extend(r for r in batch if isinstance(r, EventRecord))
     return out
+
+
+# a page about one Step: given the session, its log (`read_log`), the Step's message ID and whether a login cookie came
+StepPage = Callable[[SessionV2Info, list[EventRecord], str, bool], Awaitable[Response]]
+
+
+def step_page(runtime: Runtime, render: Callable[..., str], html: Callable[..., Response],
+              build: StepPage) -> Callable[[Request], Awaitable[Response]]:
+    """The handler of `/ui/session/{sessionID}/.../{messageID}`: `build` makes the page, or a session that does not
+    exist gets the not-found page (404)."""
+
+    async def page(request: Request) -> Response:
+        session_id, message_id = request.path_params["sessionID"], request.path_params["messageID"]
+        signed_in = login.COOKIE in request.cookies
+        try:
+            info, records = await runtime.sessions.get(session_id), await read_log(runtime, session_id)
+        except TaggedError as err:
+            if err.status != 404:
+                raise
+            return html(render("missing.html", session_id=session_id, signed_in=signed_in), status=404)
+        return await build(info, records, message_id, signed_in)
+
+    return page
 
 
 def log_rows(records: list[EventRecord], kind: str) -> list[dict[str, Any]]:

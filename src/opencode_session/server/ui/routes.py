@@ -45,7 +45,7 @@ from ...schema.events import (
 )
 from ...schema.session import SessionV2Info
 from ..sse import text_frame
-from . import login, marks, parts, reading, trace, usage
+from . import context, login, marks, parts, reading, trace, usage
 
 DIFF_CONTEXT = 3  # unchanged lines around each hunk, as `git diff` shows them
 EXECUTION_ENDED = (ExecutionSucceeded, ExecutionFailed, ExecutionInterrupted)
@@ -288,6 +288,7 @@ def ui_routes(runtime: Runtime, stream: Callable[[AsyncIterator[bytes]], Any]) -
         Route("/ui/session/{sessionID}/live", session_live, methods=["GET"], name="ui.session.live"),
         *parts.part_routes(runtime, _render, _html, lambda ms: [m.model_dump(mode="json") for m in ms]),
         *trace.trace_routes(runtime, _render, _html),
+        *context.context_routes(runtime, _render, _html),
         *usage.usage_routes(runtime, _render, _html),
         Mount("/ui/static", StaticFiles(directory=STATIC), name="ui.static"),
     ]

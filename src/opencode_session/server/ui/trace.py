@@ -1,6 +1,7 @@
 """The trace of a turn, read from the durable log: the execution an answer belongs to, its Steps with where their time
-went (waiting for the first token, streaming, each tool call, retry back-off) as a waterfall, their tokens and cost,
-and each tool call's input, output and error. A value for trace.html, and its route."""
+went (waiting for the first token, streaming, each tool call and its waits for the user's permission, retry back-off)
+as a waterfall, their tokens and cost, and each tool call's input, output and error. A value for trace.html, and its
+route."""
 
 from __future__ import annotations
 
@@ -8,16 +9,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from ...core.permission import PermissionWait, recorded_waits
 from ...core.runtime import Runtime
 from ...schema import events as ev
 from ...schema.errors import TaggedError
 from ...schema.events import EventRecord
-from . import login
-from .parts import read_log
+from ...schema.session import SessionV2Info
+from .parts import step_page
 
 EXECUTION_ENDED = (ev.ExecutionSucceeded, ev.ExecutionFailed, ev.ExecutionInterrupted)
 _OUTPUT = (ev.TextStarted, ev.TextEnded, ev.ReasoningStarted, ev.ReasoningEnded, ev.ToolInputStarted,
@@ -26,7 +27,8 @@ _OUTPUT = (ev.TextStarted, ev.TextEnded, ev.ReasoningStarted, ev.ReasoningEnded,
 
 @dataclass
 class Span:
-    """A stretch of time on the waterfall: `kind` is waiting, streaming, back-off or tool."""
+    """A stretch of time on the waterfall: `kind` is waiting, streaming, back-off, tool or permission (a call waiting
+    for the user's answer)."""
 
     kind: str
     start: int
@@ -43,6 +45,28 @@ class Call:
     ended: int | None = None
     status: str = "running"
     part: dict[str, Any] = field(default_factory=dict)
+    waits: list[PermissionWait] = field(default_factory=list)  # recorded with its settlement
+
+    @property
+    def waited_ms(self) -> int:
+        return sum(s.end - s.start for s in self.segments if s.kind == "permission")
+
+    @property
+    def segments(self) -> list[Span]:
+        """Its bar in pieces: running (`tool`) and waiting for the user (`permission`), in time order."""
+        end = self.ended if self.ended is not None else max([self.started, *(w.replied for w in self.waits)])
+        found, at = [], self.started
+        for wait in sorted(self.waits, key=lambda w: w.asked):
+            start, stop = max(at, wait.asked), min(end, max(wait.replied, wait.asked))
+            if stop <= start:
+                continue
+            if start > at:
+                found.append(Span("tool", at, start))
+            found.append(Span("permission", start, stop))
+            at = stop
+        if end > at or not found:
+            found.append(Span("tool", at, end))
+        return found
 
 
 @dataclass
@@ -198,7 +222,8 @@ def _step_event(step: TraceStep, r: EventRecord, message: dict[str, Any]) -> Non
         for call in step.calls:
             if call.call_id == d.callID and call.ended is None:
                 call.ended, call.status = r.created, "completed" if isinstance(d, ev.ToolSuccess) else "error"
-                step.spans.append(Span("tool", call.started, r.created))
+                call.waits = recorded_waits(d.resultState)
+                step.spans.extend(call.segments)
     elif isinstance(d, ev.RetryScheduled):
         step.close_attempt(r.created)
         step.spans.append(Span("back-off", r.created, max(r.created, d.at)))
@@ -218,24 +243,16 @@ def _step_event(step: TraceStep, r: EventRecord, message: dict[str, Any]) -> Non
 def trace_routes(runtime: Runtime, render: Callable[..., str], html: Callable[..., Response]) -> list[BaseRoute]:
     """`/ui/session/{id}/trace/{messageID}`: the trace page of the turn an answer belongs to."""
 
-    async def page(request: Request) -> Response:
-        session_id, message_id = request.path_params["sessionID"], request.path_params["messageID"]
-        signed_in = login.COOKIE in request.cookies
-        try:
-            info = await runtime.sessions.get(session_id)
-            records = await read_log(runtime, session_id)
-        except TaggedError as err:
-            if err.status != 404:
-                raise
-            return html(render("missing.html", session_id=session_id, signed_in=signed_in), status=404)
+    async def build(info: SessionV2Info, records: list[EventRecord], message_id: str, signed_in: bool) -> Response:
         answers: dict[str, dict[str, Any]] = {}
         for wanted in step_ids(records, message_id):  # the tool parts of its answers: inputs and outputs as shown
             try:
-                answers[wanted] = (await runtime.sessions.message(session_id, wanted)).model_dump(mode="json")
+                answers[wanted] = (await runtime.sessions.message(info.id, wanted)).model_dump(mode="json")
             except TaggedError:
                 continue
         found = trace(records, message_id, answers)
         return html(render("trace.html", session=info.model_dump(mode="json"), trace=found, message_id=message_id,
                            signed_in=signed_in), status=200 if found is not None else 404)
 
-    return [Route("/ui/session/{sessionID}/trace/{messageID}", page, methods=["GET"], name="ui.session.trace")]
+    return [Route("/ui/session/{sessionID}/trace/{messageID}", step_page(runtime, render, html, build), methods=["GET"],
+                  name="ui.session.trace")]
