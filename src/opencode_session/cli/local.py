@@ -70,13 +70,18 @@ def _answer(attach: str | None, db: str | Path | None, command: Callable[[sqlite
 
 def _through_server(db: str | Path | None, served: Callable[[Served], int]) -> int | None:
     from .listening import holding_server
-    from .served import Declined, Served
+    from .served import Declined, Served, Unreachable
 
     holding = holding_server(db or default_db_path())
     if holding is None:
         return None
     try:
         return served(Served(holding[0]))
+    except Unreachable:
+        # alive but answering nothing (stopped, hung): refused as the long way refuses it, without making the user
+        # wait for a second probe of the same server there
+        say_stderr(f"ocs: {holding[1]}; talk to that server with --attach URL instead")
+        return EXIT_FAILED
     except Declined:
         return None
 
