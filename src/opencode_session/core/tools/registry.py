@@ -111,14 +111,14 @@ def _compile(tool: Tool) -> _Compiled:
     first Step ~60 ms."""
     schema = json.dumps(tool.parameters)
     arguments = getattr(tool, "arguments", None)
-    typed = isinstance(arguments, type) and issubclass(arguments, BaseModel)
-    if not (typed and is_schema_of(schema, arguments)):
+    model = arguments if isinstance(arguments, type) and issubclass(arguments, BaseModel) else None
+    if model is None or not is_schema_of(schema, model):
         from jsonschema import Draft202012Validator
 
         Draft202012Validator.check_schema(tool.parameters)
-    if arguments is not None and not typed:
+    if arguments is not None and model is None:
         raise TypeError(f"tool {tool.name}: `arguments` is not a pydantic model")
-    return _Compiled(tool, schema, arguments)
+    return _Compiled(tool, schema, model)
 
 
 def _parse(compiled: _Compiled, input: dict[str, Any]) -> Any:
