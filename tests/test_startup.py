@@ -12,6 +12,7 @@ import sys
 import textwrap
 import threading
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import cast
 
 import anyio
@@ -84,13 +85,11 @@ def test_a_server_on_sqlite_without_mcp_loads_no_feature_at_start_or_once_the_ru
     assert json.loads(out.stdout) == [[], [], True]
 
 
-def test_ocs_serve_on_sqlite_without_mcp_answers_a_prompt_without_loading_mcp_postgres_or_telemetry(
-        tmp_path, provider) -> None:
-    # the real `ocs serve` (run by a wrapper that writes, as the process exits, which of them it ever imported and
-    # whether the cyclic collector, off while it started, is on again)
-    watched = FEATURES + DEFERRED + ("opencode_session.core.execution.runner",)
-    report = tmp_path / "modules.json"
-    wrapper = tmp_path / "ocs_watched.py"
+def watching_ocs(root: Path, watched: tuple[str, ...]) -> tuple[Path, Path]:
+    """A script that runs `ocs` with its arguments and, as the process exits, writes to the report file which of
+    `watched` it ever imported and whether the cyclic collector (off while the command started) is on again."""
+    report = root / "modules.json"
+    wrapper = root / "ocs_watched.py"
     wrapper.write_text(textwrap.dedent(f"""
         import atexit, gc, json, sys
         atexit.register(lambda: open({str(report)!r}, "w").write(
@@ -99,6 +98,14 @@ def test_ocs_serve_on_sqlite_without_mcp_answers_a_prompt_without_loading_mcp_po
         sys.argv[0] = "ocs"
         main()
         """))
+    return wrapper, report
+
+
+def test_ocs_serve_on_sqlite_without_mcp_answers_a_prompt_without_loading_mcp_postgres_or_telemetry(
+        tmp_path, provider) -> None:
+    # the real `ocs serve`, watched
+    watched = FEATURES + DEFERRED + ("opencode_session.core.execution.runner",)
+    wrapper, report = watching_ocs(tmp_path, watched)
     provider.enqueue(fake.completion(fake.text_deltas("nothing to change")))
     env = configured_home(tmp_path, provider)
     server = start_server(tmp_path, env=env, program=(sys.executable, str(wrapper), "serve"))
@@ -127,20 +134,10 @@ def test_ocs_serve_on_sqlite_without_mcp_answers_a_prompt_without_loading_mcp_po
 
 def test_ocs_run_answers_loading_only_the_sdk_of_its_protocol_and_collects_garbage_again_once_started(
         tmp_path, provider) -> None:
-    # the real `ocs run` through its embedded host; the wrapper writes, as the process exits, which of these it ever
-    # imported and whether the cyclic collector (off while the command started: cli/collector.py) is on again
+    # the real `ocs run` through its embedded host, watched
     watched = ("openai", "anthropic", "rich", "jsonschema", "jinja2", "markdown_it", "pygments", "websockets",
                "mcp", "opentelemetry", "prometheus_client", "opencode_session.core.store.postgres")
-    report = tmp_path / "modules.json"
-    wrapper = tmp_path / "ocs_watched.py"
-    wrapper.write_text(textwrap.dedent(f"""
-        import atexit, gc, json, sys
-        atexit.register(lambda: open({str(report)!r}, "w").write(
-            json.dumps([sorted(m for m in {watched!r} if m in sys.modules), gc.isenabled()])))
-        from opencode_session.cli.main import main
-        sys.argv[0] = "ocs"
-        main()
-        """))
+    wrapper, report = watching_ocs(tmp_path, watched)
     provider.enqueue(fake.completion(fake.text_deltas("nothing to change")))
     env = configured_home(tmp_path, provider)
     (tmp_path / "work").mkdir()
