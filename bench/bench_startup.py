@@ -10,12 +10,15 @@ Then one more start under `python -X importtime`, left until idle, shows what an
 optional features' packages (each loaded or not, with its import time) and the ten slowest imports by self time.
 `BENCH_MCP=1` adds a configured stdio MCP server (so `mcp` is expected to load); BENCH_OCS names another `ocs`
 (default the one beside this interpreter), e.g. a worktree of an older commit run with its own PYTHONPATH.
+`BENCH_STARTUP_BEFORE=DIR/src` (another tree's sources, e.g. a `git worktree` of main) starts that tree's server (its
+sources first on PYTHONPATH) beside every start of this one, interleaved, for a before/after measured side by side.
 
 Run: .venv/bin/python bench/bench_startup.py
 """
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import re
@@ -30,10 +33,11 @@ from _common import emit, median, reference_ms, spread, table, workspace
 
 OCS = os.environ.get("BENCH_OCS") or str(Path(sys.executable).parent / "ocs")
 STARTS = int(os.environ.get("BENCH_STARTS", "7"))
+BEFORE = os.environ.get("BENCH_STARTUP_BEFORE")
 # what a feature needs, loaded only when first used (a fresh server with SQLite and no MCP config needs none)
 OPTIONAL = ("mcp", "psycopg", "psycopg_pool", "tree_sitter", "tree_sitter_bash", "rapidfuzz", "pathspec", "jsonschema",
             "html2text", "opentelemetry", "prometheus_client", "openai", "anthropic", "httpx2", "rich", "regex",
-            "wcmatch", "websockets",
+            "wcmatch", "websockets", "jinja2", "markdown_it", "pygments",
             "opencode_session.core.snapshot", "opencode_session.core.mcp", "opencode_session.core.store.postgres",
             "opencode_session.core.execution.runner")
 
@@ -45,9 +49,14 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-def start(ws: dict, extra: list[str], python_flags: list[str]) -> tuple[subprocess.Popen, float, str]:
-    """Spawn the server; returns it, the seconds until its health check answered, and its URL."""
+def start(ws: dict, extra: list[str], python_flags: list[str],
+          tree: str | None = None) -> tuple[subprocess.Popen, float, str]:
+    """Spawn the server (with `tree`'s sources first on PYTHONPATH, if given); returns it, the seconds until its
+    health check answered, and its URL."""
     env = {**os.environ, **ws["env"]}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's installed package has its bytecode
+    if tree is not None:
+        env["PYTHONPATH"] = tree
     cmd = [sys.executable, *python_flags, OCS] if python_flags else [OCS]
     t0 = time.perf_counter()
     proc = subprocess.Popen([*cmd, "serve", "--port", "0", "--db", str(ws["db"]), "--directory", str(ws["workdir"]),
@@ -120,44 +129,54 @@ def imports(stderr: str) -> tuple[dict[str, float], list[tuple[float, str]]]:
 def main() -> None:
     extra: list[str] = []
     ref = reference_ms()
-    healthy: list[float] = []
-    cpu_healthy: list[float] = []
-    cpu_idle: list[float] = []
-    rss: list[float] = []
+    trees: dict[str, str | None] = {"before": BEFORE, "after": None} if BEFORE else {"after": None}
+    if BEFORE:
+        compileall.compile_dir(Path(BEFORE) / "opencode_session", quiet=1)
+    compileall.compile_dir(Path(__file__).resolve().parent.parent / "src" / "opencode_session", quiet=1)
+    rows: dict[str, dict[str, list[float]]] = {side: defaultdict(list) for side in trees}
     for _ in range(STARTS):
+        for side, tree in trees.items():
+            with workspace("ocs-bench-startup-") as ws:
+                if os.environ.get("BENCH_MCP") == "1":
+                    configure_mcp(ws)
+                proc, seconds, _url = start(ws, extra, [], tree)
+                rows[side]["healthy"].append(seconds * 1000)
+                rows[side]["cpu_healthy"].append(cpu_ms(proc.pid))
+                rows[side]["rss"].append(settle(proc.pid) / 1024)
+                rows[side]["cpu_idle"].append(cpu_ms(proc.pid))
+                stop(proc)
+    loaded: dict[str, dict[str, float]] = {}
+    slowest: list[tuple[float, str]] = []
+    for side, tree in trees.items():
         with workspace("ocs-bench-startup-") as ws:
             if os.environ.get("BENCH_MCP") == "1":
                 configure_mcp(ws)
-            proc, seconds, _url = start(ws, extra, [])
-            cpu_healthy.append(cpu_ms(proc.pid))
-            rss.append(settle(proc.pid) / 1024)
-            cpu_idle.append(cpu_ms(proc.pid))
-            stop(proc)
-            healthy.append(seconds * 1000)
-    with workspace("ocs-bench-startup-") as ws:
-        if os.environ.get("BENCH_MCP") == "1":
-            configure_mcp(ws)
-        proc, _, _url = start(ws, extra, ["-X", "importtime"])
-        settle(proc.pid)
-        loaded, slowest = imports(stop(proc))
-    by_package: dict[str, float] = defaultdict(float)
-    print(table(["measure", "median", "min..max"],
-                [["start->healthy (ms)", f"{median(healthy):.0f}", spread(healthy)],
-                 ["CPU until healthy (ms)", f"{median(cpu_healthy):.0f}", spread(cpu_healthy)],
-                 ["CPU until idle, runner loaded (ms)", f"{median(cpu_idle):.0f}", spread(cpu_idle)],
-                 ["idle RSS (MiB)", f"{median(rss):.1f}", spread(rss)]]))
-    print(f"(reference loop {ref:.0f} ms; {STARTS} starts)\n")
-    print(table(["optional module", "loaded at idle", "import ms (cumulative)"],
-                [[name, "yes" if name in loaded else "no", f"{loaded[name]:.1f}" if name in loaded else "-"]
-                 for name in OPTIONAL]))
+            proc, _, _url = start(ws, extra, ["-X", "importtime"], tree)
+            settle(proc.pid)
+            loaded[side], slowest = imports(stop(proc))
+    measures = [("start->healthy (ms)", "healthy", "{:.0f}"), ("CPU until healthy (ms)", "cpu_healthy", "{:.0f}"),
+                ("CPU until idle, runner loaded (ms)", "cpu_idle", "{:.0f}"), ("idle RSS (MiB)", "rss", "{:.1f}")]
+    headers = ["measure"] + [f"{side} median" if BEFORE else "median" for side in trees]
+    headers += [f"{side} min..max" if BEFORE else "min..max" for side in trees]
+    print(table(headers, [[label, *(fmt.format(median(rows[side][key])) for side in trees),
+                           *(spread(rows[side][key]) for side in trees)] for label, key, fmt in measures]))
+    print(f"(reference loop {ref:.0f} ms; {STARTS} starts{' of each tree, interleaved' if BEFORE else ''})\n")
+    print(table(["optional module", *(f"loaded at idle ({side})" if BEFORE else "loaded at idle" for side in trees),
+                 "import ms (cumulative)"],
+                [[name, *("yes" if name in loaded[side] else "no" for side in trees),
+                  f"{loaded['after'][name]:.1f}" if name in loaded["after"] else "-"] for name in OPTIONAL]))
     print()
     print(table(["slowest import (self)", "ms"], [[name, f"{ms:.1f}"] for ms, name in slowest]))
-    for ms, name in slowest:
-        by_package[name.split(".")[0]] += ms
-    emit("startup", {"starts": STARTS, "reference_ms": round(ref, 1), "healthy_ms": round(median(healthy), 1),
-                     "cpu_healthy_ms": round(median(cpu_healthy), 1), "cpu_idle_ms": round(median(cpu_idle), 1),
-                     "idle_rss_mib": round(median(rss), 1), "loaded_at_idle": sorted(loaded),
-                     "mcp_configured": os.environ.get("BENCH_MCP") == "1"})
+    result: dict[str, object] = {"starts": STARTS, "reference_ms": round(ref, 1),
+                                 "mcp_configured": os.environ.get("BENCH_MCP") == "1"}
+    for side in trees:
+        prefix = f"{side}_" if BEFORE else ""
+        result.update({f"{prefix}healthy_ms": round(median(rows[side]["healthy"]), 1),
+                       f"{prefix}cpu_healthy_ms": round(median(rows[side]["cpu_healthy"]), 1),
+                       f"{prefix}cpu_idle_ms": round(median(rows[side]["cpu_idle"]), 1),
+                       f"{prefix}idle_rss_mib": round(median(rows[side]["rss"]), 1),
+                       f"{prefix}loaded_at_idle": sorted(loaded[side])})
+    emit("startup", result)
 
 
 if __name__ == "__main__":

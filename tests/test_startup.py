@@ -1,7 +1,7 @@
 """Start-up loads what serving needs and nothing heavier: provider SDKs, their HTTP client, the terminal UI, the runner
 with its tools and compaction, the JSON Schema validator, MCP, PostgreSQL, file snapshots, fuzzy finding, ignore files,
-the shell parser and telemetry load when first used (a fast `ocs serve` start and a small idle footprint depend on
-it)."""
+the shell parser, telemetry and the inspector's templates load when first used (a fast `ocs serve` start and a small
+idle footprint depend on it)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import sys
 import textwrap
 import threading
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import cast
 
 import anyio
@@ -31,7 +32,8 @@ LAZY = ("httpx2", "openai", "anthropic", "rich", "jsonschema", "opentelemetry.sd
 # what a feature needs: none of it loads for a server on SQLite with no MCP, telemetry or metrics scrape configured,
 # neither at start nor once the runner has loaded in the background
 FEATURES = ("mcp", "psycopg", "psycopg_pool", "jsonschema", "rapidfuzz", "pathspec", "tree_sitter", "tree_sitter_bash",
-            "html2text", "opentelemetry", "prometheus_client", "opencode_session.core.store.postgres")
+            "html2text", "opentelemetry", "prometheus_client", "opencode_session.core.store.postgres",
+            "jinja2", "markdown_it", "pygments")  # the last three: the inspector's, with the first page served
 # ours, not loaded at start: until the runner loads (or a revert, or an MCP request, asks for them), or until the
 # first request that uses them (a shell command, a terminal, an integration, a find, an export or import, stats, the
 # references, a generate)
@@ -83,20 +85,27 @@ def test_a_server_on_sqlite_without_mcp_loads_no_feature_at_start_or_once_the_ru
     assert json.loads(out.stdout) == [[], [], True]
 
 
-def test_ocs_serve_on_sqlite_without_mcp_answers_a_prompt_without_loading_mcp_postgres_or_telemetry(
-        tmp_path, provider) -> None:
-    # the real `ocs serve` (run by a wrapper that writes, as the process exits, which of them it ever imported)
-    watched = FEATURES + DEFERRED + ("opencode_session.core.execution.runner",)
-    report = tmp_path / "modules.json"
-    wrapper = tmp_path / "ocs_watched.py"
+def watching_ocs(root: Path, watched: tuple[str, ...]) -> tuple[Path, Path]:
+    """A script that runs `ocs` with its arguments and, as the process exits, writes to the report file which of
+    `watched` it ever imported and whether the cyclic collector (off while the command started) is on again."""
+    report = root / "modules.json"
+    wrapper = root / "ocs_watched.py"
     wrapper.write_text(textwrap.dedent(f"""
-        import atexit, json, sys
+        import atexit, gc, json, sys
         atexit.register(lambda: open({str(report)!r}, "w").write(
-            json.dumps(sorted(m for m in {watched!r} if m in sys.modules))))
+            json.dumps([sorted(m for m in {watched!r} if m in sys.modules), gc.isenabled()])))
         from opencode_session.cli.main import main
         sys.argv[0] = "ocs"
         main()
         """))
+    return wrapper, report
+
+
+def test_ocs_serve_on_sqlite_without_mcp_answers_a_prompt_without_loading_mcp_postgres_or_telemetry(
+        tmp_path, provider) -> None:
+    # the real `ocs serve`, watched
+    watched = FEATURES + DEFERRED + ("opencode_session.core.execution.runner",)
+    wrapper, report = watching_ocs(tmp_path, watched)
     provider.enqueue(fake.completion(fake.text_deltas("nothing to change")))
     env = configured_home(tmp_path, provider)
     server = start_server(tmp_path, env=env, program=(sys.executable, str(wrapper), "serve"))
@@ -113,12 +122,33 @@ def test_ocs_serve_on_sqlite_without_mcp_answers_a_prompt_without_loading_mcp_po
         anyio.run(prompt)
     finally:
         assert server.stop() == 0
-    loaded = json.loads(report.read_text())
-    # the runner ran a Step (and offered its tools, so the validator loaded); nothing else asked for a feature
-    assert "opencode_session.core.execution.runner" in loaded and "jsonschema" in loaded
+    loaded, collecting = json.loads(report.read_text())
+    assert collecting
+    # the runner ran a Step; it offered the built-in tools (whose schemas their arguments models made: not checked
+    # again) and the model called none, so the validator did not load; nothing else asked for a feature
+    assert "opencode_session.core.execution.runner" in loaded and "jsonschema" not in loaded
     never = {"mcp", "psycopg", "psycopg_pool", "opentelemetry", "prometheus_client", "rapidfuzz", "tree_sitter",
-             "html2text", "opencode_session.core.store.postgres"}
+             "html2text", "opencode_session.core.store.postgres", "jinja2", "markdown_it", "pygments"}
     assert never.isdisjoint(loaded), sorted(never & set(loaded))
+
+
+def test_ocs_run_answers_loading_only_the_sdk_of_its_protocol_and_collects_garbage_again_once_started(
+        tmp_path, provider) -> None:
+    # the real `ocs run` through its embedded host, watched
+    watched = ("openai", "anthropic", "rich", "jsonschema", "jinja2", "markdown_it", "pygments", "websockets",
+               "mcp", "opentelemetry", "prometheus_client", "opencode_session.core.store.postgres")
+    wrapper, report = watching_ocs(tmp_path, watched)
+    provider.enqueue(fake.completion(fake.text_deltas("nothing to change")))
+    env = configured_home(tmp_path, provider)
+    (tmp_path / "work").mkdir()
+    done = subprocess.run([sys.executable, str(wrapper), "run", "--db", str(tmp_path / "db.sqlite"), "anything?"],
+                          cwd=tmp_path / "work", env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "nothing to change" in done.stdout
+    loaded, collecting = json.loads(report.read_text())
+    # Chat Completions: the openai SDK alone; no prompt was shown, no tool called, no page served, no terminal opened
+    assert loaded == ["openai"] and collecting
 
 
 @pytest.mark.anyio

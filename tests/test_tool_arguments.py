@@ -5,6 +5,9 @@ tools with `@registry.tool`, through the registry and through the embedded host 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 import threading
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -108,6 +111,37 @@ def test_a_tool_whose_arguments_are_not_a_model_is_refused_when_registered():
     tool.arguments = dict  # type: ignore[assignment]
     with pytest.raises(TypeError, match="not a pydantic model"):
         ToolRegistry().register(tool)
+
+
+def test_a_typed_tool_whose_parameters_are_not_its_models_schema_is_still_checked_against_the_metaschema():
+    from jsonschema.exceptions import SchemaError
+
+    tool = ShapeTool()
+    tool.parameters = {"type": "not-a-type"}  # written by hand beside the model: not a JSON Schema by construction
+    with pytest.raises(SchemaError):
+        ToolRegistry().register(tool)
+
+
+def test_offering_the_built_in_tools_does_not_load_the_validator_until_a_call_needs_it():
+    # their schemas are their arguments models' (schema_of): JSON Schemas by construction, so offering them at a
+    # Step's boundary loads no `jsonschema`; the first call checks its input as before
+    code = textwrap.dedent("""
+        import asyncio, json, sys
+        from pathlib import Path
+        from opencode_session.core.tools import ToolContext, ToolRegistry, builtin_tools
+
+        registry = ToolRegistry([builtin_tools()])
+        offered = registry.snapshot()
+        before = "jsonschema" in sys.modules
+        ctx = ToolContext(session_id="ses_1", message_id="msg_1", call_id="call_1", agent="build",
+                          directory=Path("."), project_root=Path("."))
+        refused = asyncio.run(offered.run("glob", {"pattern": 3}, ctx))
+        print(json.dumps([len(offered.names()), before, "jsonschema" in sys.modules, refused.error.message]))
+        """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    count, before, after, message = json.loads(out.stdout)
+    assert count >= 12 and not before and after
+    assert message.startswith("Invalid input for tool glob: pattern: 3 is not of type 'string'")
 
 
 async def test_a_typed_function_is_a_tool_with_its_signature_as_schema_and_docstring_as_description(tmp_path):

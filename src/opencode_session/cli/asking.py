@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
-
-from rich.text import Text
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..client.generated import OpenCodeClient
 from .turn import Sink
+
+if TYPE_CHECKING:
+    from rich.text import Text  # drawn only where a prompt is shown (interactive): `ocs run` does not load rich
 
 Policy = Literal["ask", "once", "reject"]  # ask: the user at the terminal; once: --yes; reject: --no or no terminal
 WANTS = {"bash": "run", "edit": "edit", "write": "write", "read": "read",
@@ -163,6 +164,8 @@ class Answerer:
             return
         kind, request = self._pending[0]
         if kind == "permission":
+            from rich.text import Text
+
             line = Text.assemble(("? ", "bold yellow"), (describe(request), "bold"))
             if self._typing is None:
                 line.append(KEYS, style="cyan")
@@ -174,6 +177,8 @@ class Answerer:
         self.show(line)
 
     def _question_lines(self, question: dict[str, Any]) -> Text:
+        from rich.text import Text
+
         line = Text.assemble(("? ", "bold yellow"), (f"{question.get('header', '')}: ", "bold"),
                              question.get("question", ""))
         for number, option in enumerate(question.get("options", []), 1):

@@ -14,6 +14,7 @@ from ..client.errors import ClientError
 from ..client.generated import OpenCodeClient
 from ..client.runtime import CallOptions
 from ..schema.errors import UnauthorizedError
+from . import collector
 from .listening import PASSWORD_ENV, USERNAME_ENV, credentials, holding_server
 from .startup import StartupError, default_db_path, missing_database, say_stderr
 
@@ -45,12 +46,14 @@ async def open_host(attach: str | None, db: str | Path | None, directory: Path,
                 await client.health.get()
             except ClientError as unreachable:
                 raise StartupError(f"cannot reach ocs serve at {attach}: {unreachable}") from None
+            collector.started()
             yield client
         return
     path = db or default_db_path()
     holding = holding_server(path)
     if holding is not None:  # known before the runtime is imported
         async with through_server(*holding, env, say) as client:
+            collector.started()
             yield client
         return
     from ..core.store import DatabaseInUseError, DatabaseNotFoundError, StoreError, describe_database
@@ -74,12 +77,14 @@ async def open_host(attach: str | None, db: str | Path | None, directory: Path,
         if server is None or (busy.pid is not None and server.pid != busy.pid):
             raise  # another command's embedded host, or a server that recorded nothing (yet)
     else:
+        collector.started()
         try:
             yield host
         finally:
             await host.aclose()
         return
     async with through_server(server, held, env, say) as client:
+        collector.started()
         yield client
 
 

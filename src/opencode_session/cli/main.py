@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from . import collector
+
 PROG = "ocs"
 ROOT_HELP = "opencode-session: durable OpenCode V2 sessions. Without a command: interactive mode."
 ATTACH_HELP = "Use the running `ocs serve` at this URL instead of the local database."
@@ -669,6 +671,7 @@ def dispatch(argv: Sequence[str]) -> int:
 def main(argv: Sequence[str] | None = None) -> None:
     """The `ocs` executable: exits with the command's code. Like click, Ctrl-C outside a command's own handling
     prints "Aborted!" and a closed output pipe ends quietly, both with code 1."""
+    collector.defer()  # on again once the command's host or server is up (collector.started)
     try:
         code = dispatch(sys.argv[1:] if argv is None else list(argv))
     except (KeyboardInterrupt, EOFError):

@@ -19,6 +19,7 @@ from ..schema import events as ev
 from ..server.guard import GuardOptions
 from ..server.serve import ConnectionLimits, ServeRefused
 from ..server.serve import serve as serve_app
+from . import collector
 from .listening import ServerRecord, connectable, remove_record, write_record
 from .plugins import plugin_lines, said_here
 from .startup import StartupError, auth_line, report_config, require_directory, say_stderr, survey
@@ -100,6 +101,7 @@ def serve(request: ServeRequest, say: Say = say_stderr) -> int:
         for line in plugin_lines(runtime.plugins) if runtime.plugins is not None else []:
             say("  plugin        " + line.replace("\n", "\n              "))
         watchers.append(asyncio.create_task(log_failed_executions(runtime, say)))
+        collector.started()
         drains.warm()
         if request.open_browser:
             open_inspector(url + "/", say)

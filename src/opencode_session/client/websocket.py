@@ -1,17 +1,18 @@
 """WebSocket operations (a terminal's connection): the lazy session a generated method returns and the network
 connector that opens it with the `websockets` library. Another connector (the embedded host's, in memory) may stand
-in for the network one; both report a refused handshake as `WebSocketRefused` with the HTTP answer."""
+in for the network one; both report a refused handshake as `WebSocketRefused` with the HTTP answer. `websockets` is
+loaded with the first connection the network connector opens, not with the client."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Protocol, Self
-
-from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+from typing import TYPE_CHECKING, Protocol, Self
 
 from .errors import ClientError
+
+if TYPE_CHECKING:
+    from websockets.asyncio.client import ClientConnection
 
 
 class WebSocketChannel(Protocol):
@@ -100,12 +101,16 @@ class _NetworkChannel:
         self.close_code: int | None = None
 
     async def send(self, data: str | bytes) -> None:
+        from websockets.exceptions import ConnectionClosed
+
         try:
             await self._connection.send(data)
         except ConnectionClosed as closed:
             raise ClientError("Transport", f"the WebSocket is closed ({closed})", cause=closed) from closed
 
     async def recv(self) -> str | bytes | None:
+        from websockets.exceptions import ConnectionClosed
+
         try:
             return await self._connection.recv()
         except ConnectionClosed as closed:
@@ -118,6 +123,9 @@ class _NetworkChannel:
 
 async def network_websocket(url: str, headers: Sequence[tuple[str, str]], timeout: float | None) -> WebSocketChannel:
     """Open `url` over the network with the `websockets` client (proxies from the environment, as for HTTP)."""
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidHandshake, InvalidStatus
+
     try:
         connection = await connect(url, additional_headers=list(headers), open_timeout=timeout, max_size=None)
     except InvalidStatus as refused:

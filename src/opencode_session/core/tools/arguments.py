@@ -11,7 +11,9 @@ keys in one order (type, constraints, items or properties, description), so prov
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any, cast, get_type_hints
 
 import anyio.to_thread
@@ -32,11 +34,21 @@ class Arguments(BaseModel):
 
 
 def schema_of(model: type[BaseModel]) -> dict[str, Any]:
-    """The JSON Schema (2020-12) `model` offers as a tool's `parameters`."""
+    """The JSON Schema (2020-12) `model` offers as a tool's `parameters` (a fresh copy each call)."""
+    return cast(dict[str, Any], json.loads(_schema_text(model)))
+
+
+def is_schema_of(parameters: str, model: type[BaseModel]) -> bool:
+    """Whether `parameters` (JSON text) is exactly what `schema_of(model)` gives, so a JSON Schema by construction."""
+    return parameters == _schema_text(model)
+
+
+@lru_cache(maxsize=1024)
+def _schema_text(model: type[BaseModel]) -> str:
     raw = model.model_json_schema()
     shaped = _shape(raw, raw.get("$defs", {}))
     shaped.pop("description", None)  # the model's docstring
-    return shaped
+    return json.dumps(shaped)
 
 
 def _shape(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:

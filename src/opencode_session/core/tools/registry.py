@@ -8,6 +8,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
@@ -18,7 +19,7 @@ from opencode_session.schema.message import ToolTextContent
 
 from ..config import Config
 from ..llm.model import ToolSpec
-from .arguments import registering
+from .arguments import is_schema_of, registering
 from .builtin import (
     ApplyPatchTool,
     BashTool,
@@ -92,19 +93,32 @@ class _Compiled:
     """A tool with what checking and offering it needs, made once per tool object."""
 
     tool: Tool
-    validator: Draft202012Validator
     schema: str  # parameters as JSON text: decoding it is the cheapest fresh copy
     arguments: type[BaseModel] | None  # what `execute` receives, parsed from input the schema admitted; None: the dict
 
+    @cached_property
+    def validator(self) -> Draft202012Validator:
+        """The input check, made with the tool's first call: `jsonschema` is not loaded by a Step that calls none."""
+        from jsonschema import Draft202012Validator
+
+        return Draft202012Validator(self.tool.parameters)
+
 
 def _compile(tool: Tool) -> _Compiled:
-    from jsonschema import Draft202012Validator  # loaded with the first tool offered, not at start-up
-
-    Draft202012Validator.check_schema(tool.parameters)
+    """Raises jsonschema's SchemaError for parameters that are not a JSON Schema. Parameters that are exactly what
+    `schema_of` made of the tool's arguments model (every typed built-in's) are one by construction: they are not
+    checked against the metaschema again, which loading `jsonschema` and checking a dozen schemas cost every process's
+    first Step ~60 ms."""
+    schema = json.dumps(tool.parameters)
     arguments = getattr(tool, "arguments", None)
-    if arguments is not None and not (isinstance(arguments, type) and issubclass(arguments, BaseModel)):
+    model = arguments if isinstance(arguments, type) and issubclass(arguments, BaseModel) else None
+    if model is None or not is_schema_of(schema, model):
+        from jsonschema import Draft202012Validator
+
+        Draft202012Validator.check_schema(tool.parameters)
+    if arguments is not None and model is None:
         raise TypeError(f"tool {tool.name}: `arguments` is not a pydantic model")
-    return _Compiled(tool, Draft202012Validator(tool.parameters), json.dumps(tool.parameters), arguments)
+    return _Compiled(tool, schema, model)
 
 
 def _parse(compiled: _Compiled, input: dict[str, Any]) -> Any:
@@ -305,11 +319,13 @@ class ToolRegistry:
             for tool in listed:
                 known = self._compiled.get(id(tool))
                 if known is None or known.tool is not tool:
-                    from jsonschema.exceptions import SchemaError
-
                     try:
                         known = _compile(tool)
-                    except SchemaError as broken:
+                    except Exception as broken:
+                        from jsonschema.exceptions import SchemaError  # loaded by the check that raised it
+
+                        if not isinstance(broken, SchemaError):
+                            raise
                         self._report(source, tool, f"its parameters are not a JSON Schema: {broken.message}")
                         continue
                 compiled[id(tool)] = known

@@ -4,16 +4,18 @@ one Host, expiring), which that middleware accepts beside HTTP basic auth, and t
 from __future__ import annotations
 
 import secrets
+from functools import lru_cache
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, quote
 
-from jinja2 import Environment, PackageLoader, select_autoescape
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 COOKIE = "ocs_login"
 LIFETIME_S = 12 * 3600
 LOGIN_PATH = "/ui/login"
 LOGOUT_PATH = "/ui/logout"
 FORM_MAX_BYTES = 4096  # a user name and a password; anything longer is refused unread
-_templates = Environment(loader=PackageLoader(__package__, "templates"), autoescape=select_autoescape())
 CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
 
 
@@ -65,5 +67,12 @@ def form_fields(body: bytes) -> dict[str, str]:
     return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
 
 
+@lru_cache(maxsize=1)
+def _templates() -> Environment:
+    from jinja2 import Environment, PackageLoader, select_autoescape  # with the first login page, not at start-up
+
+    return Environment(loader=PackageLoader(__package__, "templates"), autoescape=select_autoescape())
+
+
 def page(target: str, problem: str | None = None) -> bytes:
-    return _templates.get_template("login.html").render(next=local_path(target), problem=problem).encode()
+    return _templates().get_template("login.html").render(next=local_path(target), problem=problem).encode()

@@ -1,28 +1,27 @@
 """Reading comfort on the inspector's pages: code highlighted on the server (Pygments, so nothing is vendored and
 no script colours text), code blocks with a copy button, a tool card's one-line name of what it did, and numbers
-with thousands separators. Template filters; routes.py registers them."""
+with thousands separators. Template filters; routes.py registers them. Pygments and markdown-it load with the first
+text they render, not when the server starts."""
 
 from __future__ import annotations
 
 import os
 import re
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from markdown_it import MarkdownIt
 from markupsafe import Markup, escape
-from pygments import highlight as _pygments
-from pygments.formatters import HtmlFormatter
-from pygments.lexer import Lexer
-from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
-from pygments.util import ClassNotFound
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from pygments.formatter import Formatter
+    from pygments.lexer import Lexer
 
 HIGHLIGHT_MAX = 200_000  # characters: a longer text is shown plain (highlighting it would slow every re-render)
 LABEL_MAX = 80  # characters of a tool card's name of what it did
 CODE_KEPT = 2048  # highlighted texts kept: a settled part never changes, and every re-render shows it again
 # the input field that names what a call did, most telling first (bash's command, a file tool's path, ...)
 LABEL_FIELDS = ("command", "path", "filePath", "pattern", "url", "query", "description", "name", "label")
-_FORMATTER = HtmlFormatter(nowrap=True)  # bare <span class="k">; ui.css colours the classes, light and dark
 _NUMBERED = re.compile(r"\d{5,}\| ")  # the read tool's line numbers
 
 
@@ -33,7 +32,17 @@ def thousands(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) or value.is_integer() else f"{value:,.1f}"
 
 
+@lru_cache(maxsize=1)
+def _formatter() -> Formatter:
+    from pygments.formatters import HtmlFormatter
+
+    return HtmlFormatter(nowrap=True)  # bare <span class="k">; ui.css colours the classes, light and dark
+
+
 def _lexer(language: str | None, filename: str | None) -> Lexer | None:
+    from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
+    from pygments.util import ClassNotFound
+
     try:
         if language:
             return get_lexer_by_name(language, stripnl=False)
@@ -51,7 +60,9 @@ def highlighted(text: str, language: str | None = None, filename: str | None = N
     lexer = _lexer(language, filename) if len(text) <= HIGHLIGHT_MAX else None
     if lexer is None:
         return escape(text)
-    out = _pygments(text, lexer, _FORMATTER)
+    from pygments import highlight
+
+    out = highlight(text, lexer, _formatter())
     return Markup(out[:-1] if out.endswith("\n") and not text.endswith("\n") else out)
 
 
@@ -119,6 +130,8 @@ def _fence(self: Any, tokens: list[Any], idx: int, options: Any, env: Any) -> st
 def markdown() -> MarkdownIt:
     """CommonMark with tables; raw HTML escaped, javascript: links refused; fenced code highlighted, with a copy
     button."""
+    from markdown_it import MarkdownIt
+
     md = MarkdownIt("js-default")
     md.add_render_rule("fence", _fence)
     md.add_render_rule("code_block", lambda self, tokens, idx, options, env: code_block(tokens[idx].content) + "\n")

@@ -7,9 +7,8 @@ import json
 from collections.abc import AsyncIterator, Callable, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
@@ -47,6 +46,10 @@ from ...schema.session import SessionV2Info
 from ..sse import text_frame
 from . import context, login, marks, parts, reading, trace, usage
 
+if TYPE_CHECKING:
+    from jinja2 import Environment
+    from markdown_it import MarkdownIt
+
 DIFF_CONTEXT = 3  # unchanged lines around each hunk, as `git diff` shows them
 EXECUTION_ENDED = (ExecutionSucceeded, ExecutionFailed, ExecutionInterrupted)
 # live-only, yet they change what the page shows: the tray
@@ -55,28 +58,39 @@ ASKING = (PermissionAsked, PermissionReplied, QuestionAsked, QuestionReplied, Qu
 LISTED = (SessionCreated, Forked, Imported, Renamed, Updated, Moved, Deleted, ExecutionStarted, *EXECUTION_ENDED,
           StepEnded, StepFailed, *ASKING)
 STATIC = Path(__file__).parent / "static"
-_templates = Environment(loader=PackageLoader(__package__, "templates"), autoescape=select_autoescape(),
-                         trim_blocks=True, lstrip_blocks=True)
-_markdown = reading.markdown()  # CommonMark with tables; raw HTML is escaped, javascript: links refused
 MARKDOWN_KEPT = 4096  # rendered answers kept: a settled answer's text never changes, and every re-render shows it
+
+
+@lru_cache(maxsize=1)
+def _markdown() -> MarkdownIt:
+    return reading.markdown()  # CommonMark with tables; raw HTML is escaped, javascript: links refused
 
 
 @lru_cache(maxsize=MARKDOWN_KEPT)
 def _markdown_html(text: str) -> Markup:
-    return Markup(_markdown.render(text))
+    return Markup(_markdown().render(text))
 
 
-_templates.filters["markdown"] = _markdown_html
-# JSON to read (a tool's input): as written, not with `'` and `<` as \u escapes; autoescape makes it safe in HTML
-_templates.filters["pretty_json"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False)
-_templates.filters["thousands"] = reading.thousands
-_templates.filters["tool_label"] = reading.tool_label
-_templates.filters["tool_output"] = reading.tool_output
-_templates.globals["code_block"] = reading.code_block
+@lru_cache(maxsize=1)
+def _templates() -> Environment:
+    """The pages' templates with their filters, made with the first page served (Jinja2 and the filters' Pygments and
+    markdown-it are not loaded by a server nobody browses)."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    templates = Environment(loader=PackageLoader(__package__, "templates"), autoescape=select_autoescape(),
+                            trim_blocks=True, lstrip_blocks=True)
+    templates.filters["markdown"] = _markdown_html
+    # JSON to read (a tool's input): as written, not with `'` and `<` as \u escapes; autoescape makes it safe in HTML
+    templates.filters["pretty_json"] = lambda value: json.dumps(value, indent=2, ensure_ascii=False)
+    templates.filters["thousands"] = reading.thousands
+    templates.filters["tool_label"] = reading.tool_label
+    templates.filters["tool_output"] = reading.tool_output
+    templates.globals["code_block"] = reading.code_block
+    return templates
 
 
 def _render(name: str, **values: Any) -> str:
-    return _templates.get_template(name).render(**values)
+    return _templates().get_template(name).render(**values)
 
 
 def _html(text: str, status: int = 200) -> HTMLResponse:
