@@ -343,22 +343,31 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
 
             await anyio.to_thread.run_sync(_check)
 
-        def _admit(tx: Tx) -> tuple[SessionInputAdmitted, bool]:
+        at = await self._admit(session_id, input_id, ev.UserInput(data=stored, delivery=delivery), resume, traceparent)
+        return SessionInputAdmitted(admittedSeq=at.seq, id=input_id, sessionID=session_id, prompt=stored,
+                                    delivery=delivery, timeCreated=at.created, promotedSeq=at.promoted_seq)
+
+    async def _admit(self, session_id: str, input_id: str, input: ev.AdmittedInput, resume: bool,
+                     traceparent: str | None = None) -> admission.Admitted:
+        """Admit `input` (`admission.admit`) in a write of its own, a staged revert committed first; count a new
+        input, keep its `traceparent`, and ring the wake unless resume is false."""
+
+        def _write(tx: Tx) -> tuple[admission.Admitted, bool]:
             require_session(tx, session_id)
-            # a prompt sent while a revert is staged commits it first (as OpenCode does): it answers the shortened
+            # input sent while a revert is staged commits it first (as OpenCode does): it answers the shortened
             # history, on a fresh instruction baseline
             commit_staged(tx, session_id)
-            result, new = admission.admit(tx, session_id, input_id, stored, delivery)
+            at, new = admission.admit(tx, session_id, input_id, input)
             if new and traceparent is not None:
                 tx.pending.set_trace(input_id, traceparent)
-            return result, new
+            return at, new
 
-        result, new = await self.store.write(_admit)
+        at, new = await self.store.write(_write)
         if new:
-            hooks.prompt_admitted(delivery)
+            hooks.prompt_admitted(input.delivery)
         if resume:
             self.wake(session_id)
-        return result
+        return at
 
     async def _prompt_hooks(self, session_id: str, input_id: str, retry: bool, text: str) -> None:
         """The UserPromptSubmit hooks see a new prompt before it is admitted; one that blocks rejects it (400,
@@ -377,18 +386,8 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         """Durably admit synthetic input (it executes like a prompt, shown as synthetic), or reconcile an exact
         retry; then ring the wake unless resume is false. A staged revert is committed first, as for a prompt."""
         input_id = id or message_id()
-
-        def _admit(tx: Tx) -> tuple[PendingInput, bool]:
-            require_session(tx, session_id)
-            commit_staged(tx, session_id)
-            return admission.admit_synthetic(tx, session_id, input_id, data, delivery)
-
-        item, new = await self.store.write(_admit)
-        if new:
-            hooks.prompt_admitted(delivery)
-        if resume:
-            self.wake(session_id)
-        return item
+        at = await self._admit(session_id, input_id, ev.SyntheticInput(data=data, delivery=delivery), resume)
+        return PendingInput(input_id, session_id, "synthetic", data.wire(), delivery, at.seq, at.created)
 
     async def steering(self, session_id: str) -> bool:
         """Whether input waits for the next Safe Step Boundary: a steer, or a compaction barrier."""
