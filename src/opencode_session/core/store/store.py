@@ -242,7 +242,7 @@ class Store:
     def _announce(self, tx: Tx, positions: list[int]) -> None:
         for position, record in zip(positions, tx.appended, strict=True):
             self._tails.add(record)
-            self.durable.ring(record.aggregate_id)
+            self.durable.notify(record.aggregate_id)
             self.live.publish(record, position)
             if self._waiting:
                 self._release_foreign_live()
@@ -252,7 +252,7 @@ class Store:
     def _announce_foreign(self, committed: list[tuple[int, EventRecord]]) -> None:
         """Events another host committed, in commit order with this host's own: to the doorbells and the bus."""
         for position, record in committed:
-            self.durable.ring(record.aggregate_id)
+            self.durable.notify(record.aggregate_id)
             self.live.publish(record, position)
             if self._waiting:
                 self._release_foreign_live()
