@@ -119,6 +119,8 @@ class WireHistory:
         return encode_body(build(lower_history(request.messages, self.add_message, self.as_sent)))
 
     def _encode_cached(self, key: str, messages: list[LLMMessage]) -> bytearray:
+        """The history items of conversation `key` encoded: the previous Step's encoding reused up to the first
+        changed message, only the items from there lowered and encoded again."""
         lowered = self._lowered.pop(key, None) or _Lowered([], [], bytearray(), [])
         seen, starts, ends = lowered.messages, lowered.starts, lowered.ends
         # unchanged messages are the same objects (equal ones might still encode apart: 1 == 1.0)
@@ -135,18 +137,18 @@ class WireHistory:
         restart = max(same - 1, 0)
         while restart > 0 and end(restart) == starts[restart]:
             restart -= 1
-        kept = starts[restart] if restart < len(seen) else 0
-        context = [lowered.item(kept - 1)] if kept else []  # what adding that message looks at, and leaves alone
+        final = starts[restart] if restart < len(seen) else 0
+        context = [lowered.item(final - 1)] if final else []  # what adding that message looks at, and leaves alone
         work = list(context)
         del starts[restart:]
         for offset, message in enumerate(messages[restart:]):
-            starts.append(kept + len(work) - len(context))
+            starts.append(final + len(work) - len(context))
             self.add_message(work, message)
             if offset == 0 and context and len(work) == len(context):
                 return self._encode_cached(key, messages)  # it began none this time after all: lower all from nothing
         # the rest is changed in place (the state was taken out above): only what is new is encoded and copied
-        del ends[kept:]
-        del lowered.encoded[ends[-1] if kept else 0:]
+        del ends[final:]
+        del lowered.encoded[ends[-1] if final else 0:]
         for item in work[len(context):]:
             if ends:
                 lowered.encoded += b","
