@@ -125,7 +125,7 @@ async def build_replay_session(db: Path, workdir: Path, env: dict[str, str], n: 
                 if i & 1:
                     tx.append(ev.AgentSelected(sessionID=sid, agent="plan" if i & 2 else "build"))
                 else:
-                    admission.admit(tx, sid, f"msg_bench{written + i:08d}", stored, "queue")
+                    admission.admit(tx, sid, f"msg_bench{written + i:08d}", ev.UserInput(data=stored, delivery="queue"))
 
         while written < n:
             count = min(1_000, n - written)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from opencode_session.core.execution.orphans import LOST_CALL
 from opencode_session.core.runtime import Runtime, RuntimeOptions
 from opencode_session.schema.errors import SessionNotFoundError
 from tests.support import fake_openai as fake
+from tests.support.polling import until
 from tests.support.server import ServerProcess, configured_home, start_server
 
 pytestmark = pytest.mark.anyio
@@ -34,14 +34,6 @@ DEADLINE = 30  # seconds: a guard against hangs, never a synchronisation device
 @pytest.fixture
 def root(tmp_path, provider):
     return tmp_path, configured_home(tmp_path, provider, PYTHONPATH=str(REPO))
-
-
-async def _poll(done: Callable[[], bool], what: str) -> None:
-    """Wait until `done()` holds (it reads files another process writes), within the deadline."""
-    with anyio.fail_after(DEADLINE):
-        while not done():
-            await anyio.sleep(0.02)
-    assert done(), what
 
 
 def _runs(path: Path) -> int:
@@ -93,7 +85,7 @@ async def _start_tool_call(path: Path, env: dict[str, str], provider: fake.FakeO
     async with OpenCodeClient(srv.url) as client:
         sid = (await client.session.create()).id
         await client.session.prompt(sid, prompt={"text": f"use {tool}"})
-        await _poll(lambda: _runs(work / f"{tool}.log") == 1, f"{tool} ran")
+        await until(lambda: _runs(work / f"{tool}.log") == 1, f"{tool} ran", DEADLINE)
         assert sid in await client.session.active()
     return srv, sid
 
@@ -180,7 +172,7 @@ async def test_over_budget_a_lost_session_stays_idle_with_a_host_lost_error(root
     # the continuation calls the tool again, which holds again: the second host is lost the same way
     provider.enqueue(_calling("ledger", "call_2"))
     second = start_server(path, env=env, program=CRASH_HOST)
-    await _poll(lambda: _runs(path / "work" / "ledger.log") == 2, "the continued Step ran ledger")
+    await until(lambda: _runs(path / "work" / "ledger.log") == 2, "the continued Step ran ledger", DEADLINE)
     second.stop(signal.SIGKILL)
     (path / "work" / "ledger.hold").unlink()
     third = start_server(path, env=env, program=CRASH_HOST)  # the default budget: one per hour, spent
@@ -217,7 +209,7 @@ async def test_a_host_killed_during_several_busy_sessions_continues_every_one(ro
         sids = [(await client.session.create()).id for _ in range(count)]
         for sid in sids:
             await client.session.prompt(sid, prompt={"text": "use ledger"})
-        await _poll(lambda: _runs(work / "ledger.log") == count, "every session runs ledger")
+        await until(lambda: _runs(work / "ledger.log") == count, "every session runs ledger", DEADLINE)
         assert sorted(await client.session.active()) == sorted(sids)
     srv.stop(signal.SIGKILL)
     (work / "ledger.hold").unlink()

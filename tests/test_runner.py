@@ -471,7 +471,7 @@ async def test_wake_during_interrupt_cleanup_starts_a_successor(tmp_path):
         with anyio.fail_after(TIMEOUT):
             await slow.started.wait()
         q = await h.admit(sid, "follow-up", "queue", resume=False)
-        slow.on_cancel = lambda: h.execution.wake(sid)  # a doorbell rung while the interrupt cleans up
+        slow.on_cancel = lambda: h.execution.wake(sid)  # a wake while the interrupt cleans up
         with anyio.fail_after(TIMEOUT):
             assert await h.execution.interrupt(sid) is True
         records = await h.settled_log(sid)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from opencode_session.core.permission.shell_paths import command_paths
 from opencode_session.core.tools import ToolRegistry, ToolSucceeded
 from opencode_session.core.tools.builtin import BashTool
 from opencode_session.schema import session_errors
+from tests.support.polling import until
 from tests.support.tools import RecordingAsker, make_ctx, process_alive, settle_err, settle_ok
 
 pytestmark = pytest.mark.anyio
@@ -27,15 +27,6 @@ def project(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     (root / "sub").mkdir(parents=True)
     return root
-
-
-async def until(condition: Callable[[], bool], what: str, timeout: float = WAIT) -> None:
-    """Wait for a condition another process makes true (a file appearing, a process ending)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def read_pid(path: Path) -> int | None:
@@ -222,13 +213,13 @@ async def test_interrupt_kills_the_whole_process_group(project: Path):
     pidfile = project / "child.pid"
     command = f"sleep 300 & echo $! > {pidfile}; wait"
     call = asyncio.create_task(settle_ok("bash", {"command": command}, make_ctx(project)))
-    await until(lambda: read_pid(pidfile) is not None, "the child's pidfile")
+    await until(lambda: read_pid(pidfile) is not None, "the child's pidfile", WAIT)
     child = read_pid(pidfile)
     assert child is not None and process_alive(child)
     call.cancel()
     with pytest.raises(asyncio.CancelledError):
         await call
-    await until(lambda: not process_alive(child), "the background child to die")
+    await until(lambda: not process_alive(child), "the background child to die", WAIT)
 
 
 async def test_timeout_stops_the_group_and_returns_the_output_so_far(project: Path):
@@ -240,7 +231,7 @@ async def test_timeout_stops_the_group_and_returns_the_output_so_far(project: Pa
     assert out.structured == {"exit": None, "timedOut": True, "workdir": str(project.resolve())}
     child = read_pid(pidfile)
     assert child is not None
-    await until(lambda: not process_alive(child), "the timed-out child to die")
+    await until(lambda: not process_alive(child), "the timed-out child to die", WAIT)
 
 
 async def test_a_background_job_holding_the_output_does_not_hang_the_call(project: Path):
@@ -250,4 +241,4 @@ async def test_a_background_job_holding_the_output_does_not_hang_the_call(projec
     assert out.text() == "done\n" and out.structured["exit"] == 0
     child = read_pid(pidfile)
     assert child is not None
-    await until(lambda: not process_alive(child), "the leftover background job to die")
+    await until(lambda: not process_alive(child), "the leftover background job to die", WAIT)

@@ -17,6 +17,7 @@ import pytest
 
 from opencode_session.client import OpenCodeClient
 from tests.support.cluster import Cluster, durable_log
+from tests.support.polling import until
 from tests.support.postgres import fresh_schema
 from tests.support.server import ServerProcess
 from tests.support.tool_model import ToolModel
@@ -40,13 +41,6 @@ def cluster(tmp_path) -> Iterator[Cluster]:
             model.stop()
 
 
-async def _until(condition, what: str, within: float = 60) -> None:
-    with anyio.fail_after(within):
-        while not condition():
-            await anyio.sleep(0.02)  # polling a file the tools write: the condition waited on
-    assert condition(), what
-
-
 def _said(host: ServerProcess, text: str, count: int, timeout: float) -> float | None:
     """Wait until `count` lines of the host's stderr contain `text`; the wall clock then (ms), or None."""
     with host.stderr_changed:
@@ -65,7 +59,7 @@ async def test_a_host_cut_off_from_the_database_stops_its_sessions_in_time_and_w
     sids = [(await a.session.create()).id for _ in range(COUNT)]
     for n, sid in enumerate(sids):
         await a.session.prompt(sid, prompt={"text": f"run p{n}"})
-    await _until(lambda: cluster.started() >= COUNT, "every tool started on the first host")
+    await until(lambda: cluster.started() >= COUNT, "every tool started on the first host", 60)
     assert {(await b.session.owner(sid)).host for sid in sids} == {(await a.session.owner(sids[0])).host}
 
     proxy.cut()
@@ -85,7 +79,7 @@ async def test_a_host_cut_off_from_the_database_stops_its_sessions_in_time_and_w
             if expires is not None and stopped[sid] >= expires}
     assert not late, late  # (ms after the cut: when it stopped, when its lease expired)
     # the other host takes each over and the model makes its call again there
-    await _until(lambda: cluster.started() >= 2 * COUNT, "every session's call made again on the other host")
+    await until(lambda: cluster.started() >= 2 * COUNT, "every session's call made again on the other host", 60)
     (cluster.work / "released").touch()
     with anyio.fail_after(60):
         for sid in sids:

@@ -1,5 +1,5 @@
 """Two hosts on one PostgreSQL database: per-session sequences stay gap-free under writers on both, every host's
-live stream carries every host's events in one commit order, doorbells ring for the other host's commits, and a
+live stream carries every host's events in one commit order, commit waiters wake for the other host's commits, and a
 signal reaches every host."""
 
 from __future__ import annotations
@@ -64,12 +64,12 @@ async def test_writers_on_two_hosts_share_gap_free_sequences_and_one_commit_orde
 async def test_a_commit_on_one_host_rings_the_doorbell_on_the_other(url):
     async with Store(PostgresBackend(url), project=project) as a, Store(PostgresBackend(url), project=project) as b:
         await b.write(_created("ses_y"))
-        with a.durable.subscribe("ses_y") as bell:
+        with a.durable.subscribe("ses_y") as commits:
             await b.write(_agent("ses_y", "from b"))
-            with anyio.fail_after(10):  # a follower reads after each ring until it has the other host's commit
+            with anyio.fail_after(10):  # a follower reads after each wake-up until it has the other host's commit
                 while [e.seq for e in await a.events_after("ses_y", -1)] != [0, 1]:
-                    await bell.wait()
-                    bell.clear()
+                    await commits.wait()
+                    commits.clear()
 
 
 async def test_a_signal_reaches_every_host(url):

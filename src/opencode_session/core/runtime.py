@@ -157,18 +157,18 @@ class Runtime:
         self.permissions = PermissionRequests(self.store)
         self.questions = QuestionRequests(self.store)
         self.outputs = ManagedOutputs(self.data_dir / MANAGED_DIRECTORY)
-        # Sessions ring the execution's doorbell and take its idle hold; the execution's drain (the runner) uses
+        # Sessions wake the execution and take its idle hold; the execution's drain (the runner) uses
         # Sessions in turn, so these two reach the execution through the runtime once it exists, a line below
         wake = (lambda sid: self.execution.wake(sid)) if options.drain_factory else None
         self.sessions = Sessions(self.store, self.location, wake=wake, env=options.env, config=self.config,
                                  hooks=self.user_hooks, hold=lambda sid: self.execution.idle_hold(sid))
         # several hosts on one database: session leases say which executes a session, and carry what one host
         # forwards to another
-        self.ownership: Ownership | None = Ownership(self.store, self.host, self.lease_ttl_ms, heard={
+        self.ownership: Ownership | None = Ownership(self.store, self.host, self.lease_ttl_ms, on_forwarded={
             "wake": lambda sid, note: self.execution.wake(sid, force=bool(note.get("force"))),
             "interrupt": lambda sid, _note: self.spawn(self.execution.interrupt(sid, "user"),
                                                        "a forwarded interrupt"),
-            "permission": self._heard_permission, "question": self._heard_question,
+            "permission": self._forwarded_permission_reply, "question": self._forwarded_question_reply,
         }) if self.store.backend.shared else None
         drain = options.drain_factory(self) if options.drain_factory else _idle_drain
         self.execution: SessionExecution = SessionExecution(self.store, drain, on_started=_on_started,
@@ -329,7 +329,7 @@ class Runtime:
         await self.ownership.forward(lease, action, **data)
         return True
 
-    def _heard_permission(self, session_id: str, note: dict[str, Any]) -> None:
+    def _forwarded_permission_reply(self, session_id: str, note: dict[str, Any]) -> None:
         reply = note.get("reply")
         if reply not in ("once", "always", "reject"):
             return
@@ -338,7 +338,7 @@ class Runtime:
                                           message if isinstance(message, str) else None),
                    "a forwarded permission reply")
 
-    def _heard_question(self, session_id: str, note: dict[str, Any]) -> None:
+    def _forwarded_question_reply(self, session_id: str, note: dict[str, Any]) -> None:
         try:
             if note.get("answers") is None:
                 self.questions.reject(session_id, str(note.get("request")))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field, NonNegativeInt
 
 from .base import Struct
@@ -42,14 +40,6 @@ class Tokens(Struct):
     reasoning: NonNegativeInt = 0
     cache: TokenCache = Field(default_factory=TokenCache)
 
-    def plus(self, other: Tokens) -> Tokens:
-        return Tokens(
-            input=self.input + other.input,
-            output=self.output + other.output,
-            reasoning=self.reasoning + other.reasoning,
-            cache=TokenCache(read=self.cache.read + other.cache.read, write=self.cache.write + other.cache.write),
-        )
-
 
 class SessionErrorInfo(Struct):
     """A failure recorded in the session: a stable dotted `type`, a message, the provider status if known."""
@@ -58,8 +48,6 @@ class SessionErrorInfo(Struct):
     message: str
     status: int | None = None
 
-
-Json = Any
 
 
 Millis = int

@@ -7,8 +7,6 @@ import json
 import math
 from typing import Any
 
-REPLACEMENT = "\ufffd"
-
 
 def _lone_surrogate(text: str) -> bool:
     try:

@@ -50,7 +50,6 @@ COMPACTION_INTERRUPTED: Final = "compaction.interrupted"
 
 # Hooks
 HOOK_BLOCKED: Final = "hook.blocked"  # a user hook (or a plugin's before-tool hook) refused the call; says why
-HOOK_REJECTED: Final = "hook.rejected"  # a UserPromptSubmit hook rejected the prompt: nothing was admitted
 
 # Plugins
 PLUGIN_HOOK: Final = "plugin.hook"  # a plugin's hook raised: the Step or tool call it ran for fails; names both

@@ -38,7 +38,7 @@ class StepSources:
 
 
 @dataclass(frozen=True)
-class _Kept:
+class _LastRecord:
     message_id: str
     root_id: str
     depth: int
@@ -159,17 +159,17 @@ class ContextRecorder:
     def __init__(self, redactor: Redactor | None = None, max_sessions: int = 256) -> None:
         self.redactor = redactor
         self.max_sessions = max_sessions
-        self._last: OrderedDict[str, _Kept] = OrderedDict()
+        self._last: OrderedDict[str, _LastRecord] = OrderedDict()
         self._history: OrderedDict[str, _History] = OrderedDict()
 
     def _listed(self, session_id: str, entries: Sequence[HistoryEntry]) -> _History:
         """The history list of a record: the entries the previous record of the session listed too (the same
         objects: the history cache hands out unchanged entries again) keep their encoding; only the others are
         encoded."""
-        kept = self._history.pop(session_id, None) or _History([], [], [])
-        seen = kept.entries
+        previous = self._history.pop(session_id, None) or _History([], [], [])
+        seen = previous.entries
         same = next(compress(count(), map(operator.is_not, entries, seen)), min(len(entries), len(seen)))
-        parts, updates = kept.parts[:same], [u for u in kept.updates if u[0] < same]
+        parts, updates = previous.parts[:same], [u for u in previous.updates if u[0] < same]
         for index in range(same, len(entries)):
             entry = entries[index]
             kind = entry.message["type"]
@@ -202,17 +202,17 @@ class ContextRecorder:
         if redacted:
             data["redacted"] = True
         if previous is None or previous.depth + 1 >= CHAIN or previous.message_id >= message_id:
-            kept = _Kept(message_id, message_id, 0, fields)
+            last = _LastRecord(message_id, message_id, 0, fields)
             data["full"] = {name: fields[name].decode("utf-8") for name in FIELDS}
             base = None
         else:
-            kept = _Kept(message_id, previous.root_id, previous.depth + 1, fields)
+            last = _LastRecord(message_id, previous.root_id, previous.depth + 1, fields)
             data["change"] = {name: change(previous.fields[name], fields[name]) for name in FIELDS}
             base = previous.message_id
-        self._last[session_id] = kept
+        self._last[session_id] = last
         while len(self._last) > self.max_sessions:
             self._last.popitem(last=False)
-        return kept.root_id, base, json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        return last.root_id, base, json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
     def forget(self, session_id: str) -> None:
         """The next record of the session is a full one (its last write may not have committed)."""

@@ -130,7 +130,7 @@ class SessionExecution:
             if self.ownership is None or (lease := await self.ownership.holder(session_id)) is None:
                 return False
             await self.ownership.forward(lease, "interrupt")
-            await self._released(session_id)
+            await self._until_no_host_holds(session_id)
             return True
         if ex.stopping is None:
             ex.stopping = reason
@@ -148,16 +148,16 @@ class SessionExecution:
                 break
             await ex.done.wait()
         if self.ownership is not None:
-            await self._released(session_id)
+            await self._until_no_host_holds(session_id)
 
-    async def _released(self, session_id: str) -> None:
+    async def _until_no_host_holds(self, session_id: str) -> None:
         """Wait until no other host holds the session's lease, reading it again after each commit of the session
         (the owner's terminal event releases it in the same transaction)."""
         assert self.ownership is not None
-        with self.store.durable.subscribe(session_id) as bell:
+        with self.store.durable.subscribe(session_id) as commits:
             async def next_commit() -> None:
-                await bell.wait()
-                bell.clear()
+                await commits.wait()
+                commits.clear()
 
             await self.ownership.released(session_id, next_commit)
 

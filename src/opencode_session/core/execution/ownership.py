@@ -33,7 +33,8 @@ SWEEP_LATE_S = 0.002  # how long after a lease's expiry the sweep looks (`expire
 _SIGNAL = "session"  # the signal kind: {"kind": "session", "to": host, "session": id, "do": ..., ...}
 _ANY = "*"  # `to` of a signal every host but its sender (`from`) hears
 
-Heard = Callable[[str, dict[str, Any]], None]
+# what this host does with an action another host forwarded to it: (session ID, the signal as sent)
+ForwardedAction = Callable[[str, dict[str, Any]], None]
 
 
 def host_name() -> str:
@@ -144,13 +145,14 @@ class Ownership:
     """This host's side of session leases on a shared database."""
 
     def __init__(self, store: Store, host: str, ttl_ms: int = DEFAULT_TTL_MS,
-                 clock: Callable[[], float] = time.monotonic, heard: Mapping[str, Heard] | None = None) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 on_forwarded: Mapping[str, ForwardedAction] | None = None) -> None:
         self.store = store
         self.host = host
         self.ttl_ms = ttl_ms
         self.clock = clock
         self.trusted_s = ttl_ms * (1 - MARGIN_SHARE) / 1000  # how long a renewal is trusted, by `clock`
-        self.heard = dict(heard or {})  # what to do with a forwarded action, by its name ("wake", ...)
+        self.on_forwarded = dict(on_forwarded or {})  # what to do with a forwarded action, by its name ("wake", ...)
         self._sweeper = TaskScope("the lease ownership")
         self._taken: dict[tuple[str, int], float] = {}  # when the write that took a lease was sent, until its tenure
         store.signals.append(self._signalled)
@@ -212,7 +214,7 @@ class Ownership:
     # --- forwarding ----------------------------------------------------------------------------------------
 
     async def forward(self, lease: Lease, action: str, **data: Any) -> None:
-        """Ask the host holding `lease` to do `action` on its session (it hears it through `heard`)."""
+        """Ask the host holding `lease` to do `action` on its session (its `on_forwarded` does it)."""
         await self.store.signal(json.dumps({"kind": _SIGNAL, "to": lease.owner, "session": lease.session_id,
                                             "do": action, **data}))
 
@@ -246,9 +248,9 @@ class Ownership:
         to = note.get("to")
         if to != self.host and not (to == _ANY and note.get("from") != self.host):
             return
-        hear = self.heard.get(str(note.get("do")))
-        if hear is not None:
-            hear(str(note.get("session")), note)
+        act = self.on_forwarded.get(str(note.get("do")))
+        if act is not None:
+            act(str(note.get("session")), note)
 
     async def released(self, session_id: str, until_idle: Callable[[], Awaitable[None]]) -> None:
         """Return once no host holds the session's lease (an expired one is still held: its session is about to be

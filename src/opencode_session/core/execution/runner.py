@@ -208,8 +208,8 @@ class Runner:
             return False
         event = "SubagentStop" if b.session.parentID is not None else "Stop"
         data = ev.SyntheticInputData(text=reason, description=f"{event} hook")
-        await self.deps.store.write(partial(admission.admit_synthetic, session_id=session_id, input_id=message_id(),
-                                            data=data, delivery="steer"))
+        await self.deps.store.write(partial(admission.admit, session_id=session_id, input_id=message_id(),
+                                            input=ev.SyntheticInput(data=data)))
         return True
 
     async def _needs_response(self, session_id: str) -> bool:

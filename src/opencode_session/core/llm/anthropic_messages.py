@@ -129,7 +129,7 @@ def _user(out: list[dict[str, Any]], blocks: list[dict[str, Any]]) -> None:
         out.append({"role": "user", "content": blocks})
 
 
-def _fold(out: list[dict[str, Any]], message: LLMMessage) -> None:
+def _add_message(out: list[dict[str, Any]], message: LLMMessage) -> None:
     """One history message onto the turns so far: consecutive user content (tool results, updates, prompts) shares
     one user turn, tool results first."""
     if isinstance(message, SystemUpdate):
@@ -155,14 +155,14 @@ def _fold(out: list[dict[str, Any]], message: LLMMessage) -> None:
         raise TypeError(f"unknown message type {type(message).__name__}")
 
 
-def _seal(turn: dict[str, Any]) -> dict[str, Any]:
+def _as_sent(turn: dict[str, Any]) -> dict[str, Any]:
     """A turn as sent: the API refuses one without content."""
     return turn if turn["content"] else {**turn, "content": [_text("")]}
 
 
 def lower_messages(request: LLMRequest) -> list[dict[str, Any]]:
     """The Messages `messages` array for a request's history (pure: attachments arrive loaded)."""
-    return lower_history(request.messages, _fold, _seal)
+    return lower_history(request.messages, _add_message, _as_sent)
 
 
 def _thinking(option: Any) -> dict[str, Any] | None:
@@ -360,7 +360,7 @@ class AnthropicMessagesProvider(SDKAdapter):
         # without any credential the SDK refuses to send a request unless its Authorization header is left out
         super().__init__(base_url, client, keyless_header="Authorization" if keyless(api_key, headers) else None,
                          owns_http=http_client is None)
-        self._history = WireHistory(_fold, _seal)
+        self._history = WireHistory(_add_message, _as_sent)
 
     def build_body(self, request: LLMRequest) -> dict[str, Any]:
         return build_body(request)

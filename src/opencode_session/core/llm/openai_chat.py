@@ -150,7 +150,7 @@ def _append_user_text(previous: dict[str, Any], text: str) -> None:
         previous["content"] = [*content, _text(text)]
 
 
-def _fold(out: list[dict[str, Any]], message: LLMMessage) -> None:
+def _add_message(out: list[dict[str, Any]], message: LLMMessage) -> None:
     """One history message onto the messages so far: an Instruction Update joins a user message just before it."""
     if isinstance(message, SystemUpdate):
         wrapped = wrap_system_update(message.text)
@@ -178,7 +178,7 @@ def _system(request: LLMRequest) -> list[dict[str, Any]]:
 
 def lower_messages(request: LLMRequest) -> list[dict[str, Any]]:
     """The Chat Completions `messages` array for a request (pure: attachments arrive loaded)."""
-    return _system(request) + lower_history(request.messages, _fold)
+    return _system(request) + lower_history(request.messages, _add_message)
 
 
 def _controls(controls: GenerationControls, quirks: ChatQuirks) -> dict[str, Any]:
@@ -213,7 +213,7 @@ def build_body(request: LLMRequest, *, quirks: ChatQuirks = COMPATIBLE,
     `request.messages` when given."""
     body: dict[str, Any] = {
         "model": request.model.wire_model,
-        "messages": _system(request) + (lower_history(request.messages, _fold) if history is None else history),
+        "messages": _system(request) + (lower_history(request.messages, _add_message) if history is None else history),
         "stream": True,
         "stream_options": {"include_usage": True},
     }
@@ -418,7 +418,7 @@ class OpenAIChatProvider(SDKAdapter):
                          keyless_header="Authorization" if keyless(api_key, headers) else None,
                          owns_http=http_client is None)
         self._quirks = quirks_for(self.base_url)
-        self._history = WireHistory(_fold)
+        self._history = WireHistory(_add_message)
 
     def build_body(self, request: LLMRequest) -> dict[str, Any]:
         return build_body(request, quirks=self._quirks)

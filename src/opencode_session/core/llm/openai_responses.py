@@ -118,7 +118,7 @@ def _lower_assistant(message: AssistantMessage, out: list[dict[str, Any]], store
             out.append(call)
 
 
-def _fold(out: list[dict[str, Any]], message: LLMMessage, stored: bool) -> None:
+def _add_message(out: list[dict[str, Any]], message: LLMMessage, stored: bool) -> None:
     """One history message onto the input items so far (it only ever adds items)."""
     if isinstance(message, SystemUpdate):
         # The Responses API takes developer messages anywhere: the native chronological instruction role.
@@ -148,7 +148,7 @@ def _stored(request: LLMRequest) -> bool:
 
 def lower_input(request: LLMRequest) -> list[dict[str, Any]]:
     """The Responses `input` items for a request's history (pure: attachments arrive loaded)."""
-    return lower_history(request.messages, partial(_fold, stored=_stored(request)))
+    return lower_history(request.messages, partial(_add_message, stored=_stored(request)))
 
 
 def build_body(request: LLMRequest, *, history: list[Any] | None = None) -> dict[str, Any]:
@@ -317,8 +317,8 @@ class OpenAIResponsesProvider(SDKAdapter):
                          keyless_header="Authorization" if keyless(api_key, headers) else None,
                          owns_http=http_client is None)
         # items lower apart with and without `store`: each keeps its own encodings
-        self._history = WireHistory(partial(_fold, stored=False))
-        self._stored_history = WireHistory(partial(_fold, stored=True))
+        self._history = WireHistory(partial(_add_message, stored=False))
+        self._stored_history = WireHistory(partial(_add_message, stored=True))
 
     def build_body(self, request: LLMRequest) -> dict[str, Any]:
         return build_body(request)

@@ -56,8 +56,10 @@ def encode_body(body: Mapping[str, Any]) -> bytes:
 
 # --- history lowered once per message ----------------------------------------------------------------
 
-Fold = Callable[[list[dict[str, Any]], LLMMessage], None]
-Seal = Callable[[dict[str, Any]], dict[str, Any]]
+# lowers one history message onto the protocol's wire items so far (appending, or changing the last)
+AddMessage = Callable[[list[dict[str, Any]], LLMMessage], None]
+# one wire item as it is sent (the items stay as they are)
+AsSent = Callable[[dict[str, Any]], dict[str, Any]]
 # stands for the history items in a body while it is encoded; random per process, so no request text can forge it
 _HISTORY_MARK = "\x00ocs-history-" + secrets.token_hex(16)
 _MARK_BYTES = _compact(_HISTORY_MARK)
@@ -67,19 +69,20 @@ def _as_is(item: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
-def lower_history(messages: Sequence[LLMMessage], fold: Fold, seal: Seal = _as_is) -> list[dict[str, Any]]:
-    """A protocol's wire items for `messages`, folded from nothing: the cold path every cached one must equal."""
+def lower_history(messages: Sequence[LLMMessage], add_message: AddMessage,
+                  as_sent: AsSent = _as_is) -> list[dict[str, Any]]:
+    """A protocol's wire items for `messages`, lowered from nothing: the cold path every cached one must equal."""
     items: list[dict[str, Any]] = []
     for message in messages:
-        fold(items, message)
-    return [seal(item) for item in items]
+        add_message(items, message)
+    return [as_sent(item) for item in items]
 
 
 @dataclass
-class _Folded:
+class _Lowered:
     messages: list[LLMMessage]
-    starts: list[int]  # starts[i]: how many items there were before messages[i] was folded
-    encoded: bytearray  # every item sealed and encoded, comma-separated
+    starts: list[int]  # starts[i]: how many items there were before messages[i] was lowered
+    encoded: bytearray  # every item as sent, encoded, comma-separated
     ends: list[int]  # ends[i]: where item i ends in `encoded`
 
     def item(self, i: int) -> dict[str, Any]:
@@ -92,15 +95,15 @@ class WireHistory:
     a Step lowers and encodes only the messages that differ from the previous Step's (unchanged history messages are
     the same objects) and splices the rest in, byte for byte as `encode_body`.
 
-    The protocol's `fold(items, message)` must only append items or change the last one, never both, and never
-    earlier ones, and what it decides from the last item must not depend on what `seal(item)` (an item as sent,
-    without changing it) changes. Use it from one thread."""
+    The protocol's `add_message(items, message)` (one message lowered onto the items so far) must only append items
+    or change the last one, never both, and never earlier ones, and what it decides from the last item must not
+    depend on what `as_sent(item)` (an item as sent, without changing it) changes. Use it from one thread."""
 
-    def __init__(self, fold: Fold, seal: Seal = _as_is, max_conversations: int = 32) -> None:
-        self.fold = fold
-        self.seal = seal
+    def __init__(self, add_message: AddMessage, as_sent: AsSent = _as_is, max_conversations: int = 32) -> None:
+        self.add_message = add_message
+        self.as_sent = as_sent
         self.max_conversations = max_conversations
-        self._folded: OrderedDict[str, _Folded] = OrderedDict()
+        self._lowered: OrderedDict[str, _Lowered] = OrderedDict()
 
     def encode(self, request: LLMRequest, build: Callable[[list[Any]], dict[str, Any]]) -> bytes:
         """`encode_body(build(items))`, `items` being `request.messages` lowered; `build` places the list it is
@@ -109,51 +112,53 @@ class WireHistory:
         if key is not None:
             head, mark, tail = encode_body(build([_HISTORY_MARK])).partition(_MARK_BYTES)
             if mark and _MARK_BYTES not in tail:
-                encoded = self._refold(key, request.messages)
+                encoded = self._encode_cached(key, request.messages)
                 if encoded:
                     return b"".join((head, encoded, tail))
                 return head[:-1] + tail if head.endswith(b",") else head + tail
-        return encode_body(build(lower_history(request.messages, self.fold, self.seal)))
+        return encode_body(build(lower_history(request.messages, self.add_message, self.as_sent)))
 
-    def _refold(self, key: str, messages: list[LLMMessage]) -> bytearray:
-        folded = self._folded.pop(key, None) or _Folded([], [], bytearray(), [])
-        seen, starts, ends = folded.messages, folded.starts, folded.ends
+    def _encode_cached(self, key: str, messages: list[LLMMessage]) -> bytearray:
+        """The history items of conversation `key` encoded: the previous Step's encoding reused up to the first
+        changed message, only the items from there lowered and encoded again."""
+        lowered = self._lowered.pop(key, None) or _Lowered([], [], bytearray(), [])
+        seen, starts, ends = lowered.messages, lowered.starts, lowered.ends
         # unchanged messages are the same objects (equal ones might still encode apart: 1 == 1.0)
         if all(map(operator.is_, messages, seen)):
             same = min(len(messages), len(seen))
         else:
             same = next(compress(count(), map(operator.is_not, messages, seen)))
 
-        def end(i: int) -> int:  # how many items there were once messages[i] was folded
+        def end(i: int) -> int:  # how many items there were once messages[i] was lowered
             return starts[i + 1] if i + 1 < len(seen) else len(ends)
 
         # restart at the last unchanged message that began an item: every item before that one is final, since a
-        # fold changes only the last item and that message did not change it
+        # message added changes only the last item and that message did not change it
         restart = max(same - 1, 0)
         while restart > 0 and end(restart) == starts[restart]:
             restart -= 1
-        kept = starts[restart] if restart < len(seen) else 0
-        context = [folded.item(kept - 1)] if kept else []  # what folding that message looks at, and leaves alone
+        final = starts[restart] if restart < len(seen) else 0
+        context = [lowered.item(final - 1)] if final else []  # what adding that message looks at, and leaves alone
         work = list(context)
         del starts[restart:]
         for offset, message in enumerate(messages[restart:]):
-            starts.append(kept + len(work) - len(context))
-            self.fold(work, message)
+            starts.append(final + len(work) - len(context))
+            self.add_message(work, message)
             if offset == 0 and context and len(work) == len(context):
-                return self._refold(key, messages)  # it began none this time after all: fold all from nothing
+                return self._encode_cached(key, messages)  # it began none this time after all: lower all from nothing
         # the rest is changed in place (the state was taken out above): only what is new is encoded and copied
-        del ends[kept:]
-        del folded.encoded[ends[-1] if kept else 0:]
+        del ends[final:]
+        del lowered.encoded[ends[-1] if final else 0:]
         for item in work[len(context):]:
             if ends:
-                folded.encoded += b","
-            folded.encoded += _compact(self.seal(item))
-            ends.append(len(folded.encoded))
-        folded.messages = list(messages)
-        self._folded[key] = folded
-        while len(self._folded) > self.max_conversations:
-            self._folded.popitem(last=False)
-        return folded.encoded
+                lowered.encoded += b","
+            lowered.encoded += _compact(self.as_sent(item))
+            ends.append(len(lowered.encoded))
+        lowered.messages = list(messages)
+        self._lowered[key] = lowered
+        while len(self._lowered) > self.max_conversations:
+            self._lowered.popitem(last=False)
+        return lowered.encoded
 
 
 def with_compat_fields(body: dict[str, Any], compat: Mapping[str, Any]) -> dict[str, Any]:
@@ -425,11 +430,11 @@ def int_of(value: Any) -> int:
 
 
 __all__ = [
+    "AddMessage",
+    "AsSent",
     "Blocks",
     "DEFAULT_TIMEOUT",
-    "Fold",
     "SDKAdapter",
-    "Seal",
     "StreamDecoder",
     "WireHistory",
     "base64_of",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
-from typing import Literal, cast
+from typing import Literal, NamedTuple, cast
 from urllib.parse import unquote, urlparse
 
 from ...schema import events as ev
@@ -52,61 +52,39 @@ def _conflict(input_id: str) -> ConflictError:
                          resource=input_id)
 
 
-def admit(tx: Tx, session_id: str, input_id: str, prompt: Prompt,
-          delivery: ev.Delivery) -> tuple[SessionInputAdmitted, bool]:
-    """Admit one user input in the caller's transaction. Returns the admission and whether it is new."""
-    payload = prompt.wire()
+class Admitted(NamedTuple):
+    """Where an input was admitted: the sequence and time of its `session.input.admitted` event, and the sequence of
+    its message once promoted (None while it waits)."""
+
+    seq: int
+    created: int
+    promoted_seq: int | None = None
+
+
+def admit(tx: Tx, session_id: str, input_id: str, input: ev.AdmittedInput) -> tuple[Admitted, bool]:
+    """Admit one input (a user's prompt, or synthetic input the model reads as the user's side) in the caller's
+    transaction. An exact retry (the same ID, session, kind, delivery and content), waiting or promoted already,
+    answers where it was admitted; any other reuse of the ID is a conflict. Returns that and whether it is new."""
+    payload = input.data.wire()
     waiting = tx.pending.get(input_id)
     if waiting is not None:
-        if (waiting.session_id, waiting.type, waiting.delivery) != (session_id, "user", delivery) or \
+        if (waiting.session_id, waiting.type, waiting.delivery) != (session_id, input.type, input.delivery) or \
                 _canonical(waiting.data) != _canonical(payload):
             raise _conflict(input_id)
-        return _from_pending(waiting), False
+        return Admitted(waiting.admitted_seq, waiting.time_created), False
     promoted = tx.messages.placement(input_id)
     if promoted is not None:
-        if promoted.session_id != session_id or promoted.type != "user":
-            raise _conflict(input_id)
         admitted = tx.events.admission_of(session_id, input_id)
-        if admitted is None or not isinstance(admitted.data, ev.InputAdmitted):
-            raise _conflict(input_id)
-        data = admitted.data
-        if data.input.type != "user" or data.input.delivery != delivery or \
-                _canonical(data.input.data.wire()) != _canonical(payload):
-            raise _conflict(input_id)
-        return SessionInputAdmitted(admittedSeq=admitted.sequence, id=input_id, sessionID=session_id,
-                                    prompt=data.input.data, delivery=delivery, timeCreated=admitted.created,
-                                    promotedSeq=promoted.seq), False
-    record = tx.append(ev.InputAdmitted(sessionID=session_id, inputID=input_id,
-                                        input=ev.UserInput(data=prompt, delivery=delivery)))
-    return SessionInputAdmitted(admittedSeq=record.sequence, id=input_id, sessionID=session_id, prompt=prompt,
-                                delivery=delivery, timeCreated=record.created), True
-
-
-def admit_synthetic(tx: Tx, session_id: str, input_id: str, data: ev.SyntheticInputData,
-                    delivery: ev.Delivery) -> tuple[PendingInput, bool]:
-    """Admit synthetic input (the model reads it as the user's side, marked synthetic) in the caller's transaction,
-    as `admit` does a prompt: an exact retry of a pending one reconciles, any other reuse of the ID conflicts.
-    Returns its pending row and whether it is new."""
-    payload = data.wire()
-    waiting = tx.pending.get(input_id)
-    if waiting is not None:
-        if (waiting.session_id, waiting.type, waiting.delivery) != (session_id, "synthetic", delivery) or \
-                _canonical(waiting.data) != _canonical(payload):
-            raise _conflict(input_id)
-        return waiting, False
-    promoted = tx.messages.placement(input_id)
-    if promoted is not None:  # delivered already: an exact retry answers the item it was
-        admitted = tx.events.admission_of(session_id, input_id)
-        if promoted.session_id != session_id or admitted is None or not isinstance(admitted.data, ev.InputAdmitted):
+        if promoted.session_id != session_id or promoted.type != input.type or admitted is None or \
+                not isinstance(admitted.data, ev.InputAdmitted):
             raise _conflict(input_id)
         was = admitted.data.input
-        if was.type != "synthetic" or was.delivery != delivery or _canonical(was.data.wire()) != _canonical(payload):
+        if (was.type, was.delivery) != (input.type, input.delivery) or \
+                _canonical(was.data.wire()) != _canonical(payload):
             raise _conflict(input_id)
-        return PendingInput(input_id, session_id, "synthetic", payload, delivery, admitted.sequence,
-                            admitted.created), False
-    record = tx.append(ev.InputAdmitted(sessionID=session_id, inputID=input_id,
-                                        input=ev.SyntheticInput(data=data, delivery=delivery)))
-    return PendingInput(input_id, session_id, "synthetic", payload, delivery, record.sequence, record.created), True
+        return Admitted(admitted.sequence, admitted.created, promoted.seq), False
+    record = tx.append(ev.InputAdmitted(sessionID=session_id, inputID=input_id, input=input))
+    return Admitted(record.sequence, record.created), True
 
 
 def _from_pending(item: PendingInput) -> SessionInputAdmitted:

@@ -36,7 +36,7 @@ from ..llm.catalog import undeclared
 from ..location import Location, resolve_location
 from ..store import PendingInput, Reader, SessionFilter, Store, Tx, now_ms
 from ..store.codec import decode
-from ..store.feed import Doorbell
+from ..store.feed import CommitWaiter
 from ..store.keyset import Direction, Key, Order, PageRequest
 from ..telemetry import hooks
 from ..userhooks import HookRun, UserHooks
@@ -70,7 +70,7 @@ def require_session(reader: Reader, session_id: str) -> SessionV2Info:
 
 
 class Sessions:  # its `list` method shadows the builtin in annotations below it: those say `builtins.list`
-    """Core operations on durable Sessions. `wake` is the advisory execution doorbell and `hold` keeps a session
+    """Core operations on durable Sessions. `wake` is the execution's advisory wake-up and `hold` keeps a session
     idle while it moves (the runtime's execution gives both); `env` is what permission rules see and `config` the
     configuration source (the model a session selects must be declared there; None: one of its own over `env`)."""
 
@@ -324,8 +324,8 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         resume: bool = True,
         traceparent: str | None = None,
     ) -> SessionInputAdmitted:
-        """Durably admit a prompt (or reconcile an exact retry), then ring the advisory wake unless resume is false;
-        a staged revert is committed first. A new input keeps the caller's `traceparent` (W3C), whose trace its
+        """Durably admit a prompt (or reconcile an exact retry), then wake the execution (advisory) unless resume is
+        false; a staged revert is committed first. A new input keeps the caller's `traceparent` (W3C), whose trace its
         execution joins when tracing. An attachment the Session may not read (outside its Location without
         permission, denied, not a regular file, too large) is a 400, known before anything is stored."""
         stored = admission.resolve_prompt(prompt)
@@ -343,22 +343,31 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
 
             await anyio.to_thread.run_sync(_check)
 
-        def _admit(tx: Tx) -> tuple[SessionInputAdmitted, bool]:
+        at = await self._admit(session_id, input_id, ev.UserInput(data=stored, delivery=delivery), resume, traceparent)
+        return SessionInputAdmitted(admittedSeq=at.seq, id=input_id, sessionID=session_id, prompt=stored,
+                                    delivery=delivery, timeCreated=at.created, promotedSeq=at.promoted_seq)
+
+    async def _admit(self, session_id: str, input_id: str, input: ev.AdmittedInput, resume: bool,
+                     traceparent: str | None = None) -> admission.Admitted:
+        """Admit `input` (`admission.admit`) in a write of its own, a staged revert committed first; count a new
+        input, keep its `traceparent`, and wake the execution unless resume is false."""
+
+        def _write(tx: Tx) -> tuple[admission.Admitted, bool]:
             require_session(tx, session_id)
-            # a prompt sent while a revert is staged commits it first (as OpenCode does): it answers the shortened
+            # input sent while a revert is staged commits it first (as OpenCode does): it answers the shortened
             # history, on a fresh instruction baseline
             commit_staged(tx, session_id)
-            result, new = admission.admit(tx, session_id, input_id, stored, delivery)
+            at, new = admission.admit(tx, session_id, input_id, input)
             if new and traceparent is not None:
                 tx.pending.set_trace(input_id, traceparent)
-            return result, new
+            return at, new
 
-        result, new = await self.store.write(_admit)
+        at, new = await self.store.write(_write)
         if new:
-            hooks.prompt_admitted(delivery)
+            hooks.prompt_admitted(input.delivery)
         if resume:
             self.wake(session_id)
-        return result
+        return at
 
     async def _prompt_hooks(self, session_id: str, input_id: str, retry: bool, text: str) -> None:
         """The UserPromptSubmit hooks see a new prompt before it is admitted; one that blocks rejects it (400,
@@ -375,20 +384,10 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
     async def admit_synthetic(self, session_id: str, data: ev.SyntheticInputData, *, id: str | None = None,
                               delivery: ev.Delivery = "steer", resume: bool = True) -> PendingInput:
         """Durably admit synthetic input (it executes like a prompt, shown as synthetic), or reconcile an exact
-        retry; then ring the wake unless resume is false. A staged revert is committed first, as for a prompt."""
+        retry; then wake the execution unless resume is false. A staged revert is committed first, as for a prompt."""
         input_id = id or message_id()
-
-        def _admit(tx: Tx) -> tuple[PendingInput, bool]:
-            require_session(tx, session_id)
-            commit_staged(tx, session_id)
-            return admission.admit_synthetic(tx, session_id, input_id, data, delivery)
-
-        item, new = await self.store.write(_admit)
-        if new:
-            hooks.prompt_admitted(delivery)
-        if resume:
-            self.wake(session_id)
-        return item
+        at = await self._admit(session_id, input_id, ev.SyntheticInput(data=data, delivery=delivery), resume)
+        return PendingInput(input_id, session_id, "synthetic", data.wire(), delivery, at.seq, at.created)
 
     async def steering(self, session_id: str) -> bool:
         """Whether input waits for the next Safe Step Boundary: a steer, or a compaction barrier."""
@@ -401,7 +400,7 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         return await self.store.read(_q)
 
     async def compact(self, session_id: str) -> str:
-        """Admit a manual compaction barrier (or join the pending one) and ring the wake. Returns its input ID."""
+        """Admit a manual compaction barrier (or join the pending one) and wake the execution. Returns its input ID."""
 
         def _admit(tx: Tx) -> str:
             require_session(tx, session_id)
@@ -479,7 +478,7 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
     ) -> AsyncGenerator[EventRecord | LogSynced, None]:
         """Public durable events after `after` (exclusive). Verifies the session first (raises before the stream).
 
-        The doorbell is subscribed before replay, so nothing committed between replay and waiting is lost.
+        The commit waiter is subscribed before replay, so nothing committed between replay and waiting is lost.
         With `synced`, one `log.synced` marker follows the replay; without `follow` the stream ends there."""
         batches = await self.log_batches(session_id, after, follow=follow, synced=synced)
 
@@ -497,21 +496,21 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
         self, session_id: str, after: int = -1, *, follow: bool = True, synced: bool = False
     ) -> AsyncGenerator[builtins.list[EventRecord | LogSynced], None]:
         """The same stream as `log`, one list per store page (what a transport can write in one go)."""
-        bell = self.store.durable.subscribe(session_id)
+        commits = self.store.durable.subscribe(session_id)
         try:
             await self.require(session_id)
         except BaseException:
-            bell.close()
+            commits.close()
             raise
-        return self._log_stream(bell, session_id, after, follow, synced)
+        return self._log_stream(commits, session_id, after, follow, synced)
 
-    async def _log_stream(self, bell: Doorbell, session_id: str, after: int, follow: bool,
+    async def _log_stream(self, commits: CommitWaiter, session_id: str, after: int, follow: bool,
                           synced: bool) -> AsyncGenerator[builtins.list[EventRecord | LogSynced], None]:
         last = after
         replaying = True
-        with bell:
+        with commits:
             while True:
-                bell.clear()
+                commits.clear()
                 batch = await self.store.events_after(session_id, last)
                 if batch:
                     last = batch[-1].sequence
@@ -526,7 +525,7 @@ class Sessions:  # its `list` method shadows the builtin in annotations below it
                         yield [LogSynced(aggregateID=session_id, seq=last if last >= 0 else None)]
                     if not follow:
                         return
-                await bell.wait()
+                await commits.wait()
 
 
 _FORK_NUMBER = re.compile(r" \(fork #(\d+)\)$")

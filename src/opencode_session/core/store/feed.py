@@ -1,4 +1,4 @@
-"""In-process fan-out: doorbells that wake durable log readers per aggregate, and the instance-wide live bus whose
+"""In-process fan-out: commit waiters that wake durable log readers per aggregate, and the instance-wide live bus whose
 readers never lose a durable event while they keep reading."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 
-class Doorbell:
-    """A sliding wake-up of capacity one: ringing while nobody waits is remembered once."""
+class CommitWaiter:
+    """Wakes one reader of an aggregate's durable log after a commit touched it: `notify` sets it (a commit while
+    nobody waits is remembered once, until `clear`), `wait` waits until it is set."""
 
     def __init__(self, feed: DurableFeed, aggregate_id: str) -> None:
         self._event = asyncio.Event()
@@ -21,16 +22,16 @@ class Doorbell:
     def clear(self) -> None:
         self._event.clear()
 
-    def ring(self) -> None:
+    def notify(self) -> None:
         self._event.set()
 
     async def wait(self) -> None:
         await self._event.wait()
 
     def close(self) -> None:
-        self._feed._bells[self.aggregate_id].discard(self)
+        self._feed._waiters[self.aggregate_id].discard(self)
 
-    def __enter__(self) -> Doorbell:
+    def __enter__(self) -> CommitWaiter:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -41,16 +42,16 @@ class DurableFeed:
     """Readers subscribe before they replay, so a commit between replay and waiting is never missed."""
 
     def __init__(self) -> None:
-        self._bells: dict[str, set[Doorbell]] = defaultdict(set)
+        self._waiters: dict[str, set[CommitWaiter]] = defaultdict(set)
 
-    def subscribe(self, aggregate_id: str) -> Doorbell:
-        bell = Doorbell(self, aggregate_id)
-        self._bells[aggregate_id].add(bell)
-        return bell
+    def subscribe(self, aggregate_id: str) -> CommitWaiter:
+        waiter = CommitWaiter(self, aggregate_id)
+        self._waiters[aggregate_id].add(waiter)
+        return waiter
 
-    def ring(self, aggregate_id: str) -> None:
-        for bell in list(self._bells.get(aggregate_id, ())):
-            bell.ring()
+    def notify(self, aggregate_id: str) -> None:
+        for waiter in list(self._waiters.get(aggregate_id, ())):
+            waiter.notify()
 
 
 # Reads committed durable events with a store position greater than the first argument, oldest first, at most the

@@ -144,7 +144,6 @@ class Store:
         self._broadcast = self.backend.broadcast if self.backend.shared else None
         # other hosts' live events waiting for the durable position their host had announced before them
         self._waiting: collections.deque[tuple[int, EventRecord]] = collections.deque()
-        self.foreign_live_dropped = 0  # of those, the ones that gave way to newer ones (`_FOREIGN_WAITING`)
         self.backend.listen(self._announce_foreign, self._signalled, self._foreign_live)
 
     # --- lifecycle ---------------------------------------------------------------------------------
@@ -243,7 +242,7 @@ class Store:
     def _announce(self, tx: Tx, positions: list[int]) -> None:
         for position, record in zip(positions, tx.appended, strict=True):
             self._tails.add(record)
-            self.durable.ring(record.aggregate_id)
+            self.durable.notify(record.aggregate_id)
             self.live.publish(record, position)
             if self._waiting:
                 self._release_foreign_live()
@@ -253,7 +252,7 @@ class Store:
     def _announce_foreign(self, committed: list[tuple[int, EventRecord]]) -> None:
         """Events another host committed, in commit order with this host's own: to the doorbells and the bus."""
         for position, record in committed:
-            self.durable.ring(record.aggregate_id)
+            self.durable.notify(record.aggregate_id)
             self.live.publish(record, position)
             if self._waiting:
                 self._release_foreign_live()
@@ -270,7 +269,6 @@ class Store:
         if self._waiting or after > self.live.position:
             if len(self._waiting) >= _FOREIGN_WAITING:
                 self._waiting.popleft()  # nothing announces the position they wait for: the oldest give way
-                self.foreign_live_dropped += 1
             self._waiting.append((after, record))
         else:
             self.live.publish(record)

@@ -48,10 +48,6 @@ class Call:
     waits: list[PermissionWait] = field(default_factory=list)  # recorded with its settlement
 
     @property
-    def waited_ms(self) -> int:
-        return sum(s.end - s.start for s in self.segments if s.kind == "permission")
-
-    @property
     def segments(self) -> list[Span]:
         """Its bar in pieces: running (`tool`) and waiting for the user (`permission`), in time order."""
         end = self.ended if self.ended is not None else max([self.started, *(w.replied for w in self.waits)])

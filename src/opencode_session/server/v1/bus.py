@@ -78,6 +78,6 @@ async def bus_events(rt: Runtime, streams: Streams, *, directory: str | None, he
             if frames:
                 yield b"".join(frames)
             for sid in settled:  # resumed: the frames above were handed to the reader's connection
-                stream.told_idle(sid)
+                stream.idle_delivered(sid)
     finally:
         streams.open.discard(stream)

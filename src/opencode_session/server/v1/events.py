@@ -35,10 +35,10 @@ class Streams:
     def expect_idle(self, session_id: str) -> list[anyio.Event]:
         return [stream.expect(session_id) for stream in self.open]
 
-    def forget(self, session_id: str, told: list[anyio.Event]) -> None:
-        """Stop waiting for `told` (the prompt was refused, or gave up waiting)."""
+    def forget(self, session_id: str, idle_sent: list[anyio.Event]) -> None:
+        """Stop waiting for `idle_sent` (the prompt was refused, or gave up waiting)."""
         for stream in self.open:
-            left = [event for event in stream.waiting.get(session_id, []) if event not in told]
+            left = [event for event in stream.waiting.get(session_id, []) if event not in idle_sent]
             if left:
                 stream.waiting[session_id] = left
             else:
@@ -59,16 +59,16 @@ class V1Stream:
         self.waiting: dict[str, list[anyio.Event]] = {}
 
     def expect(self, session_id: str) -> anyio.Event:
-        told = anyio.Event()
-        self.waiting.setdefault(session_id, []).append(told)
-        return told
+        idle_sent = anyio.Event()
+        self.waiting.setdefault(session_id, []).append(idle_sent)
+        return idle_sent
 
-    def told_idle(self, session_id: str) -> None:
-        for told in self.waiting.pop(session_id, []):
-            told.set()
+    def idle_delivered(self, session_id: str) -> None:
+        for idle_sent in self.waiting.pop(session_id, []):
+            idle_sent.set()
 
     async def changes(self, session_id: str) -> list[Event]:
-        """What changed in the session's V1 view since this reader was last told."""
+        """What changed in the session's V1 view since this reader was last idle_sent."""
         out: list[Event] = []
         try:
             info = await self.rt.sessions.get(session_id)

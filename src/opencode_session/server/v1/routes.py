@@ -177,7 +177,7 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
         if rt.execution is None:
             raise ServiceUnavailableError("Session execution is not running", service="execution")
         execution = rt.execution
-        told = streams.expect_idle(sid)  # before admitting: the turn may end before the admission returns
+        idle_sent = streams.expect_idle(sid)  # before admitting: the turn may end before the admission returns
         try:
             await _admit(sid, body)
             async with anyio.create_task_group() as tg:
@@ -188,11 +188,11 @@ def v1_routes(rt: Runtime, *, heartbeat: float, shutdown: anyio.Event, stall_tim
                 tg.start_soon(stop_on_shutdown)
                 await execution.wait(sid)
                 with anyio.move_on_after(IDLE_TOLD_TIMEOUT):
-                    for event in told:
+                    for event in idle_sent:
                         await event.wait()
                 tg.cancel_scope.cancel()
         finally:
-            streams.forget(sid, told)
+            streams.forget(sid, idle_sent)
         if shutdown.is_set():
             raise ServiceUnavailableError("The server is shutting down", service="execution")
         answers = [m for m in await _history(sid) if m["info"]["role"] == "assistant"]

@@ -216,7 +216,7 @@ class PostgresBackend:
         """Other hosts' live events that arrived incomplete or unreadable here."""
         return self._lost_before + self._reassembly.lost
 
-    def _heard_live(self, record: EventRecord, after: int) -> None:
+    def _received_live(self, record: EventRecord, after: int) -> None:
         if self._live is not None:
             # a position from before this host opened the database is one it will never announce: nothing to wait for
             self._live(record, after if after > self.opened_at else -1)
@@ -242,7 +242,7 @@ class PostgresBackend:
                     async for note in conn.notifies():
                         if note.channel == self._lives:
                             try:
-                                receive(reassembly, note.payload, self._heard_live)
+                                receive(reassembly, note.payload, self._received_live)
                             except Exception:
                                 log.exception("a live event from another host failed")
                         elif note.channel == self._commits:

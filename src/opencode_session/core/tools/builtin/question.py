@@ -7,27 +7,6 @@ from pydantic import BaseModel, Field
 from ..arguments import Arguments, schema_of
 from ..tool import ToolContext, ToolFailure, ToolOutput
 
-_OPTION = {
-    "type": "object",
-    "properties": {
-        "label": {"type": "string", "description": "The choice as shown, in a few words"},
-        "description": {"type": "string", "description": "What choosing it means"},
-    },
-    "required": ["label", "description"],
-    "additionalProperties": False,
-}
-_PROMPT = {
-    "type": "object",
-    "properties": {
-        "question": {"type": "string", "description": "The full question"},
-        "header": {"type": "string", "description": "A very short label for the question (at most 30 characters)"},
-        "options": {"type": "array", "items": _OPTION, "description": "The choices offered"},
-        "multiple": {"type": "boolean", "description": "Whether several choices may be picked"},
-    },
-    "required": ["question", "header", "options"],
-    "additionalProperties": False,
-}
-
 
 class QuestionOption(Arguments):
     label: str = Field(description="The choice as shown, in a few words")
