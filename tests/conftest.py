@@ -28,7 +28,7 @@ SLOW = ("cli", "cluster", "ui", "api/test_opencode_run_attach.py", "api/test_ope
         "test_mcp_lifetime.py", "test_continuation.py", "test_restart.py", "test_undo_restart.py", "test_startup.py",
         "test_subagents.py", "security/test_terminal_socket.py", "security/test_throttle.py",
         "test_readme.py", "security/test_connections.py", "security/test_child_secrets.py",
-        "security/test_data_at_rest.py")
+        "security/test_data_at_rest.py", "test_instance_stream_load.py")
 
 
 def _in_slow(path: Path) -> bool:
