@@ -31,7 +31,7 @@ from .host import Host
 from .scope import scope
 from .state import AppState, app_state
 from .terminal_socket import serve_terminal
-from .ui import ui_routes
+from .ui.routes import UI_ROUTES
 from .v1.events import Streams
 from .v1.routes import V1_ROUTES
 
@@ -174,7 +174,7 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
     # OpenCode's V1 paths (its own CLI's `run --attach`), a compatibility layer outside the V2 endpoint table
     routes += [r.route() for r in V1_ROUTES]
     # the browser inspector at `/`: behind the same guard and password as the API it writes to
-    routes += ui_routes(runtime, state.stream)
+    routes += UI_ROUTES
     app = Starlette(routes=routes, exception_handlers={HTTPException: not_found})
     app.state.ocs = state
     # The last added runs first: Host/Origin, then CORS (a preflight carries no credentials), auth, the body.
