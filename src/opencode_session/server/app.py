@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -29,7 +30,7 @@ from .guard import BodyGuard, GuardOptions, OriginGuard
 from .handlers import HANDLERS, Call
 from .host import Host
 from .scope import scope
-from .state import AppState, app_state
+from .state import AppState, app_state, app_state_of
 from .terminal_socket import serve_terminal
 from .ui.routes import UI_ROUTES
 from .v1.events import Streams
@@ -132,10 +133,29 @@ def _allowed_methods(routes: list[BaseRoute], request: Request) -> list[str]:
     return sorted(methods)
 
 
+@asynccontextmanager
+async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    """The app's Runtime open for as long as it serves: `ocs serve` (around uvicorn) and the embedded host (around its
+    in-memory transport) both enter it. A Runtime that fails to open is closed again (what opened before the failure:
+    the store's threads) and the failure raised; at the end every stream is ended, then the Runtime closed."""
+    state = app_state_of(app)
+    try:
+        await state.runtime.open()
+    except BaseException:
+        await state.runtime.close()
+        raise
+    try:
+        yield
+    finally:
+        state.shutdown.set()
+        await state.runtime.close()
+
+
 def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartbeat: float = 15.0,
                guard: GuardOptions | None = None, stall_timeout: float = 15.0) -> Starlette:
-    """The V2 API app over `runtime`. `app.state.ocs.shutdown` ends every stream when set; an event stream whose
-    reader accepts nothing for `stall_timeout` seconds is cut off. New terminals get the runtime's PTY Environment."""
+    """The V2 API app over `runtime`, which its `lifespan` opens and closes. `app.state.ocs.shutdown` ends every
+    stream when set; an event stream whose reader accepts nothing for `stall_timeout` seconds is cut off. New
+    terminals get the runtime's PTY Environment."""
     guard = guard or GuardOptions()
     env = os.environ if env is None else env
     missing = [e.operation_id for e in ENDPOINTS if e.operation_id not in HANDLERS]
@@ -175,7 +195,7 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
     routes += [r.route() for r in V1_ROUTES]
     # the browser inspector at `/`: behind the same guard and password as the API it writes to
     routes += UI_ROUTES
-    app = Starlette(routes=routes, exception_handlers={HTTPException: not_found})
+    app = Starlette(routes=routes, exception_handlers={HTTPException: not_found}, lifespan=lifespan)
     app.state.ocs = state
     # The last added runs first: Host/Origin, then CORS (a preflight carries no credentials), auth, the body.
     app.add_middleware(BodyGuard, max_bytes=guard.max_body_bytes)

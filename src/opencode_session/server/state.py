@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 import anyio
+from starlette.applications import Starlette
 from starlette.requests import HTTPConnection
 
 from ..core.runtime import Runtime
@@ -36,9 +37,13 @@ class AppState:
                            shutdown=self.shutdown, stall_timeout=self.stall_timeout)
 
 
-def app_state(request: HTTPConnection) -> AppState:
-    state: AppState = request.app.state.ocs
+def app_state_of(app: Starlette) -> AppState:
+    state: AppState = app.state.ocs
     return state
+
+
+def app_state(request: HTTPConnection) -> AppState:
+    return app_state_of(request.app)
 
 
 def runtime_of(request: HTTPConnection) -> Runtime:
