@@ -19,7 +19,7 @@ from ...schema.question import QuestionV2Request
 class V1Body(BaseModel):
     """A body OpenCode's clients send: what ocs reads is typed, anything else they add is ignored."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(extra="ignore", frozen=True, defer_build=True)
 
 
 class V1Rule(V1Body):
