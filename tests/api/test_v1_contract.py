@@ -1,11 +1,13 @@
 """Every V1 route's answers hold to the type its row declares (`server/v1/wire.py`), as the V2 routes' hold to the
 endpoint table: one turn through OpenCode's V1 paths on an embedded host (a session with rules, a prompt that writes a
 todo list, a fork, a rename, a removal) answers each JSON route at least once, the bus streams open as OpenCode's do,
-and each route that reads a body refuses a body of another shape with the 400 the V2 routes answer."""
+and each route that reads a body takes the body its row declares and refuses one of another shape with the 400 the V2
+routes answer."""
 
 from __future__ import annotations
 
 import json
+import typing
 from typing import Any
 
 import httpx2
@@ -114,3 +116,10 @@ async def test_a_body_of_another_shape_is_the_typed_400(v1, key):
 def test_a_client_message_id_must_be_one():
     with pytest.raises(ValueError, match="not a message ID"):
         PromptBody.model_validate({"parts": [{"type": "text", "text": "x"}], "messageID": "ses_1"})
+
+
+@pytest.mark.parametrize("key", list(ROWS), ids=" ".join)
+def test_a_handler_takes_the_body_its_row_declares(key):
+    row = ROWS[key]
+    hints = typing.get_type_hints(row.handler)
+    assert hints.get("body") is row.body, f"{key} takes {hints.get('body')}, its row says {row.body}"
