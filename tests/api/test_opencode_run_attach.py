@@ -293,7 +293,7 @@ def test_v1_refusals_are_typed(http):
     unknown = http.post("/permission/per_nosuch/reply", json={"reply": "once"})
     assert unknown.status_code == 404 and unknown.json()["_tag"] == "PermissionNotFoundError"
     bad_rules = http.post("/session", json={"permission": [{"permission": "bash", "action": "maybe"}]})
-    assert bad_rules.status_code == 400 and bad_rules.json()["field"] == "permission"
+    assert bad_rules.status_code == 400 and bad_rules.json()["field"] == "permission.0.pattern"
     elsewhere = http.post("/session", json={}, params={"directory": "/no/such/directory"})
     assert elsewhere.status_code == 400
 

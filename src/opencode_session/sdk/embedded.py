@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -22,7 +23,7 @@ from ..core.tools.arguments import as_tool
 from ..core.tools.registry import ToolRegistry, default_registry
 from ..core.tools.tool import Tool
 from ..core.wiring import make_drain_factory
-from ..server.app import create_app
+from ..server.app import create_app, lifespan
 from ..server.guard import GuardOptions
 from .transport import ASGIStreamingTransport
 from .websocket import InMemoryWebSockets
@@ -84,6 +85,7 @@ class OpenCode(OpenCodeClient):
         self._stall_timeout = stall_timeout
         self._runtime: Runtime | None = None
         self._app: Any = None
+        self._lifespan: AbstractAsyncContextManager[None] | None = None
         self._in_memory = ASGIStreamingTransport(self._serve)
         self._websockets = InMemoryWebSockets(lambda: self._app)
         password = self._options.env.get("OPENCODE_SERVER_PASSWORD")
@@ -116,16 +118,13 @@ class OpenCode(OpenCodeClient):
 
     async def open(self) -> OpenCode:
         runtime = Runtime(self._options)
-        try:
-            await runtime.open()
-        except BaseException:
-            await runtime.close()  # release what opened before the failure (the store's threads)
-            raise
-        self._runtime = runtime
         # The in-memory transport's requests name EMBEDDED_BASE_URL's host; nothing else can reach this app.
         guard = GuardOptions(allowed_hosts=(EMBEDDED_HOST,))
-        self._app = create_app(runtime, env=self._options.env, heartbeat=self._heartbeat, guard=guard,
-                               stall_timeout=self._stall_timeout)
+        app = create_app(runtime, env=self._options.env, heartbeat=self._heartbeat, guard=guard,
+                         stall_timeout=self._stall_timeout)
+        opened = lifespan(app)
+        await opened.__aenter__()  # opens the runtime: a failure closes it again and is raised here
+        self._runtime, self._app, self._lifespan = runtime, app, opened
         return self
 
     async def aclose(self) -> None:
@@ -135,8 +134,9 @@ class OpenCode(OpenCodeClient):
         await self._websockets.aclose()
         await self._in_memory.aclose()
         self._app = None
-        if self._runtime is not None:
-            await self._runtime.close()
+        if self._lifespan is not None:
+            opened, self._lifespan = self._lifespan, None
+            await opened.__aexit__(None, None, None)  # closes the runtime
             self._runtime = None
 
     async def __aenter__(self) -> OpenCode:

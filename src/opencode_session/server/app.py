@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -24,15 +25,16 @@ from ..protocol import ENDPOINTS, Endpoint, decode_query
 from ..protocol.endpoint import BYTES_CONTENT_TYPE
 from ..schema.errors import InvalidRequestError, NotFoundError, TaggedError, UnknownError
 from .auth import BasicAuthMiddleware
-from .body import JSONAnswer, read_json_body
+from .body import JSONAnswer, invalid, read_json_body
 from .guard import BodyGuard, GuardOptions, OriginGuard
 from .handlers import HANDLERS, Call
 from .host import Host
 from .scope import scope
-from .sse import SSEResponse
+from .state import AppState, app_state, app_state_of
 from .terminal_socket import serve_terminal
-from .ui import ui_routes
-from .v1 import v1_routes
+from .ui.routes import UI_ROUTES
+from .v1.events import Streams
+from .v1.routes import V1_ROUTES
 
 log = logging.getLogger(__name__)
 
@@ -43,42 +45,37 @@ def error_response(err: TaggedError, status: int | None = None) -> JSONResponse:
     return JSONAnswer(err.body(), status_code=status or err.status)
 
 
-def _invalid(exc: ValidationError, where: str) -> InvalidRequestError:
-    errors = exc.errors()
-    loc = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
-    message = f"Invalid {where}: {loc + ': ' if loc else ''}{errors[0]['msg'] if errors else 'invalid value'}"
-    return InvalidRequestError(message, kind=where, field=loc or None)
-
-
 async def _decode(endpoint: Endpoint, request: Request) -> tuple[Any, Any, Any]:
     try:
         path = endpoint.path_params.model_validate(request.path_params) if endpoint.path_params else None
     except ValidationError as exc:
-        raise _invalid(exc, "path") from None
+        raise invalid(exc, "path") from None
     scoped = scope(endpoint, request.query_params.multi_items(), request.headers)
     try:
         query = decode_query(endpoint.query, scoped.items) if endpoint.query else None
     except ValidationError as exc:
-        raise _invalid(exc, "query") from None
+        raise invalid(exc, "query") from None
     body = None
     if endpoint.body is not None:
         payload = read_json_body(await request.body())
         try:
             body = endpoint.body.model_validate(payload, strict=True)
         except ValidationError as exc:
-            raise _invalid(exc, "body") from None
+            raise invalid(exc, "body") from None
         body = scoped.fill_body(endpoint, body)
     return path, query, body
 
 
-def _route(runtime: Runtime, endpoint: Endpoint, state: AppState):
+def _route(endpoint: Endpoint) -> Route:
     handler = HANDLERS[endpoint.operation_id]
 
     async def endpoint_fn(request: Request) -> Response:
+        state = app_state(request)
         try:
             path, query, body = await _decode(endpoint, request)
             traceparent = hooks.valid_traceparent(request.headers.get("traceparent"))
-            result = await handler(runtime, Call(path, query, body, endpoint, state.shutdown, state.host, traceparent))
+            call = Call(path, query, body, endpoint, state.shutdown, state.host, traceparent)
+            result = await handler(state.runtime, call)
         except TaggedError as err:
             return error_response(err)
         except Exception:
@@ -87,8 +84,7 @@ def _route(runtime: Runtime, endpoint: Endpoint, state: AppState):
             return error_response(unknown)
         if endpoint.result_kind == "stream":
             # an ASGI response of our own, which Starlette awaits exactly like one of its Responses
-            return SSEResponse(result, heartbeat=state.heartbeat, shutdown=state.shutdown,  # type: ignore[return-value]
-                               stall_timeout=state.stall_timeout)
+            return state.stream(result)  # type: ignore[return-value]
         if endpoint.success_status == 204:
             return Response(status_code=204)
         if endpoint.result_kind == "bytes":
@@ -121,9 +117,10 @@ class _TemplateRoute(Route):
         return super().matches(scope)
 
 
-def _websocket_route(runtime: Runtime, endpoint: Endpoint, state: AppState) -> WebSocketRoute:
+def _websocket_route(endpoint: Endpoint) -> WebSocketRoute:
     async def serve(websocket: WebSocket) -> None:
-        await serve_terminal(websocket, runtime, state.host, state.shutdown, _invalid)
+        state = app_state(websocket)
+        await serve_terminal(websocket, state.runtime, state.host, state.shutdown, invalid)
 
     return WebSocketRoute(endpoint.route_path, serve, name=endpoint.operation_id + ".websocket")
 
@@ -136,24 +133,35 @@ def _allowed_methods(routes: list[BaseRoute], request: Request) -> list[str]:
     return sorted(methods)
 
 
-class AppState:
-    def __init__(self, heartbeat: float, stall_timeout: float, host: Host) -> None:
-        self.heartbeat = heartbeat
-        self.stall_timeout = stall_timeout
-        self.shutdown = anyio.Event()
-        self.host = host
+@asynccontextmanager
+async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    """The app's Runtime open for as long as it serves: `ocs serve` (around uvicorn) and the embedded host (around its
+    in-memory transport) both enter it. A Runtime that fails to open is closed again (what opened before the failure:
+    the store's threads) and the failure raised; at the end every stream is ended, then the Runtime closed."""
+    state = app_state_of(app)
+    try:
+        await state.runtime.open()
+    except BaseException:
+        await state.runtime.close()
+        raise
+    try:
+        yield
+    finally:
+        state.shutdown.set()
+        await state.runtime.close()
 
 
 def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartbeat: float = 15.0,
                guard: GuardOptions | None = None, stall_timeout: float = 15.0) -> Starlette:
-    """The V2 API app over `runtime`. `app.state.ocs.shutdown` ends every stream when set; an event stream whose
-    reader accepts nothing for `stall_timeout` seconds is cut off. New terminals get the runtime's PTY Environment."""
+    """The V2 API app over `runtime`, which its `lifespan` opens and closes. `app.state.ocs.shutdown` ends every
+    stream when set; an event stream whose reader accepts nothing for `stall_timeout` seconds is cut off. New
+    terminals get the runtime's PTY Environment."""
     guard = guard or GuardOptions()
     env = os.environ if env is None else env
     missing = [e.operation_id for e in ENDPOINTS if e.operation_id not in HANDLERS]
     if missing:
         raise RuntimeError(f"operations without a handler: {missing}")
-    state = AppState(heartbeat, stall_timeout, Host(pty_environment=runtime.pty_environment))
+    state = AppState(runtime, heartbeat, stall_timeout, Host(pty_environment=runtime.pty_environment), Streams())
     doc: list[dict[str, Any]] = []  # rendered on first request: it costs a third of start-up and few ask for it
 
     async def openapi_doc(_request: Request) -> Response:
@@ -178,17 +186,16 @@ def create_app(runtime: Runtime, *, env: Mapping[str, str] | None = None, heartb
         return JSONResponse(InvalidRequestError(f"No route for {request.method} {request.url.path}",
                                                 kind="route").body(), status_code=status, headers=headers)
 
-    routes: list[BaseRoute] = [_route(runtime, e, state) for e in ENDPOINTS]
-    routes += [_websocket_route(runtime, e, state) for e in ENDPOINTS if e.websocket]
+    routes: list[BaseRoute] = [_route(e) for e in ENDPOINTS]
+    routes += [_websocket_route(e) for e in ENDPOINTS if e.websocket]
     routes.append(Route("/doc", openapi_doc, methods=["GET"], name="doc"))
     # Prometheus text, not JSON and not OpenCode's V2 API: beside /doc, outside the endpoint table (and the client)
     routes.append(Route("/metrics", metrics, methods=["GET"], name="metrics"))
     # OpenCode's V1 paths (its own CLI's `run --attach`), a compatibility layer outside the V2 endpoint table
-    routes += v1_routes(runtime, heartbeat=heartbeat, shutdown=state.shutdown, stall_timeout=stall_timeout)
+    routes += [r.route() for r in V1_ROUTES]
     # the browser inspector at `/`: behind the same guard and password as the API it writes to
-    routes += ui_routes(runtime, lambda source: SSEResponse(source, heartbeat=state.heartbeat, shutdown=state.shutdown,
-                                                            stall_timeout=state.stall_timeout))
-    app = Starlette(routes=routes, exception_handlers={HTTPException: not_found})
+    routes += UI_ROUTES
+    app = Starlette(routes=routes, exception_handlers={HTTPException: not_found}, lifespan=lifespan)
     app.state.ocs = state
     # The last added runs first: Host/Origin, then CORS (a preflight carries no credentials), auth, the body.
     app.add_middleware(BodyGuard, max_bytes=guard.max_body_bytes)

@@ -1,11 +1,13 @@
 """Reading a JSON request body as JSON defines it, and answers that always encode: a body that is not JSON, or holds
-NaN, Infinity or a lone UTF-16 surrogate, is 400 InvalidRequestError naming the field."""
+NaN, Infinity or a lone UTF-16 surrogate, is 400 InvalidRequestError naming the field, and so is one that does not
+validate (`invalid`)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from pydantic import ValidationError
 from starlette.responses import JSONResponse
 
 from ..schema import jsontext
@@ -37,12 +39,20 @@ def read_json_body(raw: bytes) -> Any:
         raise InvalidRequestError("Request body is not valid JSON", kind="body") from None
     if isinstance(payload, (dict, list)) and _nested_deeper_than(payload, MAX_JSON_DEPTH):
         raise InvalidRequestError(f"Request body is nested more than {MAX_JSON_DEPTH} levels deep", kind="body")
-    invalid = jsontext.first_invalid(payload)
-    if invalid is not None:
-        field, problem = invalid
+    found = jsontext.first_invalid(payload)
+    if found is not None:
+        field, problem = found
         raise InvalidRequestError(f"Invalid body: {field + ': ' if field else ''}{problem}", kind="body",
                                   field=field or None)
     return payload
+
+
+def invalid(exc: ValidationError, where: str) -> InvalidRequestError:
+    """The 400 of a path, query or body (`where`) that does not validate, naming the first field at fault."""
+    errors = exc.errors()
+    loc = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+    message = f"Invalid {where}: {loc + ': ' if loc else ''}{errors[0]['msg'] if errors else 'invalid value'}"
+    return InvalidRequestError(message, kind=where, field=loc or None)
 
 
 class JSONAnswer(JSONResponse):

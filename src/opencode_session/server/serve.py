@@ -21,7 +21,7 @@ from ..core.execution.continuation import InvalidResumeBudget
 from ..core.execution.ownership import InvalidLeaseTtl
 from ..core.runtime import Runtime, RuntimeOptions
 from ..core.store import BackendNotInstalledError, StoreError, describe_database, require_backend
-from .app import create_app
+from .app import create_app, lifespan
 from .connections import ResourceExhaustionLog
 from .guard import GuardOptions, is_loopback
 from .sse import STREAM_CUT
@@ -112,10 +112,13 @@ async def serve(
         runtime = Runtime(options)
     except (InvalidResumeBudget, InvalidLeaseTtl, BackendNotInstalledError) as bad:
         raise ServeRefused(str(bad)) from None
+    app = create_app(runtime, heartbeat=heartbeat, guard=guard, stall_timeout=stall_timeout)
+    # the app's lifespan, entered here rather than by uvicorn (`lifespan="off"` below), which would log a failure to
+    # open and exit instead of raising it
+    opened = lifespan(app)
     try:
-        await runtime.open()
+        await opened.__aenter__()
     except (OSError, StoreError) as unusable:
-        await runtime.close()
         reason = unusable.strerror if isinstance(unusable, OSError) and unusable.strerror else unusable
         raise ServeRefused(f"cannot open the database {describe_database(options.db_path)}: {reason}"
                            " (choose another with --db)") from None
@@ -125,7 +128,6 @@ async def serve(
     try:
         # before this host runs anything: every execution claim left in the database is a lost host's
         lost = await runtime.lost_sessions() if managed else []
-        app = create_app(runtime, heartbeat=heartbeat, guard=guard, stall_timeout=stall_timeout)
         sock = bind(host, port)
         logging_config: dict[str, Any] = {"log_config": None} if own_logging else {}
         config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False, **logging_config,
@@ -158,7 +160,8 @@ async def serve(
             on_ready(url, runtime)
         stopper = asyncio.create_task(stop.wait())
         await asyncio.wait({serving, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        # 1. stop accepting and end every open stream so uvicorn's graceful wait can finish
+        # 1. stop accepting and end every open stream so uvicorn's graceful wait can finish (the lifespan's end would
+        # be too late: uvicorn waits for the streams first)
         app.state.ocs.shutdown.set()
         server.should_exit = True
         await serving
@@ -170,7 +173,7 @@ async def serve(
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.remove_signal_handler(sig)
-        await runtime.close()
+        await opened.__aexit__(None, None, None)  # ends the streams left and closes the runtime
         loop.set_exception_handler(previous_handler)
         if served is not None:
             own_address.unregister(*served)

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
 
 from ...core.execution.context_view import step_context
 from ...core.runtime import Runtime
@@ -20,6 +19,7 @@ from ...schema.errors import InvalidRequestError, MessageNotFoundError, StepCont
 from ...schema.events import EventRecord
 from ...schema.model_context import StepModelContext
 from ...schema.session import SessionV2Info
+from .pages import html, render
 from .parts import step_page
 
 DIFF_CONTEXT = 2  # unchanged lines around each changed run of a changed item
@@ -141,31 +141,31 @@ def body_text(body: str | None) -> str | None:
         return body
 
 
-def context_routes(runtime: Runtime, render: Callable[..., str], html: Callable[..., Response]) -> list[BaseRoute]:
-    """`/ui/session/{id}/context/{messageID}`: what the Step of an answer sent its model."""
-
-    async def build(info: SessionV2Info, records: list[EventRecord], message_id: str, signed_in: bool) -> Response:
-        steps = [r.data.assistantMessageID for r in records if isinstance(r.data, ev.StepStarted)]
-        values: dict[str, Any] = dict(session=info.model_dump(mode="json"), message_id=message_id, signed_in=signed_in,
-                                      context=None, problem=None, steps=steps,
-                                      index=steps.index(message_id) if message_id in steps else None)
+async def _build(runtime: Runtime, info: SessionV2Info, records: list[EventRecord], message_id: str,
+                 signed_in: bool) -> Response:
+    steps = [r.data.assistantMessageID for r in records if isinstance(r.data, ev.StepStarted)]
+    values: dict[str, Any] = dict(session=info.model_dump(mode="json"), message_id=message_id, signed_in=signed_in,
+                                  context=None, problem=None, steps=steps,
+                                  index=steps.index(message_id) if message_id in steps else None)
+    try:
+        now = await step_context(runtime.store, info.id, message_id)
+    except StepContextNotFoundError:
+        return html(render("context.html", **{**values, "problem": NO_RECORD}))
+    except (MessageNotFoundError, InvalidRequestError):
+        problem = f"This session has no Step {message_id}: a Step is an answer of the assistant."
+        return html(render("context.html", **{**values, "problem": problem}), status=404)
+    before = None
+    if now.previousMessageID is not None:
         try:
-            now = await step_context(runtime.store, info.id, message_id)
-        except StepContextNotFoundError:
-            return html(render("context.html", **{**values, "problem": NO_RECORD}))
-        except (MessageNotFoundError, InvalidRequestError):
-            problem = f"This session has no Step {message_id}: a Step is an answer of the assistant."
-            return html(render("context.html", **{**values, "problem": problem}), status=404)
-        before = None
-        if now.previousMessageID is not None:
-            try:
-                before = await step_context(runtime.store, info.id, now.previousMessageID)
-            except TaggedError:
-                before = None
-        found = sections(now, before)
-        return html(render("context.html", **{**values, "context": now.model_dump(mode="json"), "sections": found,
-                                              "gists": await gists(runtime, info.id, found),
-                                              "body": body_text(now.request.body)}))
+            before = await step_context(runtime.store, info.id, now.previousMessageID)
+        except TaggedError:
+            before = None
+    found = sections(now, before)
+    return html(render("context.html", **{**values, "context": now.model_dump(mode="json"), "sections": found,
+                                          "gists": await gists(runtime, info.id, found),
+                                          "body": body_text(now.request.body)}))
 
-    return [Route("/ui/session/{sessionID}/context/{messageID}", step_page(runtime, render, html, build),
-                  methods=["GET"], name="ui.session.context")]
+
+async def context_page(request: Request) -> Response:
+    """`/ui/session/{id}/context/{messageID}`: what the Step of an answer sent its model."""
+    return await step_page(request, _build)

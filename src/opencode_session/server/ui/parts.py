@@ -33,7 +33,9 @@ from ...schema.common import ModelRef
 from ...schema.errors import InvalidRequestError, SessionNotFoundError, TaggedError
 from ...schema.events import EventRecord
 from ...schema.session import SessionV2Info
+from ..state import runtime_of
 from . import login, marks
+from .pages import html, render
 
 # messages per transcript page: the live window (rendered again at every durable event) and each older page; under
 # MESSAGE_PAGE_MAX, so first paint and every re-render stay cheap
@@ -301,27 +303,24 @@ async def read_log(runtime: Runtime, session_id: str) -> list[EventRecord]:
     return out
 
 
-# a page about one Step: given the session, its log (`read_log`), the Step's message ID and whether a login cookie came
-StepPage = Callable[[SessionV2Info, list[EventRecord], str, bool], Awaitable[Response]]
+# a page about one Step: given the runtime, the session, its log (`read_log`), the Step's message ID and whether a
+# login cookie came
+StepPage = Callable[[Runtime, SessionV2Info, list[EventRecord], str, bool], Awaitable[Response]]
 
 
-def step_page(runtime: Runtime, render: Callable[..., str], html: Callable[..., Response],
-              build: StepPage) -> Callable[[Request], Awaitable[Response]]:
-    """The handler of `/ui/session/{sessionID}/.../{messageID}`: `build` makes the page, or a session that does not
+async def step_page(request: Request, build: StepPage) -> Response:
+    """The answer of `/ui/session/{sessionID}/.../{messageID}`: `build` makes the page, or a session that does not
     exist gets the not-found page (404)."""
-
-    async def page(request: Request) -> Response:
-        session_id, message_id = request.path_params["sessionID"], request.path_params["messageID"]
-        signed_in = login.COOKIE in request.cookies
-        try:
-            info, records = await runtime.sessions.get(session_id), await read_log(runtime, session_id)
-        except TaggedError as err:
-            if err.status != 404:
-                raise
-            return html(render("missing.html", session_id=session_id, signed_in=signed_in), status=404)
-        return await build(info, records, message_id, signed_in)
-
-    return page
+    runtime = runtime_of(request)
+    session_id, message_id = request.path_params["sessionID"], request.path_params["messageID"]
+    signed_in = login.COOKIE in request.cookies
+    try:
+        info, records = await runtime.sessions.get(session_id), await read_log(runtime, session_id)
+    except TaggedError as err:
+        if err.status != 404:
+            raise
+        return html(render("missing.html", session_id=session_id, signed_in=signed_in), status=404)
+    return await build(runtime, info, records, message_id, signed_in)
 
 
 def log_rows(records: list[EventRecord], kind: str) -> list[dict[str, Any]]:
@@ -331,83 +330,91 @@ def log_rows(records: list[EventRecord], kind: str) -> list[dict[str, Any]]:
              "data": json.dumps(r.data.wire(), indent=2, ensure_ascii=False)} for r in reversed(chosen)]
 
 
-def part_routes(runtime: Runtime, render: Callable[..., str], html: Callable[..., Response],
-                message_values: Callable[[list[Any]], list[dict[str, Any]]]) -> list[BaseRoute]:
-    """The parts' own routes: older transcript pages, Step details with the raw log, and a command's expansion."""
+def _values(messages: list[Any]) -> list[dict[str, Any]]:
+    return [m.model_dump(mode="json") for m in messages]
 
-    async def earlier(request: Request) -> Response:
-        session_id = request.path_params["sessionID"]
-        q = request.query_params
-        until, before = q.get("until") or "", q.get("before") or ""
-        try:
-            if not before.isdigit():
-                raise InvalidRequestError("Which page? (before)", kind="query", field="before")
-            page = await window(runtime, session_id, int(before))
-            info = await runtime.sessions.get(session_id)
-            found = await marks.marks(runtime, session_id)
-        except TaggedError as err:
-            return html(render("problem.html", problem=err.message), status=err.status)
-        messages = message_values(page.messages)
-        head, after = marks.place(found.timed, messages, int(until) if until.isdigit() else None, page.before is None)
-        return html(render("earlier.html", messages=messages, session=info.model_dump(mode="json"),
-                           before=page.before, previous=message_values([page.previous])[0] if page.previous else None,
-                           delivery=found.delivery, failed=found.failed, head=head, after=after,
-                           until=messages[0]["time"]["created"] if messages else ""))
 
-    async def details(request: Request) -> Response:
-        session_id = request.path_params["sessionID"]
-        kind = request.query_params.get("type") or ""
-        try:
-            records = await read_log(runtime, session_id)
-        except TaggedError as err:
-            return html(render("problem.html", problem=err.message), status=err.status)
-        types = sorted({r.type for r in records})
-        return html(render("details.html", session_id=session_id, steps=steps(records),
-                           events=log_rows(records, kind), kind=kind, types=types, total=len(records)))
+async def earlier(request: Request) -> Response:
+    runtime = runtime_of(request)
+    session_id = request.path_params["sessionID"]
+    q = request.query_params
+    until, before = q.get("until") or "", q.get("before") or ""
+    try:
+        if not before.isdigit():
+            raise InvalidRequestError("Which page? (before)", kind="query", field="before")
+        page = await window(runtime, session_id, int(before))
+        info = await runtime.sessions.get(session_id)
+        found = await marks.marks(runtime, session_id)
+    except TaggedError as err:
+        return html(render("problem.html", problem=err.message), status=err.status)
+    messages = _values(page.messages)
+    head, after = marks.place(found.timed, messages, int(until) if until.isdigit() else None, page.before is None)
+    return html(render("earlier.html", messages=messages, session=info.model_dump(mode="json"),
+                       before=page.before, previous=_values([page.previous])[0] if page.previous else None,
+                       delivery=found.delivery, failed=found.failed, head=head, after=after,
+                       until=messages[0]["time"]["created"] if messages else ""))
 
-    async def command(request: Request) -> Response:
-        """`/name arguments` as the prompt it stands for, with the command's agent and model if it names them."""
-        session_id = request.path_params["sessionID"]
-        name = request.query_params.get("name", "")
-        try:
-            info = await runtime.sessions.get(session_id)
-            config = await runtime.config.at(_location(runtime, info))
-            found = {c.name: c for c in discover_commands(_location(runtime, info), config, runtime.options.env)}
-            if name not in found:
-                raise InvalidRequestError(f"No command /{name} here (known: "
-                                          f"{', '.join('/' + n for n in sorted(found)) or 'none'})", field="name")
-        except ConfigError as bad:
-            return JSONResponse({"_tag": "InvalidRequestError", "message": str(bad)}, status_code=400)
-        except TaggedError as err:
-            return JSONResponse(err.body(), status_code=err.status)
-        chosen = found[name]
-        return JSONResponse({"text": expand(chosen.template, request.query_params.get("arguments", "")),
-                             "agent": chosen.agent,
-                             "model": chosen.model.model_dump(mode="json") if chosen.model else None})
 
-    async def output(request: Request) -> Response:
-        """The whole output file of one settled tool call: only a path the session itself recorded, and only one
-        inside the managed output directory."""
-        p = request.path_params
-        try:
-            message = (await runtime.sessions.message(p["sessionID"], p["messageID"])).model_dump(mode="json")
-        except TaggedError as err:
-            return Response(err.message, status_code=err.status, media_type="text/plain")
-        paths = [path for c in message.get("content") or () if c.get("type") == "tool" and c["id"] == p["callID"]
-                 for path in c["state"].get("outputPaths") or ()]
-        root = runtime.outputs.root.resolve()
-        found = [Path(x).resolve() for x in paths]
-        found = [x for x in found if x.is_relative_to(root) and x.is_file()]
-        if not found:
-            return Response("No output file for this call (or it has been swept).", status_code=404,
-                            media_type="text/plain")
-        return FileResponse(found[0], media_type="text/plain; charset=utf-8",
-                            headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"})
+async def details(request: Request) -> Response:
+    runtime = runtime_of(request)
+    session_id = request.path_params["sessionID"]
+    kind = request.query_params.get("type") or ""
+    try:
+        records = await read_log(runtime, session_id)
+    except TaggedError as err:
+        return html(render("problem.html", problem=err.message), status=err.status)
+    types = sorted({r.type for r in records})
+    return html(render("details.html", session_id=session_id, steps=steps(records),
+                       events=log_rows(records, kind), kind=kind, types=types, total=len(records)))
 
-    return [
-        Route("/ui/session/{sessionID}/output/{messageID}/{callID}", output, methods=["GET"],
-              name="ui.session.output"),
-        Route("/ui/session/{sessionID}/earlier", earlier, methods=["GET"], name="ui.session.earlier"),
-        Route("/ui/session/{sessionID}/details", details, methods=["GET"], name="ui.session.details"),
-        Route("/ui/session/{sessionID}/command", command, methods=["GET"], name="ui.session.command"),
-    ]
+
+async def command(request: Request) -> Response:
+    """`/name arguments` as the prompt it stands for, with the command's agent and model if it names them."""
+    runtime = runtime_of(request)
+    session_id = request.path_params["sessionID"]
+    name = request.query_params.get("name", "")
+    try:
+        info = await runtime.sessions.get(session_id)
+        config = await runtime.config.at(_location(runtime, info))
+        found = {c.name: c for c in discover_commands(_location(runtime, info), config, runtime.options.env)}
+        if name not in found:
+            raise InvalidRequestError(f"No command /{name} here (known: "
+                                      f"{', '.join('/' + n for n in sorted(found)) or 'none'})", field="name")
+    except ConfigError as bad:
+        return JSONResponse({"_tag": "InvalidRequestError", "message": str(bad)}, status_code=400)
+    except TaggedError as err:
+        return JSONResponse(err.body(), status_code=err.status)
+    chosen = found[name]
+    return JSONResponse({"text": expand(chosen.template, request.query_params.get("arguments", "")),
+                         "agent": chosen.agent,
+                         "model": chosen.model.model_dump(mode="json") if chosen.model else None})
+
+
+async def output(request: Request) -> Response:
+    """The whole output file of one settled tool call: only a path the session itself recorded, and only one
+    inside the managed output directory."""
+    runtime = runtime_of(request)
+    p = request.path_params
+    try:
+        message = (await runtime.sessions.message(p["sessionID"], p["messageID"])).model_dump(mode="json")
+    except TaggedError as err:
+        return Response(err.message, status_code=err.status, media_type="text/plain")
+    paths = [path for c in message.get("content") or () if c.get("type") == "tool" and c["id"] == p["callID"]
+             for path in c["state"].get("outputPaths") or ()]
+    root = runtime.outputs.root.resolve()
+    found = [Path(x).resolve() for x in paths]
+    found = [x for x in found if x.is_relative_to(root) and x.is_file()]
+    if not found:
+        return Response("No output file for this call (or it has been swept).", status_code=404,
+                        media_type="text/plain")
+    return FileResponse(found[0], media_type="text/plain; charset=utf-8",
+                        headers={"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"})
+
+
+PART_ROUTES: list[BaseRoute] = [
+    Route("/ui/session/{sessionID}/output/{messageID}/{callID}", output, methods=["GET"],
+          name="ui.session.output"),
+    Route("/ui/session/{sessionID}/earlier", earlier, methods=["GET"], name="ui.session.earlier"),
+    Route("/ui/session/{sessionID}/details", details, methods=["GET"], name="ui.session.details"),
+    Route("/ui/session/{sessionID}/command", command, methods=["GET"], name="ui.session.command"),
+]

@@ -5,12 +5,11 @@ route."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
 
 from ...core.permission import PermissionWait, recorded_waits
 from ...core.runtime import Runtime
@@ -18,6 +17,7 @@ from ...schema import events as ev
 from ...schema.errors import TaggedError
 from ...schema.events import EventRecord
 from ...schema.session import SessionV2Info
+from .pages import html, render
 from .parts import step_page
 
 EXECUTION_ENDED = (ev.ExecutionSucceeded, ev.ExecutionFailed, ev.ExecutionInterrupted)
@@ -236,19 +236,19 @@ def _step_event(step: TraceStep, r: EventRecord, message: dict[str, Any]) -> Non
             step.error = d.error.model_dump(mode="json")
 
 
-def trace_routes(runtime: Runtime, render: Callable[..., str], html: Callable[..., Response]) -> list[BaseRoute]:
+async def _build(runtime: Runtime, info: SessionV2Info, records: list[EventRecord], message_id: str,
+                 signed_in: bool) -> Response:
+    answers: dict[str, dict[str, Any]] = {}
+    for wanted in step_ids(records, message_id):  # the tool parts of its answers: inputs and outputs as shown
+        try:
+            answers[wanted] = (await runtime.sessions.message(info.id, wanted)).model_dump(mode="json")
+        except TaggedError:
+            continue
+    found = trace(records, message_id, answers)
+    return html(render("trace.html", session=info.model_dump(mode="json"), trace=found, message_id=message_id,
+                       signed_in=signed_in), status=200 if found is not None else 404)
+
+
+async def trace_page(request: Request) -> Response:
     """`/ui/session/{id}/trace/{messageID}`: the trace page of the turn an answer belongs to."""
-
-    async def build(info: SessionV2Info, records: list[EventRecord], message_id: str, signed_in: bool) -> Response:
-        answers: dict[str, dict[str, Any]] = {}
-        for wanted in step_ids(records, message_id):  # the tool parts of its answers: inputs and outputs as shown
-            try:
-                answers[wanted] = (await runtime.sessions.message(info.id, wanted)).model_dump(mode="json")
-            except TaggedError:
-                continue
-        found = trace(records, message_id, answers)
-        return html(render("trace.html", session=info.model_dump(mode="json"), trace=found, message_id=message_id,
-                           signed_in=signed_in), status=200 if found is not None else 404)
-
-    return [Route("/ui/session/{sessionID}/trace/{messageID}", step_page(runtime, render, html, build), methods=["GET"],
-                  name="ui.session.trace")]
+    return await step_page(request, _build)

@@ -5,19 +5,19 @@ Location's. It reads the statistics the stats API serves (core/session/stats.py)
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import BaseRoute, Route
 
 from ...core.runtime import Runtime
 from ...core.store import now_ms
 from ...schema.errors import InvalidRequestError, TaggedError
 from ...schema.stats import SessionStats, StatsUsage
+from ..state import runtime_of
 from . import login
+from .pages import html, render
 
 HOUR_MS = 3_600_000
 RANGES = {"day": 24 * HOUR_MS, "week": 7 * 24 * HOUR_MS, "month": 30 * 24 * HOUR_MS}  # the page's choices
@@ -95,35 +95,32 @@ async def locations(runtime: Runtime) -> list[dict[str, str]]:
     return sorted(({"id": p, "name": ", ".join(sorted(d))} for p, d in dirs.items()), key=lambda x: x["name"])
 
 
-def usage_routes(runtime: Runtime, render: Callable[..., str], html: Callable[..., Response]) -> list[BaseRoute]:
+async def usage_page(request: Request) -> Response:
     """`/ui/usage?range=day|week|month&project=ID&timezone=Zone`: the usage page."""
+    from ...core.session import stats  # imported by the first look, as the stats API does
 
-    async def page(request: Request) -> Response:
-        from ...core.session import stats  # imported by the first look, as the stats API does
-
-        q = request.query_params
-        chosen, project, timezone = q.get("range") or "week", q.get("project") or None, q.get("timezone") or None
-        values: dict[str, Any] = {"range": chosen, "ranges": list(RANGES), "project": project or "",
-                                  "timezone": timezone or "UTC", "signed_in": login.COOKIE in request.cookies,
-                                  "locations": await locations(runtime), "stats": None, "chart": None,
-                                  "problem": None}
-        try:
-            if chosen not in RANGES:
-                raise InvalidRequestError(f"Unknown range {chosen!r} (day, week or month)", kind="query",
-                                          field="range")
-            end = now_ms() + 1
-            start = end - RANGES[chosen]
-            found = await stats.session_stats(runtime.store, start=start, end=end, project=project,
-                                              timezone=timezone)
-            buckets = await _hours(runtime, start, end, project) if chosen == "day" else _days(found, start, end)
-        except TaggedError as err:
-            values["problem"] = f"{type(err).__name__}: {err.message}"
-            return html(render("usage.html", **values), status=err.status)
-        tools = sorted(found.tools or [], key=lambda t: (-t.failures, -t.calls, t.tool))
-        values.update(stats=found.model_dump(mode="json", by_alias=True), chart=chart(buckets),
-                      tools=[t.model_dump(mode="json") for t in tools],
-                      models=sorted(found.models, key=lambda m: -m.cost), agents=sorted(found.agents,
-                                                                                     key=lambda a: -a.cost))
-        return html(render("usage.html", **values))
-
-    return [Route("/ui/usage", page, methods=["GET"], name="ui.usage")]
+    runtime = runtime_of(request)
+    q = request.query_params
+    chosen, project, timezone = q.get("range") or "week", q.get("project") or None, q.get("timezone") or None
+    values: dict[str, Any] = {"range": chosen, "ranges": list(RANGES), "project": project or "",
+                              "timezone": timezone or "UTC", "signed_in": login.COOKIE in request.cookies,
+                              "locations": await locations(runtime), "stats": None, "chart": None,
+                              "problem": None}
+    try:
+        if chosen not in RANGES:
+            raise InvalidRequestError(f"Unknown range {chosen!r} (day, week or month)", kind="query",
+                                      field="range")
+        end = now_ms() + 1
+        start = end - RANGES[chosen]
+        found = await stats.session_stats(runtime.store, start=start, end=end, project=project,
+                                          timezone=timezone)
+        buckets = await _hours(runtime, start, end, project) if chosen == "day" else _days(found, start, end)
+    except TaggedError as err:
+        values["problem"] = f"{type(err).__name__}: {err.message}"
+        return html(render("usage.html", **values), status=err.status)
+    tools = sorted(found.tools or [], key=lambda t: (-t.failures, -t.calls, t.tool))
+    values.update(stats=found.model_dump(mode="json", by_alias=True), chart=chart(buckets),
+                  tools=[t.model_dump(mode="json") for t in tools],
+                  models=sorted(found.models, key=lambda m: -m.cost), agents=sorted(found.agents,
+                                                                                 key=lambda a: -a.cost))
+    return html(render("usage.html", **values))

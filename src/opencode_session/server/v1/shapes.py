@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core.config import Config
 from ...schema.catalog import ModelApiAISDK, ModelV2Info, ProviderV2Info
 from ...schema.message import (
     SessionMessage,
@@ -49,6 +50,16 @@ def session_info(info: SessionV2Info) -> dict[str, Any]:
     if info.permissions:
         out["permission"] = [{"permission": r.action, "pattern": r.resource, "action": r.effect}
                              for r in info.permissions]
+    return out
+
+
+def config_view(config: Config) -> dict[str, Any]:
+    """A V1 `Config`: the providers by name only (their options hold credentials, which never leave the server)."""
+    out: dict[str, Any] = {"agent": {}, "command": {}, "mode": {}, "plugin": [],
+                           "provider": {pid: {"name": p.name or pid} for pid, p in config.provider.items()}}
+    for key in ("model", "small_model", "default_agent"):
+        if getattr(config, key):
+            out[key] = getattr(config, key)
     return out
 
 

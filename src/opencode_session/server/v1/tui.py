@@ -3,52 +3,44 @@ and diff, and the answers to the probes of features ocs has not (workspaces, for
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 
-from ...core.runtime import Runtime
-from . import shapes
-
-Handler = Callable[[Request], Awaitable[Response]]
-
-
-def _json(value: Any) -> Response:
-    return JSONResponse(value)
+from ..state import runtime_of
+from . import shapes, wire
+from .endpoint import Handler, V1Route
 
 
 def _constant(value: Any) -> Handler:
     """A probe answered with what OpenCode answers when the feature has nothing to show."""
-    async def answer(request: Request) -> Response:
-        return _json(value)
+    async def answer(request: Request) -> Any:
+        return value
 
     return answer
 
 
-def tui_routes(rt: Runtime) -> list[tuple[str, str, Handler]]:
-    """(method, path, handler) for the routes only the terminal clients call (the web app's and the bus are
-    `webapp.py`'s and `bus.py`'s)."""
+async def session_diff(request: Request) -> Any:
+    await runtime_of(request).sessions.require(request.path_params["sessionID"])
+    return []
 
-    async def session_diff(request: Request) -> Response:
-        await rt.sessions.require(request.path_params["sessionID"])
-        return _json([])
 
-    async def session_children(request: Request) -> Response:
-        sid = request.path_params["sessionID"]
-        await rt.sessions.require(sid)
-        children, _links = await rt.sessions.list(parent=sid, limit=100)
-        return _json([shapes.session_info(c) for c in children])
+async def session_children(request: Request) -> Any:
+    rt, sid = runtime_of(request), request.path_params["sessionID"]
+    await rt.sessions.require(sid)
+    children, _links = await rt.sessions.list(parent=sid, limit=100)
+    return [shapes.session_info(c) for c in children]
 
-    return [
-        ("GET", "/session/{sessionID}/children", session_children),
-        ("GET", "/session/{sessionID}/diff", session_diff),
-        ("GET", "/experimental/capabilities", _constant({"backgroundSubagents": False})),
-        ("GET", "/experimental/console", _constant({"consoleManagedProviders": [], "switchableOrgCount": 0})),
-        ("GET", "/experimental/workspace", _constant([])),
-        ("GET", "/experimental/workspace/status", _constant([])),
-        ("GET", "/project/global/directories", _constant([])),
-        ("GET", "/formatter", _constant([])),
-        ("GET", "/provider/auth", _constant({})),
-    ]
+
+TUI_ROUTES = [
+    V1Route("GET", "/session/{sessionID}/children", session_children, list[wire.Session]),
+    V1Route("GET", "/session/{sessionID}/diff", session_diff, list[Any]),
+    V1Route("GET", "/experimental/capabilities", _constant({"backgroundSubagents": False}), wire.Capabilities),
+    V1Route("GET", "/experimental/console", _constant({"consoleManagedProviders": [], "switchableOrgCount": 0}),
+            wire.Console),
+    V1Route("GET", "/experimental/workspace", _constant([]), list[Any]),
+    V1Route("GET", "/experimental/workspace/status", _constant([]), list[Any]),
+    V1Route("GET", "/project/global/directories", _constant([]), list[str]),
+    V1Route("GET", "/formatter", _constant([]), list[Any]),
+    V1Route("GET", "/provider/auth", _constant({}), dict[str, Any]),
+]

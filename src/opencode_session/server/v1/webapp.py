@@ -3,20 +3,16 @@ config, the projects, commands, MCP status, the branch, a session's todo list, a
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 
 from ...core.commands import discover_commands
-from ...core.config import Config, ConfigError
 from ...core.location import Location
-from ...core.runtime import Runtime
-from ...schema.errors import InvalidRequestError
-
-Handler = Callable[[Request], Awaitable[Response]]
+from ..state import runtime_of
+from . import shapes, wire
+from .endpoint import V1Route, config_at, history, location
 
 
 def _branch(location: Location) -> str | None:
@@ -38,60 +34,61 @@ def _project(location: Location) -> dict[str, Any]:
     return out
 
 
-def webapp_routes(rt: Runtime, location: Callable[[Request], Location],
-                  config_out: Callable[[Config], dict[str, Any]],
-                  history: Callable[[str], Awaitable[list[dict[str, Any]]]]) -> list[tuple[str, str, Handler]]:
-    async def _config(loc: Location) -> Config:
-        try:
-            return await rt.config.at(loc)
-        except ConfigError as bad:
-            raise InvalidRequestError(str(bad), kind="config") from None
+async def global_config(request: Request) -> Any:
+    rt = runtime_of(request)
+    return shapes.config_view(await config_at(rt, rt.location))
 
-    async def global_config(request: Request) -> Response:
-        return JSONResponse(config_out(await _config(rt.location)))
 
-    async def project_list(request: Request) -> Response:
-        return JSONResponse([_project(rt.location)])
+async def project_list(request: Request) -> Any:
+    return [_project(runtime_of(request).location)]
 
-    async def command_list(request: Request) -> Response:
-        loc = location(request)
-        config = await _config(loc)
-        commands = await anyio.to_thread.run_sync(discover_commands, loc, config, rt.options.env)
-        return JSONResponse([{**c.wire(), "source": "command", "hints": []} for c in commands])
 
-    async def mcp_status(request: Request) -> Response:
-        loc = location(request)
-        statuses = rt.mcp.statuses(loc.directory, await _config(loc))  # a GET starts no process
-        return JSONResponse({name: {"status": s.status, **({"error": s.error} if s.error else {})}
-                             for name, s in statuses.items()})
+async def command_list(request: Request) -> Any:
+    rt, loc = runtime_of(request), location(request)
+    config = await config_at(rt, loc)
+    commands = await anyio.to_thread.run_sync(discover_commands, loc, config, rt.options.env)
+    return [{**c.wire(), "source": "command", "hints": []} for c in commands]
 
-    async def vcs(request: Request) -> Response:
-        branch = _branch(location(request))
-        return JSONResponse({"branch": branch, "default_branch": None} if branch else {})
 
-    async def todo(request: Request) -> Response:
-        """The session's todo list: what its last finished `todowrite` call wrote (empty before any)."""
-        todos: list[Any] = []
-        for message in await history(request.path_params["sessionID"]):
-            for part in message["parts"]:
-                state = part.get("state") or {}
-                if part.get("tool") == "todowrite" and state.get("status") == "completed":
-                    todos = state.get("metadata", {}).get("todos", todos)
-        return JSONResponse(todos)
+async def mcp_status(request: Request) -> Any:
+    rt, loc = runtime_of(request), location(request)
+    statuses = rt.mcp.statuses(loc.directory, await config_at(rt, loc))  # a GET starts no process
+    return {name: {"status": s.status, **({"error": s.error} if s.error else {})} for name, s in statuses.items()}
 
-    async def nothing_listed(request: Request) -> Response:
-        location(request)  # a bad directory is still refused
-        return JSONResponse([])
 
-    async def nothing_known(request: Request) -> Response:
-        location(request)
-        return JSONResponse({})
+async def vcs(request: Request) -> Any:
+    branch = _branch(location(request))
+    return {"branch": branch, "default_branch": None} if branch else {}
 
-    return [("GET", "/global/config", global_config),
-            ("GET", "/project", project_list),
-            ("GET", "/command", command_list),
-            ("GET", "/mcp", mcp_status),
-            ("GET", "/vcs", vcs),
-            ("GET", "/session/{sessionID}/todo", todo),
-            ("GET", "/lsp", nothing_listed),  # ocs runs no language servers
-            ("GET", "/experimental/resource", nothing_known)]  # nor MCP resources listed to the app
+
+async def todo(request: Request) -> Any:
+    """The session's todo list: what its last finished `todowrite` call wrote (empty before any)."""
+    todos: list[Any] = []
+    for message in await history(runtime_of(request), request.path_params["sessionID"]):
+        for part in message["parts"]:
+            state = part.get("state") or {}
+            if part.get("tool") == "todowrite" and state.get("status") == "completed":
+                todos = state.get("metadata", {}).get("todos", todos)
+    return todos
+
+
+async def nothing_listed(request: Request) -> Any:
+    location(request)  # a bad directory is still refused
+    return []
+
+
+async def nothing_known(request: Request) -> Any:
+    location(request)
+    return {}
+
+
+WEBAPP_ROUTES = [
+    V1Route("GET", "/global/config", global_config, wire.Config),
+    V1Route("GET", "/project", project_list, list[wire.Project]),
+    V1Route("GET", "/command", command_list, list[wire.Command]),
+    V1Route("GET", "/mcp", mcp_status, dict[str, wire.McpStatus]),
+    V1Route("GET", "/vcs", vcs, wire.Branch),
+    V1Route("GET", "/session/{sessionID}/todo", todo, list[dict[str, Any]]),
+    V1Route("GET", "/lsp", nothing_listed, list[Any]),  # ocs runs no language servers
+    V1Route("GET", "/experimental/resource", nothing_known, dict[str, Any]),  # nor MCP resources listed to the app
+]
