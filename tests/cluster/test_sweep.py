@@ -183,3 +183,42 @@ async def test_a_host_that_stopped_its_own_execution_continues_it_when_nobody_el
     [(again, lost, when)] = taken
     assert (again.session_id, again.owner, again.epoch, lost) == (SESSIONS[0], "host-s", lease.epoch + 1, True)
     assert when - lease.expires <= 1000
+
+
+async def test_a_hosts_sweep_leaves_alone_a_session_it_still_executes_whose_renewal_is_late(url):
+    """A host took over many sessions at once and, starved of CPU, renews one lease late: it expired, but the
+    host's execution of it still holds its tenure. The host's own sweep does not take it over (that would stop the
+    execution and spend a continuation of the session's resume budget on nothing): the late renewal keeps it. Once the
+    tenure is lost (it could not be renewed in time after all), the sweep takes the session over as any other."""
+    async with _owner(url, "host-s") as (_, sweeper):
+        lease = await sweeper.take(SESSIONS[0])
+        assert lease is not None
+        tenure = sweeper.tenure(lease, lambda: None)  # an execution holds it, and renews nothing for now
+        looked: list[int] = []  # when each claim the sweep made began (in the store's writer: another thread)
+        claimed, loop, claim = asyncio.Event(), asyncio.get_running_loop(), sweeper._claim
+
+        def counted(tx, *rest):
+            looked.append(now_ms())
+            try:
+                return claim(tx, *rest)
+            finally:
+                loop.call_soon_threadsafe(claimed.set)
+
+        sweeper._claim = counted  # type: ignore[method-assign]
+        mine = Takeovers("host-s")
+        sweeper.sweep(mine)
+        try:
+            with anyio.fail_after(20):
+                while not any(when > lease.expires for when in looked):  # a claim after the lease expired
+                    claimed.clear()
+                    await claimed.wait()
+            assert mine.taken == [] and tenure.state == "held"
+            await tenure.renew()  # late, but nobody took it meanwhile: kept, under the same epoch
+            held = await sweeper.holding(lease.session_id)
+            assert tenure.state == "held" and held is not None
+            assert (held.owner, held.epoch) == ("host-s", lease.epoch) and held.expires > lease.expires
+            tenure.lose(unconfirmed=True)  # and now it could not be renewed in time: the execution stops
+            [(again, lost, _)] = await _all_taken([mine], [0], 1)
+        finally:
+            await sweeper.stop()
+    assert (again.session_id, again.owner, again.epoch, lost) == (SESSIONS[0], "host-s", lease.epoch + 1, True)

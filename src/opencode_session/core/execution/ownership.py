@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -155,6 +156,7 @@ class Ownership:
         self.on_forwarded = dict(on_forwarded or {})  # what to do with a forwarded action, by its name ("wake", ...)
         self._sweeper = TaskScope("the lease ownership")
         self._taken: dict[tuple[str, int], float] = {}  # when the write that took a lease was sent, until its tenure
+        self._tenures: dict[tuple[str, int], LeaseTenure] = {}  # this host's tenures, by (session, epoch)
         store.signals.append(self._signalled)
 
     # --- leases ------------------------------------------------------------------------------------------
@@ -172,7 +174,16 @@ class Ownership:
         stale = self.clock() - self.ttl_ms / 1000
         for key in [key for key, sent in self._taken.items() if sent < stale]:  # taken, never executed here
             del self._taken[key]
-        return LeaseTenure(self, lease, self._taken.pop((lease.session_id, lease.epoch), float("-inf")), lost)
+        for key in [key for key, held in self._tenures.items() if held.state != "held"]:
+            del self._tenures[key]
+        key = (lease.session_id, lease.epoch)
+        tenure = self._tenures[key] = LeaseTenure(self, lease, self._taken.pop(key, float("-inf")), lost)
+        return tenure
+
+    def _still_ours(self) -> set[tuple[str, int]]:
+        """(session, epoch) of the leases an execution of this host still holds, expired or not: its renewal is only
+        late (a starved or paused process), and its tenure either renews the lease or stops the execution."""
+        return {key for key, held in self._tenures.items() if held.state == "held"}
 
     async def holder(self, session_id: str) -> Lease | None:
         """The live lease of another host on the session, if any (an expired one is nobody's)."""
@@ -274,13 +285,18 @@ class Ownership:
         only input waited (False)."""
         self._sweeper.start_soon(lambda: self._sweep(take_over), "the lease sweep", lasting=True)
 
-    def _claim(self, tx: Tx) -> list[tuple[Lease, Lease]]:
+    def _claim(self, tx: Tx, ours: set[tuple[str, int]]) -> list[tuple[Lease, Lease]]:
         now = now_ms()  # (the sweep records when it sent this write: the leases' tenures count from then)
         claimed = []
         for sid in tx.pending.unowned(now - self.ttl_ms, limit=500):  # admitted, but its host died before waking
             if (lease := tx.leases.take(sid, self.host, now, now + self.ttl_ms)) is not None:
                 claimed.append((Lease(sid, "", 0, 0), lease))
         for stale in tx.leases.claimable(now, limit=500):
+            if stale.owner == self.host and (stale.session_id, stale.epoch) in ours:
+                # this host still executes it, only its renewal is late: taking it over would stop that execution
+                # and spend a continuation of the session's resume budget on nothing; its tenure renews it (a lease
+                # nobody took meanwhile is kept) or stops it, and another host may take it as from any late owner
+                continue
             lease = tx.leases.take(stale.session_id, self.host, now, now + self.ttl_ms)
             if lease is not None and lease.epoch > stale.epoch:
                 claimed.append((stale, lease))
@@ -305,7 +321,7 @@ class Ownership:
                 due, upcoming = await self.store.read(self._look)
                 if due:
                     sent = self.clock()
-                    for stale, lease in await self.store.write(self._claim):
+                    for stale, lease in await self.store.write(functools.partial(self._claim, ours=self._still_ours())):
                         self._taken[(lease.session_id, lease.epoch)] = sent
                         log.warning("taking over session %s from %s", stale.session_id,
                                     stale.owner or "nobody (its input waited unowned)")
