@@ -197,10 +197,10 @@ async def test_a_hosts_sweep_leaves_alone_a_session_it_still_executes_whose_rene
         looked: list[int] = []  # when each claim the sweep made began (in the store's writer: another thread)
         claimed, loop, claim = asyncio.Event(), asyncio.get_running_loop(), sweeper._claim
 
-        def counted(tx, *rest):
+        def counted(tx, *rest, **named):
             looked.append(now_ms())
             try:
-                return claim(tx, *rest)
+                return claim(tx, *rest, **named)
             finally:
                 loop.call_soon_threadsafe(claimed.set)
 
