@@ -1,6 +1,6 @@
-"""Where a Step boundary reads the filesystem: on the event loop when the Location and the config directory are on
-local mounts (no thread hop, no wait for the interpreter lock), in a worker thread on a mount that can hang (network,
-FUSE) and whenever that is not yet known."""
+"""Where a Step boundary (and a read of the configuration in effect) reads the filesystem: on the event loop when the
+Location and the config directory are on local mounts (no thread hop, no wait for the interpreter lock), in a worker
+thread on a mount that can hang (network, FUSE) and whenever that is not yet known."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import threading
 import pytest
 
 from opencode_session.core import localfs
+from opencode_session.core.config import ConfigSource
 from opencode_session.core.execution import sampling
+from opencode_session.core.location import resolve_location
 from tests.support.scripted import text
 from tests.test_runner import harness
 
@@ -76,3 +78,48 @@ async def test_a_location_on_a_network_mount_is_always_sampled_in_a_thread(tmp_p
             await h.wait(sid)
     assert len(sample_threads) == 2
     assert threading.get_ident() not in sample_threads
+
+
+@pytest.fixture
+def config_threads(monkeypatch):
+    """The thread each `ConfigSource.at_sync` ran on."""
+    threads: list[int] = []
+    real = ConfigSource.at_sync
+
+    def recording(self, location):
+        threads.append(threading.get_ident())
+        return real(self, location)
+
+    monkeypatch.setattr(ConfigSource, "at_sync", recording)
+    return threads
+
+
+async def _read_config_twice(tmp_path) -> None:
+    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "config"),
+           "XDG_DATA_HOME": str(tmp_path / "data")}
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "opencode.json").write_text('{"model": "a/b"}')
+    configs = ConfigSource(env)
+    location = resolve_location(project)
+    for _ in range(2):
+        assert (await configs.at(location)).model == "a/b"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="local mounts are read from Linux's mount table")
+async def test_the_configuration_is_read_on_the_loop_once_a_thread_found_its_files_local(tmp_path, config_threads):
+    if not localfs.all_local([tmp_path.resolve()]):
+        pytest.skip(f"the test's temp directory is not on a local mount here: {tmp_path}")
+    await _read_config_twice(tmp_path)
+    assert len(config_threads) == 2
+    assert config_threads[0] != threading.get_ident()  # not known yet: a thread reads and checks the mounts
+    assert config_threads[1] == threading.get_ident()
+
+
+async def test_the_configuration_on_a_network_mount_is_always_read_in_a_thread(tmp_path, config_threads, monkeypatch):
+    mounts = tmp_path / "mounts"
+    mounts.write_text("server:/export / nfs4 rw 0 0\n")
+    monkeypatch.setattr(localfs, "MOUNTS", mounts)
+    await _read_config_twice(tmp_path)
+    assert len(config_threads) == 2
+    assert threading.get_ident() not in config_threads

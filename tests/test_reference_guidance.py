@@ -73,3 +73,48 @@ async def test_references_reach_the_model_and_their_changes_come_as_updates(tmp_
         config.write_text("{}")
         await _prompt(rt, sid, "third")
         assert "no longer available" in _updates(rt.provider.requests[2])[-1]
+
+
+def test_the_references_at_a_location_are_read_again_once_what_they_came_from_changes(tmp_path):
+    """Each boundary asks: the answer is kept until a config file (present or not), a `{file:...}` target or an
+    environment variable read on the way changes; a broken file is never kept."""
+    import os
+
+    from opencode_session.core.config.model import ConfigError
+    from opencode_session.core.location import resolve_location
+    from opencode_session.core.references import discover_references
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".git").mkdir()
+    (tmp_path / "home").mkdir(exist_ok=True)
+    env = {"HOME": str(tmp_path / "home"), "XDG_CONFIG_HOME": str(tmp_path / "config"), "DOCS_NOTE": "first"}
+    loc = resolve_location(project)
+
+    def names() -> dict[str, str | None]:
+        return {r.name: r.description for r in discover_references(loc, env)}
+
+    assert names() == {}
+    config = project / "opencode.json"
+    config.write_text(json.dumps({"references": {"docs": {"path": "./docs", "description": "{env:DOCS_NOTE}"}}}))
+    assert names() == {"docs": "first"}  # a file that appeared where none was
+    env["DOCS_NOTE"] = "second"
+    assert names() == {"docs": "second"}  # a variable it read changed
+    note = project / "note.txt"
+    note.write_text("from a file")
+    config.write_text(json.dumps({"references": {"docs": {"path": "./docs", "description": "{file:note.txt}"}}}))
+    assert names() == {"docs": "from a file"}
+    note.write_text("edited, longer")
+    assert names() == {"docs": "edited, longer"}  # a {file:...} target changed
+    config.write_text("{ broken")
+    with pytest.raises(ConfigError):
+        discover_references(loc, env)
+    with pytest.raises(ConfigError):  # not kept: read again, and still broken
+        discover_references(loc, env)
+    config.unlink()
+    assert names() == {}
+    global_dir = tmp_path / "config" / "opencode"
+    global_dir.mkdir(parents=True, exist_ok=True)
+    (global_dir / "opencode.json").write_text(json.dumps({"references": {"lib": "/opt/lib"}}))
+    assert list(names()) == ["lib"]  # the user's own file counts too
+    assert os.path.isabs(discover_references(loc, env)[0].path)

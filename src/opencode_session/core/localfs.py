@@ -13,6 +13,9 @@ MOUNTS = Path("/proc/self/mounts")
 LOCAL_TYPES = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "zfs", "bcachefs", "tmpfs", "ramfs",
                          "overlay"})
 
+# How long a verdict that a Location's paths are all local stands before a worker thread checks it again
+RECHECK_S = 10.0
+
 _ESCAPE = re.compile(r"\\([0-7]{3})")
 
 

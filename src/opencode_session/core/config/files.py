@@ -252,9 +252,11 @@ def _read_file(path: Path, env: Mapping[str, str], report: ConfigReport,
     return data
 
 
-def load_file(path: Path, env: Mapping[str, str] = os.environ) -> dict[str, Any]:
-    """One config file, parsed, substituted and checked against the typed model."""
-    return _read_file(path, env, ConfigReport([path]))
+def load_file(path: Path, env: Mapping[str, str] = os.environ, *,
+              included: Callable[[Path], None] = lambda _path: None) -> dict[str, Any]:
+    """One config file, parsed, substituted and checked against the typed model; `included(path)` is told of each
+    file a `{file:...}` placeholder reads, before it is read."""
+    return _read_file(path, env, ConfigReport([path]), included)
 
 
 Adjust = Callable[[Path, dict[str, Any]], dict[str, Any]]

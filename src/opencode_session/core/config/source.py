@@ -12,6 +12,7 @@ import copy
 import logging
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import anyio
 
+from ..localfs import RECHECK_S, all_local
 from ..location import Location
 from .files import candidate_files, load_config, user_files
 from .model import Config, ConfigError
@@ -103,6 +105,8 @@ class ConfigSource:
         self._under: dict[Path, str | None] = {}
         # what was left out of each untrusted Location's configuration, as last read (for the API and listings)
         self._ignored: dict[Path, tuple[TrustState, tuple[str, ...]]] = {}
+        # when a worker thread last found every file a Location's configuration watches on a local mount
+        self._local: dict[tuple[Path, Path], float] = {}
 
     def untrusted(self, location: Location) -> tuple[TrustState, tuple[str, ...]] | None:
         """When the Location's project configuration was last read without authority: its trust and what it said
@@ -127,8 +131,31 @@ class ConfigSource:
         return await anyio.to_thread.run_sync(self.standing_sync, location)
 
     async def at(self, location: Location) -> Config:
-        """The configuration at `location`, its files checked (and read) off the event loop."""
-        return await anyio.to_thread.run_sync(self.at_sync, location)
+        """The configuration at `location`, its files checked (and read) off the event loop, except where a thread
+        found lately that they all live on local mounts (`localfs`): there the few stats of a cached answer cannot
+        hang, and run here (a hop to a thread and back costs more than they do)."""
+        key = (location.directory, location.project_root)
+        with self._lock:
+            checked = self._local.get(key)
+        if checked is not None and time.monotonic() - checked < RECHECK_S:
+            return self.at_sync(location)
+        return await anyio.to_thread.run_sync(self._at_checking_mounts, location)
+
+    def _at_checking_mounts(self, location: Location) -> Config:
+        config = self.at_sync(location)
+        key = (location.directory, location.project_root)
+        with self._lock:
+            entry = self._cache.get(key)
+        if entry is not None:
+            local = all_local(path.resolve() for path, _seen in entry.watched)
+            with self._lock:
+                if local:
+                    self._local[key] = time.monotonic()
+                    while len(self._local) > CAPACITY:
+                        del self._local[next(iter(self._local))]
+                else:
+                    self._local.pop(key, None)
+        return config
 
     def at_sync(self, location: Location) -> Config:
         """The configuration at `location`, blocking: for code already on a worker thread (or sure of local disks)."""

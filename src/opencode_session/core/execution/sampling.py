@@ -16,13 +16,13 @@ from ...schema.common import SessionErrorInfo
 from ..agents import AgentNotFoundError, resolve_agent
 from ..boundary import Boundary
 from ..config import ConfigError, ConfigSource, global_config_dir
-from ..localfs import all_local
+from ..localfs import RECHECK_S, all_local
 from ..location import resolve_location
 from ..session.service import require_session
 from ..store import Store
 from .coordinator import DrainFailure
 
-LOCAL_RECHECK_S = 10.0  # how long a Location's "all on local mounts" verdict stands before a thread sample rechecks
+LOCAL_RECHECK_S = RECHECK_S  # how long a Location's "all on local mounts" verdict stands before a thread rechecks
 
 
 class InstructionFiles(Protocol):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import psycopg
 
 from ..sql.contexts import STEP_CONTEXT_TABLE
-from ..sql.usage import PROMPTS_ANSWERED
+from ..sql.usage import PROMPTS_ANSWERED, UNANSWERED_INDEX
 
 # The advisory lock every host takes while it migrates (an arbitrary constant of this program's).
 _MIGRATION_LOCK = 7_301_1984
@@ -432,6 +432,8 @@ MIGRATIONS: list[str] = [
     # 7: what each Step sent (core/execution/context_record.py): kept beside the projections, not derived from
     # events; a record is the change from its base record, the chain of a session starting at its root
     STEP_CONTEXT_TABLE,
+    # 8: the prompts no Step answered yet, indexed: every Step's first usage row looks them up
+    UNANSWERED_INDEX,
 ]
 
 

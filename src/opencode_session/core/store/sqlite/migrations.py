@@ -6,7 +6,7 @@ import re
 import sqlite3
 
 from ..sql.contexts import STEP_CONTEXT_TABLE
-from ..sql.usage import PROMPTS_ANSWERED
+from ..sql.usage import PROMPTS_ANSWERED, UNANSWERED_INDEX
 
 # The FTS5 indexes of session search (messages' text, titles) and their shadow tables: derived from
 # session_search_doc by its triggers.
@@ -394,12 +394,14 @@ MIGRATIONS: list[str] = [
     # 13: what each Step sent (core/execution/context_record.py): kept beside the projections, not derived from
     # events; a record is the change from its base record, the chain of a session starting at its root
     STEP_CONTEXT_TABLE,
+    # 14: the prompts no Step answered yet, indexed: every Step's first usage row looks them up
+    UNANSWERED_INDEX,
 ]
 
 
 def migrate(conn: sqlite3.Connection) -> int:
     """Apply every migration newer than the database's user_version, in order and in one transaction (one commit,
-    so one fsync: a new database's thirteen took 40-60 ms of every first start); returns the resulting version."""
+    so one fsync: a new database's fourteen took 40-60 ms of every first start); returns the resulting version."""
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > len(MIGRATIONS):
         raise RuntimeError(f"database schema version {version} is newer than this program ({len(MIGRATIONS)})")
