@@ -1,11 +1,13 @@
 """Project references, as OpenCode configures them (opencode.json's `references`: a name for a local directory or
-a git repository): read from each config file so a relative path is taken from that file's directory, a nearer file
-replacing a farther one's entry of the same name. A git reference names where its checkout lives; this runtime does
-not clone it, so guidance offers it only once that directory exists.
+a git repository): taken from the configuration in effect at a Location (`ConfigSource`: an untrusted project's
+file names none, and a project file changed while the runtime runs keeps the references it first had until a
+restart), each file's entries apart so a relative path is taken from that file's directory, a nearer file replacing
+a farther one's entry of the same name. A git reference names where its checkout lives; this runtime does not clone
+it, so guidance offers it only once that directory exists.
 
-Every Step's boundary asks (for the references guidance), so the answer at a Location is kept while nothing it was
-read from changed: the config files (present or not), the files their `{file:...}` placeholders read, and the
-environment variables read on the way."""
+Every Step's boundary asks (for the references guidance), so the answer at a Location is kept while its
+configuration is the one it came from (`ConfigSource` reads the files anew once one of them, a `{file:...}` target
+or an environment variable read on the way changes)."""
 
 from __future__ import annotations
 
@@ -14,14 +16,13 @@ import os
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..schema.reference import ReferenceGitSource, ReferenceInfo, ReferenceLocalSource
-from .config import candidate_files, config_files, load_file
-from .config.source import Signature, signature
+from .config import Config
 from .location import Location
 
 _ALIAS = re.compile(r"^[^/\s`,]+$")
@@ -78,11 +79,9 @@ def _reference(name: str, entry: Any, base: Path, env: Mapping[str, str]) -> Ref
                                                                   description=description, hidden=hidden))
 
 
-def _discover(location: Location, env: Mapping[str, str],
-              included: Callable[[Path], None] = lambda _path: None) -> list[ReferenceInfo]:
+def _discover(config: Config, env: Mapping[str, str]) -> list[ReferenceInfo]:
     found: dict[str, ReferenceInfo] = {}
-    for path in config_files(location.directory, location.project_root, env):
-        entries = load_file(path, env, included=included).get("references")
+    for path, entries in config.references_by_file():
         for name, entry in (entries.items() if isinstance(entries, Mapping) else ()):
             if isinstance(name, str) and _ALIAS.match(name):
                 reference = _reference(name, entry, path.parent, env)
@@ -91,39 +90,11 @@ def _discover(location: Location, env: Mapping[str, str],
     return [found[name] for name in sorted(found)]
 
 
-class _Recorded(Mapping[str, str]):
-    """An environment that remembers the variables read from it (None: unset); iterating it reads them all."""
-
-    def __init__(self, env: Mapping[str, str]) -> None:
-        self.env = env
-        self.read: dict[str, str | None] = {}
-        self.whole = False
-
-    def __getitem__(self, key: str) -> str:
-        value = self.env.get(key)
-        self.read[key] = value
-        if value is None:
-            raise KeyError(key)
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        self.whole = True
-        return iter(self.env)
-
-    def __len__(self) -> int:
-        self.whole = True
-        return len(self.env)
-
-
 @dataclass(frozen=True)
 class _Known:
+    named: tuple[tuple[Path, Any], ...]  # what the configuration said, as read (the same object while it stands)
+    places: tuple[str | None, ...]  # HOME and XDG_CACHE_HOME, as they were
     references: tuple[ReferenceInfo, ...]
-    watched: tuple[tuple[Path, Signature], ...]  # every file it was (or could have been) read from, as before
-    read: tuple[tuple[str, str | None], ...]  # the environment variables read, as they were
-
-    def fresh(self, env: Mapping[str, str]) -> bool:
-        return (all(env.get(name) == value for name, value in self.read)
-                and all(signature(path) == seen for path, seen in self.watched))
 
 
 # Locations remembered at once (a server may be asked about any number of directories)
@@ -132,22 +103,19 @@ _known: OrderedDict[tuple[Path, Path], _Known] = OrderedDict()
 _lock = threading.Lock()  # boundaries sample on worker threads and on the loop alike
 
 
-def discover_references(location: Location, env: Mapping[str, str]) -> list[ReferenceInfo]:
-    """The references configured at `location`, by name. Raises ConfigError for a broken config file (never
-    remembered: it is read again until mended)."""
+def discover_references(location: Location, config: Config, env: Mapping[str, str]) -> list[ReferenceInfo]:
+    """The references `config` (the configuration in effect at `location`, from `ConfigSource`: only files with
+    authority name any) configures, by name. The answer stands while the configuration is the one it came from."""
     key = (location.directory, location.project_root)
+    named, places = config.references_by_file(), (env.get("HOME"), env.get("XDG_CACHE_HOME"))
     with _lock:
         known = _known.get(key)
-    if known is not None and known.fresh(env):
+    if known is not None and known.named is named and known.places == places:
         return list(known.references)
-    recorded = _Recorded(env)
-    watched = [(path, signature(path)) for path in candidate_files(location.directory, location.project_root,
-                                                                     recorded)]
-    references = _discover(location, recorded, lambda path: watched.append((path, signature(path))))
-    if not recorded.whole:
-        with _lock:
-            _known[key] = _Known(tuple(references), tuple(watched), tuple(recorded.read.items()))
-            _known.move_to_end(key)
-            while len(_known) > _CAPACITY:
-                _known.popitem(last=False)
+    references = _discover(config, env)
+    with _lock:
+        _known[key] = _Known(named, places, tuple(references))
+        _known.move_to_end(key)
+        while len(_known) > _CAPACITY:
+            _known.popitem(last=False)
     return references

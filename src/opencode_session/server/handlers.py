@@ -871,8 +871,8 @@ async def reference_list(rt: Runtime, call: Call[None, LocationQuery, None]) -> 
     from ..core.references import discover_references  # imported by the first listing
 
     loc = _location(rt, call.query)
-    try:
-        references = await anyio.to_thread.run_sync(discover_references, loc, rt.options.env)
+    try:  # the configuration with authority there: an untrusted project's file names no reference
+        config = await rt.config.at(loc)
     except ConfigError as bad:
         raise InvalidRequestError(str(bad), kind="config") from None
-    return ReferenceList(location=loc.info(), data=references)
+    return ReferenceList(location=loc.info(), data=discover_references(loc, config, rt.options.env))

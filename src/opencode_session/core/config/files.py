@@ -271,14 +271,20 @@ def inspect_config(directory: Path, project_root: Path, env: Mapping[str, str] =
     """The configuration `load_config` would give, with its files and warnings; a bad file is reported in the
     result instead of raised. `included(path)` is told of each file a `{file:...}` placeholder reads, before it is
     read; `adjust(path, data)` may change what one file says before it is merged (`ConfigSource` keeps a changed
-    project file's authority as it first read it); `placeholders` says which of a file's placeholders are substituted
-    (the others read as "": a changed project file reads no variable or file its first reading did not)."""
+    project file's authority as it first read it, and drops an untrusted one's), and what it leaves of each file's
+    `references` is kept with that file (`Config.references_by_file`); `placeholders` says which of a file's
+    placeholders are substituted (the others read as "": a changed project file reads no variable or file its first
+    reading did not)."""
     report = ConfigReport(files=config_files(directory, project_root, env))
     merged: dict[str, Any] = {}
+    named: list[tuple[Path, Any]] = []  # each file's `references` as adjusted: a relative path is from that file
     try:
         for path in report.files:
-            merged = merge_config(merged, adjust(path, _read_file(path, env, report, included, placeholders)))
-        report.config = Config.model_validate(merged)
+            data = adjust(path, _read_file(path, env, report, included, placeholders))
+            if data.get("references") is not None:
+                named.append((path, data["references"]))
+            merged = merge_config(merged, data)
+        report.config = Config.model_validate(merged).with_references(tuple(named))
     except ConfigError as bad:
         report.error = bad
     except ValidationError as exc:  # pragma: no cover - each file already validated

@@ -141,10 +141,22 @@ class Config(_Lenient):
     # an untrusted project's `deny` rules of each agent (action, pattern), applied after that agent's own rules
     # (`core/config/source.py`): never in a file, never shown
     _agent_denies: dict[str, tuple[tuple[str, str], ...]] = PrivateAttr(default_factory=dict)
+    # each file's `references` with that file (a relative path is taken from its directory), as the loader left
+    # them: with authority only (`core/references.py` reads them from here, never from the files)
+    _references: tuple[tuple[Path, Any], ...] = PrivateAttr(default=())
 
     def agent_denies(self, name: str) -> tuple[tuple[str, str], ...]:
         """The (action, pattern) deny rules an untrusted project gave agent `name`, applied after its own."""
         return self._agent_denies.get(name, ())
+
+    def references_by_file(self) -> tuple[tuple[Path, Any], ...]:
+        """Each config file's `references` value that has authority, with that file, in merge order."""
+        return self._references
+
+    def with_references(self, named: tuple[tuple[Path, Any], ...]) -> Config:
+        """This config, just built, holding each file's `references` (the loader's call)."""
+        self._references = named
+        return self
 
     def with_agent_denies(self, denies: dict[str, tuple[tuple[str, str], ...]]) -> Config:
         copy = self.model_copy()

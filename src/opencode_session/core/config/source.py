@@ -3,7 +3,8 @@ until a file it was (or could have been) read from changes on disk; a config fil
 (perhaps by the model) changes content at once, but its authority only with a restart; so does one of the user's
 own files (global, `OPENCODE_CONFIG`) once a Location holds it (a session at $HOME). A project's configuration
 has authority only where the user trusts its Location with its content (`trust.py`): elsewhere it is read as content
-alone (no hooks, MCP servers, plugins, providers, web search, placeholders, and only its `deny` rules)."""
+alone (no hooks, MCP servers, plugins, providers, web search, references, placeholders, and only its `deny`
+rules)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,12 +46,14 @@ PIN_CAPACITY = 65_536
 _ABSENT: dict[str, object] = {}  # the authority of a file that was not there: none
 
 # What an untrusted project's configuration says that is left out: what runs (hooks, MCP servers, plugins) and
-# where requests and keys go (providers, web search). Its permissions keep only their `deny` rules (and an agent's
+# where requests and keys go (providers, web search), and what the model is pointed to beyond the Location
+# (references). Its permissions keep only their `deny` rules (and an agent's
 # `tools` only its `false` switches); its `{env:...}`/`{file:...}` placeholders read as "".
-UNTRUSTED_DROPPED = ("hooks", "mcp", "plugin", "provider", "websearch")
+UNTRUSTED_DROPPED = ("hooks", "mcp", "plugin", "provider", "websearch", "references")
 # Each part of an untrusted configuration that is left out (`untrusted`, `standing`), as a person reads it
 _PLAIN = {"hooks": "hooks", "mcp": "MCP servers", "plugin": "plugins", "provider": "providers",
-          "websearch": "web search", "permission rules other than deny": "permissions that widen"}
+          "websearch": "web search", "references": "references",
+          "permission rules other than deny": "permissions that widen"}
 
 
 def left_out_words(ignored: tuple[str, ...] | list[str]) -> str:
@@ -71,22 +74,53 @@ def signature(path: Path) -> Signature:
     return info.st_mtime_ns, info.st_size, info.st_ino
 
 
+class _Recorded(Mapping[str, str]):
+    """An environment that remembers the variables read from it (None: unset); iterating it reads them all."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+        self.read: dict[str, str | None] = {}
+        self.whole = False
+
+    def __getitem__(self, key: str) -> str:
+        value = self.env.get(key)
+        self.read[key] = value
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        self.whole = True
+        return iter(self.env)
+
+    def __len__(self) -> int:
+        self.whole = True
+        return len(self.env)
+
+    def seen(self) -> tuple[tuple[str, str | None], ...] | None:
+        """The variables read, as they were; None when the whole environment was."""
+        return None if self.whole else tuple(self.read.items())
+
+
 @dataclass(frozen=True)
 class _Entry:
     config: Config
     # every candidate file (present or not) and every `{file:...}` target, as it was before it was read
     watched: tuple[tuple[Path, Signature], ...]
+    # the environment variables read (where the files are, `{env:...}`), as they were; None: all of them
+    read: tuple[tuple[str, str | None], ...] | None = ()
 
-    def fresh(self) -> bool:
-        return all(signature(path) == seen for path, seen in self.watched)
+    def fresh(self, env: Mapping[str, str]) -> bool:
+        return (self.read is not None and all(env.get(name) == value for name, value in self.read)
+                and all(signature(path) == seen for path, seen in self.watched))
 
 
 class ConfigSource:
     """`at(location)` is the merged `opencode.json` configuration there (global, `OPENCODE_CONFIG`, project files
     from the root down), under the runtime's environment. A cached answer stands while no file it depends on has
     changed: each read stats those (a handful of stats), and a new, edited or removed file, or `{file:...}` target,
-    makes the next read parse again. A broken file raises `ConfigError` on every read until it is mended (failures
-    are not cached)."""
+    or a changed environment variable read on the way, makes the next read parse again. A broken file raises
+    `ConfigError` on every read until it is mended (failures are not cached)."""
 
     def __init__(self, env: Mapping[str, str], trust: Trust | None = None) -> None:
         self.env = env
@@ -162,7 +196,7 @@ class ConfigSource:
         key = (location.directory, location.project_root)
         with self._lock:
             entry = self._cache.get(key)
-        if entry is not None and entry.fresh():
+        if entry is not None and entry.fresh(self.env):
             with self._lock:
                 if key in self._cache:
                     self._cache.move_to_end(key)
@@ -177,14 +211,15 @@ class ConfigSource:
 
     def _load(self, location: Location) -> _Entry:
         # signatures are taken before the reads, so a file changed while it is read is read again next time
-        candidates = candidate_files(location.directory, location.project_root, self.env)
+        env = _Recorded(self.env)  # a variable read on the way that changes reads the files anew too
+        candidates = candidate_files(location.directory, location.project_root, env)
         watched = [(path, signature(path)) for path in candidates]
         trust_file = self.trust.signature_path()
         if trust_file is not None:  # trusting (or no longer trusting) a Location reads it anew
             watched.append((trust_file, signature(trust_file)))
         state = self.trust.state(location)
         under = _ALWAYS if state.trust_all else (state.digest or "-") if state.trusted else None
-        own = {_key(path) for path in user_files(self.env)}
+        own = {_key(path) for path in user_files(env)}
         held = (location.directory, location.project_root)
         with self._lock:
             for path, seen in zip(candidates, (seen for _path, seen in watched), strict=False):
@@ -225,7 +260,7 @@ class ConfigSource:
                 return self._gate(path, found, _ALWAYS) if reachable(_key(path)) else found
             return frozenset() if under is None else self._gate(path, found, under)
 
-        config = load_config(location.directory, location.project_root, self.env,
+        config = load_config(location.directory, location.project_root, env,
                              included=lambda path: watched.append((path, signature(path))),
                              adjust=adjust, placeholders=placeholders)
         if under is None:
@@ -240,7 +275,7 @@ class ConfigSource:
         else:
             with self._lock:
                 self._ignored.pop(location.directory, None)
-        return _Entry(config, tuple(watched))
+        return _Entry(config, tuple(watched), env.seen())
 
     def _forget(self, key: Path) -> None:
         """Forget a file's first reading (under the lock)."""

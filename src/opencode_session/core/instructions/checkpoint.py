@@ -48,8 +48,8 @@ class SourceFiles:
 
 
 def read_files(boundary: Boundary, env: Mapping[str, str]) -> SourceFiles:
-    """Every file the sources read: ambient AGENTS.md, configured instruction files, skills, the config files that
-    name references (blocking)."""
+    """Every file the sources read: ambient AGENTS.md, configured instruction files, skills; and the references the
+    boundary's configuration names (blocking)."""
     loc = boundary.location
     patterns = list(boundary.config.instructions)
     roots = skill_roots(global_config_dir(env), loc.project_root, loc.directory, not project_config_disabled(env))
@@ -57,7 +57,7 @@ def read_files(boundary: Boundary, env: Mapping[str, str]) -> SourceFiles:
         scan_discovery(loc.directory, loc.project_root, global_config_dir(env), project_config_disabled(env)),
         scan_config(patterns, loc.project_root) if patterns else None,
         discover_skills(roots),
-        scan_references(loc, env))
+        scan_references(loc, boundary.config, env))
 
 
 async def compose(boundary: Boundary, store: Store, env: Mapping[str, str], today: Callable[[], date],

@@ -13,7 +13,7 @@ from xml.sax.saxutils import escape
 from pydantic import ConfigDict, StrictStr, TypeAdapter, with_config
 
 from ...schema.reference import ReferenceInfo
-from ..config import ConfigError
+from ..config import Config
 from ..location import Location
 from ..references import discover_references
 from .algebra import EMPTY, UNAVAILABLE, Instructions, Source, Unavailable, diff_by_key, make
@@ -34,12 +34,10 @@ class Guided:
 _GUIDED = TypeAdapter(tuple[Guided, ...])
 
 
-def scan_references(location: Location, env: Mapping[str, str]) -> list[ReferenceInfo] | Unavailable:
-    """The references configured at `location` (blocking); unavailable while a config file cannot be read."""
-    try:
-        return discover_references(location, env)
-    except (ConfigError, OSError):
-        return UNAVAILABLE
+def scan_references(location: Location, config: Config, env: Mapping[str, str]) -> list[ReferenceInfo]:
+    """The references `config`, the configuration in effect at `location` (the boundary's), names: a broken config
+    file fails the boundary itself, before this is asked."""
+    return discover_references(location, config, env)
 
 
 def _entries(references: Iterable[Guided]) -> list[str]:
