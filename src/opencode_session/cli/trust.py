@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 # What a project's configuration can hold that only trust gives effect to
-_AUTHORITY = ("hooks", "mcp", "plugin", "provider", "websearch", "references", "permission", "agent")
+_AUTHORITY = ("hooks", "mcp", "plugin", "provider", "websearch", "references", "instructions", "permission",
+              "agent")
 
 
 def trust_location(directory: Path, *, show: bool, revoke: bool, as_json: bool,

@@ -3,8 +3,8 @@ until a file it was (or could have been) read from changes on disk; a config fil
 (perhaps by the model) changes content at once, but its authority only with a restart; so does one of the user's
 own files (global, `OPENCODE_CONFIG`) once a Location holds it (a session at $HOME). A project's configuration
 has authority only where the user trusts its Location with its content (`trust.py`): elsewhere it is read as content
-alone (no hooks, MCP servers, plugins, providers, web search, references, placeholders, and only its `deny`
-rules)."""
+alone (no hooks, MCP servers, plugins, providers, web search, references, configured instruction files,
+placeholders, and only its `deny` rules)."""
 
 from __future__ import annotations
 
@@ -46,13 +46,14 @@ PIN_CAPACITY = 65_536
 _ABSENT: dict[str, object] = {}  # the authority of a file that was not there: none
 
 # What an untrusted project's configuration says that is left out: what runs (hooks, MCP servers, plugins) and
-# where requests and keys go (providers, web search), and what the model is pointed to beyond the Location
-# (references). Its permissions keep only their `deny` rules (and an agent's
+# where requests and keys go (providers, web search), what the model is pointed to beyond the Location
+# (references) and what files' text is sent to the provider (`instructions`: any path the server can read, `~`,
+# `../` or a symlink out of the repository). Its permissions keep only their `deny` rules (and an agent's
 # `tools` only its `false` switches); its `{env:...}`/`{file:...}` placeholders read as "".
-UNTRUSTED_DROPPED = ("hooks", "mcp", "plugin", "provider", "websearch", "references")
+UNTRUSTED_DROPPED = ("hooks", "mcp", "plugin", "provider", "websearch", "references", "instructions")
 # Each part of an untrusted configuration that is left out (`untrusted`, `standing`), as a person reads it
 _PLAIN = {"hooks": "hooks", "mcp": "MCP servers", "plugin": "plugins", "provider": "providers",
-          "websearch": "web search", "references": "references",
+          "websearch": "web search", "references": "references", "instructions": "instruction files",
           "permission rules other than deny": "permissions that widen"}
 
 

@@ -1,8 +1,8 @@
 """Trust per Location: a project's configuration (its `opencode.json[c]` files from the project root down) grants
-authority (hooks, MCP servers, plugins, permissions that widen, providers) only once the user has trusted that
-Location with that very content. A cloned repository is read (its instructions, agents' prompts, commands), but
-nothing it names runs until then; when its configuration changes, it must be trusted again. The user's own files
-(global, `OPENCODE_CONFIG`) are always trusted.
+authority (hooks, MCP servers, plugins, permissions that widen, providers, references, instruction files) only
+once the user has trusted that Location with that very content. A cloned repository is read (its `AGENTS.md`,
+agents' prompts, commands), but nothing it names runs or is read until then; when its configuration changes, it
+must be trusted again. The user's own files (global, `OPENCODE_CONFIG`) are always trusted.
 
 What the user trusted is kept in `trust.json` in the user's data directory (0600 in a 0700 folder, beside the
 default database), never in the repository: the Location's directory and the digest of its configuration's
