@@ -144,6 +144,9 @@ class Config(_Lenient):
     # each file's `references` with that file (a relative path is taken from its directory), as the loader left
     # them: with authority only (`core/references.py` reads them from here, never from the files)
     _references: tuple[tuple[Path, Any], ...] = PrivateAttr(default=())
+    # whether the project's own files (AGENTS.md) are read only where they resolve inside the project root: a
+    # Location the user has not trusted (`core/config/source.py`), whose repository may link them to ~/.ssh/...
+    _confined: bool = PrivateAttr(default=False)
 
     def agent_denies(self, name: str) -> tuple[tuple[str, str], ...]:
         """The (action, pattern) deny rules an untrusted project gave agent `name`, applied after its own."""
@@ -152,6 +155,15 @@ class Config(_Lenient):
     def references_by_file(self) -> tuple[tuple[Path, Any], ...]:
         """Each config file's `references` value that has authority, with that file, in merge order."""
         return self._references
+
+    def confined(self) -> bool:
+        """Whether a project file that resolves outside the project root (a symlink out) is left unread."""
+        return self._confined
+
+    def with_confined(self, confined: bool) -> Config:
+        """This config, just built, saying whether its Location's project files are confined (the loader's call)."""
+        self._confined = confined
+        return self
 
     def with_references(self, named: tuple[tuple[Path, Any], ...]) -> Config:
         """This config, just built, holding each file's `references` (the loader's call)."""

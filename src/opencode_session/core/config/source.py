@@ -264,6 +264,9 @@ class ConfigSource:
         config = load_config(location.directory, location.project_root, env,
                              included=lambda path: watched.append((path, signature(path))),
                              adjust=adjust, placeholders=placeholders)
+        # a project the user has not trusted (nor every Location) reads no file of its own linked out of it: a
+        # repository without configuration counts too, as it is where such a link would be shipped
+        config = config.with_confined(not (state.trust_all or (state.trusted and state.digest is not None)))
         if under is None:
             config = _with_denies(config, denies)
             with self._lock:

@@ -54,7 +54,8 @@ def read_files(boundary: Boundary, env: Mapping[str, str]) -> SourceFiles:
     patterns = list(boundary.config.instructions)
     roots = skill_roots(global_config_dir(env), loc.project_root, loc.directory, not project_config_disabled(env))
     return SourceFiles(
-        scan_discovery(loc.directory, loc.project_root, global_config_dir(env), project_config_disabled(env)),
+        scan_discovery(loc.directory, loc.project_root, global_config_dir(env), project_config_disabled(env),
+                       boundary.config.confined()),
         scan_config(patterns, loc.project_root) if patterns else None,
         discover_skills(roots),
         scan_references(loc, boundary.config, env))

@@ -1,5 +1,6 @@
 """Nearby AGENTS.md injection: after a successful read below the Location, AGENTS.md files between the read path
-and the Location root are shown to the model once per Session as a durable synthetic message."""
+and the Location root are shown to the model once per Session as a durable synthetic message (in a project not
+trusted, not those that resolve outside the project root)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,17 @@ from ...schema import events as ev
 from ..boundary import Boundary
 from ..location import dirs_from_root
 from ..store import Store, Tx
-from .discovery import AGENTS_FILE
+from .discovery import AGENTS_FILE, outside_project
 
 
-def nearby_files(read_path: Path, location_root: Path) -> list[Path]:
+def nearby_files(read_path: Path, location_root: Path, confined_to: Path | None = None) -> list[Path]:
     """AGENTS.md files in the directories from `location_root` (exclusive: its files are ambient) down to the
-    read path's directory, outermost first."""
+    read path's directory, outermost first; with `confined_to` (an untrusted project's resolved root), none resolving
+    outside it."""
     start = read_path if read_path.is_dir() else read_path.parent
     below = dirs_from_root(location_root, start)[1:]
-    return [folder / AGENTS_FILE for folder in below if (folder / AGENTS_FILE).is_file()]
+    return [folder / AGENTS_FILE for folder in below if (folder / AGENTS_FILE).is_file()
+            and not (confined_to is not None and outside_project(folder / AGENTS_FILE, confined_to))]
 
 
 class NearbyInstructions:
@@ -34,9 +37,10 @@ class NearbyInstructions:
         session_id = boundary.session.id
         root = boundary.location.directory
         project_root = boundary.location.project_root
+        confined_to = project_root if boundary.config.confined() else None  # a Location's root is resolved
 
         async def on_read(path: Path) -> None:
-            files = await anyio.to_thread.run_sync(nearby_files, path.resolve(), root)
+            files = await anyio.to_thread.run_sync(nearby_files, path.resolve(), root, confined_to)
             claimed = self._claimed.setdefault(session_id, set())
             fresh = [f for f in files if str(f) not in claimed]
             if not fresh:
