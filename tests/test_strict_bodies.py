@@ -186,19 +186,34 @@ def test_wrong_types_and_non_json_values_are_refused_naming_the_field(server, ht
 
 # --- the property -------------------------------------------------------------------------------------
 
-_texts = st.integers(0, 5).flatmap(lambda n: st.text(max_size=12) if n > 1 else st.one_of(
-    st.text(st.characters(exclude_categories=[]), max_size=4),
-    st.sampled_from([SURROGATE, "x\udfff", "\udc00\ud800", "ok \U0001f600"])))
+# Named functions, not lambdas, expand the strategies: to describe a lambda (in a strategy's repr, which it makes
+# while validating a deep recursive one) hypothesis parses its source, and CPython 3.11.7's parser can then fail with
+# "SystemError: AST constructor recursion depth mismatch" at that depth (seen in a full run).
+
+
+def _text_of(n: int) -> st.SearchStrategy:
+    return st.text(max_size=12) if n > 1 else st.one_of(
+        st.text(st.characters(exclude_categories=[]), max_size=4),
+        st.sampled_from([SURROGATE, "x\udfff", "\udc00\ud800", "ok \U0001f600"]))
+
+
+def _nested(inner: st.SearchStrategy) -> st.SearchStrategy:
+    return st.lists(inner, max_size=3) | st.dictionaries(_texts, inner, max_size=3)
+
+
+_texts = st.integers(0, 5).flatmap(_text_of)
 _scalars = st.one_of(st.none(), st.booleans(), st.integers(-(10 ** 20), 10 ** 20),
                      st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([math.nan, math.inf, -math.inf]),
                      _texts)
-_json = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_texts, inner, max_size=3),
-                     max_leaves=8)
+_json = st.recursive(_scalars, _nested, max_leaves=8)
 
 
 def _maybe(strategy: st.SearchStrategy) -> st.SearchStrategy:
     """Mostly the right shape, sometimes any JSON at all."""
-    return st.integers(0, 7).flatmap(lambda n: _json if n == 0 else strategy)
+    def shaped(n: int) -> st.SearchStrategy:
+        return _json if n == 0 else strategy
+
+    return st.integers(0, 7).flatmap(shaped)
 
 
 _models = _maybe(st.one_of(st.just(MODEL), st.fixed_dictionaries({"id": _texts, "providerID": _texts})))
