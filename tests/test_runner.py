@@ -883,20 +883,25 @@ async def test_orphaned_tool_calls_fail_stale_and_never_rerun(tmp_path):
         assert [(r.call_id, r.is_error) for r in results] == [("c1", True), ("c2", True)]
 
 
+async def _lost_mid_calls(h, sid: str, crashed: str, calls: list[tuple[str, str, int]]) -> None:
+    """What a host lost mid-Step leaves: the Step `crashed` started, and each (call ID, tool, n) durable and running."""
+    ids = {"sessionID": sid, "assistantMessageID": crashed}
+
+    def crash(tx):
+        tx.append(ev.StepStarted(**ids, agent="build", model=ModelRef(id="m", providerID="local")))
+        for call_id, name, n in calls:
+            tx.append(ev.ToolCalled(**ids, callID=call_id, name=name, input={"n": n}))
+
+    await h.rt.store.write(crash)
+
+
 async def test_an_idempotent_orphan_runs_again_and_its_result_is_recorded(tmp_path):
     again, once = EchoTool("again"), EchoTool("once")
     again.idempotent = True  # type: ignore[attr-defined]
     async with harness(tmp_path, [text("carrying on")], tools=[again, once]) as h:
         sid = await h.session()
         crashed = "msg_crashed_assistant_0002"
-        ids = {"sessionID": sid, "assistantMessageID": crashed}
-
-        def crash(tx):  # both calls were durable and running when the host was lost
-            tx.append(ev.StepStarted(**ids, agent="build", model=ModelRef(id="m", providerID="local")))
-            tx.append(ev.ToolCalled(**ids, callID="c1", name="again", input={"n": 1}))
-            tx.append(ev.ToolCalled(**ids, callID="c2", name="once", input={"n": 2}))
-
-        await h.rt.store.write(crash)
+        await _lost_mid_calls(h, sid, crashed, [("c1", "again", 1), ("c2", "once", 2)])
         before = len(await h.log(sid))
         h.execution.wake(sid, force=True)  # what a continuation does: nothing pending, history awaits a reply
         records = (await h.settled_log(sid))[before:]
@@ -948,15 +953,7 @@ async def test_an_orphan_run_again_goes_through_the_pre_tool_use_and_plugin_hook
     async with harness(tmp_path, [text("carrying on")], tools=[again], hooks=hooks, plugin_hooks=plugins) as h:
         sid = await h.session()
         crashed = "msg_crashed_assistant_0003"
-        ids = {"sessionID": sid, "assistantMessageID": crashed}
-
-        def crash(tx):  # both calls were durable and running when the host was lost
-            tx.append(ev.StepStarted(**ids, agent="build", model=ModelRef(id="m", providerID="local")))
-            tx.append(ev.ToolCalled(**ids, callID="c1", name="again", input={"n": 1}))
-            tx.append(ev.ToolCalled(**ids, callID="c2", name="again", input={"n": 2}))
-            tx.append(ev.ToolCalled(**ids, callID="c3", name="again", input={"n": 3}))
-
-        await h.rt.store.write(crash)
+        await _lost_mid_calls(h, sid, crashed, [("c1", "again", 1), ("c2", "again", 2), ("c3", "again", 3)])
         before = len(await h.log(sid))
         h.execution.wake(sid, force=True)
         records = (await h.settled_log(sid))[before:]

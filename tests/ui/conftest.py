@@ -100,6 +100,18 @@ def prompt_and_wait(api: httpx2.Client, sid: str, text: str) -> None:
     assert api.post(f"/api/session/{sid}/wait", timeout=40).status_code == 204
 
 
+def prompt_allowing(page, api: httpx2.Client, sid: str, text: str, asking: str) -> None:
+    """On the session's page, prompt and answer "Allow once" to the one permission the turn asks (its tray names
+    `asking`), then wait for the turn to end."""
+    page.goto(f"/ui/session/{sid}")
+    page.get_by_text("Nothing here yet").wait_for()
+    assert api.post(f"/api/session/{sid}/prompt", json={"prompt": {"text": text}}).status_code == 200
+    tray = page.get_by_role("region", name="Needs you")
+    tray.get_by_text(asking).wait_for()
+    tray.get_by_role("button", name="Allow once").click()
+    assert api.post(f"/api/session/{sid}/wait", timeout=40).status_code == 204
+
+
 def shoot(page, tmp_path, name: str) -> None:
     path = tmp_path / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)

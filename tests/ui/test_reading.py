@@ -10,7 +10,7 @@ import pytest
 
 from tests.support import fake_openai as fake
 
-from .conftest import create, shoot
+from .conftest import create, prompt_allowing, shoot
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
@@ -31,13 +31,7 @@ def run_a_turn_with_tools(page, api, ui_provider) -> str:
         fake.completion(fake.tool_call_deltas(0, "call_b", "bash", json.dumps(
             {"command": "python3 src/a.py", "description": "run it"})), finish_reason="tool_calls"),
         fake.completion(fake.text_deltas(ANSWER), usage=fake.usage_block(12345, 6789)))
-    page.goto(f"/ui/session/{sid}")
-    page.get_by_text("Nothing here yet").wait_for()
-    assert api.post(f"/api/session/{sid}/prompt", json={"prompt": {"text": "Write and run it"}}).status_code == 200
-    tray = page.get_by_role("region", name="Needs you")
-    tray.get_by_text("python3 src/a.py").wait_for()
-    tray.get_by_role("button", name="Allow once").click()
-    assert api.post(f"/api/session/{sid}/wait", timeout=40).status_code == 204
+    prompt_allowing(page, api, sid, "Write and run it", asking="python3 src/a.py")
     page.locator("#transcript .usage").get_by_text("12,345 in").wait_for()
     return sid
 

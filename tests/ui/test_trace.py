@@ -10,7 +10,7 @@ import pytest
 
 from tests.support import fake_openai as fake
 
-from .conftest import create, shoot
+from .conftest import create, prompt_allowing, shoot
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]
 
@@ -26,13 +26,7 @@ def test_the_trace_of_a_turn_shows_where_its_time_went(page, api, ui_provider, t
         fake.completion(fake.tool_call_deltas(0, "call_sh", "bash", json.dumps(
             {"command": "echo traced", "description": "say it"})), finish_reason="tool_calls"),
         fake.completion(fake.text_deltas("Done: alpha, beta, traced."), usage=fake.usage_block(2345, 67)))
-    page.goto(f"/ui/session/{sid}")
-    page.get_by_text("Nothing here yet").wait_for()
-    assert api.post(f"/api/session/{sid}/prompt", json={"prompt": {"text": "Look around"}}).status_code == 200
-    tray = page.get_by_role("region", name="Needs you")
-    tray.get_by_text("echo traced").wait_for()
-    tray.get_by_role("button", name="Allow once").click()
-    assert api.post(f"/api/session/{sid}/wait", timeout=40).status_code == 204
+    prompt_allowing(page, api, sid, "Look around", asking="echo traced")
     transcript = page.locator("#transcript")
     transcript.get_by_text("Done: alpha, beta, traced.").wait_for()
     answers = transcript.locator("article.msg.assistant")
